@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/prm.h - mlx5 queue formats (WQE segments, CQE, opcodes, syndromes),
+ * written from the ConnectX PRM layouts. Every backend speaks these bytes.
+ *
+ * This header is usable from C (host) and CUDA (device). It defines its own
+ * structs so it needs no rdma-core at build time; tests/unit/test_prm.c checks
+ * that sizes, offsets and values equal rdma-core's <infiniband/mlx5dv.h>.
+ */
+#ifndef KINET_PRM_H
+#define KINET_PRM_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define KN_HD __host__ __device__ __forceinline__
+#else
+#define KN_HD static inline __attribute__((always_inline))
+#endif
+
+/* ---- sizes ---------------------------------------------------------- */
+#define KN_SEND_WQE_BB 64u    /* one WQE basic block */
+#define KN_SEND_WQE_SHIFT 6u
+#define KN_SEG_SIZE 16u       /* "ds" counts 16-byte units */
+#define KN_MAX_WQE_BBS 16u    /* largest WQE the engine accepts (1 KiB) */
+#define KN_CQE_SIZE 64u
+#define KN_RCV_DBR 0          /* doorbell record word of the receive queue */
+#define KN_SND_DBR 1          /* doorbell record word of the send queue */
+#define KN_BF_OFFSET 0x800u   /* doorbell/BlueFlame register inside the UAR page */
+#define KN_UAR_PAGE_SIZE 4096u
+
+/* ---- WQE opcodes (ctrl.opmod_idx_opcode & 0xff) ---------------------- */
+enum kn_wqe_opcode {
+	KN_OPCODE_NOP = 0x00,
+	KN_OPCODE_SEND_INVAL = 0x01,
+	KN_OPCODE_RDMA_WRITE = 0x08,
+	KN_OPCODE_RDMA_WRITE_IMM = 0x09,
+	KN_OPCODE_SEND = 0x0a,
+	KN_OPCODE_SEND_IMM = 0x0b,
+	KN_OPCODE_RDMA_READ = 0x10,
+	KN_OPCODE_ATOMIC_CS = 0x11,
+	KN_OPCODE_ATOMIC_FA = 0x12,
+};
+
+/* ---- ctrl.fm_ce_se --------------------------------------------------- */
+enum {
+	KN_WQE_CTRL_CQ_UPDATE = 2 << 2, /* write a CQE when this WQE completes */
+	KN_WQE_CTRL_SOLICITED = 1 << 1,
+	KN_WQE_CTRL_FENCE = 4 << 5,
+	KN_WQE_CTRL_INITIATOR_SMALL_FENCE = 1 << 5,
+};
+
+#define KN_INLINE_SEG 0x80000000u /* inline segment flag in byte_count */
+
+/* ---- CQE opcodes (op_own >> 4) ---------------------------------------- */
+enum kn_cqe_opcode {
+	KN_CQE_REQ = 0,
+	KN_CQE_RESP_WR_IMM = 1,
+	KN_CQE_RESP_SEND = 2,
+	KN_CQE_RESP_SEND_IMM = 3,
+	KN_CQE_RESP_SEND_INV = 4,
+	KN_CQE_REQ_ERR = 13,
+	KN_CQE_RESP_ERR = 14,
+	KN_CQE_INVALID = 15,
+};
+
+/* ---- error CQE syndromes ------------------------------------------------ */
+enum kn_cqe_syndrome {
+	KN_SYND_LOCAL_LENGTH_ERR = 0x01,
+	KN_SYND_LOCAL_QP_OP_ERR = 0x02,
+	KN_SYND_LOCAL_PROT_ERR = 0x04,
+	KN_SYND_WR_FLUSH_ERR = 0x05,
+	KN_SYND_MW_BIND_ERR = 0x06,
+	KN_SYND_BAD_RESP_ERR = 0x10,
+	KN_SYND_LOCAL_ACCESS_ERR = 0x11,
+	KN_SYND_REMOTE_INVAL_REQ_ERR = 0x12,
+	KN_SYND_REMOTE_ACCESS_ERR = 0x13,
+	KN_SYND_REMOTE_OP_ERR = 0x14,
+	KN_SYND_TRANSPORT_RETRY_EXC_ERR = 0x15,
+	KN_SYND_RNR_RETRY_EXC_ERR = 0x16,
+	KN_SYND_REMOTE_ABORTED_ERR = 0x22,
+};
+
+/* ---- WQE segments (all multi-byte fields big-endian) ----------------- */
+struct kn_wqe_ctrl_seg {
+	uint32_t opmod_idx_opcode; /* opmod<<24 | wqe_index<<8 | opcode */
+	uint32_t qpn_ds;           /* qpn<<8 | ds (16-byte units in this WQE) */
+	uint8_t signature;
+	uint8_t dci_stream_channel_id[2];
+	uint8_t fm_ce_se;
+	uint32_t imm; /* immediate, already in wire order */
+};
+
+struct kn_wqe_raddr_seg {
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t reserved;
+};
+
+struct kn_wqe_data_seg {
+	uint32_t byte_count;
+	uint32_t lkey;
+	uint64_t addr;
+};
+
+struct kn_wqe_inl_data_seg {
+	uint32_t byte_count; /* length | KN_INLINE_SEG; the data follows */
+};
+
+struct kn_wqe_atomic_seg {
+	uint64_t swap_add; /* swap value (CS) or addend (FA) */
+	uint64_t compare;  /* compare value (CS) */
+};
+
+/* 64-byte completion entry (success layout). */
+struct kn_cqe64 {
+	uint8_t rsvd0[2];
+	uint16_t wqe_id;
+	uint8_t rsvd4[13];
+	uint8_t ml_path;
+	uint8_t rsvd20[4];
+	uint16_t slid;
+	uint32_t flags_rqpn; /* remote qpn in the low 24 bits (responder) */
+	uint8_t hds_ip_ext;
+	uint8_t l4_hdr_type_etc;
+	uint16_t vlan_info;
+	uint32_t srqn_uidx;
+	uint32_t imm_inval_pkey; /* immediate (wire order) on *_IMM */
+	uint8_t app;
+	uint8_t app_op;
+	uint16_t app_info;
+	uint32_t byte_cnt; /* bytes received (responder) / transferred */
+	uint64_t timestamp;
+	uint32_t sop_drop_qpn; /* local qpn in the low 24 bits */
+	uint16_t wqe_counter;  /* index of the WQE this CQE completes */
+	uint8_t signature;
+	uint8_t op_own; /* opcode<<4 | ... | owner bit */
+};
+
+/* The error layout of the same 64 bytes. */
+struct kn_err_cqe {
+	uint8_t rsvd0[32];
+	uint32_t srqn;
+	uint8_t rsvd1[18];
+	uint8_t vendor_err_synd;
+	uint8_t syndrome;
+	uint32_t s_wqe_opcode_qpn; /* wqe opcode<<24 | qpn */
+	uint16_t wqe_counter;
+	uint8_t signature;
+	uint8_t op_own;
+};
+
+/* ---- byte order, host and device -------------------------------------- */
+KN_HD uint16_t kn_bswap16(uint16_t v) { return (uint16_t)((v << 8) | (v >> 8)); }
+KN_HD uint32_t kn_bswap32(uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	return __byte_perm(v, 0, 0x0123);
+#else
+	return __builtin_bswap32(v);
+#endif
+}
+KN_HD uint64_t kn_bswap64(uint64_t v)
+{
+	return ((uint64_t)kn_bswap32((uint32_t)v) << 32) | kn_bswap32((uint32_t)(v >> 32));
+}
+/* Every supported host (x86-64, aarch64) and every GPU is little-endian. */
+KN_HD uint16_t kn_htobe16(uint16_t v) { return kn_bswap16(v); }
+KN_HD uint32_t kn_htobe32(uint32_t v) { return kn_bswap32(v); }
+KN_HD uint64_t kn_htobe64(uint64_t v) { return kn_bswap64(v); }
+KN_HD uint16_t kn_be16toh(uint16_t v) { return kn_bswap16(v); }
+KN_HD uint32_t kn_be32toh(uint32_t v) { return kn_bswap32(v); }
+KN_HD uint64_t kn_be64toh(uint64_t v) { return kn_bswap64(v); }
+
+/* ---- segment builders (byte-identical to mlx5dv_set_*_seg) ----------- */
+KN_HD void kn_set_ctrl_seg(struct kn_wqe_ctrl_seg *seg, uint16_t pi, uint8_t opcode,
+			   uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds,
+			   uint8_t signature, uint32_t imm)
+{
+	seg->opmod_idx_opcode =
+		kn_htobe32(((uint32_t)opmod << 24) | ((uint32_t)pi << 8) | opcode);
+	seg->qpn_ds = kn_htobe32((qpn << 8) | ds);
+	seg->fm_ce_se = fm_ce_se;
+	seg->signature = signature;
+	seg->imm = imm;
+}
+
+KN_HD void kn_set_data_seg(struct kn_wqe_data_seg *seg, uint32_t length, uint32_t lkey,
+			   uint64_t addr)
+{
+	seg->byte_count = kn_htobe32(length);
+	seg->lkey = kn_htobe32(lkey);
+	seg->addr = kn_htobe64(addr);
+}
+
+KN_HD void kn_set_raddr_seg(struct kn_wqe_raddr_seg *seg, uint64_t raddr, uint32_t rkey)
+{
+	seg->raddr = kn_htobe64(raddr);
+	seg->rkey = kn_htobe32(rkey);
+	seg->reserved = 0;
+}
+
+KN_HD void kn_set_atomic_seg(struct kn_wqe_atomic_seg *seg, uint64_t swap_add,
+			     uint64_t compare)
+{
+	seg->swap_add = kn_htobe64(swap_add);
+	seg->compare = kn_htobe64(compare);
+}
+
+/* ---- CQE accessors ------------------------------------------------------ */
+KN_HD uint8_t kn_cqe_opcode(const struct kn_cqe64 *cqe) { return cqe->op_own >> 4; }
+KN_HD uint8_t kn_cqe_owner(const struct kn_cqe64 *cqe) { return cqe->op_own & 1; }
+KN_HD uint8_t kn_wqe_opcode_of(const struct kn_wqe_ctrl_seg *c)
+{
+	return (uint8_t)(kn_be32toh(c->opmod_idx_opcode) & 0xff);
+}
+KN_HD uint16_t kn_wqe_index_of(const struct kn_wqe_ctrl_seg *c)
+{
+	return (uint16_t)(kn_be32toh(c->opmod_idx_opcode) >> 8);
+}
+KN_HD uint8_t kn_wqe_ds_of(const struct kn_wqe_ctrl_seg *c)
+{
+	return (uint8_t)(kn_be32toh(c->qpn_ds) & 0x3f);
+}
+
+#endif /* KINET_PRM_H */

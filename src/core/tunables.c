@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The registry of tunables: each is an environment variable with a default. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static struct kinet_tunable table[] = {
+	{"KINET_LOG", "warn", NULL, "log level: error, warn, info, debug, trace"},
+	{"KINET_BACKEND", "auto", NULL, "backend for kinet_open(NULL): auto, soft, mlx5"},
+	{"KINET_ENGINE_THREADS", "1", NULL, "software NIC engine threads per context"},
+	{"KINET_ENGINE_SPIN_US", "200", NULL,
+	 "software NIC: microseconds an idle engine polls before it starts to sleep"},
+	{"KINET_ENGINE_SLEEP_US", "50", NULL, "software NIC: longest sleep of an idle engine"},
+	{"KINET_TIMEOUT_MS", "10000", NULL,
+	 "bound on every blocking device call (kn_wait, full SQ, receive)"},
+	{"KINET_SQ_DEPTH", "256", NULL, "default send queue depth (WQEs)"},
+	{"KINET_DB_MODE", "auto", NULL, "doorbell mode for KN_DB_AUTO: auto, gpu, blueflame, cpu"},
+	{"KINET_RNR_TIMER_US", "100", NULL, "software NIC: wait between receiver-not-ready retries"},
+	{"KINET_FI_PROVIDER", "tcp;ofi_rxm", NULL, "libfabric provider of the software NIC wire"},
+	{"KINET_NET_TIMEOUT_MS", "5000", NULL,
+	 "wire: time without an answer after which outstanding WQEs fail (retry exceeded)"},
+	{"KINET_BOOT_ADDR", "", NULL, "bootstrap: host:port of rank 0"},
+	{"KINET_BOOT_SECRET", "", NULL, "bootstrap: shared job secret"},
+	{"KINET_MLX5_DEVICE", "", NULL, "mlx5: verbs device to use (empty: first usable)"},
+	{"KINET_ALLOW_HOST_STAGING", "0", NULL,
+	 "allow GPU memory to be staged through host memory when no direct path exists"},
+	{"KINET_GPU_SMALL_COPY", "4096", NULL,
+	 "software NIC: GPU payloads up to this size use the small-copy path"},
+};
+
+#define NT ((int)(sizeof(table) / sizeof(table[0])))
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+	for (int i = 0; i < NT; i++) {
+		const char *v = getenv(table[i].name);
+		table[i].value = (v && *v) ? v : table[i].def;
+	}
+}
+
+int kinet_tunable_count(void)
+{
+	return NT;
+}
+
+const struct kinet_tunable *kinet_tunable_at(int i)
+{
+	pthread_once(&once, load);
+	return (i >= 0 && i < NT) ? &table[i] : NULL;
+}
+
+const char *kinet_tunable_str(const char *name)
+{
+	pthread_once(&once, load);
+	for (int i = 0; i < NT; i++)
+		if (!strcmp(table[i].name, name))
+			return table[i].value;
+	return NULL;
+}
+
+long long kinet_tunable_int(const char *name)
+{
+	const char *v = kinet_tunable_str(name);
+	return v ? strtoll(v, NULL, 0) : 0;
+}
+
+void kinet_tunables_print(FILE *f)
+{
+	pthread_once(&once, load);
+	for (int i = 0; i < NT; i++)
+		fprintf(f, "%-26s = %-12s (default %s)  %s\n", table[i].name, table[i].value,
+			table[i].def[0] ? table[i].def : "\"\"", table[i].desc);
+}

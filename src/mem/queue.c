@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Queue memory, memory copies between kinds, and the CUDA module loader. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "internal.h"
+
+const struct kinet_cuda_ops *kinet_cuda;
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+
+static void cuda_load_once(void)
+{
+	/* The CUDA module (libkinet_cuda.so, built when nvcc is found) registers
+	 * its hooks from its constructor; load it next to this library. */
+	void *h = dlopen("libkinet_cuda.so", RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		KLOG_DBG("CUDA module not loaded: %s", dlerror());
+		return;
+	}
+	const struct kinet_cuda_ops *(*get)(void) =
+		(const struct kinet_cuda_ops *(*)(void))dlsym(h, "kinet_cuda_module_ops");
+	if (!get) {
+		KLOG_WARN("libkinet_cuda.so has no kinet_cuda_module_ops");
+		return;
+	}
+	kinet_cuda = get(); /* NULL when no GPU is usable */
+	if (!kinet_cuda)
+		KLOG_DBG("CUDA module loaded, no usable GPU");
+}
+
+const struct kinet_cuda_ops *kinet_cuda_load(void)
+{
+	if (getenv("KINET_NO_CUDA"))
+		return NULL;
+	pthread_once(&cuda_once, cuda_load_once);
+	return kinet_cuda;
+}
+
+void *kinet_queue_alloc(size_t len)
+{
+	if (!len)
+		return NULL;
+	size_t sz = (len + 4095) & ~(size_t)4095;
+	void *p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	const struct kinet_cuda_ops *cu = kinet_cuda_load();
+	if (cu && cu->host_register && cu->host_register(p, sz) != 0)
+		KLOG_WARN("queue memory could not be mapped into the GPU");
+	return p;
+}
+
+void kinet_queue_free(void *p, size_t len)
+{
+	if (!p)
+		return;
+	size_t sz = (len + 4095) & ~(size_t)4095;
+	if (kinet_cuda && kinet_cuda->host_unregister)
+		kinet_cuda->host_unregister(p);
+	munmap(p, sz);
+}
+
+int kinet_mem_copy(void *dst, int dkind, const void *src, int skind, size_t n)
+{
+	if (dkind == KINET_MEM_HOST && skind == KINET_MEM_HOST) {
+		memcpy(dst, src, n);
+		return 0;
+	}
+	if (!kinet_cuda || !kinet_cuda->copy)
+		return -ENOSYS;
+	return kinet_cuda->copy(dst, dkind, src, skind, n);
+}

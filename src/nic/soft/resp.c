@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * resp.c - the software NIC's responder: checks rkey, bounds and access on
+ * the target QP as a NIC would, places the data, consumes receive WQEs and
+ * writes the receive CQEs.
+ */
+#include <string.h>
+#include "nic/soft/soft.h"
+
+static pthread_mutex_t gpu_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int soft_copy_iov(const struct soft_iov *dst, int ndst, const struct soft_iov *src, int nsrc,
+		  uint64_t total)
+{
+	int di = 0, si = 0;
+	uint64_t doff = 0, soff = 0;
+	while (total > 0) {
+		while (di < ndst && doff == dst[di].len) {
+			di++;
+			doff = 0;
+		}
+		while (si < nsrc && soff == src[si].len) {
+			si++;
+			soff = 0;
+		}
+		if (di == ndst || si == nsrc)
+			return -ERANGE;
+		uint64_t n = dst[di].len - doff;
+		if (src[si].len - soff < n)
+			n = src[si].len - soff;
+		if (n > total)
+			n = total;
+		int rc = kinet_mem_copy(dst[di].ptr + doff, dst[di].kind, src[si].ptr + soff,
+					src[si].kind, n);
+		if (rc)
+			return rc;
+		doff += n;
+		soff += n;
+		total -= n;
+	}
+	return 0;
+}
+
+static bool accepting(kinet_qp *t)
+{
+	int s = atomic_load(&t->state);
+	return s == KINET_QPS_RTR || s == KINET_QPS_RTS;
+}
+
+/* rdlock the target's key table unless the caller's engine holds it (same
+ * ctx). Only tried: two engines of two contexts must never wait on each
+ * other's table (the caller retries the WQE later). */
+static bool tgt_lock(kinet_qp *t, kinet_ctx *held)
+{
+	return t->ctx == held || pthread_rwlock_tryrdlock(&t->ctx->mr_lock) == 0;
+}
+static void tgt_unlock(kinet_qp *t, kinet_ctx *held)
+{
+	if (t->ctx != held)
+		pthread_rwlock_unlock(&t->ctx->mr_lock);
+}
+
+/* The engine thread's context, whose key table it holds (NULL: none). */
+static __thread kinet_ctx *held_ctx;
+void soft_resp_set_held(kinet_ctx *ctx)
+{
+	held_ctx = ctx;
+}
+
+static void count_move(kinet_ctx *ctx, const struct soft_iov *a, int na, uint64_t total)
+{
+	(void)a;
+	(void)na;
+	atomic_fetch_add(&ctx->c_bytes, total);
+	atomic_fetch_add(&ctx->c_direct, total);
+}
+
+/* Responder error on the receive side: receive CQE with the syndrome, QP to ERR. */
+static void resp_fail(kinet_qp *t, uint32_t synd, uint32_t src_qpn)
+{
+	struct kn_cqe64 cqe;
+	memset(&cqe, 0, sizeof(cqe));
+	struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
+	e->syndrome = (uint8_t)synd;
+	e->s_wqe_opcode_qpn = kn_htobe32(t->qpn);
+	e->wqe_counter = kn_htobe16((uint16_t)t->rq_ci);
+	e->op_own = KN_CQE_RESP_ERR << 4;
+	(void)src_qpn;
+	if (kinet_cq_push(t->rcq, &cqe) == 0)
+		kinet_count_syndrome(t->ctx, synd);
+	t->rq_ci++;
+	int old = atomic_exchange(&t->state, KINET_QPS_ERR);
+	(void)old;
+}
+
+/* Takes the next receive WQE of t (rq_lock held): scatter list into iov.
+ * Returns 0, SOFT_RNR, SOFT_STALL, or a responder syndrome already reported. */
+static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap, uint32_t src_qpn)
+{
+	if (!t->rq_cnt)
+		return SOFT_RNR;
+	uint16_t pi = (uint16_t)kn_be32toh(__atomic_load_n(&t->dbrec[KN_RCV_DBR], __ATOMIC_ACQUIRE));
+	uint16_t avail = (uint16_t)(pi - (uint16_t)t->rq_ci);
+	if (avail == 0 || avail > t->rq_cnt)
+		return SOFT_RNR;
+	if (kinet_cq_space(t->rcq) == 0)
+		return SOFT_STALL;
+	const uint8_t *w = t->rq + (t->rq_ci & (t->rq_cnt - 1)) * t->rq_stride;
+	*niov = 0;
+	*cap = 0;
+	for (uint32_t off = 0; off + 16 <= t->rq_stride; off += 16) {
+		uint32_t bc, lkey;
+		uint64_t addr;
+		memcpy(&bc, w + off, 4);
+		memcpy(&lkey, w + off + 4, 4);
+		memcpy(&addr, w + off + 8, 8);
+		bc = kn_be32toh(bc);
+		lkey = kn_be32toh(lkey);
+		addr = kn_be64toh(addr);
+		if (lkey == 0x100) /* MLX5_INVALID_LKEY ends the list */
+			break;
+		if (bc == 0)
+			continue;
+		struct kinet_mr_ref ref;
+		if (kinet_mr_check(t->ctx, t->pd, lkey, addr, bc, KINET_ACCESS_LOCAL_WRITE, &ref)) {
+			resp_fail(t, KN_SYND_LOCAL_PROT_ERR, src_qpn);
+			return KN_SYND_REMOTE_OP_ERR;
+		}
+		iov[*niov].ptr = ref.ptr;
+		iov[*niov].len = bc;
+		iov[*niov].kind = ref.kind;
+		(*niov)++;
+		*cap += bc;
+	}
+	return 0;
+}
+
+static void recv_cqe(kinet_qp *t, uint8_t op, uint64_t total, int with_imm, uint32_t imm,
+		     uint32_t src_qpn)
+{
+	struct kn_cqe64 cqe;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.byte_cnt = kn_htobe32((uint32_t)total);
+	cqe.imm_inval_pkey = with_imm ? imm : 0;
+	cqe.flags_rqpn = kn_htobe32(src_qpn & 0xffffff);
+	cqe.sop_drop_qpn = kn_htobe32(t->qpn & 0xffffff);
+	cqe.wqe_counter = kn_htobe16((uint16_t)t->rq_ci);
+	cqe.op_own = (uint8_t)(op << 4);
+	kinet_cq_push(t->rcq, &cqe); /* space was checked under rq_lock */
+	t->rq_ci++;
+}
+
+int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *src,
+		    int niov, uint64_t total, int with_imm, uint32_t imm, uint32_t src_qpn)
+{
+	if (!accepting(t))
+		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+	int rc = 0;
+	struct kinet_mr_ref ref = {0};
+	if (!tgt_lock(t, held_ctx))
+		return SOFT_STALL;
+	if (total && kinet_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_WRITE,
+				    &ref)) {
+		rc = KN_SYND_REMOTE_ACCESS_ERR;
+		goto out;
+	}
+	if (with_imm) {
+		pthread_mutex_lock(&t->rq_lock);
+		struct soft_iov riov[SOFT_MAX_SGE];
+		int rn;
+		uint64_t cap;
+		rc = take_recv(t, riov, &rn, &cap, src_qpn);
+		if (rc) {
+			pthread_mutex_unlock(&t->rq_lock);
+			goto out;
+		}
+	}
+	if (total) {
+		struct soft_iov dst = {ref.ptr, total, ref.kind};
+		if (soft_copy_iov(&dst, 1, src, niov, total))
+			rc = KN_SYND_REMOTE_OP_ERR;
+		else
+			count_move(t->ctx, src, niov, total);
+	}
+	if (with_imm) {
+		recv_cqe(t, KN_CQE_RESP_WR_IMM, total, 1, imm, src_qpn);
+		pthread_mutex_unlock(&t->rq_lock);
+	}
+out:
+	tgt_unlock(t, held_ctx);
+	return rc;
+}
+
+int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *dst,
+		   int niov, uint64_t total)
+{
+	if (!accepting(t))
+		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+	int rc = 0;
+	struct kinet_mr_ref ref = {0};
+	if (!tgt_lock(t, held_ctx))
+		return SOFT_STALL;
+	if (total && kinet_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_READ,
+				    &ref)) {
+		rc = KN_SYND_REMOTE_ACCESS_ERR;
+		goto out;
+	}
+	if (total) {
+		struct soft_iov src = {ref.ptr, total, ref.kind};
+		if (soft_copy_iov(dst, niov, &src, 1, total))
+			rc = KN_SYND_REMOTE_OP_ERR;
+		else
+			count_move(t->ctx, dst, niov, total);
+	}
+out:
+	tgt_unlock(t, held_ctx);
+	return rc;
+}
+
+int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,
+		     uint64_t swap_add, uint64_t compare, uint64_t *old)
+{
+	if (!accepting(t))
+		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+	if (raddr & 7)
+		return KN_SYND_REMOTE_INVAL_REQ_ERR;
+	int rc = 0;
+	struct kinet_mr_ref ref;
+	if (!tgt_lock(t, held_ctx))
+		return SOFT_STALL;
+	if (kinet_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref)) {
+		rc = KN_SYND_REMOTE_ACCESS_ERR;
+		goto out;
+	}
+	if (ref.kind == KINET_MEM_HOST) {
+		uint64_t *p = (uint64_t *)ref.ptr;
+		if (opcode == KN_OPCODE_ATOMIC_FA) {
+			*old = __atomic_fetch_add(p, swap_add, __ATOMIC_SEQ_CST);
+		} else {
+			uint64_t expect = compare;
+			__atomic_compare_exchange_n(p, &expect, swap_add, 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			*old = expect;
+		}
+	} else if (kinet_cuda && kinet_cuda->atomic64) {
+		/* GPU memory: NIC atomics are atomic with respect to each other */
+		pthread_mutex_lock(&gpu_atomic_lock);
+		if (kinet_cuda->atomic64(ref.ptr, opcode, swap_add, compare, old))
+			rc = KN_SYND_REMOTE_OP_ERR;
+		pthread_mutex_unlock(&gpu_atomic_lock);
+	} else {
+		rc = KN_SYND_REMOTE_OP_ERR;
+	}
+out:
+	tgt_unlock(t, held_ctx);
+	return rc;
+}
+
+int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t total,
+		   int with_imm, uint32_t imm, uint32_t src_qpn)
+{
+	if (!accepting(t))
+		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+	int rc;
+	if (!tgt_lock(t, held_ctx))
+		return SOFT_STALL;
+	pthread_mutex_lock(&t->rq_lock);
+	struct soft_iov riov[SOFT_MAX_SGE];
+	int rn;
+	uint64_t cap;
+	rc = take_recv(t, riov, &rn, &cap, src_qpn);
+	if (rc)
+		goto out;
+	if (total > cap) {
+		resp_fail(t, KN_SYND_LOCAL_LENGTH_ERR, src_qpn);
+		rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		goto out;
+	}
+	if (total && soft_copy_iov(riov, rn, src, niov, total)) {
+		resp_fail(t, KN_SYND_LOCAL_PROT_ERR, src_qpn);
+		rc = KN_SYND_REMOTE_OP_ERR;
+		goto out;
+	}
+	count_move(t->ctx, src, niov, total);
+	recv_cqe(t, with_imm ? KN_CQE_RESP_SEND_IMM : KN_CQE_RESP_SEND, total, with_imm, imm, src_qpn);
+out:
+	pthread_mutex_unlock(&t->rq_lock);
+	tgt_unlock(t, held_ctx);
+	return rc;
+}
+
+int soft_exec_local(kinet_qp *qp, struct soft_req *r)
+{
+	kinet_qp *t = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
+	if (!t)
+		return KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* nobody answers */
+	switch (r->opcode) {
+	case KN_OPCODE_NOP:
+		return 0;
+	case KN_OPCODE_RDMA_WRITE:
+	case KN_OPCODE_RDMA_WRITE_IMM:
+		return soft_resp_write(t, r->raddr, r->rkey, r->iov, r->niov, r->total,
+				       r->opcode == KN_OPCODE_RDMA_WRITE_IMM, r->imm, qp->qpn);
+	case KN_OPCODE_RDMA_READ:
+		return soft_resp_read(t, r->raddr, r->rkey, r->iov, r->niov, r->total);
+	case KN_OPCODE_SEND:
+	case KN_OPCODE_SEND_IMM:
+		return soft_resp_send(t, r->iov, r->niov, r->total, r->opcode == KN_OPCODE_SEND_IMM,
+				      r->imm, qp->qpn);
+	case KN_OPCODE_ATOMIC_CS:
+	case KN_OPCODE_ATOMIC_FA: {
+		uint64_t old = 0;
+		int rc = soft_resp_atomic(t, r->opcode, r->raddr, r->rkey, r->swap_add, r->compare,
+					  &old);
+		if (rc)
+			return rc;
+		uint64_t be = kn_htobe64(old); /* the NIC returns big-endian */
+		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST};
+		if (soft_copy_iov(r->iov, r->niov, &src, 1, 8))
+			return KN_SYND_LOCAL_PROT_ERR;
+		return 0;
+	}
+	default:
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	}
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wqe.c - the software NIC's requester: WQE parsing (never trusting a byte
+ * of the queue), local-side protection checks, and CQE writing.
+ */
+#include <string.h>
+#include "nic/soft/soft.h"
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return kn_be32toh(v);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return kn_be64toh(v);
+}
+
+/* Local check of one data segment; access 0 = the NIC reads it. */
+static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t len,
+			  unsigned access, struct soft_iov *iov)
+{
+	struct kinet_mr_ref ref;
+	if (len == 0) {
+		iov->ptr = NULL;
+		iov->len = 0;
+		iov->kind = KINET_MEM_HOST;
+		return 0;
+	}
+	if (kinet_mr_check(qp->ctx, qp->pd, lkey, addr, len, access, &ref))
+		return KN_SYND_LOCAL_PROT_ERR;
+	iov->ptr = ref.ptr;
+	iov->len = len;
+	iov->kind = ref.kind;
+	return 0;
+}
+
+/* Gather list (data and inline segments) from off to end of the WQE. */
+static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uint32_t end,
+			     int allow_inline, unsigned access)
+{
+	r->niov = 0;
+	r->total = 0;
+	while (off < end) {
+		if (r->niov == SOFT_MAX_SGE)
+			return KN_SYND_LOCAL_LENGTH_ERR;
+		uint32_t bc = rd32(r->wqe + off);
+		struct soft_iov *iov = &r->iov[r->niov];
+		if (bc & KN_INLINE_SEG) {
+			uint32_t len = bc & ~KN_INLINE_SEG;
+			if (!allow_inline || len > end - off - 4)
+				return KN_SYND_LOCAL_QP_OP_ERR;
+			iov->ptr = r->wqe + off + 4;
+			iov->len = len;
+			iov->kind = KINET_MEM_HOST;
+			off += (4 + len + 15) & ~15u;
+		} else {
+			if (end - off < 16)
+				return KN_SYND_LOCAL_QP_OP_ERR;
+			uint32_t lkey = rd32(r->wqe + off + 4);
+			uint64_t addr = rd64(r->wqe + off + 8);
+			uint32_t s = local_seg(qp, lkey, addr, bc, access, iov);
+			if (s)
+				return s;
+			off += 16;
+		}
+		r->total += iov->len;
+		if (r->total > SOFT_MAX_MSG)
+			return KN_SYND_LOCAL_LENGTH_ERR;
+		r->niov++;
+	}
+	return 0;
+}
+
+uint32_t soft_parse_wqe(kinet_qp *qp, uint64_t ci, uint32_t avail, struct soft_req *r)
+{
+	uint32_t mask = qp->sq_cnt - 1;
+	const uint8_t *first = qp->sq + (ci & mask) * KN_SEND_WQE_BB;
+	memcpy(r->wqe, first, KN_SEND_WQE_BB);
+	const struct kn_wqe_ctrl_seg *c = (const struct kn_wqe_ctrl_seg *)r->wqe;
+	uint32_t ds = kn_be32toh(c->qpn_ds) & 0x3f;
+	uint32_t qpn = kn_be32toh(c->qpn_ds) >> 8;
+	r->opcode = kn_wqe_opcode_of(c);
+	r->wqe_idx = kn_wqe_index_of(c);
+	r->signaled = (c->fm_ce_se & 0x0c) >= KN_WQE_CTRL_CQ_UPDATE;
+	r->imm = c->imm;
+	r->niov = 0;
+	r->total = 0;
+	uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
+	if (nbb > avail) {
+		r->nbb = avail;
+		return KN_SYND_LOCAL_QP_OP_ERR; /* published index cuts the WQE */
+	}
+	r->nbb = nbb;
+	for (uint32_t i = 1; i < nbb; i++)
+		memcpy(r->wqe + i * KN_SEND_WQE_BB, qp->sq + ((ci + i) & mask) * KN_SEND_WQE_BB,
+		       KN_SEND_WQE_BB);
+	if (ds == 0 || r->wqe_idx != (uint16_t)ci || qpn != qp->qpn)
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	uint32_t end = ds * 16;
+	switch (r->opcode) {
+	case KN_OPCODE_NOP:
+		return 0;
+	case KN_OPCODE_RDMA_WRITE:
+	case KN_OPCODE_RDMA_WRITE_IMM:
+	case KN_OPCODE_RDMA_READ:
+		if (end < 32)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		r->raddr = rd64(r->wqe + 16);
+		r->rkey = rd32(r->wqe + 24);
+		if (r->opcode == KN_OPCODE_RDMA_READ)
+			return parse_gather(qp, r, 32, end, 0, KINET_ACCESS_LOCAL_WRITE);
+		return parse_gather(qp, r, 32, end, 1, 0);
+	case KN_OPCODE_SEND:
+	case KN_OPCODE_SEND_IMM:
+		return parse_gather(qp, r, 16, end, 1, 0);
+	case KN_OPCODE_ATOMIC_CS:
+	case KN_OPCODE_ATOMIC_FA: {
+		if (end != 64)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		r->raddr = rd64(r->wqe + 16);
+		r->rkey = rd32(r->wqe + 24);
+		r->swap_add = rd64(r->wqe + 32);
+		r->compare = rd64(r->wqe + 40);
+		uint32_t bc = rd32(r->wqe + 48);
+		if (bc & KN_INLINE_SEG)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		if (bc != 8)
+			return KN_SYND_LOCAL_LENGTH_ERR;
+		uint32_t s = parse_gather(qp, r, 48, 64, 0, KINET_ACCESS_LOCAL_WRITE);
+		if (s)
+			return s;
+		return 0;
+	}
+	default:
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	}
+}
+
+int soft_req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome)
+{
+	struct kn_cqe64 cqe;
+	memset(&cqe, 0, sizeof(cqe));
+	if (syndrome) {
+		struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
+		e->syndrome = (uint8_t)syndrome;
+		e->vendor_err_synd = syndrome == KN_SYND_WR_FLUSH_ERR ? 0xf9 : 0x00;
+		e->s_wqe_opcode_qpn = kn_htobe32(((uint32_t)r->opcode << 24) | qp->qpn);
+		e->wqe_counter = kn_htobe16(r->wqe_idx);
+		e->op_own = KN_CQE_REQ_ERR << 4;
+	} else {
+		cqe.byte_cnt = kn_htobe32((uint32_t)r->total);
+		cqe.sop_drop_qpn = kn_htobe32(((uint32_t)r->opcode << 24) | qp->qpn);
+		cqe.wqe_counter = kn_htobe16(r->wqe_idx);
+		cqe.op_own = KN_CQE_REQ << 4;
+	}
+	int rc = kinet_cq_push(qp->scq, &cqe);
+	if (rc == 0 && syndrome)
+		kinet_count_syndrome(qp->ctx, syndrome);
+	return rc;
+}
+
+/* Flushes every posted receive WQE of a QP in ERR. Caller holds rq_lock. */
+int soft_flush_rq(kinet_qp *qp)
+{
+	if (!qp->rq_cnt)
+		return 0;
+	uint16_t pi = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_RCV_DBR], __ATOMIC_ACQUIRE));
+	int n = 0;
+	while ((uint16_t)(pi - (uint16_t)qp->rq_ci) != 0 &&
+	       (uint16_t)(pi - (uint16_t)qp->rq_ci) <= qp->rq_cnt) {
+		struct kn_cqe64 cqe;
+		memset(&cqe, 0, sizeof(cqe));
+		struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
+		e->syndrome = KN_SYND_WR_FLUSH_ERR;
+		e->vendor_err_synd = 0xf9;
+		e->s_wqe_opcode_qpn = kn_htobe32(qp->qpn);
+		e->wqe_counter = kn_htobe16((uint16_t)qp->rq_ci);
+		e->op_own = KN_CQE_RESP_ERR << 4;
+		if (kinet_cq_push(qp->rcq, &cqe))
+			break;
+		kinet_count_syndrome(qp->ctx, KN_SYND_WR_FLUSH_ERR);
+		qp->rq_ci++;
+		n++;
+	}
+	return n;
+}
