@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * boot_int.h - bootstrap internals: the object, the TCP wire format and the
+ * keyed MAC used by the challenge-response.
+ *
+ * TCP wire format (all integers big-endian). Every message starts with a
+ * 12-byte header whose first 6 bytes never change between protocol versions,
+ * so that a peer of another version is recognised and refused clearly:
+ *
+ *   u32 magic 'KNBT' | u16 version | u16 type | u32 payload length
+ *
+ * Join (rank 0 = server, others = clients):
+ *   server -> CHALLENGE  nonce_s[16] u32 size
+ *   client -> RESPONSE   u32 rank u32 size nonce_c[16] tag_c[16]
+ *   server -> ACCEPT     tag_s[16]              (or ERROR, and it hangs up)
+ *   server -> READY      (empty) once every rank has joined
+ * tag_c = MAC(k, 'C' nonce_s nonce_c rank size version),
+ * tag_s = MAC(k, 'S' nonce_s nonce_c rank size version), k derived from the
+ * job secret: both sides prove they know it, neither ever sends it.
+ *
+ * Collectives (allgather; barrier is an allgather of 0 bytes):
+ *   client -> DATA    u32 seq, len bytes
+ *   server -> GATHER  u32 seq, size*len bytes in rank order
+ * ERROR (either way): i32 code (positive errno or KINET_E*), text.
+ */
+#ifndef KINET_BOOT_INT_H
+#define KINET_BOOT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <kinet/boot.h>
+#include "internal.h"
+
+#define KBOOT_MAGIC 0x4B4E4254u /* "KNBT" */
+#define KBOOT_HDR_LEN 12
+#define KBOOT_NONCE_LEN 16
+#define KBOOT_TAG_LEN 16
+#define KBOOT_ERRTEXT_MAX 200
+/* Largest allgather result over TCP. */
+#define KBOOT_MAX_GATHER (1u << 30)
+
+enum kboot_type {
+	KBOOT_CHALLENGE = 1,
+	KBOOT_RESPONSE = 2,
+	KBOOT_ACCEPT = 3,
+	KBOOT_READY = 4,
+	KBOOT_ERROR = 5,
+	KBOOT_DATA = 6,
+	KBOOT_GATHER = 7,
+};
+
+#define KBOOT_CHALLENGE_LEN (KBOOT_NONCE_LEN + 4)
+#define KBOOT_RESPONSE_LEN (8 + KBOOT_NONCE_LEN + KBOOT_TAG_LEN)
+#define KBOOT_ACCEPT_LEN KBOOT_TAG_LEN
+
+enum kboot_transport { KBOOT_SINGLE, KBOOT_TCP, KBOOT_MPI };
+
+struct kinet_boot {
+	int transport; /* enum kboot_transport */
+	int rank, size;
+	int timeout_ms;
+	int err;      /* sticky error after a failed collective (0: healthy) */
+	uint32_t seq; /* collectives done */
+	char addr[300];
+	/* tcp: rank 0 holds one socket per rank (fds[0] unused), others fds[0]
+	 * is the connection to rank 0 */
+	int *fds;
+	/* mpi */
+	void *mpi; /* struct kboot_mpi (mpi.c) */
+};
+
+/* ---- MAC (mac.c) ------------------------------------------------------------ */
+/* SipHash-2-4 (Aumasson & Bernstein), 64-bit output, 128-bit key. */
+uint64_t kboot_siphash24(const uint8_t key[16], const void *msg, size_t len);
+/* Job key from the secret string. */
+void kboot_mac_key(const char *secret, uint8_t key[16]);
+/* 128-bit keyed tag of msg. */
+void kboot_mac(const uint8_t key[16], const void *msg, size_t len, uint8_t tag[KBOOT_TAG_LEN]);
+/* Constant-time comparison: true when equal. */
+bool kboot_tag_equal(const uint8_t *a, const uint8_t *b, size_t len);
+/* n random bytes from the kernel; 0 or -errno. */
+int kboot_random(void *buf, size_t n);
+
+/* ---- byte order helpers ------------------------------------------------------ */
+static inline void kboot_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline uint32_t kboot_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline void kboot_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline uint16_t kboot_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+/* Fills a 12-byte header. */
+static inline void kboot_hdr(uint8_t *h, uint16_t version, uint16_t type, uint32_t len)
+{
+	kboot_put32(h, KBOOT_MAGIC);
+	kboot_put16(h + 4, version);
+	kboot_put16(h + 6, type);
+	kboot_put32(h + 8, len);
+}
+
+/* ---- time ---------------------------------------------------------------------- */
+/* Monotonic milliseconds. */
+int64_t kboot_now_ms(void);
+
+/* ---- transports ------------------------------------------------------------------- */
+int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
+		   void (*listening)(const char *, void *), void *arg);
+int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
+void kboot_tcp_close(kinet_boot *b);
+
+/* MPI transport (mpi.c): -ENOSYS when the build has no MPI. */
+bool kboot_mpi_built(void);
+int kboot_mpi_init(kinet_boot *b);
+int kboot_mpi_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
+int kboot_mpi_barrier(kinet_boot *b);
+void kboot_mpi_close(kinet_boot *b);
+
+#endif
