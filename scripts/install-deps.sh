@@ -5,7 +5,7 @@ set -euo pipefail
 
 required=(cmake make gcc pkg-config libcriterion-dev)
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev libjson-c-dev)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

@@ -1,3 +1,447 @@
-/* placeholder, replaced by the kinet-perf tool */
-#include <kinet/kinet.h>
-int main(void) { return 0; }
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet-perf - perftest-style benchmarks of the kinet data path.
+ *
+ *   kinet-perf TEST [options]        (kinet-perf -h for the options)
+ *
+ * How the tool is cut, and where it is meant to grow
+ *
+ *   1. Command line and reporting (this file, report.c). Options become a
+ *      struct perf_opts; results are printed with perftest's columns or as
+ *      JSON lines. Nothing here knows how a message is posted.
+ *
+ *   2. The QP pair (setup.c, struct perf_env). Opens the software NIC,
+ *      creates and connects the QPs, registers both sides' buffers, fills
+ *      them with random contents and builds one struct perf_job per thread;
+ *      after a run it checks the data. Today both ends are in this process
+ *      (a local pair). SEAM for server/client across processes
+ *      (`kinet-perf write_bw` on one host, `kinet-perf write_bw HOST` on the
+ *      other; opts.peer holds HOST): add a setup that creates only the local
+ *      side, exchanges QP endpoint, buffer address and rkey with the peer
+ *      (src/boot), connects with kinet_qp_modify(RTR, remote) and fills the
+ *      same jobs with tqp = NULL. The target-side work a local job does
+ *      itself (write_lat's reply, send_bw's receives) then runs in the
+ *      server process, and the data check moves to the side that holds the
+ *      destination.
+ *
+ *   3. Test bodies (perf_body.h). What one initiator thread does, written
+ *      only against kinet/device.h in C that nvcc also accepts: the low-level
+ *      kn_sq_reserve / kn_prep_* / kn_sq_submit / kn_test / kn_wait API for
+ *      every test but put_bw, which uses kn_put. Timing uses kn_now_ns()
+ *      (CLOCK_MONOTONIC on the host, %globaltimer on a GPU).
+ *
+ *   4. Executors (struct perf_executor, exec_host.c). Run every job to its
+ *      end. The host executor uses kinet_host_exec (one CPU thread per job).
+ *      SEAM for `--executor cuda`: a .cu file (built when nvcc is found) that
+ *      includes perf_body.h, copies the jobs (and the QP descriptors, when
+ *      they must live in device memory) to the GPU, launches one GPU thread
+ *      per job calling perf_body_run(), and copies the jobs and the sample
+ *      arrays back; add it to the executor table below. Buffers in GPU
+ *      memory also need the data check of setup.c to copy them back first.
+ *
+ * Exit status: 0 success, 1 a run failed (error CQE, timeout, data check),
+ * 2 bad usage. Errors are printed with kinet_strerror / kinet_syndrome_str.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "perf.h"
+
+#define KPERF_MAX_SIZE (1ull << 30)
+#define KPERF_MAX_THREADS 256
+#define KPERF_MAX_SQ 32768u
+
+static const struct perf_test tests[] = {
+	{"write_bw", PERF_WRITE_BW, PERF_BW, PERF_F_DEVICE, "RDMA_Write BW Test",
+	 "RDMA write bandwidth and message rate"},
+	{"write_lat", PERF_WRITE_LAT, PERF_LAT, PERF_F_DEVICE | PERF_F_PINGPONG,
+	 "RDMA_Write Latency Test", "RDMA write ping-pong latency (half round trip)"},
+	{"read_bw", PERF_READ_BW, PERF_BW, PERF_F_DEVICE, "RDMA_Read BW Test",
+	 "RDMA read bandwidth and message rate"},
+	{"read_lat", PERF_READ_LAT, PERF_LAT, PERF_F_DEVICE, "RDMA_Read Latency Test",
+	 "RDMA read latency (post to completion)"},
+	{"atomic_bw", PERF_ATOMIC_BW, PERF_BW, PERF_F_DEVICE | PERF_F_FIXED8,
+	 "Atomic FETCH_AND_ADD BW Test", "8-byte fetch-add bandwidth and message rate"},
+	{"atomic_lat", PERF_ATOMIC_LAT, PERF_LAT, PERF_F_DEVICE | PERF_F_FIXED8,
+	 "Atomic FETCH_AND_ADD Latency Test", "8-byte fetch-add latency (post to completion)"},
+	{"send_bw", PERF_SEND_BW, PERF_BW, PERF_F_DEVICE | PERF_F_RECV, "Send BW Test",
+	 "SEND bandwidth (the target's receives are posted by the same thread)"},
+	{"put_bw", PERF_PUT_BW, PERF_BW, PERF_F_DEVICE, "kn_put BW Test",
+	 "bandwidth of the high-level kn_put (RDMA write)"},
+	{"memcpy_bw", PERF_MEMCPY_BW, PERF_BW, PERF_F_NO_NIC, "memcpy BW (baseline)",
+	 "plain memcpy of the same sizes on the same threads, no NIC"},
+};
+#define NTESTS (sizeof(tests) / sizeof(tests[0]))
+
+static const struct perf_executor *const executors[] = {
+	&perf_exec_host,
+};
+#define NEXEC (sizeof(executors) / sizeof(executors[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kinet-perf TEST [options]\n"
+		"\n"
+		"Benchmarks of the kinet data path over the software NIC, device-API code\n"
+		"run by CPU threads (the host executor). Output columns as perftest's.\n"
+		"\n"
+		"Tests:\n");
+	for (size_t i = 0; i < NTESTS; i++)
+		fprintf(f, "  %-11s %s\n", tests[i].name, tests[i].desc);
+	fprintf(f,
+		"\n"
+		"Options:\n"
+		"  -s, --size=BYTES       message size (default 65536 for bandwidth, 2 for\n"
+		"                         latency, always 8 for atomics); K, M, G suffixes\n"
+		"  -a, --all              sweep sizes 2, 4, ... up to --max-size\n"
+		"      --min-size=BYTES   first size of the sweep (default 2)\n"
+		"      --max-size=BYTES   last size of the sweep (default 8M); K, M, G suffixes\n"
+		"  -n, --iters=N          timed iterations per size and thread (default 5000\n"
+		"                         for bandwidth, 1000 for latency)\n"
+		"      --warmup=N         untimed iterations before each size (default 16)\n"
+		"  -t, --threads=N        initiator threads (default 1)\n"
+		"  -q, --qdepth=N         outstanding WQEs per thread, the post window of the\n"
+		"                         bandwidth tests (default 128)\n"
+		"      --shared           one QP shared by all threads (KN_SHARE_GPU) instead\n"
+		"                         of one QP per thread\n"
+		"      --db-mode=MODE     doorbell mode: gpu, blueflame, cpu (default: auto)\n"
+		"      --engine-threads=N software NIC engine threads (default:\n"
+		"                         KINET_ENGINE_THREADS)\n"
+		"      --executor=NAME    who runs the device code: host (default)\n"
+		"      --json             print one JSON object per line (JSON Lines) on\n"
+		"                         stdout, one per message size, and nothing else\n"
+		"      --corrupt          (testing the tool) flip one destination byte after\n"
+		"                         the run: the data check must fail\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"Bandwidth: BW average = bytes / (last completion - first post), all threads\n"
+		"together; BW peak = best rate over max(q*threads, messages/16) consecutive\n"
+		"messages; MB = 2^20 bytes; MsgRate in 10^6 messages per second.\n"
+		"Latency in microseconds; t_typical is the median; write_lat reports half the\n"
+		"round trip of a ping-pong. Every run checks its data (random contents) and\n"
+		"fails if a byte differs.\n"
+		"\n"
+		"Exit status: 0 success, 1 the run failed, 2 bad usage.\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kinet-perf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(kinet-perf -h for help)\n");
+	return 2;
+}
+
+/* Number with an optional binary K/M/G suffix; 0 or -EINVAL. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	uint64_t mul = 1;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	default: break;
+	}
+	if ((*end == 'B' || *end == 'b') && mul > 1)
+		end++;
+	if (*end || (v && v > UINT64_MAX / mul))
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+enum {
+	OPT_JSON = 256,
+	OPT_MIN_SIZE,
+	OPT_MAX_SIZE,
+	OPT_WARMUP,
+	OPT_SHARED,
+	OPT_DB_MODE,
+	OPT_ENGINE_THREADS,
+	OPT_EXECUTOR,
+	OPT_CORRUPT,
+};
+
+static int parse_args(int argc, char **argv, struct perf_opts *o)
+{
+	static const struct option lopts[] = {
+		{"size", required_argument, NULL, 's'},
+		{"all", no_argument, NULL, 'a'},
+		{"min-size", required_argument, NULL, OPT_MIN_SIZE},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"iters", required_argument, NULL, 'n'},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"threads", required_argument, NULL, 't'},
+		{"qdepth", required_argument, NULL, 'q'},
+		{"shared", no_argument, NULL, OPT_SHARED},
+		{"db-mode", required_argument, NULL, OPT_DB_MODE},
+		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
+		{"executor", required_argument, NULL, OPT_EXECUTOR},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"corrupt", no_argument, NULL, OPT_CORRUPT},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool have_size = false, have_iters = false, have_warmup = false;
+	uint64_t v;
+	int c;
+	memset(o, 0, sizeof(*o));
+	o->min_size = 2;
+	o->max_size = 1ull << 23;
+	o->threads = 1;
+	o->qdepth = 128;
+	o->db_mode = KN_DB_AUTO;
+	o->executor = "host";
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:an:t:q:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (parse_size(optarg, &o->size) || o->size == 0 || o->size > KPERF_MAX_SIZE)
+				return usage_error("bad message size '%s' (1 to 1G bytes)", optarg);
+			have_size = true;
+			break;
+		case 'a':
+			o->sweep = true;
+			break;
+		case OPT_MIN_SIZE:
+			if (parse_size(optarg, &o->min_size) || o->min_size == 0 ||
+			    o->min_size > KPERF_MAX_SIZE)
+				return usage_error("bad --min-size '%s' (1 to 1G bytes)", optarg);
+			break;
+		case OPT_MAX_SIZE:
+			if (parse_size(optarg, &o->max_size) || o->max_size == 0 ||
+			    o->max_size > KPERF_MAX_SIZE)
+				return usage_error("bad --max-size '%s' (1 to 1G bytes)", optarg);
+			break;
+		case 'n':
+			if (parse_uint(optarg, 1, 1000000000ull, &o->iters))
+				return usage_error("bad iteration count '%s' (1 to 10^9)", optarg);
+			have_iters = true;
+			break;
+		case OPT_WARMUP:
+			if (parse_uint(optarg, 0, 1000000000ull, &o->warmup))
+				return usage_error("bad warm-up count '%s'", optarg);
+			have_warmup = true;
+			break;
+		case 't':
+			if (parse_uint(optarg, 1, KPERF_MAX_THREADS, &v))
+				return usage_error("bad thread count '%s' (1 to 256)", optarg);
+			o->threads = (int)v;
+			break;
+		case 'q':
+			if (parse_uint(optarg, 1, KPERF_MAX_SQ, &v))
+				return usage_error("bad queue depth '%s' (1 to 32768)", optarg);
+			o->qdepth = (uint32_t)v;
+			break;
+		case OPT_SHARED:
+			o->shared = true;
+			break;
+		case OPT_DB_MODE:
+			if (!strcmp(optarg, "gpu"))
+				o->db_mode = KN_DB_GPU;
+			else if (!strcmp(optarg, "blueflame"))
+				o->db_mode = KN_DB_BLUEFLAME;
+			else if (!strcmp(optarg, "cpu"))
+				o->db_mode = KN_DB_CPU_PROXY;
+			else if (!strcmp(optarg, "auto"))
+				o->db_mode = KN_DB_AUTO;
+			else
+				return usage_error("bad --db-mode '%s' (gpu, blueflame, cpu)", optarg);
+			break;
+		case OPT_ENGINE_THREADS:
+			if (parse_uint(optarg, 1, 64, &v))
+				return usage_error("bad --engine-threads '%s' (1 to 64)", optarg);
+			o->engine_threads = (int)v;
+			break;
+		case OPT_EXECUTOR:
+			o->executor = optarg;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_CORRUPT:
+			o->corrupt = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("%s", "which test? (write_bw, write_lat, read_bw, read_lat, "
+					  "atomic_bw, atomic_lat, send_bw, put_bw, memcpy_bw)");
+	for (size_t i = 0; i < NTESTS; i++)
+		if (!strcmp(argv[optind], tests[i].name))
+			o->test = &tests[i];
+	if (!o->test)
+		return usage_error("unknown test '%s'", argv[optind]);
+	if (optind + 1 < argc)
+		o->peer = argv[optind + 1];
+	if (optind + 2 < argc)
+		return usage_error("unexpected argument '%s'", argv[optind + 2]);
+
+	const struct perf_test *pt = o->test;
+	if (o->peer)
+		return usage_error("server/client mode (HOST operand '%s') is not available yet: "
+				   "kinet-perf runs both ends in this process",
+				   o->peer);
+	if (!have_iters)
+		o->iters = pt->kind == PERF_BW ? 5000 : 1000;
+	if (!have_warmup)
+		o->warmup = 16;
+	if (pt->flags & PERF_F_FIXED8) {
+		if (have_size && o->size != 8)
+			return usage_error("%s moves 8 bytes per message (-s 8 or no -s)", pt->name);
+		o->size = 8;
+		o->sweep = false;
+	} else if (!have_size) {
+		o->size = pt->kind == PERF_BW ? 65536 : 2;
+	}
+	if (o->sweep) {
+		if (o->min_size > o->max_size)
+			return usage_error("%s", "--min-size is above --max-size");
+		uint64_t s = 1;
+		while (s < o->min_size)
+			s <<= 1;
+		if (s > o->max_size)
+			return usage_error("%s", "no power of two between --min-size and --max-size");
+	}
+	if (o->shared && o->threads * (uint64_t)o->qdepth > KPERF_MAX_SQ)
+		return usage_error("%s", "--shared: threads x qdepth above the largest SQ (32768)");
+	if (o->shared && pt->id == PERF_SEND_BW && o->threads > 1)
+		return usage_error("%s", "send_bw --shared takes one thread: the receive queue "
+					 "has a single consumer");
+	if ((uint64_t)o->threads * o->iters > (1ull << 26))
+		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
+	o->executor = o->executor ? o->executor : "host";
+	bool known = false;
+	for (size_t i = 0; i < NEXEC; i++)
+		known |= !strcmp(executors[i]->name, o->executor);
+	if (!known)
+		return usage_error("executor '%s' is not built in (available: host)", o->executor);
+	return 0;
+}
+
+static const char *step_str(int step)
+{
+	switch (step) {
+	case PERF_STEP_BARRIER: return "waiting for the other threads";
+	case PERF_STEP_POST: return "posting a WQE";
+	case PERF_STEP_CQE: return "completion";
+	case PERF_STEP_RECV: return "receive";
+	case PERF_STEP_ARRIVAL: return "waiting for the data to land";
+	default: return "run";
+	}
+}
+
+/* One message size: prepare, run, check, report. 0 or 1 (failed). */
+static int run_size(struct perf_env *e, const struct perf_executor *x, uint64_t size)
+{
+	const struct perf_opts *o = e->o;
+	const char *name = o->test->name;
+	perf_env_prepare(e, size);
+	int rc = (o->test->flags & PERF_F_NO_NIC) ? perf_memcpy_run(e) : x->run(e);
+	if (rc) {
+		fprintf(stderr, "kinet-perf: %s: executor %s: %s\n", name, x->name,
+			kinet_strerror(rc));
+		return 1;
+	}
+	for (int i = 0; i < o->threads; i++) {
+		const struct perf_job *j = &e->jobs[i];
+		if (!j->rc)
+			continue;
+		fprintf(stderr, "kinet-perf: %s: %" PRIu64 " bytes: thread %d: %s: %s", name, size, i,
+			step_str(j->step), kinet_strerror(j->rc));
+		if (j->rc == -EIO)
+			fprintf(stderr, ": %s (syndrome 0x%02x, vendor syndrome 0x%02x)",
+				kinet_syndrome_str(j->syndrome), j->syndrome, j->vendor);
+		fprintf(stderr, "\n");
+		return 1;
+	}
+	char why[256];
+	if (o->corrupt)
+		perf_env_corrupt(e, size);
+	if (perf_env_verify(e, size, why, sizeof(why))) {
+		fprintf(stderr, "kinet-perf: %s: data check failed at %" PRIu64 " bytes: %s\n", name,
+			size, why);
+		return 1;
+	}
+	if (o->test->kind == PERF_BW) {
+		struct perf_bw r;
+		if ((rc = perf_bw_stats(e, size, &r)))
+			goto nomem;
+		perf_report_bw(e, size, &r, stdout);
+	} else {
+		struct perf_lat r;
+		if ((rc = perf_lat_stats(e, &r)))
+			goto nomem;
+		perf_report_lat(e, size, &r, stdout);
+	}
+	return 0;
+nomem:
+	fprintf(stderr, "kinet-perf: %s: statistics: %s\n", name, kinet_strerror(rc));
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	const struct perf_executor *x = executors[0];
+	for (size_t i = 0; i < NEXEC; i++)
+		if (!strcmp(executors[i]->name, o.executor))
+			x = executors[i];
+
+	struct perf_env e;
+	const char *what = "setup";
+	uint64_t first = o.size, last = o.size;
+	if (o.sweep) {
+		for (first = 1; first < o.min_size; first <<= 1)
+			;
+		for (last = first; last * 2 <= o.max_size; last <<= 1)
+			;
+	}
+	if ((rc = perf_env_open(&e, &o, &what)) || (rc = perf_env_buffers(&e, last, &what))) {
+		fprintf(stderr, "kinet-perf: %s: %s: %s\n", o.test->name, what, kinet_strerror(rc));
+		perf_env_close(&e);
+		return 1;
+	}
+	perf_report_header(&e, stdout);
+	int failed = 0;
+	for (uint64_t s = first; s <= last && !failed; s <<= 1)
+		failed = run_size(&e, x, s);
+	if (!failed)
+		perf_report_footer(&e, stdout);
+	perf_env_close(&e);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * perf.h - the pieces of kinet-perf and the seams between them (see the
+ * comment at the top of kinet-perf.c for the overall picture).
+ *
+ *   kinet-perf.c   command line, size sweep, the test table, exit codes
+ *   setup.c        "the QP pair": context, QPs, registered buffers, the jobs
+ *                  of one message size, and the data check after a run
+ *   exec_host.c    the host executor (CPU threads) and the memcpy baseline
+ *   perf_body.h    the test bodies: device-API code, portable C (cc and nvcc)
+ *   report.c       statistics and the perftest-style / JSON output
+ */
+#ifndef KINET_PERF_H
+#define KINET_PERF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <kinet/kinet.h>
+#include "perf_body.h"
+
+/* ---- tests ---------------------------------------------------------------- */
+
+enum perf_kind { PERF_BW = 0, PERF_LAT = 1 };
+
+/* Test flags. */
+#define PERF_F_FIXED8 1u    /* atomics: the message is always 8 bytes */
+#define PERF_F_RECV 2u      /* the target QP needs a receive queue */
+#define PERF_F_PINGPONG 4u  /* both directions carry data (write_lat) */
+#define PERF_F_NO_NIC 8u    /* baseline without the NIC (memcpy_bw) */
+#define PERF_F_DEVICE 16u   /* runs device-API code (perf_body.h) */
+
+struct perf_test {
+	const char *name;
+	int id;   /* enum perf_test_id (perf_body.h) */
+	int kind; /* enum perf_kind */
+	unsigned flags;
+	const char *title; /* the banner line, as perftest names its tests */
+	const char *desc;  /* one line for --help */
+};
+
+/* ---- options -------------------------------------------------------------- */
+
+struct perf_opts {
+	const struct perf_test *test;
+	uint64_t size;       /* -s */
+	uint64_t min_size;   /* -a: first size (default 2) */
+	uint64_t max_size;   /* -a: last size (default 2^23) */
+	bool sweep;          /* -a */
+	uint64_t iters;      /* -n */
+	uint64_t warmup;     /* untimed iterations before each measurement */
+	int threads;         /* -t */
+	uint32_t qdepth;     /* -q: outstanding WQEs per thread */
+	bool json;           /* --json */
+	int engine_threads;  /* --engine-threads (0: KINET_ENGINE_THREADS) */
+	int db_mode;         /* --db-mode (enum kn_db_mode, KN_DB_AUTO by default) */
+	bool shared;         /* --shared: one QP shared by every thread */
+	const char *executor; /* --executor: "host" (see kinet-perf.c) */
+	const char *peer;     /* HOST operand: server/client mode (not built yet) */
+	bool corrupt;         /* --corrupt: damage the destination before the check */
+};
+
+/* ---- the QP pair and its buffers (setup.c) ----------------------------------- */
+
+/* Everything a run needs: the connection (today a local pair of QPs per
+ * thread, or one shared pair), the registered buffers of both sides, the
+ * jobs (one per thread) and their sample arrays. */
+struct perf_env {
+	const struct perf_opts *o;
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	int nqp;              /* QP pairs: threads, or 1 with --shared */
+	kinet_qp **qa, **qb;  /* initiator side, target side */
+	kn_qp **da, **db;     /* their device descriptors */
+	/* side A (initiator) and side B (target): one slice per thread */
+	uint8_t *abuf, *bbuf;
+	size_t slice;         /* bytes per thread slice */
+	size_t off_buf1;      /* second data buffer of a slice (write_lat) */
+	size_t off_small;     /* atomic results / counters of a slice */
+	size_t buf_len;       /* bytes of a side */
+	kinet_mr *amr, *bmr;
+	/* jobs and their memory */
+	struct perf_job *jobs;
+	uint64_t *tpost, *tcomp, *ring;
+	uint64_t *barrier;    /* a 64-byte line of its own */
+	uint64_t cap_iters;   /* sample slots per thread */
+	uint64_t cur_size;
+	uint64_t seed;
+};
+
+/* Opens the context and the QP pairs for o (no buffers yet). 0 or -errno;
+ * `what` names the step that failed. */
+int perf_env_open(struct perf_env *e, const struct perf_opts *o, const char **what);
+/* Buffers for messages up to max_size (allocated and registered once). */
+int perf_env_buffers(struct perf_env *e, uint64_t max_size, const char **what);
+/* Fills the buffers with fresh random contents and builds the jobs of one
+ * message size. */
+int perf_env_prepare(struct perf_env *e, uint64_t size);
+/* Checks the data after a run of `size`: 0, or -EIO with a description in
+ * why (the first differing byte, thread and offset). */
+int perf_env_verify(struct perf_env *e, uint64_t size, char *why, size_t whylen);
+/* --corrupt: flips one byte of thread 0's destination (a test of the data
+ * check itself). */
+void perf_env_corrupt(struct perf_env *e, uint64_t size);
+void perf_env_close(struct perf_env *e);
+/* Resolved doorbell mode of the QPs (enum kn_db_mode). */
+int perf_env_db_mode(const struct perf_env *e);
+
+/* ---- executors ------------------------------------------------------------- */
+
+/* An executor runs every job of e (one per thread) to its end and returns 0
+ * or a negative errno; the outcome of each job (rc, syndrome, bad) is in the
+ * job. The host executor runs them on CPU threads (kinet_host_exec); a CUDA
+ * executor would copy the jobs to the GPU, launch one thread per job, and
+ * copy the jobs and their sample arrays back. */
+struct perf_executor {
+	const char *name;
+	int (*run)(struct perf_env *e);
+};
+extern const struct perf_executor perf_exec_host;
+/* memcpy baseline on CPU threads: the same jobs, plain memcpy instead of the
+ * NIC. */
+int perf_memcpy_run(struct perf_env *e);
+
+/* ---- results and output (report.c) ------------------------------------------ */
+
+struct perf_bw {
+	double peak_mbs, avg_mbs, mpps;
+};
+struct perf_lat {
+	double min_us, max_us, typical_us, avg_us, stdev_us, p99_us, p999_us;
+};
+
+/* Statistics over the jobs' sample arrays (merged across threads). */
+int perf_bw_stats(const struct perf_env *e, uint64_t size, struct perf_bw *out);
+int perf_lat_stats(const struct perf_env *e, struct perf_lat *out);
+
+void perf_report_header(const struct perf_env *e, FILE *f);
+void perf_report_bw(const struct perf_env *e, uint64_t size, const struct perf_bw *r, FILE *f);
+void perf_report_lat(const struct perf_env *e, uint64_t size, const struct perf_lat *r, FILE *f);
+void perf_report_footer(const struct perf_env *e, FILE *f);
+
+#endif

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * perf_body.h - the test bodies of kinet-perf: what one initiator thread
+ * does. Device-API code only (kinet/device.h), written in the C subset that
+ * both a C compiler and nvcc accept (explicit casts, no libc), so the host
+ * executor (exec_host.c) and a CUDA executor (a .cu file that includes this
+ * header and calls perf_body_run() from a kernel) run the very same code.
+ *
+ * A job is plain data: QP descriptors, addresses and keys, sample arrays.
+ * Everything it points to must be reachable by the executor (host memory for
+ * the host executor; mapped or device memory for a GPU).
+ *
+ * Message numbering: a job posts warmup + iters messages, k = 0, 1, ...;
+ * the first `warmup` are not timed. Samples land at index k - warmup.
+ */
+#ifndef KINET_PERF_BODY_H
+#define KINET_PERF_BODY_H
+
+#include <kinet/device.h>
+
+enum perf_test_id {
+	PERF_WRITE_BW = 0,
+	PERF_WRITE_LAT,
+	PERF_READ_BW,
+	PERF_READ_LAT,
+	PERF_ATOMIC_BW,
+	PERF_ATOMIC_LAT,
+	PERF_SEND_BW,
+	PERF_PUT_BW,
+	PERF_MEMCPY_BW, /* baseline, host only (exec_host.c) */
+};
+
+/* Where a job failed (names in report.c, perf_step_str). */
+enum perf_step {
+	PERF_STEP_NONE = 0,
+	PERF_STEP_BARRIER,  /* waiting for the other threads */
+	PERF_STEP_POST,     /* reserve / prepare / submit */
+	PERF_STEP_CQE,      /* a send completion */
+	PERF_STEP_RECV,     /* posting or polling a receive */
+	PERF_STEP_ARRIVAL,  /* write_lat: waiting for the data to land */
+};
+
+/* One initiator thread's work. */
+struct perf_job {
+	int test;        /* enum perf_test_id */
+	int tid, nthreads;
+	uint32_t size;   /* message bytes */
+	uint32_t window; /* messages in flight (bandwidth tests) */
+	uint64_t iters, warmup;
+	uint64_t timeout_ns;
+	/* the initiator: its QP and local memory */
+	const kn_qp *qp;
+	uint64_t laddr;  /* source (write, send, put), sink (read) */
+	uint32_t lkey;
+	uint32_t res_lkey;
+	uint64_t res;    /* atomics: `window` 8-byte result slots */
+	uint64_t land;   /* write_lat: where the target's writes land */
+	/* the target as the initiator addresses it */
+	uint64_t raddr;  /* destination, read source, or the atomic word */
+	uint32_t rkey;
+	uint32_t t_lkey;
+	/* the target's side when this job drives it too (a local pair: the
+	 * target's QP replies in write_lat and takes the receives of send_bw);
+	 * tqp == NULL when another process plays the target */
+	const kn_qp *tqp;
+	uint64_t t_laddr; /* write_lat: target's source; send_bw: receive buffer */
+	uint64_t t_land;  /* write_lat: where the initiator's writes land */
+	uint64_t t_raddr; /* write_lat: the initiator's landing buffer */
+	uint32_t t_rkey;
+	uint32_t pad0;
+	uint64_t atomic_init; /* atomics: initial value of the remote word */
+	uint64_t *barrier;    /* shared by the jobs of a run, starts at 0 */
+	/* outputs */
+	uint64_t *tpost;  /* bw: post time of message k (ns); unused by lat */
+	uint64_t *tcomp;  /* bw: completion time seen; lat: the sample (ns) */
+	uint64_t *ring;   /* `window` tickets in flight */
+	uint64_t t_begin, t_end; /* timed phase, for the report */
+	uint64_t rx_posted, rx_done; /* send_bw: receives posted / consumed */
+	uint64_t bad;      /* data or length mismatches seen during the run */
+	uint64_t first_bad; /* message number of the first one */
+	int rc;            /* 0 or the first negative errno */
+	int step;          /* enum perf_step where rc happened */
+	uint32_t syndrome, vendor;
+};
+
+KN_DEVICE int perf_fail(struct perf_job *j, const kn_qp *qp, int rc, int step)
+{
+	if (!j->rc) {
+		j->rc = rc;
+		j->step = step;
+		if (rc == -EIO && qp && !j->syndrome)
+			j->syndrome = kn_qp_error(qp, &j->vendor);
+	}
+	return rc;
+}
+
+KN_DEVICE int perf_timed_out(uint64_t *t0, uint64_t limit)
+{
+	uint64_t now = kn_now_ns();
+	if (!*t0) {
+		*t0 = now;
+		return 0;
+	}
+	return now - *t0 > limit;
+}
+
+/* Every job arrives; generation gen (1, 2, ...) is complete when the counter
+ * reaches gen * nthreads. Jobs that failed still arrive. */
+KN_DEVICE int perf_barrier(struct perf_job *j, uint64_t gen)
+{
+	KN_FADD64(j->barrier, 1);
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	while (KN_LOAD64(j->barrier) < gen * (uint64_t)j->nthreads) {
+		if ((++spins & 1023u) == 0 && perf_timed_out(&t0, j->timeout_ns))
+			return perf_fail(j, (const kn_qp *)0, -ETIMEDOUT, PERF_STEP_BARRIER);
+		KN_PAUSE();
+	}
+	return 0;
+}
+
+/* Atomics: the k-th fetch-add of a job adds k + 1, so the value it returns
+ * is init + k(k+1)/2 (each job owns its word; RC executes in order). */
+KN_DEVICE uint64_t perf_atomic_expect(const struct perf_job *j, uint64_t k)
+{
+	return j->atomic_init + (k % 2 == 0 ? (k / 2) * (k + 1) : k * ((k + 1) / 2));
+}
+
+KN_DEVICE void perf_check_atomic(struct perf_job *j, uint64_t k)
+{
+	volatile const uint64_t *slot =
+		(volatile const uint64_t *)(uintptr_t)(j->res + (k % j->window) * 8u);
+	if (kn_be64toh(*slot) != perf_atomic_expect(j, k)) {
+		if (!j->bad)
+			j->first_bad = k;
+		j->bad++;
+	}
+}
+
+/* Posts message k of a bandwidth or read/atomic latency test. */
+KN_DEVICE int perf_post(struct perf_job *j, uint64_t k, kn_ticket_t *t)
+{
+	const kn_qp *qp = j->qp;
+	if (j->test == PERF_PUT_BW) /* the high-level API */
+		return kn_put(qp, j->raddr, j->rkey, (const void *)(uintptr_t)j->laddr, j->lkey,
+			      j->size, t);
+	int rc = kn_sq_reserve(qp, 1, t);
+	if (rc)
+		return rc;
+	void *w = kn_wqe_ptr(qp, *t);
+	switch (j->test) {
+	case PERF_WRITE_BW:
+		kn_prep_write(qp, w, *t, j->laddr, j->lkey, j->raddr, j->rkey, j->size);
+		break;
+	case PERF_READ_BW:
+	case PERF_READ_LAT:
+		kn_prep_read(qp, w, *t, j->laddr, j->lkey, j->raddr, j->rkey, j->size);
+		break;
+	case PERF_ATOMIC_BW:
+	case PERF_ATOMIC_LAT:
+		kn_prep_atomic_fa(qp, w, *t, j->res + (k % j->window) * 8u, j->res_lkey, j->raddr,
+				  j->rkey, k + 1);
+		break;
+	case PERF_SEND_BW:
+		kn_prep_send(qp, w, *t, j->laddr, j->lkey, j->size, 0, 0);
+		break;
+	default:
+		kn_prep_nop(qp, w, *t);
+		break;
+	}
+	kn_sq_submit(qp, *t, 1);
+	return 0;
+}
+
+/* Consumes the completions of messages [*reaped, posted) that are there,
+ * and waits until at least `upto` are. Stamps each with the time it was
+ * seen; atomics check the value each one returned. */
+KN_DEVICE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, uint64_t upto)
+{
+	const kn_qp *qp = j->qp;
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	for (;;) {
+		uint64_t done = kn_cq_progress(qp);
+		uint64_t now = 0;
+		while (*reaped < posted) {
+			uint64_t k = *reaped;
+			kn_ticket_t t = j->ring[k % j->window];
+			if (t >= done)
+				break;
+			if (kn_ticket_status(qp, t))
+				return perf_fail(j, qp, -EIO, PERF_STEP_CQE);
+			if (!now)
+				now = kn_now_ns();
+			if (k >= j->warmup)
+				j->tcomp[k - j->warmup] = now;
+			if (j->test == PERF_ATOMIC_BW)
+				perf_check_atomic(j, k);
+			*reaped = k + 1;
+		}
+		if (*reaped >= upto)
+			return 0;
+		if ((++spins & 255u) == 0 && perf_timed_out(&t0, j->timeout_ns))
+			return perf_fail(j, qp, -ETIMEDOUT, PERF_STEP_CQE);
+		KN_PAUSE();
+	}
+}
+
+/* send_bw: consumes one receive completion (blocking or not). */
+KN_DEVICE int perf_rx_poll(struct perf_job *j, int blocking)
+{
+	const kn_qp *tq = j->tqp;
+	kn_recv_info info;
+	int rc = kn_recv_poll(tq, tq->st->rq_done, blocking, &info);
+	if (rc == -EBUSY)
+		return rc;
+	if (rc) {
+		if (rc == -EIO && !j->rc)
+			j->syndrome = info.syndrome;
+		return perf_fail(j, (const kn_qp *)0, rc, PERF_STEP_RECV);
+	}
+	if (info.byte_len != j->size) {
+		if (!j->bad)
+			j->first_bad = j->rx_done;
+		j->bad++;
+	}
+	j->rx_done++;
+	return 0;
+}
+
+/* send_bw: makes sure message k finds a receive posted at the target (the
+ * job posts the target's receives itself: a local pair). */
+KN_DEVICE int perf_rx_ready(struct perf_job *j, uint64_t k)
+{
+	const kn_qp *tq = j->tqp;
+	uint64_t total = j->warmup + j->iters;
+	for (;;) {
+		int rc;
+		while ((rc = perf_rx_poll(j, 0)) == 0)
+			;
+		if (rc != -EBUSY)
+			return rc;
+		while (j->rx_posted < total && j->rx_posted - j->rx_done < tq->rq_wqe_cnt) {
+			kn_ticket_t rt;
+			rc = kn_recv_post(tq, (void *)(uintptr_t)j->t_laddr, j->t_lkey, j->size, &rt);
+			if (rc)
+				return perf_fail(j, (const kn_qp *)0, rc, PERF_STEP_RECV);
+			j->rx_posted++;
+		}
+		if (j->rx_posted > k)
+			return 0;
+		rc = perf_rx_poll(j, 1);
+		if (rc)
+			return rc;
+	}
+}
+
+/* Bandwidth: messages [*k, end) with at most `window` in flight. */
+KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
+{
+	uint64_t posted = *k, reaped = *k;
+	int rc;
+	while (posted < end) {
+		if (posted - reaped >= j->window) {
+			rc = perf_reap(j, &reaped, posted, posted - j->window + 1);
+			if (rc)
+				return rc;
+		}
+		if (j->test == PERF_SEND_BW && (rc = perf_rx_ready(j, posted)))
+			return rc;
+		uint64_t now = kn_now_ns();
+		kn_ticket_t t;
+		rc = perf_post(j, posted, &t);
+		if (rc)
+			return perf_fail(j, j->qp, rc, PERF_STEP_POST);
+		j->ring[posted % j->window] = t;
+		if (posted >= j->warmup)
+			j->tpost[posted - j->warmup] = now;
+		posted++;
+	}
+	rc = perf_reap(j, &reaped, posted, posted);
+	if (rc)
+		return rc;
+	if (j->test == PERF_SEND_BW)
+		while (j->rx_done < end)
+			if ((rc = perf_rx_poll(j, 1)))
+				return rc;
+	*k = posted;
+	return 0;
+}
+
+/* write_lat: waits until the last byte of a landing buffer shows `stamp`;
+ * the write that carries it is ticket t of qp (its error ends the wait). */
+KN_DEVICE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, const kn_qp *qp,
+			     kn_ticket_t t)
+{
+	volatile const uint8_t *p = (volatile const uint8_t *)(uintptr_t)(addr + j->size - 1);
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	while (*p != stamp) {
+		if ((++spins & 63u) == 0) {
+			if (kn_test(qp, t) == -EIO)
+				return perf_fail(j, qp, -EIO, PERF_STEP_CQE);
+			if (perf_timed_out(&t0, j->timeout_ns))
+				return perf_fail(j, qp, -ETIMEDOUT, PERF_STEP_ARRIVAL);
+		}
+		KN_PAUSE();
+	}
+	KN_FENCE_ACQ();
+	return 0;
+}
+
+/* write_lat, one round trip: the initiator writes, the target sees the last
+ * byte change and writes back, the initiator sees it (perftest's ping-pong;
+ * the report halves it). With a local pair this job plays both sides. */
+KN_DEVICE int perf_pingpong(struct perf_job *j, uint64_t k)
+{
+	uint8_t stamp = (uint8_t)(k % 255u + 1u); /* never 0: landing buffers start at 0 */
+	kn_ticket_t t;
+	int rc;
+	((volatile uint8_t *)(uintptr_t)j->laddr)[j->size - 1] = stamp;
+	rc = kn_sq_reserve(j->qp, 1, &t);
+	if (rc)
+		return perf_fail(j, j->qp, rc, PERF_STEP_POST);
+	kn_prep_write(j->qp, kn_wqe_ptr(j->qp, t), t, j->laddr, j->lkey, j->raddr, j->rkey, j->size);
+	kn_sq_submit(j->qp, t, 1);
+	/* the target's side */
+	if ((rc = perf_wait_byte(j, j->t_land, stamp, j->qp, t)))
+		return rc;
+	((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
+	kn_ticket_t u;
+	rc = kn_sq_reserve(j->tqp, 1, &u);
+	if (rc)
+		return perf_fail(j, j->tqp, rc, PERF_STEP_POST);
+	kn_prep_write(j->tqp, kn_wqe_ptr(j->tqp, u), u, j->t_laddr, j->t_lkey, j->t_raddr, j->t_rkey,
+		      j->size);
+	kn_sq_submit(j->tqp, u, 1);
+	/* back at the initiator */
+	return perf_wait_byte(j, j->land, stamp, j->tqp, u);
+}
+
+/* Latency: messages [*k, end), one at a time. */
+KN_DEVICE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
+{
+	int rc;
+	for (; *k < end; (*k)++) {
+		uint64_t t0 = kn_now_ns();
+		if (j->test == PERF_WRITE_LAT) {
+			if ((rc = perf_pingpong(j, *k)))
+				return rc;
+		} else {
+			kn_ticket_t t;
+			if ((rc = perf_post(j, *k, &t)))
+				return perf_fail(j, j->qp, rc, PERF_STEP_POST);
+			if ((rc = kn_wait(j->qp, t)))
+				return perf_fail(j, j->qp, rc, PERF_STEP_CQE);
+		}
+		uint64_t t1 = kn_now_ns();
+		if (j->test == PERF_ATOMIC_LAT)
+			perf_check_atomic(j, *k);
+		if (*k >= j->warmup)
+			j->tcomp[*k - j->warmup] = t1 - t0;
+	}
+	return 0;
+}
+
+/* Waits for every WQE the job posted (both QPs of a local pair). */
+KN_DEVICE int perf_drain(struct perf_job *j)
+{
+	int rc = kn_quiet(j->qp);
+	if (rc)
+		return perf_fail(j, j->qp, rc, PERF_STEP_CQE);
+	if (j->tqp && j->test == PERF_WRITE_LAT && (rc = kn_quiet(j->tqp)))
+		return perf_fail(j, j->tqp, rc, PERF_STEP_CQE);
+	return 0;
+}
+
+/* The whole job: warm-up, barrier, timed phase, barrier, drain. Returns 0 or
+ * the job's error (also in j->rc, j->step, j->syndrome). */
+KN_DEVICE int perf_body_run(struct perf_job *j)
+{
+	int lat = j->test == PERF_WRITE_LAT || j->test == PERF_READ_LAT ||
+		  j->test == PERF_ATOMIC_LAT;
+	uint64_t k = 0;
+	j->rx_posted = j->rx_done = 0;
+	j->bad = 0;
+	if (!j->rc)
+		(void)(lat ? perf_lat_phase(j, &k, j->warmup) : perf_bw_phase(j, &k, j->warmup));
+	perf_barrier(j, 1);
+	j->t_begin = kn_now_ns();
+	if (!j->rc)
+		(void)(lat ? perf_lat_phase(j, &k, j->warmup + j->iters)
+			   : perf_bw_phase(j, &k, j->warmup + j->iters));
+	j->t_end = kn_now_ns();
+	perf_barrier(j, 2);
+	if (!j->rc)
+		perf_drain(j);
+	return j->rc;
+}
+
+#endif /* KINET_PERF_BODY_H */
