@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sched.h>
 #include <string.h>
+#include <criterion/criterion.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -79,4 +85,140 @@ void tu_pair_close(struct tu_pair *p)
 	if (p->ctx)
 		kinet_close(p->ctx);
 	memset(p, 0, sizeof(*p));
+}
+
+/* ---- regions with canaries ------------------------------------------------ */
+
+static void canary_bytes(uint8_t *out, uint64_t seed, int side)
+{
+	tu_fill_random(out, TU_CANARY, seed * 2 + (uint64_t)side + 0x5eed);
+}
+
+int tu_region_alloc(struct tu_region *r, kinet_pd *pd, size_t len, unsigned access,
+		    uint64_t seed)
+{
+	memset(r, 0, sizeof(*r));
+	if (tu_guarded_alloc(&r->g, len + 2 * TU_CANARY))
+		return -1;
+	r->buf = r->g.ptr + TU_CANARY;
+	r->len = len;
+	r->seed = seed;
+	canary_bytes(r->buf - TU_CANARY, seed, 0);
+	canary_bytes(r->buf + len, seed, 1);
+	tu_fill_random(r->buf, len, seed);
+	if (pd) {
+		int rc = kinet_mr_reg(pd, r->buf, len, access, &r->mr);
+		if (rc) {
+			tu_guarded_free(&r->g);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int tu_region_canaries_ok(const struct tu_region *r)
+{
+	uint8_t c[TU_CANARY];
+	canary_bytes(c, r->seed, 0);
+	if (memcmp(c, r->buf - TU_CANARY, TU_CANARY))
+		return 0;
+	canary_bytes(c, r->seed, 1);
+	return memcmp(c, r->buf + r->len, TU_CANARY) == 0;
+}
+
+void tu_region_free(struct tu_region *r)
+{
+	if (r->mr)
+		kinet_mr_dereg(r->mr);
+	tu_guarded_free(&r->g);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- raw posting ------------------------------------------------------------ */
+
+int tu_rawpair_open(struct tu_rawpair *p, uint32_t sq_depth, uint32_t rq_depth)
+{
+	memset(p, 0, sizeof(*p));
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	int rc = kinet_open(&ca, &p->ctx);
+	if (rc)
+		return rc;
+	if ((rc = kinet_pd_alloc(p->ctx, &p->pd)))
+		return rc;
+	if ((rc = kinet_cq_create(p->ctx, sq_depth, &p->acq)))
+		return rc;
+	struct kinet_qp_attr aa = {.sq_depth = sq_depth, .send_cq = p->acq};
+	struct kinet_qp_attr ba = {.sq_depth = sq_depth, .rq_depth = rq_depth};
+	if ((rc = kinet_qp_create(p->pd, &aa, &p->a)))
+		return rc;
+	if ((rc = kinet_qp_create(p->pd, &ba, &p->b)))
+		return rc;
+	if ((rc = kinet_qp_connect_local(p->a, p->b)))
+		return rc;
+	return kinet_qp_device(p->b, &p->db);
+}
+
+int tu_rawpair_reconnect(struct tu_rawpair *p)
+{
+	int rc;
+	if ((rc = kinet_qp_modify(p->a, KINET_QPS_RESET, NULL)) ||
+	    (rc = kinet_qp_modify(p->b, KINET_QPS_RESET, NULL)))
+		return rc;
+	p->pi = 0;
+	return kinet_qp_connect_local(p->a, p->b);
+}
+
+void tu_rawpair_close(struct tu_rawpair *p)
+{
+	if (p->a)
+		kinet_qp_destroy(p->a);
+	if (p->b)
+		kinet_qp_destroy(p->b);
+	if (p->acq)
+		kinet_cq_destroy(p->acq);
+	if (p->pd)
+		kinet_pd_free(p->pd);
+	if (p->ctx)
+		kinet_close(p->ctx);
+	memset(p, 0, sizeof(*p));
+}
+
+uint64_t tu_post(struct tu_rawpair *p, const void *wqe, uint32_t nbb)
+{
+	long long t = kinet_qp_post_raw(p->a, wqe, nbb);
+	cr_assert_geq(t, 0, "kinet_qp_post_raw: %s", kinet_strerror((int)t));
+	cr_assert_eq((uint64_t)t, p->pi, "post_raw ticket %lld, expected %llu", t,
+		     (unsigned long long)p->pi);
+	p->pi = (uint64_t)t + nbb;
+	return (uint64_t)t;
+}
+
+int tu_poll(kinet_cq *cq, struct kn_cqe64 *out, int timeout_ms)
+{
+	uint64_t t0 = kn_now_ns();
+	unsigned spins = 0;
+	for (;;) {
+		int rc = kinet_cq_poll(cq, out);
+		if (rc != -EBUSY)
+			return rc;
+		if ((++spins & 63) == 0 && kn_now_ns() - t0 > (uint64_t)timeout_ms * 1000000ull)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+}
+
+char tu_fail_msg[512];
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tu_fail(int line, const char *fmt, ...)
+{
+	pthread_mutex_lock(&fail_lock);
+	if (!tu_fail_msg[0]) {
+		int n = snprintf(tu_fail_msg, sizeof(tu_fail_msg), "line %d: ", line);
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(tu_fail_msg + n, sizeof(tu_fail_msg) - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&fail_lock);
 }

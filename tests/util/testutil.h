@@ -30,4 +30,75 @@ struct tu_pair {
 };
 int tu_pair_open(struct tu_pair *p, const struct kinet_qp_attr *attr);
 void tu_pair_close(struct tu_pair *p);
+
+/* ---- regions with canaries ------------------------------------------------ */
+
+/* Bytes of canary on each side of a tu_region, inside the guarded pages. */
+#define TU_CANARY 64
+
+/* A registered region [buf, buf+len) filled with random bytes, with
+ * TU_CANARY random canary bytes right before and after it and guard pages
+ * beyond those: a write just outside the region changes a canary, a wild
+ * write faults. */
+struct tu_region {
+	struct tu_guarded g;
+	uint8_t *buf;
+	size_t len;
+	kinet_mr *mr;
+	uint64_t seed;
+};
+/* access: KINET_ACCESS_* (0 allowed: local read only). pd NULL: not registered. */
+int tu_region_alloc(struct tu_region *r, kinet_pd *pd, size_t len, unsigned access,
+		    uint64_t seed);
+/* 1 when both canaries hold their original bytes. */
+int tu_region_canaries_ok(const struct tu_region *r);
+void tu_region_free(struct tu_region *r);
+static inline uint32_t tu_lkey(const struct tu_region *r) { return kinet_mr_lkey(r->mr); }
+static inline uint64_t tu_addr(const volatile void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* ---- raw posting ------------------------------------------------------------ */
+
+/* A connected pair a -> b where a is driven with kinet_qp_post_raw and its
+ * send CQ (acq, created here) with kinet_cq_poll; b has its own CQs and a
+ * receive queue of rq_depth (0: none), driven with the device API (db). */
+struct tu_rawpair {
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_cq *acq;
+	kinet_qp *a, *b;
+	kn_qp *db;
+	uint64_t pi; /* next ticket of a (host producer index) */
+};
+int tu_rawpair_open(struct tu_rawpair *p, uint32_t sq_depth, uint32_t rq_depth);
+/* Moves a and b to RESET and connects them again (RTS): pi restarts at 0. */
+int tu_rawpair_reconnect(struct tu_rawpair *p);
+void tu_rawpair_close(struct tu_rawpair *p);
+/* Posts one WQE of nbb blocks on a; returns its ticket (asserts success). */
+uint64_t tu_post(struct tu_rawpair *p, const void *wqe, uint32_t nbb);
+/* Polls the next CQE of cq, at most timeout_ms, yielding the CPU between
+ * tries: 0 or -ETIMEDOUT. */
+int tu_poll(kinet_cq *cq, struct kn_cqe64 *out, int timeout_ms);
+
+/* Fields of a CQE in host order. */
+static inline uint8_t tu_cqe_op(const struct kn_cqe64 *c) { return c->op_own >> 4; }
+static inline uint16_t tu_cqe_idx(const struct kn_cqe64 *c) { return kn_be16toh(c->wqe_counter); }
+static inline uint8_t tu_cqe_synd(const struct kn_cqe64 *c)
+{
+	return ((const struct kn_err_cqe *)c)->syndrome;
+}
+/* ---- checks on host-executor threads ------------------------------------------ */
+
+/* Criterion's asserts belong to the test's own thread. Code that runs on
+ * kinet_host_exec threads checks with TU_CHECK instead: the first failure is
+ * recorded in tu_fail_msg and the function returns its line number, which
+ * kinet_host_exec hands back to the test (assert it is 0, print tu_fail_msg). */
+extern char tu_fail_msg[512];
+void tu_fail(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define TU_CHECK(cond, ...)                          \
+	do {                                         \
+		if (!(cond)) {                       \
+			tu_fail(__LINE__, __VA_ARGS__); \
+			return __LINE__;             \
+		}                                    \
+	} while (0)
 #endif

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Conformance of include/kinet/prm.h with rdma-core's <infiniband/mlx5dv.h>:
+ * struct sizes and field offsets, opcode / CQE opcode / syndrome / flag
+ * values, and byte equality of the segment builders with mlx5dv's inline
+ * builders on random inputs. Only the header's static inline functions are
+ * used: the program does not link libmlx5.
+ */
+#include <criterion/criterion.h>
+#include <endian.h>
+#include <stddef.h>
+#include <string.h>
+#include <kinet/prm.h>
+#include <kinet/device.h>
+#include "../util/testutil.h"
+
+#if __has_include(<infiniband/mlx5dv.h>)
+#include <infiniband/mlx5dv.h>
+#define HAVE_MLX5DV 1
+#else
+#define HAVE_MLX5DV 0
+#endif
+
+#if HAVE_MLX5DV
+
+#define SAME_SIZE(ours, theirs) \
+	cr_assert_eq(sizeof(struct ours), sizeof(struct theirs), #ours " size %zu != %zu", \
+		     sizeof(struct ours), sizeof(struct theirs))
+#define SAME_FIELD(ours, theirs, f)                                                      \
+	do {                                                                             \
+		cr_assert_eq(offsetof(struct ours, f), offsetof(struct theirs, f),       \
+			     #ours "." #f " at %zu, mlx5dv at %zu", offsetof(struct ours, f), \
+			     offsetof(struct theirs, f));                                \
+		cr_assert_eq(sizeof(((struct ours *)0)->f), sizeof(((struct theirs *)0)->f), \
+			     #ours "." #f " size differs");                             \
+	} while (0)
+#define SAME_VALUE(ours, theirs) \
+	cr_assert_eq((long long)(ours), (long long)(theirs), #ours " = %lld, " #theirs " = %lld", \
+		     (long long)(ours), (long long)(theirs))
+
+Test(prm, ctrl_seg_layout)
+{
+	SAME_SIZE(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg);
+	cr_assert_eq(sizeof(struct kn_wqe_ctrl_seg), 16);
+	SAME_FIELD(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg, opmod_idx_opcode);
+	SAME_FIELD(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg, qpn_ds);
+	SAME_FIELD(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg, signature);
+	SAME_FIELD(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg, dci_stream_channel_id);
+	SAME_FIELD(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg, fm_ce_se);
+	SAME_FIELD(kn_wqe_ctrl_seg, mlx5_wqe_ctrl_seg, imm);
+}
+
+Test(prm, raddr_data_inline_atomic_layout)
+{
+	SAME_SIZE(kn_wqe_raddr_seg, mlx5_wqe_raddr_seg);
+	SAME_FIELD(kn_wqe_raddr_seg, mlx5_wqe_raddr_seg, raddr);
+	SAME_FIELD(kn_wqe_raddr_seg, mlx5_wqe_raddr_seg, rkey);
+	SAME_FIELD(kn_wqe_raddr_seg, mlx5_wqe_raddr_seg, reserved);
+
+	SAME_SIZE(kn_wqe_data_seg, mlx5_wqe_data_seg);
+	SAME_FIELD(kn_wqe_data_seg, mlx5_wqe_data_seg, byte_count);
+	SAME_FIELD(kn_wqe_data_seg, mlx5_wqe_data_seg, lkey);
+	SAME_FIELD(kn_wqe_data_seg, mlx5_wqe_data_seg, addr);
+
+	SAME_SIZE(kn_wqe_inl_data_seg, mlx5_wqe_inl_data_seg);
+	SAME_FIELD(kn_wqe_inl_data_seg, mlx5_wqe_inl_data_seg, byte_count);
+
+	SAME_SIZE(kn_wqe_atomic_seg, mlx5_wqe_atomic_seg);
+	SAME_FIELD(kn_wqe_atomic_seg, mlx5_wqe_atomic_seg, swap_add);
+	SAME_FIELD(kn_wqe_atomic_seg, mlx5_wqe_atomic_seg, compare);
+}
+
+Test(prm, cqe64_layout)
+{
+	SAME_SIZE(kn_cqe64, mlx5_cqe64);
+	cr_assert_eq(sizeof(struct kn_cqe64), KN_CQE_SIZE);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, rsvd0);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, wqe_id);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, rsvd4);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, ml_path);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, rsvd20);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, slid);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, flags_rqpn);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, hds_ip_ext);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, l4_hdr_type_etc);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, vlan_info);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, srqn_uidx);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, imm_inval_pkey);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, app);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, app_op);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, app_info);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, byte_cnt);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, timestamp);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, sop_drop_qpn);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, wqe_counter);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, signature);
+	SAME_FIELD(kn_cqe64, mlx5_cqe64, op_own);
+}
+
+Test(prm, err_cqe_layout)
+{
+	SAME_SIZE(kn_err_cqe, mlx5_err_cqe);
+	cr_assert_eq(sizeof(struct kn_err_cqe), KN_CQE_SIZE);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, rsvd0);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, srqn);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, rsvd1);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, vendor_err_synd);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, syndrome);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, s_wqe_opcode_qpn);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, wqe_counter);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, signature);
+	SAME_FIELD(kn_err_cqe, mlx5_err_cqe, op_own);
+	/* the two layouts of one CQE agree where they overlap */
+	cr_assert_eq(offsetof(struct kn_err_cqe, wqe_counter), offsetof(struct kn_cqe64, wqe_counter));
+	cr_assert_eq(offsetof(struct kn_err_cqe, op_own), offsetof(struct kn_cqe64, op_own));
+}
+
+Test(prm, wqe_opcodes)
+{
+	SAME_VALUE(KN_OPCODE_NOP, MLX5_OPCODE_NOP);
+	SAME_VALUE(KN_OPCODE_SEND_INVAL, MLX5_OPCODE_SEND_INVAL);
+	SAME_VALUE(KN_OPCODE_RDMA_WRITE, MLX5_OPCODE_RDMA_WRITE);
+	SAME_VALUE(KN_OPCODE_RDMA_WRITE_IMM, MLX5_OPCODE_RDMA_WRITE_IMM);
+	SAME_VALUE(KN_OPCODE_SEND, MLX5_OPCODE_SEND);
+	SAME_VALUE(KN_OPCODE_SEND_IMM, MLX5_OPCODE_SEND_IMM);
+	SAME_VALUE(KN_OPCODE_RDMA_READ, MLX5_OPCODE_RDMA_READ);
+	SAME_VALUE(KN_OPCODE_ATOMIC_CS, MLX5_OPCODE_ATOMIC_CS);
+	SAME_VALUE(KN_OPCODE_ATOMIC_FA, MLX5_OPCODE_ATOMIC_FA);
+}
+
+Test(prm, cqe_opcodes)
+{
+	SAME_VALUE(KN_CQE_REQ, MLX5_CQE_REQ);
+	SAME_VALUE(KN_CQE_RESP_WR_IMM, MLX5_CQE_RESP_WR_IMM);
+	SAME_VALUE(KN_CQE_RESP_SEND, MLX5_CQE_RESP_SEND);
+	SAME_VALUE(KN_CQE_RESP_SEND_IMM, MLX5_CQE_RESP_SEND_IMM);
+	SAME_VALUE(KN_CQE_RESP_SEND_INV, MLX5_CQE_RESP_SEND_INV);
+	SAME_VALUE(KN_CQE_REQ_ERR, MLX5_CQE_REQ_ERR);
+	SAME_VALUE(KN_CQE_RESP_ERR, MLX5_CQE_RESP_ERR);
+	SAME_VALUE(KN_CQE_INVALID, MLX5_CQE_INVALID);
+}
+
+Test(prm, syndromes)
+{
+	SAME_VALUE(KN_SYND_LOCAL_LENGTH_ERR, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+	SAME_VALUE(KN_SYND_LOCAL_QP_OP_ERR, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+	SAME_VALUE(KN_SYND_LOCAL_PROT_ERR, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+	SAME_VALUE(KN_SYND_WR_FLUSH_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	SAME_VALUE(KN_SYND_MW_BIND_ERR, MLX5_CQE_SYNDROME_MW_BIND_ERR);
+	SAME_VALUE(KN_SYND_BAD_RESP_ERR, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
+	SAME_VALUE(KN_SYND_LOCAL_ACCESS_ERR, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR);
+	SAME_VALUE(KN_SYND_REMOTE_INVAL_REQ_ERR, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+	SAME_VALUE(KN_SYND_REMOTE_ACCESS_ERR, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+	SAME_VALUE(KN_SYND_REMOTE_OP_ERR, MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
+	SAME_VALUE(KN_SYND_TRANSPORT_RETRY_EXC_ERR, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+	SAME_VALUE(KN_SYND_RNR_RETRY_EXC_ERR, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
+	SAME_VALUE(KN_SYND_REMOTE_ABORTED_ERR, MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR);
+}
+
+Test(prm, flags_and_constants)
+{
+	SAME_VALUE(KN_WQE_CTRL_CQ_UPDATE, MLX5_WQE_CTRL_CQ_UPDATE);
+	SAME_VALUE(KN_WQE_CTRL_SOLICITED, MLX5_WQE_CTRL_SOLICITED);
+	SAME_VALUE(KN_WQE_CTRL_FENCE, MLX5_WQE_CTRL_FENCE);
+	SAME_VALUE(KN_WQE_CTRL_INITIATOR_SMALL_FENCE, MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE);
+	SAME_VALUE(KN_INLINE_SEG, MLX5_INLINE_SEG);
+	SAME_VALUE(KN_SEND_WQE_BB, MLX5_SEND_WQE_BB);
+	SAME_VALUE(KN_SEND_WQE_SHIFT, MLX5_SEND_WQE_SHIFT);
+	SAME_VALUE(1u << KN_SEND_WQE_SHIFT, KN_SEND_WQE_BB);
+	SAME_VALUE(KN_RCV_DBR, MLX5_RCV_DBR);
+	SAME_VALUE(KN_SND_DBR, MLX5_SND_DBR);
+	SAME_VALUE(KN_CQE_SIZE, sizeof(struct mlx5_cqe64));
+}
+
+/* The builders produce the same 16 bytes as mlx5dv's, on random inputs. The
+ * destination starts as the same random garbage on both sides, so bytes a
+ * builder does not write must also agree. */
+Test(prm, ctrl_seg_bytes_equal_mlx5dv)
+{
+	uint64_t s = 0x1234567;
+	for (int i = 0; i < 20000; i++) {
+		union {
+			struct kn_wqe_ctrl_seg k;
+			uint8_t b[16];
+		} ours;
+		union {
+			struct mlx5_wqe_ctrl_seg m;
+			uint8_t b[16];
+		} ref;
+		tu_fill_random(ours.b, 16, (uint64_t)i + 7);
+		memcpy(ref.b, ours.b, 16);
+		uint64_t r1 = tu_rand64(&s), r2 = tu_rand64(&s), r3 = tu_rand64(&s);
+		uint16_t pi = (uint16_t)r1;
+		uint8_t opcode = (uint8_t)(r1 >> 16), opmod = (uint8_t)(r1 >> 24);
+		/* a QP number is 24 bits; every 8th input also tries wider values */
+		uint32_t qpn = (i & 7) ? (uint32_t)(r1 >> 32) & 0xffffff : (uint32_t)(r1 >> 32);
+		uint8_t fm_ce_se = (uint8_t)r2, ds = (uint8_t)(r2 >> 8) & 0x3f;
+		if (i & 1)
+			ds = (uint8_t)(r2 >> 8); /* out-of-range ds values too */
+		uint8_t signature = (uint8_t)(r2 >> 16);
+		uint32_t imm = (uint32_t)r3;
+		kn_set_ctrl_seg(&ours.k, pi, opcode, opmod, qpn, fm_ce_se, ds, signature, imm);
+		mlx5dv_set_ctrl_seg(&ref.m, pi, opcode, opmod, qpn, fm_ce_se, ds, signature, imm);
+		cr_assert_arr_eq(ours.b, ref.b, 16, "ctrl seg differs at input %d", i);
+		/* and the accessors read back what was written */
+		if (!(i & 1)) {
+			cr_assert_eq(kn_wqe_opcode_of(&ours.k), opcode);
+			cr_assert_eq(kn_wqe_index_of(&ours.k), pi);
+			cr_assert_eq(kn_wqe_ds_of(&ours.k), ds);
+		}
+	}
+}
+
+Test(prm, data_seg_bytes_equal_mlx5dv)
+{
+	uint64_t s = 0xabcdef;
+	for (int i = 0; i < 20000; i++) {
+		union {
+			struct kn_wqe_data_seg k;
+			uint8_t b[16];
+		} ours;
+		union {
+			struct mlx5_wqe_data_seg m;
+			uint8_t b[16];
+		} ref;
+		tu_fill_random(ours.b, 16, (uint64_t)i + 99);
+		memcpy(ref.b, ours.b, 16);
+		uint64_t r1 = tu_rand64(&s), r2 = tu_rand64(&s);
+		uint32_t len = (uint32_t)r1, lkey = (uint32_t)(r1 >> 32);
+		if (i % 3 == 0)
+			len |= KN_INLINE_SEG;
+		uint64_t addr = r2;
+		kn_set_data_seg(&ours.k, len, lkey, addr);
+		mlx5dv_set_data_seg(&ref.m, len, lkey, (uintptr_t)addr);
+		cr_assert_arr_eq(ours.b, ref.b, 16, "data seg differs at input %d", i);
+	}
+}
+
+/* The other builders have no mlx5dv counterpart: check them against the
+ * big-endian layout of the mlx5dv structs field by field. */
+Test(prm, raddr_and_atomic_seg_big_endian)
+{
+	uint64_t s = 42;
+	for (int i = 0; i < 5000; i++) {
+		uint64_t raddr = tu_rand64(&s), a = tu_rand64(&s), c = tu_rand64(&s);
+		uint32_t rkey = (uint32_t)tu_rand64(&s);
+		union {
+			struct kn_wqe_raddr_seg k;
+			struct mlx5_wqe_raddr_seg m;
+		} r;
+		memset(&r, 0xa5, sizeof(r));
+		kn_set_raddr_seg(&r.k, raddr, rkey);
+		cr_assert_eq(be64toh(r.m.raddr), raddr);
+		cr_assert_eq(be32toh(r.m.rkey), rkey);
+		cr_assert_eq(r.m.reserved, 0);
+		union {
+			struct kn_wqe_atomic_seg k;
+			struct mlx5_wqe_atomic_seg m;
+		} at;
+		kn_set_atomic_seg(&at.k, a, c);
+		cr_assert_eq(be64toh(at.m.swap_add), a);
+		cr_assert_eq(be64toh(at.m.compare), c);
+	}
+}
+
+#else /* !HAVE_MLX5DV */
+
+Test(prm, mlx5dv_header_missing)
+{
+	cr_skip_test("rdma-core's infiniband/mlx5dv.h is not installed: conformance not checked");
+}
+
+#endif
+
+/* Byte order helpers agree with the C library's, whatever rdma-core says. */
+Test(prm, byte_order_helpers)
+{
+	uint64_t s = 5;
+	for (int i = 0; i < 10000; i++) {
+		uint64_t v = tu_rand64(&s);
+		cr_assert_eq(kn_htobe16((uint16_t)v), htobe16((uint16_t)v));
+		cr_assert_eq(kn_htobe32((uint32_t)v), htobe32((uint32_t)v));
+		cr_assert_eq(kn_htobe64(v), htobe64(v));
+		cr_assert_eq(kn_be16toh((uint16_t)v), be16toh((uint16_t)v));
+		cr_assert_eq(kn_be32toh((uint32_t)v), be32toh((uint32_t)v));
+		cr_assert_eq(kn_be64toh(v), be64toh(v));
+	}
+}
+
+/* The device-API preparers put every field where the PRM says. */
+Test(prm, device_preparers_layout)
+{
+	kn_qp q;
+	memset(&q, 0, sizeof(q));
+	q.qpn = 0x1a2b3c;
+	uint8_t w[64];
+	tu_fill_random(w, sizeof(w), 3);
+	kn_prep_atomic_cs(&q, w, 0x12345, 0x1111222233334444ull, 0x5566, 0x7788990011223344ull,
+			  0xabcd, 0x0102030405060708ull, 0x0a0b0c0d0e0f1011ull);
+	const struct kn_wqe_ctrl_seg *c = (const void *)w;
+	cr_assert_eq(kn_wqe_opcode_of(c), KN_OPCODE_ATOMIC_CS);
+	cr_assert_eq(kn_wqe_index_of(c), 0x2345);
+	cr_assert_eq(kn_wqe_ds_of(c), 4);
+	cr_assert_eq(kn_be32toh(c->qpn_ds) >> 8, 0x1a2b3c);
+	cr_assert_eq(c->fm_ce_se, KN_WQE_CTRL_CQ_UPDATE);
+	const struct kn_wqe_raddr_seg *r = (const void *)(w + 16);
+	cr_assert_eq(kn_be64toh(r->raddr), 0x7788990011223344ull);
+	cr_assert_eq(kn_be32toh(r->rkey), 0xabcd);
+	const struct kn_wqe_atomic_seg *a = (const void *)(w + 32);
+	cr_assert_eq(kn_be64toh(a->swap_add), 0x0a0b0c0d0e0f1011ull);
+	cr_assert_eq(kn_be64toh(a->compare), 0x0102030405060708ull);
+	const struct kn_wqe_data_seg *d = (const void *)(w + 48);
+	cr_assert_eq(kn_be32toh(d->byte_count), 8);
+	cr_assert_eq(kn_be32toh(d->lkey), 0x5566);
+	cr_assert_eq(kn_be64toh(d->addr), 0x1111222233334444ull);
+
+	uint8_t src[28];
+	tu_fill_random(src, sizeof(src), 9);
+	for (uint32_t len = 0; len <= KN_MAX_INLINE_WRITE; len++) {
+		tu_fill_random(w, sizeof(w), len + 100);
+		cr_assert_eq(kn_prep_write_inline(&q, w, 7, src, len, 0x1000, 0x77), 0);
+		cr_assert_eq(kn_wqe_ds_of(c), (36 + len + 15) / 16);
+		cr_assert_eq(kn_be32toh(*(uint32_t *)(w + 32)), len | KN_INLINE_SEG);
+		cr_assert_arr_eq(w + 36, src, len);
+	}
+	cr_assert_eq(kn_prep_write_inline(&q, w, 7, src, KN_MAX_INLINE_WRITE + 1, 0x1000, 0x77),
+		     -EINVAL);
+}
