@@ -100,13 +100,24 @@ KN_DEVICE uint64_t kn_max64_host(uint64_t *p, uint64_t v)
 #define KN_FENCE_ACQ() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #define KN_FENCE_REL() __atomic_thread_fence(__ATOMIC_RELEASE)
 #define KN_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#include <sched.h>
+/* A spinning host thread gives its CPU away every 64th pause: the host
+ * executor may run more threads than there are cores, and the software
+ * NIC's engine, a CPU thread too, must still get to run. */
+static inline void kn_host_pause(void)
+{
+	static __thread unsigned spins;
+	if ((++spins & 63u) == 0) {
+		sched_yield();
+		return;
+	}
 #if defined(__x86_64__) || defined(__i386__)
-#define KN_PAUSE() __builtin_ia32_pause()
+	__builtin_ia32_pause();
 #elif defined(__aarch64__)
-#define KN_PAUSE() __asm__ __volatile__("yield")
-#else
-#define KN_PAUSE() ((void)0)
+	__asm__ __volatile__("yield");
 #endif
+}
+#define KN_PAUSE() kn_host_pause()
 KN_DEVICE uint64_t kn_now_ns(void)
 {
 	struct timespec ts;
