@@ -521,12 +521,12 @@ static int server_join(kinet_boot *b, int lfd, const uint8_t key[16], int64_t de
 	for (int i = 0; i < MAX_PENDING; i++)
 		drop_pending(&pend[i]);
 	if (rc == -ETIMEDOUT) {
-		char missing[160] = "";
+		char missing[100] = "";
 		size_t off = 0;
 		for (int r = 1; r < b->size && off < sizeof(missing) - 12; r++)
 			if (b->fds[r] < 0)
 				off += (size_t)snprintf(missing + off, sizeof(missing) - off, " %d", r);
-		char text[KBOOT_ERRTEXT_MAX];
+		char text[KBOOT_ERRTEXT_MAX + 64];
 		snprintf(text, sizeof(text), "rank 0 timed out: %d of %d ranks joined; missing:%s",
 			 joined + 1, b->size, missing);
 		KLOG_ERR("boot: %s", text);
