@@ -70,6 +70,7 @@ struct kinet_ctx {
 	uint32_t qp_cap;
 	uint32_t next_pdn;
 	struct kinet_soft_nic *nic;
+	struct kinet_wire *wire; /* soft: endpoint to other processes (wire.c), lazy */
 	void *mlx5; /* mlx5 backend state (src/nic/mlx5/) */
 	/* counters: see struct kinet_counters */
 	_Atomic uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only,
@@ -81,6 +82,7 @@ struct kinet_pd {
 	kinet_ctx *ctx;
 	uint32_t pdn;
 	atomic_int refs; /* regions and QPs using it */
+	void *priv;      /* mlx5: the verbs PD */
 };
 
 struct kinet_mr {
@@ -90,7 +92,9 @@ struct kinet_mr {
 	unsigned access;
 	uint32_t key;
 	int kind; /* enum kinet_mem_kind */
-	int path; /* how it was registered (mlx5: dmabuf/peermem/host) */
+	int path; /* enum kinet_mr_path: how it was registered */
+	uint32_t rkey; /* remote key (soft: == key; mlx5: the verbs rkey) */
+	void *priv;    /* mlx5: the verbs MR */
 };
 
 struct kinet_cq {

@@ -120,6 +120,21 @@ void *kinet_mr_addr(const kinet_mr *mr);
 size_t kinet_mr_len(const kinet_mr *mr);
 int kinet_mr_kind(const kinet_mr *mr); /* enum kinet_mem_kind */
 
+/* How the NIC reaches a region's memory. GPU memory is registered through a
+ * dma-buf, else through the peer-memory kernel module; without either it is
+ * refused unless KINET_ALLOW_HOST_STAGING=1 (and only the soft backend can
+ * stage). The path used is never silent: kinet_mr_path() reports it. */
+enum kinet_mr_path {
+	KINET_MR_PATH_HOST = 0,    /* host memory, registered directly */
+	KINET_MR_PATH_DMABUF = 1,  /* GPU memory exported as a dma-buf */
+	KINET_MR_PATH_PEERMEM = 2, /* GPU memory through the peer-memory module */
+	KINET_MR_PATH_STAGED = 3,  /* GPU memory copied through the host by a CPU */
+};
+/* enum kinet_mr_path of a region, or -EINVAL. */
+int kinet_mr_path(const kinet_mr *mr);
+/* "host", "dmabuf", "peermem", "staged" (never NULL). */
+const char *kinet_mr_path_str(int path);
+
 /* ---- completion queues and queue pairs ------------------------------------ */
 
 /* A CQ of `depth` (rounded up to a power of two) 64-byte CQEs. */

@@ -173,6 +173,13 @@ int kinet_pd_alloc(kinet_ctx *ctx, kinet_pd **out)
 	pthread_mutex_lock(&ctx->lock);
 	pd->pdn = ctx->next_pdn++;
 	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->backend == KINET_BACKEND_MLX5) {
+		int rc = kinet_mlx5_pd_alloc(pd);
+		if (rc) {
+			free(pd);
+			return rc;
+		}
+	}
 	*out = pd;
 	return 0;
 }
@@ -186,6 +193,8 @@ int kinet_pd_free(kinet_pd *pd)
 			  pd->pdn);
 		return -EBUSY;
 	}
+	if (pd->ctx->backend == KINET_BACKEND_MLX5)
+		kinet_mlx5_pd_free(pd);
 	free(pd);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "nic/mlx5/mlx5.h"
 
 int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out)
 {
@@ -17,6 +18,8 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 		return -EINVAL;
 	}
 	kinet_ctx *ctx = pd->ctx;
+	if (ctx->backend == KINET_BACKEND_MLX5)
+		return kinet_mlx5_mr_reg(pd, addr, len, access, out);
 	kinet_mr *mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
@@ -31,6 +34,8 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 		if (k >= 0)
 			mr->kind = k;
 	}
+	/* the software NIC is a CPU: it reaches GPU memory by copies */
+	mr->path = mr->kind == KINET_MEM_CUDA ? KINET_MR_PATH_STAGED : KINET_MR_PATH_HOST;
 	pthread_rwlock_wrlock(&ctx->mr_lock);
 	uint32_t i;
 	for (i = 1; i < ctx->mr_cap; i++)
@@ -53,6 +58,7 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 	if (!ctx->mr_tag)
 		ctx->mr_tag = 1; /* never 0: key 0x100 is mlx5's invalid lkey */
 	mr->key = (i << 8) | ctx->mr_tag;
+	mr->rkey = mr->key;
 	ctx->mr_tab[i] = mr;
 	pthread_rwlock_unlock(&ctx->mr_lock);
 	atomic_fetch_add(&pd->refs, 1);
@@ -65,6 +71,8 @@ int kinet_mr_dereg(kinet_mr *mr)
 	if (!mr)
 		return -EINVAL;
 	kinet_ctx *ctx = mr->pd->ctx;
+	if (ctx->backend == KINET_BACKEND_MLX5)
+		return kinet_mlx5_mr_dereg(mr);
 	pthread_rwlock_wrlock(&ctx->mr_lock);
 	uint32_t i = mr->key >> 8;
 	if (i < ctx->mr_cap && ctx->mr_tab[i] == mr)
@@ -76,10 +84,22 @@ int kinet_mr_dereg(kinet_mr *mr)
 }
 
 uint32_t kinet_mr_lkey(const kinet_mr *mr) { return mr ? mr->key : 0; }
-uint32_t kinet_mr_rkey(const kinet_mr *mr) { return mr ? mr->key : 0; }
+uint32_t kinet_mr_rkey(const kinet_mr *mr) { return mr ? mr->rkey : 0; }
 void *kinet_mr_addr(const kinet_mr *mr) { return mr ? mr->addr : NULL; }
 size_t kinet_mr_len(const kinet_mr *mr) { return mr ? mr->len : 0; }
 int kinet_mr_kind(const kinet_mr *mr) { return mr ? mr->kind : -EINVAL; }
+int kinet_mr_path(const kinet_mr *mr) { return mr ? mr->path : -EINVAL; }
+
+const char *kinet_mr_path_str(int path)
+{
+	switch (path) {
+	case KINET_MR_PATH_HOST: return "host";
+	case KINET_MR_PATH_DMABUF: return "dmabuf";
+	case KINET_MR_PATH_PEERMEM: return "peermem";
+	case KINET_MR_PATH_STAGED: return "staged";
+	default: return "?";
+	}
+}
 
 int kinet_mr_check(kinet_ctx *ctx, const kinet_pd *pd, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct kinet_mr_ref *out)

@@ -1,0 +1,931 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * emu.c - an emulated rdma-core whose objects are backed by the software NIC.
+ *
+ * This is the double that lets the mlx5 backend's whole host path (probe,
+ * open, registration, queue creation, mlx5dv exposure, GPU mapping,
+ * INIT/RTR/RTS, descriptor export, CPU proxy) run where there is no
+ * ConnectX NIC. It returns rdma-core's own structs (from the installed
+ * headers): the QP that "rdma-core" creates is a software-NIC QP,
+ * mlx5dv_init_obj hands out that QP's real SQ buffer, doorbell record,
+ * doorbell register and CQ buffers, modify-QP drives its states and checks
+ * the attribute masks the IB specification requires, ibv_reg_mr returns the
+ * software NIC's keys. WQEs the device code writes are executed by the
+ * software NIC engine, so data moves and CQEs arrive as on hardware.
+ *
+ * Sizing mirrors the mlx5 provider (a CQ of cqe entries has the next power
+ * of two above cqe; an RC send WQE reserves room for ctrl, raddr and atomic
+ * segments). Where the emulation is stricter than hardware (an unknown
+ * destination GID or QP, a PSN mismatch fail at modify time instead of
+ * timing out later) it says so in the log.
+ *
+ * Installed by kinet_mlx5_set_ops(kinet_mlx5_emu_ops()) or with
+ * KINET_MLX5_EMULATE=1.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include "nic/mlx5/ops.h"
+#include "nic/mlx5/mlx5.h"
+
+#if KINET_HAVE_RDMA_HEADERS
+
+#define EMU_MAXDEV 4
+#define EMU_GIDS 8
+
+struct emu_dev {
+	struct ibv_device dev; /* first: the handle rdma-core hands out */
+	int index;
+	kinet_ctx *soft; /* the software NIC behind this device */
+	int opens;
+	int link_layer;  /* fixed at first open */
+};
+
+struct emu_ctx {
+	struct ibv_context ib;
+	struct emu_dev *d;
+};
+struct emu_pd {
+	struct ibv_pd pd;
+	kinet_pd *spd;
+};
+struct emu_mr {
+	struct ibv_mr mr;
+	kinet_mr *smr;
+};
+struct emu_cq {
+	struct ibv_cq cq;
+	kinet_cq *scq;
+	uint32_t cqn;
+};
+struct emu_qp {
+	struct ibv_qp qp;
+	kinet_qp *sqp;
+	struct emu_dev *d;
+	struct emu_qp *peer;
+	uint32_t rq_psn, sq_psn;
+	bool has_rq_psn, has_sq_psn;
+	struct emu_qp *next; /* all emulated QPs (peer lookup) */
+};
+
+static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_dev devs[EMU_MAXDEV];
+static struct emu_qp *all_qps;
+static uint32_t next_cqn = 0x40;
+static struct kinet_mlx5_emu_cfg cfg = {
+	.ndev = 2,
+	.link_layer = IBV_LINK_LAYER_ETHERNET,
+	.devx = 1,
+	.max_qp_wr = 32768,
+};
+
+/* ---- call counters ---------------------------------------------------------- */
+
+static const char *call_names[] = {
+	"get_device_list", "open_device",  "close_device",   "query_device", "query_port",
+	"query_gid_ex",    "alloc_pd",     "dealloc_pd",     "reg_mr",       "reg_dmabuf_mr",
+	"dereg_mr",        "create_cq",    "destroy_cq",     "create_qp",    "modify_qp",
+	"destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
+};
+#define NCALLS ((int)(sizeof(call_names) / sizeof(call_names[0])))
+static _Atomic unsigned call_count[NCALLS];
+
+static void called(const char *name)
+{
+	for (int i = 0; i < NCALLS; i++)
+		if (!strcmp(call_names[i], name)) {
+			atomic_fetch_add(&call_count[i], 1);
+			return;
+		}
+}
+
+unsigned kinet_mlx5_emu_calls(const char *name)
+{
+	for (int i = 0; i < NCALLS; i++)
+		if (!strcmp(call_names[i], name))
+			return atomic_load(&call_count[i]);
+	return 0;
+}
+
+void kinet_mlx5_emu_calls_reset(void)
+{
+	for (int i = 0; i < NCALLS; i++)
+		atomic_store(&call_count[i], 0);
+}
+
+/* ---- configuration, emulated GPU memory ------------------------------------ */
+
+void kinet_mlx5_emu_get_cfg(struct kinet_mlx5_emu_cfg *c)
+{
+	pthread_mutex_lock(&emu_lock);
+	*c = cfg;
+	pthread_mutex_unlock(&emu_lock);
+}
+
+void kinet_mlx5_emu_set_cfg(const struct kinet_mlx5_emu_cfg *c)
+{
+	pthread_mutex_lock(&emu_lock);
+	cfg = *c;
+	if (cfg.ndev > EMU_MAXDEV)
+		cfg.ndev = EMU_MAXDEV;
+	if (cfg.ndev < 0)
+		cfg.ndev = 0;
+	if (cfg.max_qp_wr <= 0)
+		cfg.max_qp_wr = 32768;
+	pthread_mutex_unlock(&emu_lock);
+}
+
+static struct {
+	uintptr_t lo, hi;
+} gpu_ranges[16];
+static int ngpu_ranges;
+
+int kinet_mlx5_emu_gpu_range(void *p, size_t len)
+{
+	pthread_mutex_lock(&emu_lock);
+	if (ngpu_ranges == 16) {
+		pthread_mutex_unlock(&emu_lock);
+		return -ENOSPC;
+	}
+	gpu_ranges[ngpu_ranges].lo = (uintptr_t)p;
+	gpu_ranges[ngpu_ranges].hi = (uintptr_t)p + len;
+	ngpu_ranges++;
+	pthread_mutex_unlock(&emu_lock);
+	return 0;
+}
+
+void kinet_mlx5_emu_gpu_range_clear(void)
+{
+	pthread_mutex_lock(&emu_lock);
+	ngpu_ranges = 0;
+	pthread_mutex_unlock(&emu_lock);
+}
+
+static bool is_gpu(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	bool r = false;
+	pthread_mutex_lock(&emu_lock);
+	for (int i = 0; i < ngpu_ranges; i++)
+		if (a >= gpu_ranges[i].lo && a + len <= gpu_ranges[i].hi)
+			r = true;
+	pthread_mutex_unlock(&emu_lock);
+	return r;
+}
+
+/* dma-buf fds handed out by emu_dmabuf_fd: fd -> the first byte it covers */
+static struct {
+	int fd;
+	uintptr_t base;
+	size_t len;
+} dmabufs[16];
+
+int kinet_mlx5_emu_counters(int dev, struct kinet_counters *out)
+{
+	if (dev < 0 || dev >= EMU_MAXDEV || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&emu_lock);
+	int rc = devs[dev].soft ? kinet_ctx_counters(devs[dev].soft, out) : -ENODEV;
+	pthread_mutex_unlock(&emu_lock);
+	return rc;
+}
+
+/* ---- devices and ports ----------------------------------------------------------- */
+
+static struct ibv_device **emu_get_device_list(int *num)
+{
+	called("get_device_list");
+	pthread_mutex_lock(&emu_lock);
+	int n = cfg.ndev;
+	struct ibv_device **l = calloc((size_t)n + 1, sizeof(*l));
+	if (!l) {
+		pthread_mutex_unlock(&emu_lock);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		struct emu_dev *d = &devs[i];
+		if (!d->dev.name[0]) {
+			d->index = i;
+			d->dev.node_type = IBV_NODE_CA;
+			d->dev.transport_type = IBV_TRANSPORT_IB;
+			snprintf(d->dev.name, sizeof(d->dev.name), "mlx5_%d", i);
+			snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d", i);
+		}
+		l[i] = &d->dev;
+	}
+	pthread_mutex_unlock(&emu_lock);
+	if (num)
+		*num = n;
+	return l;
+}
+
+static void emu_free_device_list(struct ibv_device **l)
+{
+	free(l);
+}
+
+static const char *emu_get_device_name(struct ibv_device *dev)
+{
+	return dev->name;
+}
+
+static bool emu_is_supported(struct ibv_device *dev)
+{
+	(void)dev;
+	return true;
+}
+
+static struct ibv_context *emu_open_device(struct ibv_device *dev)
+{
+	called("open_device");
+	struct emu_dev *d = (struct emu_dev *)dev;
+	struct emu_ctx *c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&emu_lock);
+	if (!d->soft) {
+		struct kinet_ctx_attr a = {.backend = KINET_BACKEND_SOFT, .engine_threads = 1};
+		int rc = kinet_open(&a, &d->soft);
+		if (rc) {
+			pthread_mutex_unlock(&emu_lock);
+			free(c);
+			errno = -rc;
+			return NULL;
+		}
+		d->link_layer = cfg.link_layer;
+	}
+	d->opens++;
+	pthread_mutex_unlock(&emu_lock);
+	c->ib.device = dev;
+	c->ib.num_comp_vectors = 1;
+	c->ib.cmd_fd = -1;
+	c->ib.async_fd = -1;
+	c->d = d;
+	return &c->ib;
+}
+
+static int emu_close_device(struct ibv_context *ib)
+{
+	called("close_device");
+	struct emu_ctx *c = (struct emu_ctx *)ib;
+	struct emu_dev *d = c->d;
+	pthread_mutex_lock(&emu_lock);
+	if (--d->opens == 0) {
+		if (kinet_close(d->soft) == 0)
+			d->soft = NULL;
+		else
+			KLOG_WARN("emulated %s: objects still open, its software NIC stays", d->dev.name);
+	}
+	pthread_mutex_unlock(&emu_lock);
+	free(c);
+	return 0;
+}
+
+static struct emu_dev *dev_of(struct ibv_context *ib)
+{
+	return ((struct emu_ctx *)ib)->d;
+}
+
+static int emu_query_device(struct ibv_context *ib, struct ibv_device_attr *a)
+{
+	called("query_device");
+	struct emu_dev *d = dev_of(ib);
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "kinet-emulation");
+	a->node_guid = kn_htobe64(0x0002c90300000000ull | (uint64_t)d->index);
+	a->max_mr_size = ~0ull;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = 0x02c9;
+	a->max_qp = 1 << 17;
+	a->max_qp_wr = cfg.max_qp_wr;
+	a->max_sge = 30;
+	a->max_sge_rd = 30;
+	a->max_cq = 1 << 16;
+	a->max_cqe = (1 << 22) - 1;
+	a->max_mr = 1 << 16;
+	a->max_pd = 1 << 16;
+	a->max_qp_rd_atom = 16;
+	a->max_qp_init_rd_atom = 16;
+	a->max_res_rd_atom = 1 << 20;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_pkeys = 128;
+	a->local_ca_ack_delay = 16;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+static int emu_query_port(struct ibv_context *ib, uint8_t port, struct ibv_port_attr *a)
+{
+	called("query_port");
+	struct emu_dev *d = dev_of(ib);
+	if (port != 1)
+		return EINVAL;
+	memset(a, 0, sizeof(*a));
+	bool eth = d->link_layer == IBV_LINK_LAYER_ETHERNET;
+	a->state = cfg.port_down ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = eth ? IBV_MTU_1024 : IBV_MTU_4096;
+	a->gid_tbl_len = EMU_GIDS;
+	a->max_msg_sz = 1u << 30;
+	a->pkey_tbl_len = 128;
+	a->lid = eth ? 0 : (uint16_t)(0x10 + d->index);
+	a->active_width = 2;
+	a->active_speed = 64;
+	a->phys_state = cfg.port_down ? 3 : 5;
+	a->link_layer = (uint8_t)d->link_layer;
+	return 0;
+}
+
+/* The emulated GID table. RoCE: link-local v1/v2, IPv4-mapped v1/v2 (10.77.0.i+1),
+ * a global IPv6 v2 (fd00:77::i+1). InfiniBand: the port GID only. */
+static int gid_entry(const struct emu_dev *d, uint32_t index, struct ibv_gid_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->gid_index = index;
+	e->port_num = 1;
+	uint8_t *g = e->gid.raw;
+	if (d->link_layer != IBV_LINK_LAYER_ETHERNET) {
+		if (index != 0)
+			return ENODATA;
+		g[0] = 0xfe;
+		g[1] = 0x80;
+		g[8] = 0x00;
+		g[9] = 0x02;
+		g[10] = 0xc9;
+		g[11] = 0x03;
+		g[15] = (uint8_t)(d->index + 1);
+		e->gid_type = IBV_GID_TYPE_IB;
+		return 0;
+	}
+	switch (index) {
+	case 0:
+	case 1:
+		g[0] = 0xfe;
+		g[1] = 0x80;
+		g[8] = 0x02;
+		g[9] = 0x02;
+		g[10] = 0xc9;
+		g[11] = 0xff;
+		g[12] = 0xfe;
+		g[15] = (uint8_t)(d->index + 1);
+		e->gid_type = index == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+		return 0;
+	case 2:
+	case 3:
+		g[10] = 0xff;
+		g[11] = 0xff;
+		g[12] = 10;
+		g[13] = 77;
+		g[14] = 0;
+		g[15] = (uint8_t)(d->index + 1);
+		e->gid_type = index == 2 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+		return 0;
+	case 4:
+		g[0] = 0xfd;
+		g[1] = 0x00;
+		g[2] = 0x00;
+		g[3] = 0x77;
+		g[15] = (uint8_t)(d->index + 1);
+		e->gid_type = IBV_GID_TYPE_ROCE_V2;
+		return 0;
+	default: return ENODATA;
+	}
+}
+
+static int emu_query_gid_ex(struct ibv_context *ib, uint32_t port, uint32_t index,
+			    struct ibv_gid_entry *e)
+{
+	called("query_gid_ex");
+	if (port != 1 || index >= EMU_GIDS)
+		return EINVAL;
+	return gid_entry(dev_of(ib), index, e);
+}
+
+/* ---- protection domains and memory ----------------------------------------------- */
+
+static struct ibv_pd *emu_alloc_pd(struct ibv_context *ib)
+{
+	called("alloc_pd");
+	struct emu_pd *p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int rc = kinet_pd_alloc(dev_of(ib)->soft, &p->spd);
+	if (rc) {
+		free(p);
+		errno = -rc;
+		return NULL;
+	}
+	p->pd.context = ib;
+	p->pd.handle = p->spd->pdn;
+	return &p->pd;
+}
+
+static int emu_dealloc_pd(struct ibv_pd *pd)
+{
+	called("dealloc_pd");
+	struct emu_pd *p = (struct emu_pd *)pd;
+	int rc = kinet_pd_free(p->spd);
+	if (rc)
+		return -rc;
+	free(p);
+	return 0;
+}
+
+static struct ibv_mr *mr_make(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	struct emu_pd *p = (struct emu_pd *)pd;
+	struct emu_mr *m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* optional access flags (relaxed ordering, ...) are hints */
+	int rc = kinet_mr_reg(p->spd, addr, len, (unsigned)access & KINET_ACCESS_ALL, &m->smr);
+	if (rc) {
+		free(m);
+		errno = -rc;
+		return NULL;
+	}
+	m->mr.context = pd->context;
+	m->mr.pd = pd;
+	m->mr.addr = addr;
+	m->mr.length = len;
+	m->mr.handle = m->smr->key;
+	m->mr.lkey = kinet_mr_lkey(m->smr);
+	m->mr.rkey = kinet_mr_rkey(m->smr);
+	return &m->mr;
+}
+
+static struct ibv_mr *emu_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	called("reg_mr");
+	if (is_gpu(addr, len) && !cfg.peermem) {
+		/* without the peer-memory module the kernel cannot pin GPU memory */
+		errno = EFAULT;
+		return NULL;
+	}
+	return mr_make(pd, addr, len, access);
+}
+
+static struct ibv_mr *emu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
+					uint64_t iova, int fd, int access)
+{
+	called("reg_dmabuf_mr");
+	uintptr_t base = 0;
+	size_t span = 0;
+	pthread_mutex_lock(&emu_lock);
+	for (int i = 0; i < 16; i++)
+		if (dmabufs[i].fd == fd && dmabufs[i].len) {
+			base = dmabufs[i].base;
+			span = dmabufs[i].len;
+			dmabufs[i].len = 0;
+			dmabufs[i].fd = -1;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
+	if (!span) {
+		errno = EBADF; /* not a dma-buf */
+		return NULL;
+	}
+	if (offset + len > span || base + offset != iova) {
+		/* kinet maps a dma-buf at the GPU address it came from */
+		KLOG_ERR("emulated reg_dmabuf_mr: offset %llu len %zu outside the dma-buf, or iova "
+			 "0x%llx != address",
+			 (unsigned long long)offset, len, (unsigned long long)iova);
+		errno = EINVAL;
+		return NULL;
+	}
+	return mr_make(pd, (void *)(base + offset), len, access);
+}
+
+static int emu_dereg_mr(struct ibv_mr *mr)
+{
+	called("dereg_mr");
+	struct emu_mr *m = (struct emu_mr *)mr;
+	int rc = kinet_mr_dereg(m->smr);
+	if (rc)
+		return -rc;
+	free(m);
+	return 0;
+}
+
+/* ---- completion queues and queue pairs ----------------------------------------------- */
+
+static struct ibv_cq *emu_create_cq(struct ibv_context *ib, int cqe, void *user,
+				    struct ibv_comp_channel *ch, int vec)
+{
+	called("create_cq");
+	(void)vec;
+	if (cqe <= 0 || cqe >= (1 << 22) || ch) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct emu_cq *c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* as the mlx5 provider: one spare entry, rounded up to a power of two */
+	int rc = kinet_cq_create(dev_of(ib)->soft, kinet_pow2((uint32_t)cqe + 1), &c->scq);
+	if (rc) {
+		free(c);
+		errno = -rc;
+		return NULL;
+	}
+	c->cq.context = ib;
+	c->cq.cq_context = user;
+	c->cq.cqe = (int)c->scq->cnt - 1;
+	pthread_mutex_lock(&emu_lock);
+	c->cqn = next_cqn++;
+	pthread_mutex_unlock(&emu_lock);
+	c->cq.handle = c->cqn;
+	return &c->cq;
+}
+
+static int emu_destroy_cq(struct ibv_cq *cq)
+{
+	called("destroy_cq");
+	struct emu_cq *c = (struct emu_cq *)cq;
+	int rc = kinet_cq_destroy(c->scq);
+	if (rc)
+		return -rc;
+	free(c);
+	return 0;
+}
+
+static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	called("create_qp");
+	struct emu_pd *p = (struct emu_pd *)pd;
+	if (!ia || ia->qp_type != IBV_QPT_RC || !ia->send_cq || !ia->recv_cq || ia->srq ||
+	    ia->cap.max_send_wr == 0 || ia->cap.max_send_wr > (uint32_t)cfg.max_qp_wr ||
+	    ia->cap.max_recv_wr > (uint32_t)cfg.max_qp_wr || ia->send_cq->context != pd->context ||
+	    ia->recv_cq->context != pd->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ia->cap.max_send_sge > 30 || ia->cap.max_recv_sge > 1 ||
+	    ia->cap.max_inline_data > 512) {
+		KLOG_ERR("emulated create_qp: at most 30 send SGEs, 1 receive SGE, 512 inline bytes");
+		errno = EINVAL;
+		return NULL;
+	}
+	/* the mlx5 provider's send WQE size for RC: ctrl + raddr + atomic,
+	 * then the larger of the inline data and the gather list */
+	uint32_t inl = ia->cap.max_inline_data ? (4 + ia->cap.max_inline_data + 15) / 16 * 16 : 0;
+	uint32_t sge = ia->cap.max_send_sge * 16;
+	uint32_t wqe = 16 + 32 + (inl > sge ? inl : sge);
+	uint32_t nbb = (wqe + KN_SEND_WQE_BB - 1) / KN_SEND_WQE_BB;
+	uint32_t sq_cnt = kinet_pow2(ia->cap.max_send_wr * nbb);
+	uint32_t rq_cnt = ia->cap.max_recv_wr ? kinet_pow2(ia->cap.max_recv_wr) : 0;
+	struct emu_qp *q = calloc(1, sizeof(*q));
+	if (!q) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct kinet_qp_attr a = {
+		.sq_depth = sq_cnt,
+		.rq_depth = rq_cnt,
+		.send_cq = ((struct emu_cq *)ia->send_cq)->scq,
+		.recv_cq = rq_cnt ? ((struct emu_cq *)ia->recv_cq)->scq : NULL,
+		.db_mode = KN_DB_GPU, /* the engine watches the doorbell record and register */
+		.rnr_retry = 7,
+	};
+	int rc = kinet_qp_create(p->spd, &a, &q->sqp);
+	if (rc) {
+		free(q);
+		errno = -rc;
+		return NULL;
+	}
+	q->d = dev_of(pd->context);
+	q->qp.context = pd->context;
+	q->qp.qp_context = ia->qp_context;
+	q->qp.pd = pd;
+	q->qp.send_cq = ia->send_cq;
+	q->qp.recv_cq = ia->recv_cq;
+	q->qp.qp_num = q->sqp->qpn;
+	q->qp.handle = q->sqp->qpn;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = IBV_QPT_RC;
+	ia->cap.max_send_wr = sq_cnt / nbb;
+	ia->cap.max_recv_wr = rq_cnt;
+	pthread_mutex_lock(&emu_lock);
+	q->next = all_qps;
+	all_qps = q;
+	pthread_mutex_unlock(&emu_lock);
+	return &q->qp;
+}
+
+static int emu_destroy_qp(struct ibv_qp *qp)
+{
+	called("destroy_qp");
+	struct emu_qp *q = (struct emu_qp *)qp;
+	pthread_mutex_lock(&emu_lock);
+	for (struct emu_qp **pp = &all_qps; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	for (struct emu_qp *o = all_qps; o; o = o->next)
+		if (o->peer == q)
+			o->peer = NULL;
+	pthread_mutex_unlock(&emu_lock);
+	int rc = kinet_qp_destroy(q->sqp);
+	if (rc)
+		return -rc;
+	free(q);
+	return 0;
+}
+
+/* The QP that an address vector and QP number designate, or NULL. */
+static struct emu_qp *find_dest(const struct emu_dev *self, const struct ibv_ah_attr *ah,
+				uint32_t qpn)
+{
+	for (struct emu_qp *o = all_qps; o; o = o->next) {
+		if (o->qp.qp_num != qpn)
+			continue;
+		const struct emu_dev *d = o->d;
+		if (d->link_layer != self->link_layer)
+			continue;
+		if (d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+			for (uint32_t i = 0; i < EMU_GIDS; i++) {
+				struct ibv_gid_entry e;
+				if (gid_entry(d, i, &e) == 0 && !memcmp(e.gid.raw, ah->grh.dgid.raw, 16))
+					return o;
+			}
+		} else if (ah->dlid == 0x10 + d->index) {
+			return o;
+		}
+	}
+	return NULL;
+}
+
+/* Attribute masks each transition requires (IB specification, modify QP). */
+static int required_mask(int from, int to)
+{
+	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
+		return IBV_QP_STATE;
+	if (from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+		return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	if (from == IBV_QPS_INIT && to == IBV_QPS_INIT)
+		return IBV_QP_STATE;
+	if (from == IBV_QPS_INIT && to == IBV_QPS_RTR)
+		return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (from == IBV_QPS_RTR && to == IBV_QPS_RTS)
+		return IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	if (from == IBV_QPS_RTS && to == IBV_QPS_RTS)
+		return IBV_QP_STATE;
+	return -1;
+}
+
+static int modify_fail(struct emu_qp *q, const char *what)
+{
+	KLOG_ERR("emulated modify_qp 0x%x: %s", q->qp.qp_num, what);
+	return EINVAL;
+}
+
+static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+	called("modify_qp");
+	struct emu_qp *q = (struct emu_qp *)qp;
+	if (!(mask & IBV_QP_STATE))
+		return modify_fail(q, "IBV_QP_STATE missing");
+	int from = (int)q->qp.state, to = (int)a->qp_state;
+	int need = required_mask(from, to);
+	if (need < 0)
+		return modify_fail(q, "illegal transition");
+	if ((mask & need) != need)
+		return modify_fail(q, "attributes the transition requires are missing");
+	struct ibv_port_attr pa;
+	emu_query_port(qp->context, 1, &pa);
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return modify_fail(q, "no such port");
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > pa.active_mtu))
+		return modify_fail(q, "path MTU above the port's active MTU");
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return modify_fail(q, "timeout above 31");
+	if (((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) ||
+	    ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7))
+		return modify_fail(q, "retry counts above 7");
+	if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > 16) ||
+	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > 16))
+		return modify_fail(q, "read/atomic depth above the device's 16");
+	if ((mask & (IBV_QP_RQ_PSN | IBV_QP_SQ_PSN)) &&
+	    (((mask & IBV_QP_RQ_PSN) && a->rq_psn > 0xffffff) ||
+	     ((mask & IBV_QP_SQ_PSN) && a->sq_psn > 0xffffff)))
+		return modify_fail(q, "PSN wider than 24 bits");
+	struct kinet_qp_remote remote = {0};
+	pthread_mutex_lock(&emu_lock);
+	struct emu_qp *dest = NULL;
+	if (to == IBV_QPS_RTR) {
+		const struct ibv_ah_attr *ah = &a->ah_attr;
+		if (q->d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+			struct ibv_gid_entry e;
+			if (!ah->is_global || ah->grh.sgid_index >= EMU_GIDS ||
+			    gid_entry(q->d, ah->grh.sgid_index, &e) ||
+			    e.gid_type == IBV_GID_TYPE_IB) {
+				pthread_mutex_unlock(&emu_lock);
+				return modify_fail(q, "RoCE needs a GRH with a valid RoCE source GID");
+			}
+		} else if (ah->dlid == 0) {
+			pthread_mutex_unlock(&emu_lock);
+			return modify_fail(q, "InfiniBand needs the destination LID");
+		}
+		if (ah->port_num != 1) {
+			pthread_mutex_unlock(&emu_lock);
+			return modify_fail(q, "address vector names no valid port");
+		}
+		dest = find_dest(q->d, ah, a->dest_qp_num);
+		if (!dest) {
+			pthread_mutex_unlock(&emu_lock);
+			/* hardware would only time out later (retry exceeded) */
+			return modify_fail(q, "no QP at that destination (address, QP number)");
+		}
+		if (dest->has_sq_psn && dest->sq_psn != a->rq_psn) {
+			pthread_mutex_unlock(&emu_lock);
+			return modify_fail(q, "expected PSN differs from the peer's send PSN");
+		}
+		remote.local = dest->sqp;
+		remote.qpn = dest->qp.qp_num;
+	}
+	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR && q->peer && q->peer->has_rq_psn &&
+	    q->peer->peer == q && q->peer->rq_psn != a->sq_psn) {
+		pthread_mutex_unlock(&emu_lock);
+		return modify_fail(q, "send PSN differs from what the peer expects");
+	}
+	pthread_mutex_unlock(&emu_lock);
+	int rc = kinet_qp_modify(q->sqp, to, to == IBV_QPS_RTR ? &remote : NULL);
+	if (rc)
+		return -rc;
+	pthread_mutex_lock(&emu_lock);
+	if (to == IBV_QPS_RTR) {
+		q->peer = dest;
+		q->rq_psn = a->rq_psn;
+		q->has_rq_psn = true;
+	}
+	if (to == IBV_QPS_RTS && (mask & IBV_QP_SQ_PSN)) {
+		q->sq_psn = a->sq_psn;
+		q->has_sq_psn = true;
+	}
+	if (mask & IBV_QP_RNR_RETRY)
+		q->sqp->attr.rnr_retry = a->rnr_retry;
+	if (to == IBV_QPS_RESET) {
+		q->peer = NULL;
+		q->has_rq_psn = q->has_sq_psn = false;
+	}
+	q->qp.state = (enum ibv_qp_state)to;
+	pthread_mutex_unlock(&emu_lock);
+	return 0;
+}
+
+/* ---- mlx5 direct verbs ---------------------------------------------------------------- */
+
+static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
+{
+	called("mlx5dv_init_obj");
+	if (types & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_PD))
+		return EOPNOTSUPP;
+	if (types & MLX5DV_OBJ_QP) {
+		struct emu_qp *q = (struct emu_qp *)obj->qp.in;
+		struct mlx5dv_qp *o = obj->qp.out;
+		kinet_qp *s = q->sqp;
+		memset(o, 0, sizeof(*o));
+		o->dbrec = (__be32 *)s->dbrec;
+		o->sq.buf = s->sq;
+		o->sq.wqe_cnt = s->sq_cnt;
+		o->sq.stride = KN_SEND_WQE_BB;
+		o->rq.buf = s->rq;
+		o->rq.wqe_cnt = s->rq_cnt;
+		o->rq.stride = s->rq_stride;
+		o->bf.reg = s->uar + KN_BF_OFFSET;
+		o->bf.size = 256;
+	}
+	if (types & MLX5DV_OBJ_CQ) {
+		struct emu_cq *c = (struct emu_cq *)obj->cq.in;
+		struct mlx5dv_cq *o = obj->cq.out;
+		memset(o, 0, sizeof(*o));
+		o->buf = c->scq->buf;
+		o->dbrec = (__be32 *)c->scq->dbrec;
+		o->cqe_cnt = c->scq->cnt;
+		o->cqe_size = KN_CQE_SIZE;
+		o->cqn = c->cqn;
+	}
+	if (types & MLX5DV_OBJ_PD) {
+		struct emu_pd *p = (struct emu_pd *)obj->pd.in;
+		obj->pd.out->pdn = p->spd->pdn;
+		obj->pd.out->comp_mask = 0;
+	}
+	return 0;
+}
+
+/* ---- the GPU side --------------------------------------------------------------------- */
+
+static int emu_gpu_count(void)
+{
+	return cfg.gpu ? 1 : 0;
+}
+
+static int emu_gpu_map(void *p, size_t len, int io, void **devp)
+{
+	called("gpu_map");
+	(void)len;
+	if (!cfg.gpu)
+		return -ENODEV;
+	if (io && cfg.gpu_map_fails)
+		return -EIO;
+	*devp = p; /* unified addressing: the GPU sees the host address */
+	return 0;
+}
+
+static int emu_gpu_unmap(void *p)
+{
+	called("gpu_unmap");
+	(void)p;
+	return 0;
+}
+
+static int emu_mem_kind(const void *p)
+{
+	return is_gpu(p, 1) ? KINET_MEM_CUDA : KINET_MEM_HOST;
+}
+
+static int emu_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset)
+{
+	called("dmabuf_fd");
+	if (!cfg.gpu || !cfg.dmabuf || !is_gpu(p, len))
+		return -ENOTSUP;
+	uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
+	int f = eventfd(0, EFD_CLOEXEC); /* a real descriptor the caller closes */
+	if (f < 0)
+		return -errno;
+	pthread_mutex_lock(&emu_lock);
+	int slot = -1;
+	for (int i = 0; i < 16; i++)
+		if (!dmabufs[i].len || dmabufs[i].fd == f) {
+			slot = i;
+			break;
+		}
+	if (slot < 0) {
+		pthread_mutex_unlock(&emu_lock);
+		close(f);
+		return -ENOSPC;
+	}
+	dmabufs[slot].fd = f;
+	dmabufs[slot].base = base;
+	dmabufs[slot].len = ((uintptr_t)p + len - base + 4095) & ~(size_t)4095;
+	pthread_mutex_unlock(&emu_lock);
+	*fd = f;
+	*offset = (uint64_t)((uintptr_t)p - base);
+	return 0;
+}
+
+static int emu_peermem_loaded(void)
+{
+	return cfg.peermem;
+}
+
+static const struct kinet_mlx5_ops emu_ops = {
+	.name = "emulated rdma-core (software NIC)",
+	.get_device_list = emu_get_device_list,
+	.free_device_list = emu_free_device_list,
+	.get_device_name = emu_get_device_name,
+	.open_device = emu_open_device,
+	.close_device = emu_close_device,
+	.query_device = emu_query_device,
+	.query_port = emu_query_port,
+	.query_gid_ex = emu_query_gid_ex,
+	.alloc_pd = emu_alloc_pd,
+	.dealloc_pd = emu_dealloc_pd,
+	.reg_mr = emu_reg_mr,
+	.reg_dmabuf_mr = emu_reg_dmabuf_mr,
+	.dereg_mr = emu_dereg_mr,
+	.create_cq = emu_create_cq,
+	.destroy_cq = emu_destroy_cq,
+	.create_qp = emu_create_qp,
+	.modify_qp = emu_modify_qp,
+	.destroy_qp = emu_destroy_qp,
+	.mlx5dv_is_supported = emu_is_supported,
+	.mlx5dv_init_obj = emu_init_obj,
+	.gpu_count = emu_gpu_count,
+	.mem_kind = emu_mem_kind,
+	.dmabuf_fd = emu_dmabuf_fd,
+	.gpu_map = emu_gpu_map,
+	.gpu_unmap = emu_gpu_unmap,
+	.peermem_loaded = emu_peermem_loaded,
+};
+
+const struct kinet_mlx5_ops *kinet_mlx5_emu_ops(void)
+{
+	return &emu_ops;
+}
+
+#endif /* KINET_HAVE_RDMA_HEADERS */
