@@ -75,6 +75,7 @@ struct perf_job {
 	uint64_t *tcomp;  /* bw: completion time seen; lat: the sample (ns) */
 	uint64_t *ring;   /* `window` tickets in flight */
 	uint64_t t_begin, t_end; /* timed phase, for the report */
+	uint64_t seen_ns;  /* time of the last completions perf_reap() saw */
 	uint64_t rx_posted, rx_done; /* send_bw: receives posted / consumed */
 	uint64_t bad;      /* data or length mismatches seen during the run */
 	uint64_t first_bad; /* message number of the first one */
@@ -191,7 +192,7 @@ KN_DEVICE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, u
 			if (kn_ticket_status(qp, t))
 				return perf_fail(j, qp, -EIO, PERF_STEP_CQE);
 			if (!now)
-				now = kn_now_ns();
+				j->seen_ns = now = kn_now_ns();
 			if (k >= j->warmup)
 				j->tcomp[k - j->warmup] = now;
 			if (j->test == PERF_ATOMIC_BW)
@@ -261,14 +262,19 @@ KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 	uint64_t posted = *k, reaped = *k;
 	int rc;
 	while (posted < end) {
+		uint64_t now = 0;
 		if (posted - reaped >= j->window) {
 			rc = perf_reap(j, &reaped, posted, posted - j->window + 1);
 			if (rc)
 				return rc;
+			now = j->seen_ns; /* read just before this post: one clock read
+					   * per message in the steady state, and a post
+					   * time never later than the real one */
 		}
 		if (j->test == PERF_SEND_BW && (rc = perf_rx_ready(j, posted)))
 			return rc;
-		uint64_t now = kn_now_ns();
+		if (!now || j->test == PERF_SEND_BW)
+			now = kn_now_ns();
 		kn_ticket_t t;
 		rc = perf_post(j, posted, &t);
 		if (rc)
