@@ -771,6 +771,35 @@ Test(boot, mpirun_np2_tcp_transport)
 			KINET_BOOT_PEER, "tcp", "2", NULL};
 	cr_assert_eq(run_prog(argv, env, true), 0, "mpirun -np 2 boot_peer (tcp) failed");
 }
+
+Test(boot, mpirun_without_mpi_in_build_uses_tcp_with_addr)
+{
+	if (KINET_HAVE_MPI)
+		cr_skip_test("this build has MPI (see mpirun_np2_tcp_transport for the TCP path)");
+	if (!have_mpirun())
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	char addr[64];
+	snprintf(addr, sizeof(addr), "KINET_BOOT_ADDR=127.0.0.1:%d", free_port());
+	char *env[] = {addr, "KINET_BOOT_MODE=auto", "KINET_BOOT_SECRET=no-mpi",
+		       "KINET_BOOT_RANK=", "KINET_BOOT_SIZE=", NULL};
+	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+			"-x", "KINET_BOOT_ADDR", "-x", "KINET_BOOT_MODE", "-x", "KINET_BOOT_SECRET",
+			KINET_BOOT_PEER, "tcp", "2", NULL};
+	cr_assert_eq(run_prog(argv, env, true), 0);
+}
+
+Test(boot, mpirun_without_mpi_in_build_and_no_addr_fails)
+{
+	if (KINET_HAVE_MPI)
+		cr_skip_test("this build has MPI");
+	if (!have_mpirun())
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	char *env[] = {"KINET_BOOT_ADDR=", "KINET_BOOT_MODE=auto", "KINET_BOOT_RANK=",
+		       "KINET_BOOT_SIZE=", NULL};
+	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+			KINET_BOOT_PEER, "any", NULL};
+	cr_assert_neq(run_prog(argv, env, true), 0);
+}
 #endif
 
 /* ---- two network namespaces joined by a veth pair ----------------------------------- */
