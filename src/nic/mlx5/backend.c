@@ -401,7 +401,8 @@ static bool gpu_direct_possible(const struct kinet_mlx5_ops *ops)
 {
 	if (ops->peermem_loaded && ops->peermem_loaded())
 		return true;
-	return ops->reg_dmabuf_mr && ops->dmabuf_fd;
+	return ops->reg_dmabuf_mr && ops->dmabuf_fd && ops->dmabuf_supported &&
+	       ops->dmabuf_supported();
 }
 
 int kinet_mlx5_probe(const char *device, char *why, size_t whylen)
@@ -1132,8 +1133,10 @@ static bool legal(int from, int to)
 
 static int remote_ep(kinet_qp *qp, const struct kinet_qp_remote *r, struct kinet_mlx5_ep *ep)
 {
-	if (!r)
+	if (!r) {
+		KLOG_ERR("qp 0x%x: RTR needs the remote end", qp->qpn);
 		return -EINVAL;
+	}
 	if (r->local) {
 		if (r->local->ctx->backend != KINET_BACKEND_MLX5) {
 			KLOG_ERR("qp 0x%x: the remote QP is not an mlx5 QP", qp->qpn);
@@ -1147,10 +1150,15 @@ static int remote_ep(kinet_qp *qp, const struct kinet_qp_remote *r, struct kinet
 		return -EINVAL;
 	}
 	memcpy(ep, r->wire_addr, sizeof(*ep));
-	if (ep->magic != KINET_MLX5_EP_MAGIC)
+	if (ep->magic != KINET_MLX5_EP_MAGIC) {
+		KLOG_ERR("qp 0x%x: the remote endpoint is not an mlx5 endpoint", qp->qpn);
 		return -EINVAL;
-	if (ep->version != KINET_MLX5_EP_VERSION)
+	}
+	if (ep->version != KINET_MLX5_EP_VERSION) {
+		KLOG_ERR("qp 0x%x: mlx5 endpoint version %u, expected %u", qp->qpn, ep->version,
+			 KINET_MLX5_EP_VERSION);
 		return -KINET_EVERSION;
+	}
 	return 0;
 }
 

@@ -853,6 +853,11 @@ static int emu_gpu_unmap(void *p)
 	return 0;
 }
 
+static int emu_dmabuf_supported(void)
+{
+	return cfg.gpu && cfg.dmabuf;
+}
+
 static int emu_mem_kind(const void *p)
 {
 	return is_gpu(p, 1) ? KINET_MEM_CUDA : KINET_MEM_HOST;
@@ -916,6 +921,7 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.mlx5dv_is_supported = emu_is_supported,
 	.mlx5dv_init_obj = emu_init_obj,
 	.gpu_count = emu_gpu_count,
+	.dmabuf_supported = emu_dmabuf_supported,
 	.mem_kind = emu_mem_kind,
 	.dmabuf_fd = emu_dmabuf_fd,
 	.gpu_map = emu_gpu_map,

@@ -67,6 +67,17 @@ static int real_query_gid_ex(struct ibv_context *ib, uint32_t port, uint32_t ind
 	return 0;
 }
 
+static int real_dmabuf_supported(void)
+{
+	int n = kinet_cudrv_gpu_count();
+	for (int i = 0; i < n; i++) {
+		struct kinet_gpu_info g;
+		if (kinet_cudrv_gpu_info(i, &g) == 0 && g.dmabuf)
+			return 1;
+	}
+	return 0;
+}
+
 static int real_mem_kind(const void *p)
 {
 	const struct kinet_cuda_ops *cu = kinet_cuda_load();
@@ -142,6 +153,7 @@ static void real_load(void)
 	MAY(m, devx_query_eqn, "mlx5dv_devx_query_eqn");
 	MAY(m, devx_general_cmd, "mlx5dv_devx_general_cmd");
 	real.gpu_count = kinet_cudrv_gpu_count;
+	real.dmabuf_supported = real_dmabuf_supported;
 	real.mem_kind = real_mem_kind;
 	real.dmabuf_fd = kinet_cudrv_dmabuf_fd;
 	real.gpu_map = kinet_cudrv_map;

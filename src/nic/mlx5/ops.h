@@ -86,6 +86,8 @@ struct kinet_mlx5_ops {
 	/* ---- the GPU side (CUDA driver, cudrv.c) ---- */
 	/* Number of GPUs (0: the host executor is the only producer). */
 	int (*gpu_count)(void);
+	/* 1 when GPU memory can be exported as a dma-buf (driver and GPU). */
+	int (*dmabuf_supported)(void);
 	/* enum kinet_mem_kind of an address, or -errno. */
 	int (*mem_kind)(const void *p);
 	/* A dma-buf fd covering [p, p+len): *fd and the offset of p inside it.
