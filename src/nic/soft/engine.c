@@ -134,7 +134,14 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		work += proxy_ring(qp);
 	int state = atomic_load(&qp->state);
 	if (state == KINET_QPS_ERR) {
-		work += flush_sq(qp, &e->req);
+		/* the wire completes its outstanding WQEs first: CQEs stay in order */
+		bool drained = true;
+		if (qp->wire) {
+			work += kinet_wire_progress(qp);
+			drained = kinet_wire_drained(qp);
+		}
+		if (drained)
+			work += flush_sq(qp, &e->req);
 		if (qp->rq_cnt) {
 			pthread_mutex_lock(&qp->rq_lock);
 			work += soft_flush_rq(qp);
@@ -226,6 +233,7 @@ static void *engine_main(void *arg)
 		soft_resp_set_held(nic->ctx);
 		for (int i = 0; i < e->nqps; i++)
 			work += serve_qp(e, e->qps[i]);
+		work += kinet_wire_ctx_progress(nic->ctx); /* requests from other processes */
 		soft_resp_set_held(NULL);
 		pthread_rwlock_unlock(&nic->ctx->mr_lock);
 		pthread_mutex_unlock(&e->lock);
@@ -296,6 +304,7 @@ void kinet_soft_close(kinet_ctx *ctx)
 		pthread_mutex_destroy(&nic->eng[i].lock);
 		free(nic->eng[i].qps);
 	}
+	kinet_wire_ctx_close(ctx);
 	free(nic->eng);
 	free(nic);
 	ctx->nic = NULL;
@@ -337,7 +346,7 @@ void kinet_soft_qp_detach(kinet_qp *qp)
 			e->qps[i] = e->qps[--e->nqps];
 			break;
 		}
-	if (qp->wire)
+	if (qp->wire || qp->wire_ep)
 		kinet_wire_qp_close(qp);
 	for (int i = nic->n - 1; i >= 0; i--)
 		pthread_mutex_unlock(&nic->eng[i].lock);
@@ -363,6 +372,8 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		memset((void *)qp->dbrec, 0, 64);
 		memset(qp->uar + KN_BF_OFFSET, 0, 64);
 		atomic_store(&qp->sq_ci_pub, 0);
+		if (qp->wire_ep)
+			kinet_wire_qp_reset(qp);
 		if (qp->own_scq)
 			kinet_cq_reset(qp->scq);
 		if (qp->own_rcq)

@@ -7,7 +7,10 @@
  * calls kinet_wire_post(); the wire carries the request, the remote engine
  * runs the responder (soft_resp_*), and the answer comes back. The wire
  * writes the requester's CQEs strictly in WQE order from
- * kinet_wire_progress(), which the engine calls on every pass of the QP.
+ * kinet_wire_progress(), which the engine calls on every pass of the QP (in
+ * RTS and in ERR). The target side is served by kinet_wire_ctx_progress(),
+ * which every engine calls once per pass of its loop (holding the context's
+ * key table like for its QPs).
  */
 #ifndef KINET_WIRE_H
 #define KINET_WIRE_H
@@ -15,12 +18,38 @@
 
 /* Room for one more outstanding request on this QP? */
 bool kinet_wire_can_post(kinet_qp *qp);
-/* Hands a parsed request to the wire: 0 (it completes later), or a KN_SYND_*
- * to complete it in error now. */
+/* Hands a parsed request to the wire: 0 (it completes later, in order, even
+ * when it fails), or a KN_SYND_* to complete it in error now (only when
+ * nothing is outstanding). */
 int kinet_wire_post(kinet_qp *qp, struct soft_req *r);
 /* Drives the wire for this QP: completes finished requests in order, times
- * out dead peers. Returns the work done. */
+ * out dead peers; in ERR, flushes what is outstanding. Returns the work done. */
 int kinet_wire_progress(kinet_qp *qp);
+/* Nothing outstanding on the wire for this QP (the engine flushes the rest
+ * of the SQ of a QP in ERR only then, to keep CQEs in WQE order). */
+bool kinet_wire_drained(kinet_qp *qp);
+/* The QP goes to RESET: forget outstanding requests, take a new generation. */
+void kinet_wire_qp_reset(kinet_qp *qp);
 /* The QP goes away: fail what is outstanding, release the endpoint. */
 void kinet_wire_qp_close(kinet_qp *qp);
+
+/* Context level: progress of the endpoint and service of incoming requests
+ * (target side). Returns the work done. */
+int kinet_wire_ctx_progress(kinet_ctx *ctx);
+/* Context close (engines stopped): closes the endpoint. */
+void kinet_wire_ctx_close(kinet_ctx *ctx);
+
+/* Local end of a QP for its descriptor (wire_desc.c): creates the context's
+ * endpoint on first use. Returns 0 or a negative errno. */
+struct kinet_wire_local {
+	uint32_t qpn;
+	uint64_t gen;
+	uint64_t node;
+	const char *provider;
+	const void *addr;
+	size_t addr_len;
+};
+int kinet_wire_local_end(kinet_qp *qp, struct kinet_wire_local *out);
+/* Incarnation of this process (random, never 0). */
+uint64_t kinet_wire_node(void);
 #endif

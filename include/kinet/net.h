@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/net.h - endpoint descriptors: how a QP and a memory region of one
+ * process are described to another process, and connecting QPs across
+ * processes (software NIC: the wire over libfabric).
+ *
+ * A descriptor is a small, versioned byte string in a fixed byte order, so
+ * it can travel over any bootstrap (kinet/boot.h, a socket, a file) between
+ * processes and hosts. Typical use, on each side:
+ *
+ *     char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+ *     int n = kinet_qp_export(qp, mine, sizeof(mine));   // n bytes to send
+ *     ... exchange ...
+ *     kinet_qp_connect_remote(qp, theirs, their_len);     // RESET/INIT -> RTS
+ *
+ * Descriptors of another version are refused with -KINET_EVERSION; byte
+ * strings that are not kinet descriptors with -EPROTO.
+ */
+#ifndef KINET_NET_H
+#define KINET_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <kinet/kinet.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kinet error codes beyond errno (also known to kinet_strerror). */
+#define KINET_ERR_BASE 2000
+#define KINET_EVERSION (KINET_ERR_BASE + 2)
+
+/* Version of the descriptor format (and of the wire protocol it implies). */
+#define KINET_NET_VERSION 1
+
+/* Largest serialised QP descriptor; a buffer this size always suffices. */
+#define KINET_QP_DESC_MAX 256
+/* Size of a serialised memory region descriptor. */
+#define KINET_MR_DESC_SIZE 48
+
+/* A QP descriptor, decoded. */
+struct kinet_qp_info {
+	uint32_t version;       /* KINET_NET_VERSION of the writer */
+	uint32_t qpn;           /* QP number in its process */
+	uint64_t gen;           /* generation of the QP: changes on every RESET */
+	uint64_t node;          /* incarnation of the owning process (random) */
+	char provider[32];      /* libfabric provider of its wire, e.g. "tcp;ofi_rxm" */
+	uint8_t addr[128];      /* wire address (fi_getname of its endpoint) */
+	uint32_t addr_len;
+};
+
+/* A memory region descriptor, decoded: what a peer needs to address the
+ * region with RDMA (raddr within [addr, addr+len), rkey). */
+struct kinet_mr_info {
+	uint32_t version;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+	uint64_t gen;  /* incarnation of the owning process (as kinet_qp_info.node) */
+	uint32_t kind; /* enum kinet_mem_kind of the region */
+};
+
+/* Serialises the descriptor of a software-NIC QP into buf (cap bytes;
+ * KINET_QP_DESC_MAX always suffices). Creates the context's wire endpoint on
+ * first use. The descriptor stays valid until the QP is reset or destroyed.
+ * Returns the length written, -E2BIG when cap is too small, -ENOSYS when the
+ * build has no libfabric, -ENODEV when the provider (KINET_FI_PROVIDER) is not
+ * available, -ENOTSUP for an mlx5 context. */
+int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap);
+
+/* Decodes a QP descriptor: 0, -KINET_EVERSION (another version, logged with
+ * both numbers), -EPROTO (not a QP descriptor, or truncated), -EINVAL. */
+int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
+
+/* Connects qp (in RESET or INIT) to the QP of another process described by
+ * desc and moves it to RTS (INIT -> RTR -> RTS with kinet_qp_modify). Both
+ * sides call it with the other's descriptor. Errors: those of
+ * kinet_qp_desc_parse, -EPROTO when the peer uses another libfabric provider,
+ * -EINVAL (bad state or arguments), -ENOSYS (no libfabric in this build).
+ * Operations posted before the peer has connected wait for it, at most
+ * KINET_NET_TIMEOUT_MS, then fail with transport retry exceeded. */
+int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len);
+
+/* Serialises the descriptor of a memory region (KINET_MR_DESC_SIZE bytes):
+ * returns that length, or -E2BIG / -EINVAL. */
+int kinet_mr_export(const kinet_mr *mr, void *buf, size_t cap);
+
+/* Decodes a memory region descriptor: 0, -KINET_EVERSION, -EPROTO, -EINVAL. */
+int kinet_mr_desc_parse(const void *buf, size_t len, struct kinet_mr_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KINET_NET_H */

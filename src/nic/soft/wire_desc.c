@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wire_desc.c - endpoint descriptors (kinet/net.h): serialised QP and memory
+ * region descriptions for other processes, and connecting a QP to one.
+ *
+ * Layout, every integer big-endian:
+ *   QP: "KNQP" | u16 version | u16 length | u32 qpn | u32 addr_len |
+ *       u64 gen | u64 node | char provider[32] | addr[addr_len]
+ *   MR: "KNMR" | u16 version | u16 length | u32 rkey | u32 kind |
+ *       u64 addr | u64 len | u64 gen | u64 reserved (0)
+ * The version is checked before anything else is trusted.
+ */
+#include <string.h>
+#include <kinet/net.h>
+#include "nic/soft/wire.h"
+
+#define QP_FIXED 64u /* bytes before the address */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	v = kn_htobe16(v);
+	memcpy(p, &v, 2);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = kn_htobe32(v);
+	memcpy(p, &v, 4);
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = kn_htobe64(v);
+	memcpy(p, &v, 8);
+}
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return kn_be16toh(v);
+}
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return kn_be32toh(v);
+}
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return kn_be64toh(v);
+}
+
+/* Magic, version and length of any descriptor. */
+static int check_head(const uint8_t *b, size_t len, const char *magic, const char *what,
+		      size_t min)
+{
+	if (len < 8 || memcmp(b, magic, 4)) {
+		KLOG_ERR("%s descriptor: not a kinet %s descriptor (%zu bytes)", what, what, len);
+		return -EPROTO;
+	}
+	uint16_t ver = get16(b + 4);
+	if (ver != KINET_NET_VERSION) {
+		KLOG_ERR("%s descriptor: version %u, this library speaks version %u", what, ver,
+			 KINET_NET_VERSION);
+		return -KINET_EVERSION;
+	}
+	uint16_t dlen = get16(b + 6);
+	if (dlen < min || dlen > len) {
+		KLOG_ERR("%s descriptor: truncated or malformed (%zu bytes, says %u)", what, len,
+			 dlen);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
+{
+	if (!qp || !buf)
+		return -EINVAL;
+	if (qp->ctx->backend != KINET_BACKEND_SOFT)
+		return -ENOTSUP;
+	struct kinet_wire_local l;
+	int rc = kinet_wire_local_end(qp, &l);
+	if (rc)
+		return rc;
+	if (l.addr_len > 128)
+		return -EOVERFLOW;
+	size_t n = QP_FIXED + l.addr_len;
+	if (cap < n)
+		return -E2BIG;
+	uint8_t *b = buf;
+	memset(b, 0, n);
+	memcpy(b, "KNQP", 4);
+	put16(b + 4, KINET_NET_VERSION);
+	put16(b + 6, (uint16_t)n);
+	put32(b + 8, l.qpn);
+	put32(b + 12, (uint32_t)l.addr_len);
+	put64(b + 16, l.gen);
+	put64(b + 24, l.node);
+	snprintf((char *)b + 32, 32, "%s", l.provider);
+	memcpy(b + QP_FIXED, l.addr, l.addr_len);
+	return (int)n;
+}
+
+int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out)
+{
+	if (!buf || !out)
+		return -EINVAL;
+	const uint8_t *b = buf;
+	int rc = check_head(b, len, "KNQP", "QP", QP_FIXED);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->version = get16(b + 4);
+	out->qpn = get32(b + 8);
+	out->addr_len = get32(b + 12);
+	out->gen = get64(b + 16);
+	out->node = get64(b + 24);
+	if (out->addr_len == 0 || out->addr_len > sizeof(out->addr) ||
+	    QP_FIXED + out->addr_len != get16(b + 6) || memchr(b + 32, 0, 32) == NULL) {
+		KLOG_ERR("QP descriptor: malformed address or provider field");
+		return -EPROTO;
+	}
+	memcpy(out->provider, b + 32, 32);
+	memcpy(out->addr, b + QP_FIXED, out->addr_len);
+	return 0;
+}
+
+int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len)
+{
+	if (!qp || !desc)
+		return -EINVAL;
+	if (qp->ctx->backend != KINET_BACKEND_SOFT)
+		return -ENOTSUP;
+	struct kinet_qp_info pi;
+	int rc = kinet_qp_desc_parse(desc, len, &pi);
+	if (rc)
+		return rc;
+	int st = kinet_qp_get_state(qp);
+	if (st != KINET_QPS_RESET && st != KINET_QPS_INIT) {
+		KLOG_ERR("qp 0x%x: connect needs RESET or INIT, it is in %s", qp->qpn,
+			 kinet_qp_state_str(st));
+		return -EINVAL;
+	}
+	if (st == KINET_QPS_RESET && (rc = kinet_qp_modify(qp, KINET_QPS_INIT, NULL)))
+		return rc;
+	struct kinet_qp_remote r = {.local = NULL, .qpn = pi.qpn, .wire_addr = desc,
+				    .wire_addr_len = len};
+	if ((rc = kinet_qp_modify(qp, KINET_QPS_RTR, &r)))
+		return rc;
+	return kinet_qp_modify(qp, KINET_QPS_RTS, NULL);
+}
+
+int kinet_mr_export(const kinet_mr *mr, void *buf, size_t cap)
+{
+	if (!mr || !buf)
+		return -EINVAL;
+	if (cap < KINET_MR_DESC_SIZE)
+		return -E2BIG;
+	uint8_t *b = buf;
+	memset(b, 0, KINET_MR_DESC_SIZE);
+	memcpy(b, "KNMR", 4);
+	put16(b + 4, KINET_NET_VERSION);
+	put16(b + 6, KINET_MR_DESC_SIZE);
+	put32(b + 8, kinet_mr_rkey(mr));
+	put32(b + 12, (uint32_t)kinet_mr_kind(mr));
+	put64(b + 16, (uint64_t)(uintptr_t)kinet_mr_addr(mr));
+	put64(b + 24, (uint64_t)kinet_mr_len(mr));
+	put64(b + 32, kinet_wire_node());
+	return KINET_MR_DESC_SIZE;
+}
+
+int kinet_mr_desc_parse(const void *buf, size_t len, struct kinet_mr_info *out)
+{
+	if (!buf || !out)
+		return -EINVAL;
+	const uint8_t *b = buf;
+	int rc = check_head(b, len, "KNMR", "memory region", KINET_MR_DESC_SIZE);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->version = get16(b + 4);
+	out->rkey = get32(b + 8);
+	out->kind = get32(b + 12);
+	out->addr = get64(b + 16);
+	out->len = get64(b + 24);
+	out->gen = get64(b + 32);
+	return 0;
+}

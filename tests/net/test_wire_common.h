@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Helpers of the wire tests (tests/net/test_wire*.c): processes that each
+ * open a software NIC, exchange QP and memory descriptors over a socketpair
+ * and connect over the wire; an orchestrator that runs them (optionally each
+ * in its own network namespace) and bounds everything with deadlines.
+ *
+ * A peer function returns 0 on success; CK() prints the failing expression
+ * with its line and makes the process exit 1.
+ */
+#ifndef TEST_WIRE_COMMON_H
+#define TEST_WIRE_COMMON_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <kinet/kinet.h>
+#include <kinet/net.h>
+#include "../util/testutil.h"
+
+#define CK(e)                                                                              \
+	do {                                                                               \
+		if (!(e)) {                                                                \
+			fprintf(stderr, "[pid %d] %s:%d: check failed: %s\n", (int)getpid(),     \
+				__FILE__, __LINE__, #e);                                   \
+			fflush(stderr);                                                    \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+#define CK0(e)                                                                             \
+	do {                                                                               \
+		long long rc_ = (long long)(e);                                            \
+		if (rc_ != 0) {                                                            \
+			fprintf(stderr, "[pid %d] %s:%d: %s = %lld (%s)\n", (int)getpid(),       \
+				__FILE__, __LINE__, #e, rc_, kinet_strerror((int)rc_));    \
+			fflush(stderr);                                                    \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+
+#define TW_FN static __attribute__((unused))
+#define TW_IO_MS 30000 /* bound on every socket exchange */
+
+TW_FN uint64_t tw_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+TW_FN void tw_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Full read/write with a deadline: 0 or -1. */
+TW_FN int tw_io(int fd, void *buf, size_t n, int wr)
+{
+	uint8_t *p = buf;
+	uint64_t end = tw_ms() + TW_IO_MS;
+	while (n) {
+		struct pollfd pf = {fd, (short)(wr ? POLLOUT : POLLIN), 0};
+		uint64_t now = tw_ms();
+		if (now >= end || poll(&pf, 1, (int)(end - now)) <= 0)
+			return -1;
+		ssize_t k = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Sends a blob and receives the other side's (length-prefixed). */
+TW_FN int tw_xchg(int fd, const void *mine, uint32_t n, void *theirs, uint32_t cap)
+{
+	uint32_t m;
+	if (tw_io(fd, &n, 4, 1) || tw_io(fd, (void *)mine, n, 1) || tw_io(fd, &m, 4, 0) || m > cap ||
+	    tw_io(fd, theirs, m, 0))
+		return -1;
+	return (int)m;
+}
+
+/* Barrier with a value: sends v, returns the other side's value (or -1). */
+TW_FN long long tw_sync(int fd, long long v)
+{
+	long long o;
+	if (tw_io(fd, &v, sizeof(v), 1) || tw_io(fd, &o, sizeof(o), 0))
+		return -1;
+	return o;
+}
+
+/* One side: context, PD, a region of `len` bytes (random, seeded) with
+ * every access, one RC QP connected to the peer at the other end of `fd`. */
+struct tw_side {
+	int fd;
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_qp *qp;
+	kn_qp *d;
+	uint8_t *buf;
+	size_t len;
+	kinet_mr *mr;
+	struct kinet_mr_info peer; /* the other side's region */
+	uint32_t rnr_retry;
+};
+
+#define TW_QP_ATTR(s)                                                                      \
+	{.sq_depth = 256, .rq_depth = 64, .rnr_retry = (s)->rnr_retry}
+
+/* A new QP connected to the peer (both sides call it together). */
+TW_FN void tw_qp_new(struct tw_side *s)
+{
+	if (s->qp)
+		CK0(kinet_qp_destroy(s->qp));
+	s->qp = NULL;
+	struct kinet_qp_attr a = TW_QP_ATTR(s);
+	CK0(kinet_qp_create(s->pd, &a, &s->qp));
+	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(s->qp, mine, sizeof(mine));
+	CK(n > 0);
+	int m = tw_xchg(s->fd, mine, (uint32_t)n, theirs, sizeof(theirs));
+	CK(m > 0);
+	CK0(kinet_qp_connect_remote(s->qp, theirs, (size_t)m));
+	CK(kinet_qp_get_state(s->qp) == KINET_QPS_RTS);
+	CK0(kinet_qp_device(s->qp, &s->d));
+}
+
+TW_FN void tw_open(struct tw_side *s, int fd, size_t len, uint64_t seed)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->len = len;
+	if (!s->rnr_retry)
+		s->rnr_retry = 7;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	CK0(kinet_open(&ca, &s->ctx));
+	CK0(kinet_pd_alloc(s->ctx, &s->pd));
+	CK0(posix_memalign((void **)&s->buf, 4096, len));
+	tu_fill_random(s->buf, len, seed);
+	CK0(kinet_mr_reg(s->pd, s->buf, len, KINET_ACCESS_ALL, &s->mr));
+	uint8_t mine[KINET_MR_DESC_SIZE], theirs[KINET_MR_DESC_SIZE];
+	CK(kinet_mr_export(s->mr, mine, sizeof(mine)) == KINET_MR_DESC_SIZE);
+	int m = tw_xchg(fd, mine, sizeof(mine), theirs, sizeof(theirs));
+	CK(m == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(theirs, (size_t)m, &s->peer));
+	CK(s->peer.len == len);
+	tw_qp_new(s);
+}
+
+TW_FN void tw_close(struct tw_side *s)
+{
+	if (s->qp)
+		CK0(kinet_qp_destroy(s->qp));
+	CK0(kinet_mr_dereg(s->mr));
+	CK0(kinet_pd_free(s->pd));
+	CK0(kinet_close(s->ctx));
+	free(s->buf);
+}
+
+/* Posts one WQE through the device API (host executor) and returns its
+ * ticket. */
+TW_FN kn_ticket_t tw_post_write(struct tw_side *s, size_t loff, uint64_t roff, uint32_t len,
+				 int with_imm, uint32_t imm)
+{
+	kn_ticket_t t;
+	CK0(kn_sq_reserve(s->d, 1, &t));
+	if (with_imm)
+		kn_prep_write_imm(s->d, kn_wqe_ptr(s->d, t), t, (uint64_t)(uintptr_t)(s->buf + loff),
+				  kinet_mr_lkey(s->mr), s->peer.addr + roff, s->peer.rkey, len, imm);
+	else
+		kn_prep_write(s->d, kn_wqe_ptr(s->d, t), t, (uint64_t)(uintptr_t)(s->buf + loff),
+			      kinet_mr_lkey(s->mr), s->peer.addr + roff, s->peer.rkey, len);
+	kn_sq_submit(s->d, t, 1);
+	return t;
+}
+
+TW_FN kn_ticket_t tw_post_send(struct tw_side *s, size_t loff, uint32_t len, int with_imm,
+				uint32_t imm)
+{
+	kn_ticket_t t;
+	CK0(kn_sq_reserve(s->d, 1, &t));
+	kn_prep_send(s->d, kn_wqe_ptr(s->d, t), t, (uint64_t)(uintptr_t)(s->buf + loff),
+		     kinet_mr_lkey(s->mr), len, with_imm, imm);
+	kn_sq_submit(s->d, t, 1);
+	return t;
+}
+
+/* ---- orchestration ------------------------------------------------------------ */
+
+typedef int (*tw_fn)(int fd, int fd2, void *arg);
+
+struct tw_proc {
+	tw_fn fn;
+	const char *netns; /* NULL: this namespace */
+	pid_t pid;
+	int status;
+	int fds[2]; /* its two socket ends (-1 if none) */
+};
+
+TW_FN void tw_child_env(void)
+{
+	setenv("KINET_NET_TIMEOUT_MS", "1500", 0);
+	setenv("KINET_TIMEOUT_MS", "20000", 0);
+}
+
+TW_FN int tw_enter_netns(const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc;
+}
+
+/* Runs n processes; p[i] talks to p[j] over pairs[i][j]. Returns once all
+ * exited, killing them all at deadline_ms. Each status is in p[i].status. */
+TW_FN void tw_run(struct tw_proc *p, int n, const int links[][2], int nlinks, void *arg,
+		   unsigned deadline_ms)
+{
+	int ends[8][2];
+	for (int i = 0; i < n; i++)
+		p[i].fds[0] = p[i].fds[1] = -1;
+	for (int l = 0; l < nlinks; l++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+			abort();
+		ends[l][0] = sv[0];
+		ends[l][1] = sv[1];
+		int a = links[l][0], b = links[l][1];
+		p[a].fds[p[a].fds[0] < 0 ? 0 : 1] = sv[0];
+		p[b].fds[p[b].fds[0] < 0 ? 0 : 1] = sv[1];
+	}
+	fflush(NULL);
+	for (int i = 0; i < n; i++) {
+		p[i].pid = fork();
+		if (p[i].pid == 0) {
+			for (int l = 0; l < nlinks; l++)
+				for (int k = 0; k < 2; k++)
+					if (ends[l][k] != p[i].fds[0] && ends[l][k] != p[i].fds[1])
+						close(ends[l][k]);
+			if (p[i].netns && tw_enter_netns(p[i].netns)) {
+				fprintf(stderr, "cannot enter network namespace %s\n", p[i].netns);
+				_exit(3);
+			}
+			tw_child_env();
+			_exit(p[i].fn(p[i].fds[0], p[i].fds[1], arg) ? 1 : 0);
+		}
+	}
+	for (int l = 0; l < nlinks; l++) {
+		close(ends[l][0]);
+		close(ends[l][1]);
+	}
+	uint64_t end = tw_ms() + deadline_ms;
+	int left = n;
+	for (int i = 0; i < n; i++)
+		p[i].status = -1;
+	while (left) {
+		for (int i = 0; i < n; i++) {
+			if (p[i].status != -1)
+				continue;
+			int st;
+			pid_t r = waitpid(p[i].pid, &st, WNOHANG);
+			if (r == p[i].pid) {
+				p[i].status = st;
+				left--;
+			}
+		}
+		if (!left)
+			break;
+		if (tw_ms() > end) {
+			fprintf(stderr, "deadline: killing the test processes\n");
+			for (int i = 0; i < n; i++)
+				if (p[i].status == -1)
+					kill(p[i].pid, SIGKILL);
+			end = (uint64_t)-1 / 2;
+		}
+		tw_sleep_ms(5);
+	}
+}
+
+TW_FN int tw_exited_ok(const struct tw_proc *p)
+{
+	return WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
+}
+
+/* ---- scenarios ------------------------------------------------------------------- */
+
+/* Buffer layout of the scenarios (each side, TW_LEN bytes):
+ *   P [0, 2M)        written by the peer
+ *   Q [2M, 3M)       read by the peer, source of this side's writes and sends
+ *   S [3M, 3.5M)     receive buffers
+ *   L [3.5M, 4M-64)  destination of this side's reads and atomic results
+ *   W [4M-8, 4M)     the word the peer's atomics work on */
+#define TW_LEN (4u << 20)
+#define TW_P 0u
+#define TW_Q (2u << 20)
+#define TW_S (3u << 20)
+#define TW_L (TW_S + (512u << 10))
+#define TW_W (TW_LEN - 8u)
+
+struct tw_wr {
+	uint32_t src, dst, len; /* Q offset, P offset */
+	int kind;               /* 0 write, 1 inline write, 2 write imm */
+	uint32_t imm;
+};
+static const struct tw_wr tw_writes[] = {
+	{0, 0, 1, 0, 0},
+	{8, 16, 8, 0, 0},
+	{64, 100, 28, 1, 0},
+	{100, 200, 4096, 0, 0},
+	{8192, 8192 + 3, 65536, 0, 0},
+	{77777, 300001, 262144 + 1000, 0, 0},
+	{0, 600000, 1u << 20, 0, 0},
+	{5000, 1700000, 100000, 2, 0x12345678u},
+	{0, 1900000, 0, 2, 0xdeadbeefu},
+};
+#define TW_NWR ((int)(sizeof(tw_writes) / sizeof(tw_writes[0])))
+struct tw_rd {
+	uint32_t src, dst, len; /* peer Q offset, own L offset */
+};
+static const struct tw_rd tw_reads[] = {{5, 0, 400000}, {999, 400008, 8}, {4097, 400100, 0}};
+#define TW_NRD ((int)(sizeof(tw_reads) / sizeof(tw_reads[0])))
+/* receives, in the order they are consumed: two write-imm, then two sends */
+struct tw_rv {
+	uint32_t off, cap; /* S offset */
+	uint32_t src, len; /* send: peer Q offset and length */
+	int imm_send;
+	uint32_t imm;
+};
+static const struct tw_rv tw_recvs[] = {
+	{400000, 16, 0, 0, 0, 0},
+	{400016, 16, 0, 0, 0, 0},
+	{0, 300000, 100, 280000, 0, 0},
+	{300000, 100, 7, 64, 1, 0xcafeu},
+};
+#define TW_NRV 4
+
+static uint64_t tw_be64(uint64_t v)
+{
+	return kn_htobe64(v);
+}
+
+/* What this side's buffer must hold after tw_ops (own seed, peer seed). */
+TW_FN void tw_model(uint8_t *m, uint64_t own_seed, uint64_t peer_seed)
+{
+	uint8_t *peer = malloc(TW_LEN);
+	tu_fill_random(m, TW_LEN, own_seed);
+	tu_fill_random(peer, TW_LEN, peer_seed);
+	for (int i = 0; i < TW_NWR; i++)
+		memcpy(m + TW_P + tw_writes[i].dst, peer + TW_Q + tw_writes[i].src, tw_writes[i].len);
+	for (int i = 0; i < TW_NRD; i++)
+		memcpy(m + TW_L + tw_reads[i].dst, peer + TW_Q + tw_reads[i].src, tw_reads[i].len);
+	for (int i = 2; i < TW_NRV; i++)
+		memcpy(m + TW_S + tw_recvs[i].off, peer + TW_Q + tw_recvs[i].src, tw_recvs[i].len);
+	uint64_t pw, ow;
+	memcpy(&pw, peer + TW_W, 8);
+	memcpy(&ow, m + TW_W, 8);
+	(void)ow;
+	/* the peer's word: fetch-add 5, CAS(pw+5 -> 42) succeeds, CAS(7 -> 9) fails */
+	uint64_t r[3] = {tw_be64(pw), tw_be64(pw + 5), tw_be64(42)};
+	memcpy(m + TW_L + 450000, r, sizeof(r));
+	uint64_t fin = 42;
+	memcpy(m + TW_W, &fin, 8);
+	free(peer);
+}
+
+/* Every opcode, both directions at once, verified byte for byte. */
+TW_FN int tw_ops(struct tw_side *s, uint64_t own_seed, uint64_t peer_seed)
+{
+	kinet_qp *qp = s->qp;
+	(void)qp;
+	kn_qp *d = s->d;
+	uint32_t lkey = kinet_mr_lkey(s->mr);
+	/* receives for the peer's write-imm and sends */
+	kn_ticket_t rt[TW_NRV];
+	for (int i = 0; i < TW_NRV; i++)
+		CK0(kn_recv_post(d, s->buf + TW_S + tw_recvs[i].off, lkey, tw_recvs[i].cap, &rt[i]));
+	CK(tw_sync(s->fd, 1) == 1);
+	/* writes */
+	for (int i = 0; i < TW_NWR; i++) {
+		const struct tw_wr *w = &tw_writes[i];
+		if (w->kind == 1) {
+			kn_ticket_t t;
+			CK0(kn_put_inline(d, s->peer.addr + TW_P + w->dst, s->peer.rkey,
+					  s->buf + TW_Q + w->src, w->len, &t));
+		} else {
+			tw_post_write(s, TW_Q + w->src, TW_P + w->dst, w->len, w->kind == 2, w->imm);
+		}
+	}
+	/* reads */
+	for (int i = 0; i < TW_NRD; i++) {
+		kn_ticket_t t;
+		CK0(kn_get(d, s->buf + TW_L + tw_reads[i].dst, lkey,
+			   s->peer.addr + TW_Q + tw_reads[i].src, s->peer.rkey, tw_reads[i].len, &t));
+	}
+	/* sends */
+	for (int i = 2; i < TW_NRV; i++)
+		tw_post_send(s, TW_Q + tw_recvs[i].src, tw_recvs[i].len, tw_recvs[i].imm_send,
+			     tw_recvs[i].imm);
+	CK0(kn_quiet(d));
+	/* atomics, blocking */
+	uint64_t pw;
+	{
+		uint8_t *peer = malloc(TW_LEN);
+		tu_fill_random(peer, TW_LEN, peer_seed);
+		memcpy(&pw, peer + TW_W, 8);
+		free(peer);
+	}
+	uint64_t *res = (uint64_t *)(s->buf + TW_L + 450000);
+	kn_ticket_t t;
+	CK0(kn_sq_reserve(d, 1, &t));
+	kn_prep_atomic_fa(d, kn_wqe_ptr(d, t), t, (uint64_t)(uintptr_t)&res[0], lkey,
+			  s->peer.addr + TW_W, s->peer.rkey, 5);
+	kn_sq_submit(d, t, 1);
+	CK0(kn_wait(d, t));
+	CK0(kn_sq_reserve(d, 1, &t));
+	kn_prep_atomic_cs(d, kn_wqe_ptr(d, t), t, (uint64_t)(uintptr_t)&res[1], lkey,
+			  s->peer.addr + TW_W, s->peer.rkey, pw + 5, 42);
+	kn_sq_submit(d, t, 1);
+	CK0(kn_wait(d, t));
+	CK0(kn_sq_reserve(d, 1, &t));
+	kn_prep_atomic_cs(d, kn_wqe_ptr(d, t), t, (uint64_t)(uintptr_t)&res[2], lkey,
+			  s->peer.addr + TW_W, s->peer.rkey, 7, 9);
+	kn_sq_submit(d, t, 1);
+	CK0(kn_wait(d, t));
+	/* the receives of the peer's operations */
+	for (int i = 0; i < TW_NRV; i++) {
+		kn_recv_info info;
+		CK0(kn_recv_poll(d, rt[i], 1, &info));
+		if (i < 2) {
+			CK(info.opcode == KN_CQE_RESP_WR_IMM && info.has_imm);
+			CK(info.imm == tw_writes[TW_NWR - 2 + i].imm);
+			CK(info.byte_len == tw_writes[TW_NWR - 2 + i].len);
+		} else {
+			CK(info.byte_len == tw_recvs[i].len);
+			CK(info.has_imm == tw_recvs[i].imm_send);
+			if (info.has_imm)
+				CK(info.imm == tw_recvs[i].imm);
+		}
+	}
+	CK(tw_sync(s->fd, 2) == 2); /* both sides done: every write placed */
+	uint8_t *m = malloc(TW_LEN);
+	tw_model(m, own_seed, peer_seed);
+	for (size_t i = 0; i < TW_LEN; i++)
+		if (m[i] != s->buf[i]) {
+			fprintf(stderr, "[pid %d] byte %zu differs: %02x, expected %02x\n",
+				(int)getpid(), i, s->buf[i], m[i]);
+			CK(0);
+		}
+	free(m);
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(s->ctx, &c));
+	CK(c.errors == 0);
+	CK(tw_sync(s->fd, 3) == 3);
+	return 0;
+}
+
+/* Side a of the ops scenario (seed 1), side b (seed 2). */
+TW_FN int tw_ops_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	tw_ops(&s, 1, 2);
+	tw_close(&s);
+	return 0;
+}
+TW_FN int tw_ops_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	tw_ops(&s, 2, 1);
+	tw_close(&s);
+	return 0;
+}
+
+#endif
