@@ -166,7 +166,7 @@ static int read_error(int fd, uint32_t len, int64_t deadline, const char *from)
 			p[i] = '?';
 	if (code <= 0 || code >= KINET_ERR_BASE + 1000)
 		code = EPROTO;
-	KLOG_ERR("boot: %s reports: %s (%s)", from, (char *)p + 4, kinet_strerror(-code));
+	KLOG_ERR("boot: %s says: %s", from, (char *)p + 4);
 	return -code;
 }
 
@@ -676,46 +676,34 @@ static int client_join(kinet_boot *b, int fd, const uint8_t key[16], int64_t dea
 
 /* ---- entry points --------------------------------------------------------------------- */
 
-int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
-		   void (*listening)(const char *, void *), void *arg)
+static int server_init(kinet_boot *b, const char *host, const char *port, const uint8_t key[16],
+		       void (*listening)(const char *, void *), void *arg)
 {
-	char host[256], port[8];
-	int rc = parse_addr(addr, host, sizeof(host), port, sizeof(port));
-	if (rc) {
-		KLOG_ERR("boot: bad address \"%s\" (want host:port or [v6addr]:port)",
-			 addr ? addr : "(null)");
-		return rc;
-	}
-	b->fds = malloc(sizeof(int) * (size_t)b->size);
-	if (!b->fds)
-		return -ENOMEM;
-	for (int i = 0; i < b->size; i++)
-		b->fds[i] = -1;
-	uint8_t key[16];
-	kboot_mac_key(secret, key);
 	int64_t deadline = kboot_now_ms() + b->timeout_ms;
-
-	if (b->rank == 0) {
-		int lfd = do_listen(b, host, port);
-		if (lfd < 0)
-			return lfd;
-		KLOG_INFO("boot: rank 0 listening on %s for %d ranks", b->addr, b->size - 1);
-		if (listening)
-			listening(b->addr, arg);
-		rc = server_join(b, lfd, key, deadline);
-		close(lfd);
-		if (rc)
-			return rc;
-		for (int r = 1; r < b->size && !rc; r++)
-			rc = send_msg(b->fds[r], KBOOT_READY, NULL, 0, deadline);
-		if (rc) {
-			KLOG_ERR("boot: a rank went away before the job started: %s",
-				 kinet_strerror(rc));
-			notify_all(b, ECONNRESET, "a rank went away before the job started");
-		}
+	int lfd = do_listen(b, host, port);
+	if (lfd < 0)
+		return lfd;
+	KLOG_INFO("boot: rank 0 listening on %s for %d ranks", b->addr, b->size - 1);
+	if (listening)
+		listening(b->addr, arg);
+	int rc = server_join(b, lfd, key, deadline);
+	close(lfd);
+	if (rc)
 		return rc;
+	for (int r = 1; r < b->size && !rc; r++)
+		rc = send_msg(b->fds[r], KBOOT_READY, NULL, 0, deadline);
+	if (rc) {
+		KLOG_ERR("boot: a rank went away before the job started: %s", kinet_strerror(rc));
+		notify_all(b, ECONNRESET, "a rank went away before the job started");
 	}
+	return rc;
+}
 
+static int client_init(kinet_boot *b, const char *addr, const char *host, const char *port,
+		       const uint8_t key[16])
+{
+	int64_t deadline = kboot_now_ms() + b->timeout_ms;
+	int rc;
 	if (!strcmp(port, "0")) {
 		KLOG_ERR("boot: rank %d needs rank 0's actual port (got %s)", b->rank, addr);
 		return -EINVAL;
@@ -736,6 +724,29 @@ int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
 		b->fds[0] = -1;
 		sleep_ms(20);
 	}
+	return rc;
+}
+
+int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
+		   void (*listening)(const char *, void *), void *arg)
+{
+	char host[256], port[8];
+	int rc = parse_addr(addr, host, sizeof(host), port, sizeof(port));
+	if (rc) {
+		KLOG_ERR("boot: bad address \"%s\" (want host:port or [v6addr]:port)",
+			 addr ? addr : "(null)");
+		return rc;
+	}
+	b->fds = malloc(sizeof(int) * (size_t)b->size);
+	if (!b->fds)
+		return -ENOMEM;
+	for (int i = 0; i < b->size; i++)
+		b->fds[i] = -1;
+	uint8_t key[16];
+	kboot_mac_key(secret, key);
+	rc = b->rank == 0 ? server_init(b, host, port, key, listening, arg)
+			  : client_init(b, addr, host, port, key);
+	explicit_bzero(key, sizeof(key));
 	return rc;
 }
 
