@@ -892,6 +892,17 @@ verbs_fail:;
 	return -e;
 }
 
+static void qps_remove(struct m5 *m, kinet_qp *qp)
+{
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->nqps; i++)
+		if (m->qps[i] == qp) {
+			m->qps[i] = m->qps[--m->nqps];
+			break;
+		}
+	pthread_mutex_unlock(&m->lock);
+}
+
 static int resolve_db_mode(int req)
 {
 	if (req != KN_DB_AUTO)
@@ -1021,28 +1032,7 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 	}
 	qp->db_mode = mode;
 
-	pthread_mutex_lock(&m->lock);
-	if (m->nqps == m->qcap) {
-		int ncap = m->qcap ? m->qcap * 2 : 16;
-		kinet_qp **t = realloc(m->qps, (size_t)ncap * sizeof(*t));
-		if (!t) {
-			pthread_mutex_unlock(&m->lock);
-			rc = -ENOMEM;
-			goto fail;
-		}
-		m->qps = t;
-		m->qcap = ncap;
-	}
-	m->qps[m->nqps++] = qp;
-	pthread_mutex_unlock(&m->lock);
-	if (mode == KN_DB_CPU_PROXY && (rc = proxy_start(ctx)) != 0) {
-		pthread_mutex_lock(&m->lock);
-		m->qps[--m->nqps] = NULL;
-		pthread_mutex_unlock(&m->lock);
-		goto fail;
-	}
-	atomic_fetch_add(&pd->refs, 1);
-
+	/* the descriptor is complete before the proxy can see the QP */
 	kn_qp *d = &qp->desc;
 	d->sq = qp->sq;
 	d->dbrec = qp->dbrec;
@@ -1070,6 +1060,26 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 	d->share = (uint32_t)attr->share;
 	d->max_inline = attr->max_inline;
 	d->backend = KINET_BACKEND_MLX5;
+	pthread_mutex_lock(&m->lock);
+	if (m->nqps == m->qcap) {
+		int ncap = m->qcap ? m->qcap * 2 : 16;
+		kinet_qp **t = realloc(m->qps, (size_t)ncap * sizeof(*t));
+		if (!t) {
+			pthread_mutex_unlock(&m->lock);
+			rc = -ENOMEM;
+			goto fail;
+		}
+		m->qps = t;
+		m->qcap = ncap;
+	}
+	m->qps[m->nqps++] = qp;
+	pthread_mutex_unlock(&m->lock);
+	if (mode == KN_DB_CPU_PROXY && (rc = proxy_start(ctx)) != 0) {
+		qps_remove(m, qp);
+		goto fail;
+	}
+	atomic_fetch_add(&pd->refs, 1);
+
 	KLOG_DBG("mlx5 %s: QP 0x%x: SQ %u, RQ %u x %u B, CQ %u, doorbell %s%s", m->name, qp->qpn,
 		 qp->sq_cnt, qp->rq_cnt, qp->rq_stride, qp->scq->cnt, kinet_db_mode_str(mode),
 		 m->gpu ? " (mapped into the GPU)" : "");
@@ -1085,13 +1095,7 @@ fail:
 int kinet_mlx5_qp_destroy(kinet_qp *qp)
 {
 	struct m5 *m = qp->ctx->mlx5;
-	pthread_mutex_lock(&m->lock);
-	for (int i = 0; i < m->nqps; i++)
-		if (m->qps[i] == qp) {
-			m->qps[i] = m->qps[--m->nqps];
-			break;
-		}
-	pthread_mutex_unlock(&m->lock);
+	qps_remove(m, qp);
 	qp_release(m, qp);
 	atomic_fetch_sub(&qp->pd->refs, 1);
 	pthread_mutex_destroy(&qp->rq_lock);
