@@ -121,9 +121,11 @@ struct tw_side {
 #define TW_QP_ATTR(s)                                                                      \
 	{.sq_depth = 256, .rq_depth = 64, .rnr_retry = (s)->rnr_retry}
 
-/* A new QP connected to the peer (both sides call it together). */
+/* A new QP connected to the peer (both sides call it together; the barrier
+ * keeps one side from replacing its QP while the other still uses it). */
 TW_FN void tw_qp_new(struct tw_side *s)
 {
+	CK(tw_sync(s->fd, 0x51) == 0x51);
 	if (s->qp)
 		CK0(kinet_qp_destroy(s->qp));
 	s->qp = NULL;
@@ -139,13 +141,12 @@ TW_FN void tw_qp_new(struct tw_side *s)
 	CK0(kinet_qp_device(s->qp, &s->d));
 }
 
-TW_FN void tw_open(struct tw_side *s, int fd, size_t len, uint64_t seed)
+TW_FN void tw_open2(struct tw_side *s, int fd, size_t len, uint64_t seed, uint32_t rnr_retry)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
 	s->len = len;
-	if (!s->rnr_retry)
-		s->rnr_retry = 7;
+	s->rnr_retry = rnr_retry;
 	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
 	CK0(kinet_open(&ca, &s->ctx));
 	CK0(kinet_pd_alloc(s->ctx, &s->pd));
@@ -159,6 +160,11 @@ TW_FN void tw_open(struct tw_side *s, int fd, size_t len, uint64_t seed)
 	CK0(kinet_mr_desc_parse(theirs, (size_t)m, &s->peer));
 	CK(s->peer.len == len);
 	tw_qp_new(s);
+}
+
+TW_FN void tw_open(struct tw_side *s, int fd, size_t len, uint64_t seed)
+{
+	tw_open2(s, fd, len, seed, 7);
 }
 
 TW_FN void tw_close(struct tw_side *s)
@@ -206,15 +212,18 @@ typedef int (*tw_fn)(int fd, int fd2, void *arg);
 struct tw_proc {
 	tw_fn fn;
 	const char *netns; /* NULL: this namespace */
+	const char *iface; /* interface for the wire (NULL: lo) */
 	pid_t pid;
 	int status;
 	int fds[2]; /* its two socket ends (-1 if none) */
 };
 
-TW_FN void tw_child_env(void)
+TW_FN void tw_child_env(const char *iface)
 {
 	setenv("KINET_NET_TIMEOUT_MS", "1500", 0);
 	setenv("KINET_TIMEOUT_MS", "20000", 0);
+	/* the tcp provider binds to this interface (loopback, or the veth) */
+	setenv("FI_TCP_IFACE", iface, 1);
 }
 
 TW_FN int tw_enter_netns(const char *name)
@@ -259,7 +268,7 @@ TW_FN void tw_run(struct tw_proc *p, int n, const int links[][2], int nlinks, vo
 				fprintf(stderr, "cannot enter network namespace %s\n", p[i].netns);
 				_exit(3);
 			}
-			tw_child_env();
+			tw_child_env(p[i].iface ? p[i].iface : "lo");
 			_exit(p[i].fn(p[i].fds[0], p[i].fds[1], arg) ? 1 : 0);
 		}
 	}
@@ -490,6 +499,281 @@ TW_FN int tw_ops_b(int fd, int fd2, void *arg)
 	struct tw_side s;
 	tw_open(&s, fd, TW_LEN, 2);
 	tw_ops(&s, 2, 1);
+	tw_close(&s);
+	return 0;
+}
+
+/* ---- protection errors ------------------------------------------------------------ */
+
+#define TW_RO_LEN 65536u
+
+/* Waits for a ticket that must fail with synd; the QP ends in ERR. */
+TW_FN void tw_expect_fail(struct tw_side *s, kn_ticket_t t, uint32_t synd)
+{
+	CK(kn_wait(s->d, t) == -EIO);
+	uint32_t got = kn_qp_error(s->d, NULL);
+	if (got != synd)
+		fprintf(stderr, "[pid %d] syndrome 0x%x (%s), expected 0x%x (%s)\n", (int)getpid(),
+			got, kinet_syndrome_str(got), synd, kinet_syndrome_str(synd));
+	CK(got == synd);
+	CK(kinet_qp_get_state(s->qp) == KINET_QPS_ERR);
+}
+
+/* a: requester of every violation; b: target, with a read-only region too. */
+TW_FN int tw_prot_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint8_t rod[KINET_MR_DESC_SIZE];
+	struct kinet_mr_info ro;
+	CK(tw_xchg(fd, "", 0, rod, sizeof(rod)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(rod, sizeof(rod), &ro));
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	kn_ticket_t t0, t1, t2;
+	/* 1: a write past the end of the region, between two good ones */
+	t0 = tw_post_write(&s, TW_Q, TW_P, 4096, 0, 0);
+	t1 = tw_post_write(&s, TW_Q, s.peer.len - 4, 8, 0, 0);
+	t2 = tw_post_write(&s, TW_Q + 8192, TW_P + 8192, 4096, 0, 0);
+	CK0(kn_wait(s.d, t0));
+	tw_expect_fail(&s, t1, KN_SYND_REMOTE_ACCESS_ERR);
+	CK(kn_wait(s.d, t2) == -EIO); /* flushed: never executed */
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(s.ctx, &c));
+	CK(c.by_syndrome[KN_SYND_REMOTE_ACCESS_ERR] == 1);
+	CK(c.by_syndrome[KN_SYND_WR_FLUSH_ERR] >= 1);
+	CK(tw_sync(fd, 1) == 1); /* b checks what landed */
+	CK(tw_sync(fd, 2) == 2);
+	/* 2: a read with a key that names no region */
+	tw_qp_new(&s);
+	CK0(kn_get(s.d, s.buf + TW_L, lkey, s.peer.addr + TW_Q, s.peer.rkey + 0x100, 64, &t0));
+	tw_expect_fail(&s, t0, KN_SYND_REMOTE_ACCESS_ERR);
+	/* 3: a write into a region that only allows reads */
+	tw_qp_new(&s);
+	t0 = tw_post_write(&s, TW_Q, 0, 64, 0, 0);
+	{
+		/* tw_post_write targets s.peer: aim it at the read-only region */
+		kn_ticket_t t;
+		CK0(kn_put(s.d, ro.addr + 64, ro.rkey, s.buf + TW_Q, lkey, 64, &t));
+		CK0(kn_wait(s.d, t0));
+		tw_expect_fail(&s, t, KN_SYND_REMOTE_ACCESS_ERR);
+	}
+	/* 4: reading it is allowed: random data checked */
+	tw_qp_new(&s);
+	CK0(kn_get(s.d, s.buf + TW_L, lkey, ro.addr + 100, ro.rkey, 5000, &t0));
+	CK0(kn_wait(s.d, t0));
+	{
+		uint8_t *exp = malloc(TW_RO_LEN);
+		tu_fill_random(exp, TW_RO_LEN, 3);
+		CK(memcmp(s.buf + TW_L, exp + 100, 5000) == 0);
+		free(exp);
+	}
+	/* 5: a misaligned atomic */
+	CK0(kn_sq_reserve(s.d, 1, &t0));
+	kn_prep_atomic_fa(s.d, kn_wqe_ptr(s.d, t0), t0, (uint64_t)(uintptr_t)(s.buf + TW_L), lkey,
+			  s.peer.addr + TW_W - 4, s.peer.rkey, 1);
+	kn_sq_submit(s.d, t0, 1);
+	tw_expect_fail(&s, t0, KN_SYND_REMOTE_INVAL_REQ_ERR);
+	/* 6: a send larger than the receive buffer b posted */
+	tw_qp_new(&s);
+	CK(tw_sync(fd, 3) == 3); /* b has posted a 100-byte receive */
+	t0 = tw_post_send(&s, TW_Q, 200, 0, 0);
+	tw_expect_fail(&s, t0, KN_SYND_REMOTE_INVAL_REQ_ERR);
+	CK(tw_sync(fd, 4) == 4);
+	tw_close(&s);
+	return 0;
+}
+
+TW_FN int tw_prot_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	uint8_t *ro = malloc(TW_RO_LEN);
+	tu_fill_random(ro, TW_RO_LEN, 3);
+	kinet_mr *romr;
+	CK0(kinet_mr_reg(s.pd, ro, TW_RO_LEN, KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_READ,
+			 &romr));
+	uint8_t rod[KINET_MR_DESC_SIZE], dummy[4];
+	CK(kinet_mr_export(romr, rod, sizeof(rod)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd, rod, sizeof(rod), dummy, sizeof(dummy)) == 0);
+	CK(tw_sync(fd, 1) == 1);
+	/* the first write landed, the failed one and the flushed one did not */
+	uint8_t *a = malloc(TW_LEN), *mine = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(mine, TW_LEN, 2);
+	CK(memcmp(s.buf + TW_P, a + TW_Q, 4096) == 0);
+	CK(memcmp(s.buf + 4096, mine + 4096, TW_LEN - 4096) == 0);
+	free(a);
+	free(mine);
+	CK(tw_sync(fd, 2) == 2);
+	tw_qp_new(&s); /* 2 */
+	tw_qp_new(&s); /* 3 */
+	{
+		uint8_t *exp = malloc(TW_RO_LEN);
+		tu_fill_random(exp, TW_RO_LEN, 3);
+		CK(memcmp(ro, exp, TW_RO_LEN) == 0); /* the read-only region is intact */
+		free(exp);
+	}
+	tw_qp_new(&s); /* 4, 5 */
+	tw_qp_new(&s); /* 6 */
+	kn_ticket_t rt;
+	CK0(kn_recv_post(s.d, s.buf + TW_S, kinet_mr_lkey(s.mr), 100, &rt));
+	CK(tw_sync(fd, 3) == 3);
+	kn_recv_info info;
+	CK(kn_recv_poll(s.d, rt, 1, &info) == -EIO);
+	CK(info.syndrome == KN_SYND_LOCAL_LENGTH_ERR);
+	CK(tw_sync(fd, 4) == 4);
+	CK0(kinet_mr_dereg(romr));
+	free(ro);
+	tw_close(&s);
+	return 0;
+}
+
+/* ---- receiver not ready ------------------------------------------------------------- */
+
+/* a sends; b has no receive posted. rnr_retry 1: RNR retry exceeded. Then
+ * rnr_retry 7: the send waits (longer than the network timeout: the target
+ * keeps the requester's timer alive) and a write posted after it waits
+ * behind it (RC order) until b posts the receive. */
+TW_FN int tw_rnr_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open2(&s, fd, TW_LEN, 1, 1);
+	kn_ticket_t t = tw_post_send(&s, TW_Q, 64, 0, 0);
+	tw_expect_fail(&s, t, KN_SYND_RNR_RETRY_EXC_ERR);
+	CK(tw_sync(fd, 1) == 1);
+	s.rnr_retry = 7;
+	tw_qp_new(&s);
+	kn_ticket_t t1 = tw_post_send(&s, TW_Q + 1000, 3000, 1, 77);
+	kn_ticket_t t2 = tw_post_write(&s, TW_Q + 5000, TW_P, 4096, 0, 0);
+	CK(tw_sync(fd, 2) == 2);
+	CK0(kn_wait(s.d, t1));
+	CK0(kn_wait(s.d, t2));
+	CK(tw_sync(fd, 3) == 3);
+	tw_close(&s);
+	return 0;
+}
+
+TW_FN int tw_rnr_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open2(&s, fd, TW_LEN, 2, 1);
+	CK(tw_sync(fd, 1) == 1);
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(s.ctx, &c));
+	CK(c.rnr_retries >= 1); /* the target retried before giving up */
+	s.rnr_retry = 7;
+	tw_qp_new(&s);
+	CK(tw_sync(fd, 2) == 2);
+	tw_sleep_ms(2500); /* longer than KINET_NET_TIMEOUT_MS (1500) */
+	uint8_t *a = malloc(TW_LEN), *mine = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(mine, TW_LEN, 2);
+	CK(memcmp(s.buf + TW_P, mine + TW_P, 4096) == 0); /* the write waits behind the send */
+	kn_ticket_t rt;
+	CK0(kn_recv_post(s.d, s.buf + TW_S, kinet_mr_lkey(s.mr), 4096, &rt));
+	kn_recv_info info;
+	CK0(kn_recv_poll(s.d, rt, 1, &info));
+	CK(info.byte_len == 3000 && info.has_imm && info.imm == 77);
+	CK(memcmp(s.buf + TW_S, a + TW_Q + 1000, 3000) == 0);
+	CK(tw_sync(fd, 3) == 3);
+	CK(memcmp(s.buf + TW_P, a + TW_Q + 5000, 4096) == 0);
+	free(a);
+	free(mine);
+	tw_close(&s);
+	return 0;
+}
+
+/* ---- a peer killed mid-stream, then a new peer ---------------------------------------- */
+
+#define TW_KILL_N 200
+#define TW_KILL_LEN (256u << 10)
+
+/* a streams writes to b, kills b, every WQE completes (a suffix in error,
+ * the first of them with transport retry exceeded) within the network
+ * timeout; then a connects a new QP to c and moves data both ways. */
+TW_FN int tw_kill_a(int fd, int fd2, void *arg)
+{
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	long long pid = tw_sync(fd, 0);
+	CK(pid > 0);
+	kn_ticket_t t[TW_KILL_N];
+	for (int i = 0; i < TW_KILL_N; i++)
+		t[i] = tw_post_write(&s, TW_Q + (uint32_t)(i % 4) * TW_KILL_LEN, TW_P + (i % 8) * TW_KILL_LEN,
+				     TW_KILL_LEN, 0, 0);
+	CK(kill((pid_t)pid, SIGKILL) == 0);
+	uint64_t t0 = tw_ms();
+	int first_err = -1;
+	for (int i = 0; i < TW_KILL_N; i++) {
+		int rc = kn_wait(s.d, t[i]);
+		CK(rc == 0 || rc == -EIO);
+		if (rc == -EIO && first_err < 0)
+			first_err = i;
+		CK(rc == 0 || first_err >= 0);
+		if (first_err >= 0)
+			CK(rc == -EIO); /* RC: everything after the first error fails */
+	}
+	uint64_t dt = tw_ms() - t0;
+	fprintf(stderr, "[kill] %d of %d completed before the failure, all done in %llu ms\n",
+		first_err, TW_KILL_N, (unsigned long long)dt);
+	CK(first_err >= 0);
+	CK(dt < 1500 + 3000);
+	CK(kn_qp_error(s.d, NULL) == KN_SYND_TRANSPORT_RETRY_EXC_ERR);
+	CK(kinet_qp_get_state(s.qp) == KINET_QPS_ERR);
+	/* reconnect: a new QP to a new peer */
+	s.fd = fd2;
+	uint8_t mine[KINET_MR_DESC_SIZE], theirs[KINET_MR_DESC_SIZE];
+	CK(kinet_mr_export(s.mr, mine, sizeof(mine)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd2, mine, sizeof(mine), theirs, sizeof(theirs)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(theirs, sizeof(theirs), &s.peer));
+	tw_qp_new(&s);
+	kn_ticket_t w = tw_post_write(&s, TW_Q, TW_P, 300000, 0, 0);
+	kn_ticket_t r;
+	CK0(kn_get(s.d, s.buf + TW_L, kinet_mr_lkey(s.mr), s.peer.addr + TW_Q + 5, s.peer.rkey,
+		   100000, &r));
+	CK0(kn_wait(s.d, w));
+	CK0(kn_wait(s.d, r));
+	uint8_t *c = malloc(TW_LEN);
+	tu_fill_random(c, TW_LEN, 3);
+	CK(memcmp(s.buf + TW_L, c + TW_Q + 5, 100000) == 0);
+	free(c);
+	CK(tw_sync(fd2, 1) == 1);
+	tw_close(&s);
+	return 0;
+}
+
+TW_FN int tw_kill_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	CK(tw_sync(fd, (long long)getpid()) == 0);
+	for (int i = 0; i < 3000; i++) /* killed long before this ends */
+		tw_sleep_ms(10);
+	return 1;
+}
+
+TW_FN int tw_kill_c(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 3); /* waits for a to come back */
+	CK(tw_sync(fd, 1) == 1);
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s.buf + TW_P, a + TW_Q, 300000) == 0);
+	free(a);
 	tw_close(&s);
 	return 0;
 }

@@ -683,11 +683,6 @@ static int wire_complete(struct wire_qp *wq)
 		if (!e->done)
 			break;
 		if (e->status) {
-			if (soft_req_cqe(qp, &e->r, e->status))
-				break; /* CQ full: later */
-			if (e->status != KN_SYND_WR_FLUSH_ERR || !wq->failed)
-				KLOG_DBG("qp 0x%x: WQE %u: %s", qp->qpn, e->r.wqe_idx,
-					 kinet_syndrome_str(e->status));
 			if (!wq->failed) {
 				wq->failed = true;
 				for (uint32_t s = wq->head + 1; s != wq->tail; s++) {
@@ -696,9 +691,13 @@ static int wire_complete(struct wire_qp *wq)
 				}
 				wq->txn = wq->tail;
 			}
+			/* ERR before the error CQE: whoever sees the CQE sees ERR */
 			int old = atomic_exchange(&qp->state, KINET_QPS_ERR);
 			if (old != KINET_QPS_ERR)
-				KLOG_DBG("qp 0x%x: %s -> ERR", qp->qpn, kinet_qp_state_str(old));
+				KLOG_DBG("qp 0x%x: WQE %u: %s; %s -> ERR", qp->qpn, e->r.wqe_idx,
+					 kinet_syndrome_str(e->status), kinet_qp_state_str(old));
+			if (soft_req_cqe(qp, &e->r, e->status))
+				break; /* CQ full: later */
 		} else if (e->r.signaled) {
 			if (soft_req_cqe(qp, &e->r, 0))
 				break;
