@@ -778,4 +778,79 @@ TW_FN int tw_kill_c(int fd, int fd2, void *arg)
 	return 0;
 }
 
+/* ---- cutting the link ------------------------------------------------------------------ */
+
+#define TW_CUT_N 100
+
+/* a streams writes, takes its end of the link down (arg: its interface) and
+ * streams more: every WQE completes, errors within the network timeout;
+ * link up again, new QPs on both sides, data both ways. */
+TW_FN int tw_cut_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	const char *ifc = arg;
+	char cmd[128];
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	kn_ticket_t t[2 * TW_CUT_N];
+	for (int i = 0; i < TW_CUT_N; i++)
+		t[i] = tw_post_write(&s, TW_Q + (uint32_t)(i % 4) * TW_KILL_LEN,
+				     TW_P + (i % 8) * TW_KILL_LEN, TW_KILL_LEN, 0, 0);
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s down", ifc);
+	CK(system(cmd) == 0);
+	uint64_t t0 = tw_ms();
+	for (int i = TW_CUT_N; i < 2 * TW_CUT_N; i++)
+		t[i] = tw_post_write(&s, TW_Q + (uint32_t)(i % 4) * TW_KILL_LEN,
+				     TW_P + (i % 8) * TW_KILL_LEN, TW_KILL_LEN, 0, 0);
+	int first_err = -1;
+	for (int i = 0; i < 2 * TW_CUT_N; i++) {
+		int rc = kn_wait(s.d, t[i]);
+		CK(rc == 0 || rc == -EIO);
+		if (rc == -EIO && first_err < 0)
+			first_err = i;
+		if (first_err >= 0)
+			CK(rc == -EIO);
+	}
+	uint64_t dt = tw_ms() - t0;
+	fprintf(stderr, "[cut] %d of %d completed before the failure, all done %llu ms after the cut\n",
+		first_err, 2 * TW_CUT_N, (unsigned long long)dt);
+	CK(first_err >= 0 && first_err <= TW_CUT_N);
+	CK(dt < 1500 + 3000);
+	CK(kn_qp_error(s.d, NULL) == KN_SYND_TRANSPORT_RETRY_EXC_ERR);
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s up", ifc);
+	CK(system(cmd) == 0);
+	CK(tw_sync(fd, 1) == 1);
+	tw_qp_new(&s);
+	kn_ticket_t w = tw_post_write(&s, TW_Q + 3, TW_P + 5, 500000, 0, 0);
+	kn_ticket_t r;
+	CK0(kn_get(s.d, s.buf + TW_L, kinet_mr_lkey(s.mr), s.peer.addr + TW_Q + 11, s.peer.rkey,
+		   200000, &r));
+	CK0(kn_wait(s.d, w));
+	CK0(kn_wait(s.d, r));
+	uint8_t *b = malloc(TW_LEN);
+	tu_fill_random(b, TW_LEN, 2);
+	CK(memcmp(s.buf + TW_L, b + TW_Q + 11, 200000) == 0);
+	free(b);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+TW_FN int tw_cut_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	CK(tw_sync(fd, 1) == 1);
+	tw_qp_new(&s);
+	CK(tw_sync(fd, 2) == 2);
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s.buf + TW_P + 5, a + TW_Q + 3, 500000) == 0);
+	free(a);
+	tw_close(&s);
+	return 0;
+}
+
 #endif
