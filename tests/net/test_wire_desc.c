@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Endpoint descriptors (kinet/net.h): round trips, refusal of other
+ * versions, of malformed bytes and of another provider; two contexts of one
+ * process connected through the wire.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <kinet/kinet.h>
+#include <kinet/net.h>
+#include "../util/testutil.h"
+
+struct one {
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_qp *qp;
+};
+
+static void one_open(struct one *o)
+{
+	setenv("FI_TCP_IFACE", "lo", 1);
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	cr_assert_eq(kinet_open(&ca, &o->ctx), 0);
+	cr_assert_eq(kinet_pd_alloc(o->ctx, &o->pd), 0);
+	cr_assert_eq(kinet_qp_create(o->pd, NULL, &o->qp), 0);
+}
+
+static void one_close(struct one *o)
+{
+	cr_assert_eq(kinet_qp_destroy(o->qp), 0);
+	cr_assert_eq(kinet_pd_free(o->pd), 0);
+	cr_assert_eq(kinet_close(o->ctx), 0);
+}
+
+Test(wire_desc, qp_round_trip_and_refusals)
+{
+	struct one o;
+	one_open(&o);
+	uint8_t d[KINET_QP_DESC_MAX];
+	cr_assert_eq(kinet_qp_export(o.qp, d, 8), -E2BIG);
+	int n = kinet_qp_export(o.qp, d, sizeof(d));
+	cr_assert_gt(n, 64);
+	struct kinet_qp_info qi;
+	cr_assert_eq(kinet_qp_desc_parse(d, (size_t)n, &qi), 0);
+	cr_assert_eq(qi.version, KINET_NET_VERSION);
+	cr_assert_eq(qi.qpn, kinet_qp_num(o.qp));
+	cr_assert_str_eq(qi.provider, kinet_tunable_str("KINET_FI_PROVIDER"));
+	cr_assert_gt(qi.addr_len, 0);
+	cr_assert_neq(qi.gen, 0);
+	/* exporting again gives the same descriptor (same generation) */
+	uint8_t d2[KINET_QP_DESC_MAX];
+	cr_assert_eq(kinet_qp_export(o.qp, d2, sizeof(d2)), n);
+	cr_assert_eq(memcmp(d, d2, (size_t)n), 0);
+
+	/* another version: refused before anything else is read */
+	uint8_t v[KINET_QP_DESC_MAX];
+	memcpy(v, d, (size_t)n);
+	v[5] ^= 0x7; /* version is big-endian at offset 4 */
+	cr_assert_eq(kinet_qp_desc_parse(v, (size_t)n, &qi), -KINET_EVERSION);
+	cr_assert_eq(kinet_qp_connect_remote(o.qp, v, (size_t)n), -KINET_EVERSION);
+	cr_assert_eq(kinet_qp_get_state(o.qp), KINET_QPS_RESET);
+	cr_assert_str_eq(kinet_strerror(-KINET_EVERSION), "descriptor version mismatch");
+	/* not a descriptor, truncated, a memory-region descriptor */
+	uint8_t junk[KINET_QP_DESC_MAX];
+	tu_fill_random(junk, sizeof(junk), 9);
+	cr_assert_eq(kinet_qp_desc_parse(junk, sizeof(junk), &qi), -EPROTO);
+	cr_assert_eq(kinet_qp_desc_parse(d, 20, &qi), -EPROTO);
+	cr_assert_eq(kinet_qp_desc_parse(d, (size_t)n - 1, &qi), -EPROTO);
+	cr_assert_eq(kinet_qp_connect_remote(o.qp, junk, sizeof(junk)), -EPROTO);
+	cr_assert_eq(kinet_qp_desc_parse(NULL, 10, &qi), -EINVAL);
+	/* another provider */
+	memcpy(v, d, (size_t)n);
+	memset(v + 32, 0, 32);
+	strcpy((char *)v + 32, "verbs;ofi_rxm");
+	cr_assert_eq(kinet_qp_connect_remote(o.qp, v, (size_t)n), -EPROTO);
+	one_close(&o);
+}
+
+Test(wire_desc, mr_round_trip_and_refusals)
+{
+	struct one o;
+	one_open(&o);
+	uint8_t *buf = malloc(12345);
+	kinet_mr *mr;
+	cr_assert_eq(kinet_mr_reg(o.pd, buf, 12345, KINET_ACCESS_ALL, &mr), 0);
+	uint8_t d[KINET_MR_DESC_SIZE];
+	cr_assert_eq(kinet_mr_export(mr, d, sizeof(d) - 1), -E2BIG);
+	cr_assert_eq(kinet_mr_export(mr, d, sizeof(d)), KINET_MR_DESC_SIZE);
+	struct kinet_mr_info mi;
+	cr_assert_eq(kinet_mr_desc_parse(d, sizeof(d), &mi), 0);
+	cr_assert_eq(mi.addr, (uint64_t)(uintptr_t)buf);
+	cr_assert_eq(mi.len, 12345);
+	cr_assert_eq(mi.rkey, kinet_mr_rkey(mr));
+	cr_assert_eq(mi.kind, KINET_MEM_HOST);
+	cr_assert_neq(mi.gen, 0);
+	d[5] = 99;
+	cr_assert_eq(kinet_mr_desc_parse(d, sizeof(d), &mi), -KINET_EVERSION);
+	d[0] = 'X';
+	cr_assert_eq(kinet_mr_desc_parse(d, sizeof(d), &mi), -EPROTO);
+	/* a QP descriptor is not a memory-region descriptor */
+	uint8_t q[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(o.qp, q, sizeof(q));
+	cr_assert_eq(kinet_mr_desc_parse(q, (size_t)n, &mi), -EPROTO);
+	cr_assert_eq(kinet_mr_dereg(mr), 0);
+	free(buf);
+	one_close(&o);
+}
+
+/* Two contexts of this process, connected through the wire (not directly):
+ * a write and a read, data checked; then reset, the old descriptor is stale
+ * (new generation) and a reconnect with fresh ones works. */
+Test(wire_desc, two_contexts_through_the_wire)
+{
+	struct one a, b;
+	one_open(&a);
+	one_open(&b);
+	size_t n = 1 << 20;
+	uint8_t *ba = malloc(n), *bb = malloc(n);
+	tu_fill_random(ba, n, 1);
+	tu_fill_random(bb, n, 2);
+	kinet_mr *ma, *mb;
+	cr_assert_eq(kinet_mr_reg(a.pd, ba, n, KINET_ACCESS_ALL, &ma), 0);
+	cr_assert_eq(kinet_mr_reg(b.pd, bb, n, KINET_ACCESS_ALL, &mb), 0);
+	for (int round = 0; round < 2; round++) {
+		uint8_t da[KINET_QP_DESC_MAX], db[KINET_QP_DESC_MAX];
+		int la = kinet_qp_export(a.qp, da, sizeof(da));
+		int lb = kinet_qp_export(b.qp, db, sizeof(db));
+		cr_assert_gt(la, 0);
+		cr_assert_gt(lb, 0);
+		struct kinet_qp_info ia;
+		cr_assert_eq(kinet_qp_desc_parse(da, (size_t)la, &ia), 0);
+		cr_assert_eq(kinet_qp_connect_remote(a.qp, db, (size_t)lb), 0);
+		cr_assert_eq(kinet_qp_connect_remote(b.qp, da, (size_t)la), 0);
+		cr_assert_eq(kinet_qp_connect_remote(a.qp, db, (size_t)lb), -EINVAL); /* RTS already */
+		kn_qp *d;
+		cr_assert_eq(kinet_qp_device(a.qp, &d), 0);
+		kn_ticket_t t;
+		size_t off = (size_t)round * 4096;
+		cr_assert_eq(kn_put(d, (uint64_t)(uintptr_t)(bb + off), kinet_mr_rkey(mb), ba + off + 100,
+				    kinet_mr_lkey(ma), 300000, &t), 0);
+		cr_assert_eq(kn_wait(d, t), 0);
+		cr_assert_eq(memcmp(bb + off, ba + off + 100, 300000), 0);
+		cr_assert_eq(kn_get(d, ba + 500000, kinet_mr_lkey(ma),
+				    (uint64_t)(uintptr_t)(bb + 600000), kinet_mr_rkey(mb), 70000, &t),
+			     0);
+		cr_assert_eq(kn_wait(d, t), 0);
+		cr_assert_eq(memcmp(ba + 500000, bb + 600000, 70000), 0);
+		/* back to RESET: a new generation, the old descriptor goes stale */
+		cr_assert_eq(kinet_qp_modify(a.qp, KINET_QPS_RESET, NULL), 0);
+		cr_assert_eq(kinet_qp_modify(b.qp, KINET_QPS_RESET, NULL), 0);
+		struct kinet_qp_info ia2;
+		uint8_t da2[KINET_QP_DESC_MAX];
+		int la2 = kinet_qp_export(a.qp, da2, sizeof(da2));
+		cr_assert_eq(kinet_qp_desc_parse(da2, (size_t)la2, &ia2), 0);
+		cr_assert_neq(ia.gen, ia2.gen);
+	}
+	cr_assert_eq(kinet_mr_dereg(ma), 0);
+	cr_assert_eq(kinet_mr_dereg(mb), 0);
+	one_close(&a);
+	one_close(&b);
+	free(ba);
+	free(bb);
+}
