@@ -344,7 +344,10 @@ static int find_device(const struct kinet_mlx5_ops *ops, const char *device, boo
 	if (!list || n == 0) {
 		if (list)
 			ops->free_device_list(list);
-		snprintf(why, wl, "no RDMA device found (%s)", ops->name);
+		else if (errno)
+			snprintf(why, wl, "no RDMA device found (%s: %s)", ops->name, strerror(errno));
+		if (list || !errno)
+			snprintf(why, wl, "no RDMA device found (%s)", ops->name);
 		return -ENODEV;
 	}
 	char notes[400] = "";
@@ -1286,11 +1289,15 @@ int kinet_mlx5_list_nics(struct kinet_nic_info *out, int max, char *why, size_t 
 	if (!ops)
 		return -ENODEV;
 	int n = 0;
+	errno = 0;
 	struct ibv_device **list = ops->get_device_list(&n);
 	if (!list) {
-		snprintf(why, whylen, "ibv_get_device_list failed: %s", strerror(errno ? errno : EIO));
-		return -ENODEV;
+		snprintf(why, whylen, "no RDMA device found (ibv_get_device_list: %s)",
+			 strerror(errno ? errno : EIO));
+		return 0;
 	}
+	if (n == 0)
+		snprintf(why, whylen, "no RDMA device found (%s)", ops->name);
 	int k = 0;
 	for (int i = 0; i < n && k < max; i++) {
 		struct kinet_nic_info *o = &out[k++];

@@ -50,6 +50,8 @@ static struct {
 	cu_result (*ctx_get)(cu_context *);
 	cu_result (*ctx_set)(cu_context);
 	cu_result (*primary_retain)(cu_context *, cu_device);
+	cu_result (*mem_alloc)(cu_devptr *, size_t);
+	cu_result (*mem_free)(cu_devptr);
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -88,6 +90,8 @@ static void cu_load_once(void)
 	SYM(ctx_get, "cuCtxGetCurrent");
 	SYM(ctx_set, "cuCtxSetCurrent");
 	SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+	SYM(mem_alloc, "cuMemAlloc_v2");
+	SYM(mem_free, "cuMemFree_v2");
 	/* CUDA 11.7+: absent on older drivers, dma-buf is then unavailable */
 	*(void **)&cu.range_handle = dlsym(cu.h, "cuMemGetHandleForAddressRange");
 	cu_result r = cu.init(0);
@@ -248,4 +252,29 @@ const char *kinet_peermem_module(void)
 int kinet_peermem_loaded(void)
 {
 	return kinet_peermem_module() != NULL;
+}
+
+int kinet_cudrv_alloc(int ordinal, size_t len, void **out)
+{
+	if (kinet_cudrv_load(NULL, 0))
+		return -ENODEV;
+	if (ordinal < 0 || ordinal >= cu.ngpu || !out)
+		return -EINVAL;
+	cu_device d;
+	cu_context c;
+	if (cu.device_get(&d, ordinal) != CU_OK || cu.primary_retain(&c, d) != CU_OK ||
+	    cu.ctx_set(c) != CU_OK)
+		return -EIO;
+	cu_devptr p = 0;
+	if (cu.mem_alloc(&p, len) != CU_OK)
+		return -ENOMEM;
+	*out = (void *)(uintptr_t)p;
+	return 0;
+}
+
+int kinet_cudrv_free(void *p)
+{
+	if (kinet_cudrv_load(NULL, 0))
+		return -ENODEV;
+	return cu.mem_free((cu_devptr)(uintptr_t)p) == CU_OK ? 0 : -EIO;
 }

@@ -34,6 +34,9 @@ int kinet_cudrv_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset);
  * range; *devp gets its GPU address. */
 int kinet_cudrv_map(void *p, size_t len, int io, void **devp);
 int kinet_cudrv_unmap(void *p);
+/* Device memory of GPU `ordinal` (its primary context becomes current). */
+int kinet_cudrv_alloc(int ordinal, size_t len, void **out);
+int kinet_cudrv_free(void *p);
 /* 1 when nvidia_peermem (or the older nv_peer_mem) is loaded. */
 int kinet_peermem_loaded(void);
 /* Name of the loaded peer-memory module, or NULL. */

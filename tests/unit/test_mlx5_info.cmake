@@ -1,0 +1,14 @@
+# Included by tests/CMakeLists.txt after the target test_mlx5_info exists:
+# the test runs the built kinet-info and parses its --json output with json-c
+# when it is there.
+if(TARGET kinet-info)
+  add_dependencies(test_mlx5_info kinet-info)
+  target_compile_definitions(test_mlx5_info PRIVATE KINET_INFO_BIN="$<TARGET_FILE:kinet-info>")
+endif()
+if(PkgConfig_FOUND AND NOT JSONC_FOUND)
+  pkg_check_modules(JSONC IMPORTED_TARGET json-c)
+endif()
+if(JSONC_FOUND)
+  target_link_libraries(test_mlx5_info PRIVATE PkgConfig::JSONC)
+  target_compile_definitions(test_mlx5_info PRIVATE KINET_HAVE_JSONC=1)
+endif()
