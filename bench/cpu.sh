@@ -49,18 +49,23 @@ echo "- kinet-perf: host executor, one QP pair per thread, 1 engine thread, door
 echo
 
 # ---- message rate, 8-byte writes ------------------------------------------
+# waiting threads spin (as GPU threads do) or yield the CPU (--poll yield)
 declare -A rate
 for rep in $(seq "$REPS"); do
   for t in 1 2 4; do
-    rate[$t]+="$(rows write_bw -s 8 -t "$t" -n 100000 | awk '{print $5}') "
+    for p in spin yield; do
+      rate[$t$p]+="$(rows write_bw -s 8 -t "$t" -n 100000 --poll "$p" | awk '{print $5}') "
+    done
   done
 done
-echo "| 8-byte RDMA write | message rate [Mpps] | vs 1 thread |"
-echo "| --- | ---: | ---: |"
-r1=$(tr ' ' '\n' <<<"${rate[1]}" | grep . | median)
+m() { tr ' ' '\n' <<<"$1" | grep . | median; }
+echo "| 8-byte RDMA write, one QP per thread | Mpps, spin | vs 1 thread | Mpps, --poll yield | vs 1 thread |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+s1=$(m "${rate[1spin]}")
+y1=$(m "${rate[1yield]}")
 for t in 1 2 4; do
-  r=$(tr ' ' '\n' <<<"${rate[$t]}" | grep . | median)
-  awk -v t="$t" -v r="$r" -v r1="$r1" 'BEGIN {printf "| %d initiator thread%s | %.3f | %.2f |\n", t, (t>1?"s":""), r, r/r1}'
+  awk -v t="$t" -v s="$(m "${rate[${t}spin]}")" -v y="$(m "${rate[${t}yield]}")" -v s1="$s1" -v y1="$y1" \
+    'BEGIN {printf "| %d initiator thread%s | %.3f | %.2f | %.3f | %.2f |\n", t, (t>1?"s":""), s, s/s1, y, y/y1}'
 done
 echo
 
@@ -73,7 +78,6 @@ for rep in $(seq "$REPS"); do
   lat_avg+="$(awk '{print $6}' <<<"$row") "
   lat_p99+="$(awk '{print $8}' <<<"$row") "
 done
-m() { tr ' ' '\n' <<<"$1" | grep . | median; }
 echo "| write_lat, 8 bytes (half round trip) | t_min [usec] | t_typical [usec] | t_avg [usec] | 99% [usec] |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 awk -v a="$(m "$lat_min")" -v b="$(m "$lat_typ")" -v c="$(m "$lat_avg")" -v d="$(m "$lat_p99")" \

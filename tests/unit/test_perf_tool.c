@@ -289,7 +289,8 @@ Test(perf_tool, threads_and_shared_qp)
 	const char *a1[] = {"put_bw", "-s", "8", "-t", "2", "-n", "200", NULL};
 	const char *a2[] = {"write_bw", "-s", "100", "-t", "3", "--shared", "-q", "8", "-n", "100",
 			    NULL};
-	const char *a3[] = {"atomic_bw", "-t", "2", "--shared", "-n", "100", NULL};
+	const char *a3[] = {"atomic_bw", "-t", "2", "--shared", "-n", "100", "--poll", "yield",
+			    NULL};
 	const char *const *all[] = {a1, a2, a3};
 	const double sizes[] = {8, 100, 8}, iters[] = {200, 100, 100};
 	for (int i = 0; i < 3; i++) {
@@ -385,6 +386,7 @@ Test(perf_tool, usage_errors_exit_2)
 		{"write_bw", "somehost", NULL},
 		{"write_bw", "--bogus", NULL},
 		{"send_bw", "--shared", "-t", "2", NULL},
+		{"write_bw", "--poll", "sometimes", NULL},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct out o = run(cases[i]);

@@ -112,6 +112,11 @@ static void usage(FILE *f)
 		"      --engine-threads=N software NIC engine threads (default:\n"
 		"                         KINET_ENGINE_THREADS)\n"
 		"      --executor=NAME    who runs the device code: host (default)\n"
+		"      --poll=spin|yield  host executor, while a thread waits: spin with a\n"
+		"                         pause (default, as a GPU thread does) or give the\n"
+		"                         CPU away (sched_yield) between polls; yield suits\n"
+		"                         machines with fewer cores than initiator + engine\n"
+		"                         threads\n"
 		"      --json             print one JSON object per line (JSON Lines) on\n"
 		"                         stdout, one per message size, and nothing else\n"
 		"      --corrupt          (testing the tool) flip one destination byte after\n"
@@ -184,6 +189,7 @@ enum {
 	OPT_ENGINE_THREADS,
 	OPT_EXECUTOR,
 	OPT_CORRUPT,
+	OPT_POLL,
 };
 
 static int parse_args(int argc, char **argv, struct perf_opts *o)
@@ -203,6 +209,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		{"executor", required_argument, NULL, OPT_EXECUTOR},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"corrupt", no_argument, NULL, OPT_CORRUPT},
+		{"poll", required_argument, NULL, OPT_POLL},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -282,6 +289,14 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_JSON:
 			o->json = true;
+			break;
+		case OPT_POLL:
+			if (!strcmp(optarg, "spin"))
+				o->yield = false;
+			else if (!strcmp(optarg, "yield"))
+				o->yield = true;
+			else
+				return usage_error("bad --poll '%s' (spin, yield)", optarg);
 			break;
 		case OPT_CORRUPT:
 			o->corrupt = true;

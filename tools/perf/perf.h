@@ -54,6 +54,7 @@ struct perf_opts {
 	int engine_threads;  /* --engine-threads (0: KINET_ENGINE_THREADS) */
 	int db_mode;         /* --db-mode (enum kn_db_mode, KN_DB_AUTO by default) */
 	bool shared;         /* --shared: one QP shared by every thread */
+	bool yield;          /* --poll yield: sched_yield() while waiting (host) */
 	const char *executor; /* --executor: "host" (see kinet-perf.c) */
 	const char *peer;     /* HOST operand: server/client mode (not built yet) */
 	bool corrupt;         /* --corrupt: damage the destination before the check */

@@ -18,6 +18,22 @@
 
 #include <kinet/device.h>
 
+/* Between two polls of a waiting job: pause; on the host with --poll yield,
+ * give the CPU away (sched_yield), for machines with fewer cores than
+ * initiator plus engine threads. */
+#if defined(__CUDA_ARCH__)
+#define PERF_RELAX(j) KN_PAUSE()
+#else
+#include <sched.h>
+#define PERF_RELAX(j)                     \
+	do {                              \
+		if ((j)->yield)           \
+			sched_yield();    \
+		else                      \
+			KN_PAUSE();       \
+	} while (0)
+#endif
+
 enum perf_test_id {
 	PERF_WRITE_BW = 0,
 	PERF_WRITE_LAT,
@@ -67,7 +83,7 @@ struct perf_job {
 	uint64_t t_land;  /* write_lat: where the initiator's writes land */
 	uint64_t t_raddr; /* write_lat: the initiator's landing buffer */
 	uint32_t t_rkey;
-	uint32_t pad0;
+	uint32_t yield;   /* host: sched_yield() instead of pause while waiting */
 	uint64_t atomic_init; /* atomics: initial value of the remote word */
 	uint64_t *barrier;    /* shared by the jobs of a run, starts at 0 */
 	/* outputs */
@@ -115,7 +131,7 @@ KN_DEVICE int perf_barrier(struct perf_job *j, uint64_t gen)
 	while (KN_LOAD64(j->barrier) < gen * (uint64_t)j->nthreads) {
 		if ((++spins & 1023u) == 0 && perf_timed_out(&t0, j->timeout_ns))
 			return perf_fail(j, (const kn_qp *)0, -ETIMEDOUT, PERF_STEP_BARRIER);
-		KN_PAUSE();
+		PERF_RELAX(j);
 	}
 	return 0;
 }
@@ -203,7 +219,7 @@ KN_DEVICE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, u
 			return 0;
 		if ((++spins & 255u) == 0 && perf_timed_out(&t0, j->timeout_ns))
 			return perf_fail(j, qp, -ETIMEDOUT, PERF_STEP_CQE);
-		KN_PAUSE();
+		PERF_RELAX(j);
 	}
 }
 
@@ -310,7 +326,7 @@ KN_DEVICE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, c
 			if (perf_timed_out(&t0, j->timeout_ns))
 				return perf_fail(j, qp, -ETIMEDOUT, PERF_STEP_ARRIVAL);
 		}
-		KN_PAUSE();
+		PERF_RELAX(j);
 	}
 	KN_FENCE_ACQ();
 	return 0;

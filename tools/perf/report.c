@@ -155,6 +155,8 @@ void perf_report_header(const struct perf_env *e, FILE *f)
 			o->threads == 1 ? "" : "s",
 			o->shared ? "one QP shared by all threads" : "one QP per thread");
 		fprintf(f, " Doorbell mode   : %s\n", db_mode_name(e));
+		fprintf(f, " Waiting threads : %s\n",
+			o->yield ? "yield the CPU between polls" : "spin (pause between polls)");
 		if (pt->kind == PERF_BW)
 			fprintf(f, " Outstanding     : %u WQEs per thread\n", o->qdepth);
 	}
@@ -177,11 +179,12 @@ static void json_common(const struct perf_env *e, uint64_t size, FILE *f)
 	fprintf(f,
 		"{\"test\":\"%s\",\"backend\":\"%s\",\"executor\":\"%s\",\"threads\":%d,"
 		"\"shared\":%s,\"qdepth\":%u,\"db_mode\":\"%s\",\"engine_threads\":%d,"
-		"\"bytes\":%" PRIu64 ",\"iterations\":%" PRIu64 ",\"verified\":true",
+		"\"poll\":\"%s\",\"bytes\":%" PRIu64 ",\"iterations\":%" PRIu64 ",\"verified\":true",
 		o->test->name, (o->test->flags & PERF_F_NO_NIC) ? "none" : "soft", o->executor,
 		o->threads, o->shared ? "true" : "false",
 		o->test->kind == PERF_BW ? o->qdepth : 1u, db_mode_name(e),
-		(o->test->flags & PERF_F_NO_NIC) ? 0 : engine_threads(e), size, o->iters);
+		(o->test->flags & PERF_F_NO_NIC) ? 0 : engine_threads(e), o->yield ? "yield" : "spin",
+		size, o->iters);
 }
 
 void perf_report_bw(const struct perf_env *e, uint64_t size, const struct perf_bw *r, FILE *f)

@@ -175,6 +175,7 @@ int perf_env_prepare(struct perf_env *e, uint64_t size)
 		j->tcomp = e->tcomp + (size_t)i * e->cap_iters;
 		j->ring = e->ring + (size_t)i * o->qdepth;
 		j->atomic_init = init;
+		j->yield = o->yield;
 		j->laddr = (uint64_t)(uintptr_t)a;
 		j->raddr = (uint64_t)(uintptr_t)b;
 		if (pt->flags & PERF_F_NO_NIC) {
