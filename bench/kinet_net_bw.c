@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet_net_bw - kinet's cross-process path (software NIC over its wire),
+ * measured like bench/fabric_bw: RDMA write bandwidth through the device API
+ * on the host executor, and 8-byte write latency (post to completion: the
+ * target has placed it). Public API only.
+ *
+ *   kinet_net_bw -s DIR          server: publishes DIR/kinet.srv, waits
+ *   kinet_net_bw -c DIR [-n N]   client: connects, measures, prints markdown
+ * Descriptors travel through files in DIR (any shared folder).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <kinet/kinet.h>
+#include <kinet/net.h>
+
+#define MAXSZ (4u << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define CHK(e)                                                                             \
+	do {                                                                               \
+		int r_ = (int)(e);                                                         \
+		if (r_) {                                                                  \
+			fprintf(stderr, "kinet_net_bw: %s: %s\n", #e, kinet_strerror(r_));   \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+static void put_file(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[512], tmp[520];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "wb");
+	if (!f || fwrite(p, 1, n, f) != n) {
+		fprintf(stderr, "kinet_net_bw: cannot write %s\n", tmp);
+		exit(1);
+	}
+	fclose(f);
+	rename(tmp, path);
+}
+
+/* Waits (30 s at most) for a file and reads it. */
+static size_t get_file(const char *dir, const char *name, void *p, size_t cap, int wait_s)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	for (int i = 0; i < wait_s * 100; i++) {
+		FILE *f = fopen(path, "rb");
+		if (f) {
+			size_t n = fread(p, 1, cap, f);
+			fclose(f);
+			unlink(path);
+			return n;
+		}
+		usleep(10000);
+	}
+	fprintf(stderr, "kinet_net_bw: nothing in %s\n", path);
+	exit(1);
+}
+
+struct blob {
+	uint8_t qp[KINET_QP_DESC_MAX];
+	uint8_t mr[KINET_MR_DESC_SIZE];
+	uint32_t qp_len;
+};
+
+int main(int argc, char **argv)
+{
+	int n = 1000, srv = -1, opt;
+	const char *dir = NULL;
+	while ((opt = getopt(argc, argv, "s:c:n:")) != -1) {
+		if (opt == 's' || opt == 'c') {
+			srv = opt == 's';
+			dir = optarg;
+		} else if (opt == 'n') {
+			n = atoi(optarg);
+		}
+	}
+	if (srv < 0 || n <= 0) {
+		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N]\n");
+		return 2;
+	}
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_qp *qp;
+	kinet_mr *mr;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	CHK(kinet_open(&ca, &ctx));
+	CHK(kinet_pd_alloc(ctx, &pd));
+	uint8_t *buf = aligned_alloc(4096, MAXSZ);
+	memset(buf, 0x5a, MAXSZ);
+	CHK(kinet_mr_reg(pd, buf, MAXSZ, KINET_ACCESS_ALL, &mr));
+	struct kinet_qp_attr qa = {.sq_depth = 256};
+	CHK(kinet_qp_create(pd, &qa, &qp));
+	struct blob me, peer;
+	memset(&me, 0, sizeof(me));
+	int l = kinet_qp_export(qp, me.qp, sizeof(me.qp));
+	if (l < 0)
+		CHK(l);
+	me.qp_len = (uint32_t)l;
+	if (kinet_mr_export(mr, me.mr, sizeof(me.mr)) < 0)
+		return 1;
+	put_file(dir, srv ? "kinet.srv" : "kinet.cli", &me, sizeof(me));
+	get_file(dir, srv ? "kinet.cli" : "kinet.srv", &peer, sizeof(peer), 30);
+	CHK(kinet_qp_connect_remote(qp, peer.qp, peer.qp_len));
+	if (srv) {
+		char done[8];
+		get_file(dir, "kinet.done", done, sizeof(done), 600);
+	} else {
+		struct kinet_mr_info pm;
+		CHK(kinet_mr_desc_parse(peer.mr, sizeof(peer.mr), &pm));
+		kn_qp *d;
+		CHK(kinet_qp_device(qp, &d));
+		uint32_t lkey = kinet_mr_lkey(mr);
+		printf("| size | kinet write MB/s |\n|---:|---:|\n");
+		for (uint32_t sz = 65536; sz <= MAXSZ; sz *= 4) {
+			int cnt = (int)((uint64_t)n * 65536 / sz);
+			if (cnt < 64)
+				cnt = 64;
+			uint64_t t0 = now_ns();
+			for (int i = 0; i < cnt; i++)
+				CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, sz, NULL));
+			CHK(kn_quiet(d));
+			double s = (double)(now_ns() - t0) / 1e9;
+			printf("| %u | %.0f |\n", sz, (double)cnt * sz / s / 1e6);
+		}
+		int iters = n * 10;
+		kn_ticket_t t;
+		for (int i = 0; i < 100; i++) {
+			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
+			CHK(kn_wait(d, t));
+		}
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < iters; i++) {
+			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
+			CHK(kn_wait(d, t));
+		}
+		printf("\nkinet 8-byte write latency (post to completion): %.2f us\n",
+		       (double)(now_ns() - t0) / 1e3 / iters);
+		put_file(dir, "kinet.done", "done", 4);
+	}
+	CHK(kinet_qp_destroy(qp));
+	CHK(kinet_mr_dereg(mr));
+	CHK(kinet_pd_free(pd));
+	CHK(kinet_close(ctx));
+	free(buf);
+	return 0;
+}
