@@ -304,6 +304,29 @@ TW_FN void tw_run(struct tw_proc *p, int n, const int links[][2], int nlinks, vo
 	}
 }
 
+/* Does this build have the wire (libfabric and its provider)? Checked in a
+ * child so that the test process itself never starts kinet threads. */
+TW_FN int tw_have_wire(void)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		tw_child_env("lo");
+		kinet_ctx *ctx;
+		kinet_pd *pd;
+		kinet_qp *qp;
+		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+		uint8_t d[KINET_QP_DESC_MAX];
+		if (kinet_open(&ca, &ctx) || kinet_pd_alloc(ctx, &pd) || kinet_qp_create(pd, NULL, &qp))
+			_exit(1);
+		int n = kinet_qp_export(qp, d, sizeof(d));
+		_exit(n > 0 ? 0 : (n == -ENOSYS || n == -ENODEV) ? 77 : 1);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 TW_FN int tw_exited_ok(const struct tw_proc *p)
 {
 	return WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
