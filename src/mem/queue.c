@@ -64,7 +64,9 @@ void kinet_queue_free(void *p, size_t len)
 int kinet_mem_copy(void *dst, int dkind, const void *src, int skind, size_t n)
 {
 	if (dkind == KINET_MEM_HOST && skind == KINET_MEM_HOST) {
-		memcpy(dst, src, n);
+		/* a WQE may name overlapping source and target (one region
+		 * written into itself): memmove, never memcpy's undefined case */
+		memmove(dst, src, n);
 		return 0;
 	}
 	if (!kinet_cuda || !kinet_cuda->copy)

@@ -171,6 +171,40 @@ Test(ops, rdma_write_sizes)
 	env_close(&e);
 }
 
+/* Source and target in the same region, overlapping: the WQE completes and
+ * nothing outside the target range changes. */
+static int overlap_fn(int tid, int n, void *arg)
+{
+	(void)tid, (void)n;
+	struct env *e = arg;
+	kn_qp *q = e->p.da;
+	for (int i = 0; i < 200; i++) {
+		uint32_t len = 1 + (uint32_t)(tu_rand64(&e->seed) % 20000);
+		size_t so = rnd_off(e, len + 40000) + 20000;
+		size_t d = so + (size_t)((int64_t)(tu_rand64(&e->seed) % 2001) - 1000);
+		kn_ticket_t t;
+		if (i & 1)
+			TU_CHECK(kn_put(q, tu_addr(e->dst.buf + d), kinet_mr_rkey(e->dst.mr),
+					e->dst.buf + so, tu_lkey(&e->dst), len, &t) == 0, "put");
+		else
+			TU_CHECK(kn_get(q, e->dst.buf + d, tu_lkey(&e->dst), tu_addr(e->dst.buf + so),
+					kinet_mr_rkey(e->dst.mr), len, &t) == 0, "get");
+		TU_CHECK(kn_wait(q, t) == 0, "overlapping copy of %u bytes", len);
+		memcpy(e->dst_shadow + d, e->dst.buf + d, len);
+		TU_CHECK(memcmp(e->dst.buf, e->dst_shadow, REGION) == 0,
+			 "bytes outside an overlapping copy changed");
+	}
+	return 0;
+}
+
+Test(ops, overlapping_source_and_target)
+{
+	struct env e;
+	env_open(&e, NULL);
+	run(1, overlap_fn, &e);
+	env_close(&e);
+}
+
 /* ---- RDMA WRITE with immediate ---------------------------------------------- */
 
 static int write_imm_fn(int tid, int n, void *arg)
