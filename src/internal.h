@@ -72,6 +72,7 @@ struct kinet_ctx {
 	struct kinet_soft_nic *nic;
 	struct kinet_wire *wire; /* soft: endpoint to other processes (wire.c), lazy */
 	void *mlx5; /* mlx5 backend state (src/nic/mlx5/) */
+	atomic_int pds, cqs; /* live PDs and CQs: kinet_close refuses while any */
 	/* counters: see struct kinet_counters */
 	_Atomic uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only,
 		c_bf_wqes, c_staged, c_direct, c_rnr, c_proxy;

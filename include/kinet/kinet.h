@@ -84,6 +84,8 @@ struct kinet_ctx_attr {
  * auto). With auto, the reason a backend was not chosen is logged at info
  * level and available from kinet_ctx_backend_reason(). */
 int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out);
+/* Closes a context: -EBUSY (and nothing is freed) while QPs, CQs or
+ * protection domains (hence regions) of it still exist. */
 int kinet_close(kinet_ctx *ctx);
 int kinet_ctx_backend(const kinet_ctx *ctx);
 const char *kinet_backend_name(int backend);

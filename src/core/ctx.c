@@ -107,6 +107,11 @@ int kinet_close(kinet_ctx *ctx)
 			KLOG_WARN("kinet_close: QP 0x%x still exists", ctx->qp_tab[i]->qpn);
 			return -EBUSY;
 		}
+	if (atomic_load(&ctx->pds) || atomic_load(&ctx->cqs)) {
+		KLOG_WARN("kinet_close: %d protection domains and %d CQs still exist",
+			  atomic_load(&ctx->pds), atomic_load(&ctx->cqs));
+		return -EBUSY;
+	}
 	if (ctx->nic)
 		kinet_soft_close(ctx);
 	if (ctx->mlx5)
@@ -180,6 +185,7 @@ int kinet_pd_alloc(kinet_ctx *ctx, kinet_pd **out)
 			return rc;
 		}
 	}
+	atomic_fetch_add(&ctx->pds, 1);
 	*out = pd;
 	return 0;
 }
@@ -195,6 +201,7 @@ int kinet_pd_free(kinet_pd *pd)
 	}
 	if (pd->ctx->backend == KINET_BACKEND_MLX5)
 		kinet_mlx5_pd_free(pd);
+	atomic_fetch_sub(&pd->ctx->pds, 1);
 	free(pd);
 	return 0;
 }
@@ -222,6 +229,7 @@ int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out)
 	for (uint32_t i = 0; i < cq->cnt; i++)
 		((struct kn_cqe64 *)cq->buf)[i].op_own = KN_CQE_INVALID << 4;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	atomic_fetch_add(&ctx->cqs, 1);
 	*out = cq;
 	return 0;
 }
@@ -235,6 +243,7 @@ int kinet_cq_destroy(kinet_cq *cq)
 	kinet_queue_free(cq->buf, (size_t)cq->cnt * KN_CQE_SIZE);
 	kinet_queue_free(cq->dbrec_page, 4096);
 	pthread_spin_destroy(&cq->lock);
+	atomic_fetch_sub(&cq->ctx->cqs, 1);
 	free(cq);
 	return 0;
 }
