@@ -141,6 +141,7 @@ const char *kinet_mlx5_ops_name(void) { return NULL; }
 struct m5_page {
 	uintptr_t addr;
 	int refs;
+	bool owned; /* registered by us (else it was registered already) */
 };
 
 struct m5 {
@@ -716,16 +717,13 @@ static int page_map(struct m5 *m, uintptr_t pg, int io)
 	}
 	void *dev = NULL;
 	int rc = m->ops->gpu_map((void *)pg, KN_UAR_PAGE_SIZE, io, &dev);
-	if (rc)
+	if (rc < 0)
 		return rc;
-	if (dev != (void *)pg) {
-		/* the descriptor holds one address for host and GPU */
-		KLOG_WARN("mlx5 %s: page %p is mapped at a different GPU address %p", m->name,
-			  (void *)pg, dev);
-		m->ops->gpu_unmap((void *)pg);
-		return -EFAULT;
-	}
-	m->pages[m->npages++] = (struct m5_page){pg, 1};
+	/* the CUDA module translates host to GPU addresses when it copies a
+	 * descriptor to the GPU (kinet_qp_device_cuda), so they may differ */
+	if (dev != (void *)pg)
+		KLOG_DBG("mlx5 %s: page %p is at GPU address %p", m->name, (void *)pg, dev);
+	m->pages[m->npages++] = (struct m5_page){pg, 1, rc == 0};
 	return 0;
 }
 
@@ -734,7 +732,8 @@ static void page_unmap(struct m5 *m, uintptr_t pg)
 	for (int i = 0; i < m->npages; i++)
 		if (m->pages[i].addr == pg) {
 			if (--m->pages[i].refs == 0) {
-				m->ops->gpu_unmap((void *)pg);
+				if (m->pages[i].owned)
+					m->ops->gpu_unmap((void *)pg);
 				m->pages[i] = m->pages[--m->npages];
 			}
 			return;
@@ -1280,7 +1279,7 @@ static void pci_of(struct ibv_device *dev, char *out, size_t len)
 	if (!realpath(p, real))
 		return;
 	const char *b = strrchr(real, '/');
-	snprintf(out, len, "%s", b ? b + 1 : real);
+	snprintf(out, len, "%.31s", b ? b + 1 : real); /* a PCI address: 12 characters */
 }
 
 int kinet_mlx5_list_nics(struct kinet_nic_info *out, int max, char *why, size_t whylen)

@@ -230,7 +230,7 @@ int kinet_cudrv_map(void *p, size_t len, int io, void **devp)
 		return -EIO;
 	}
 	*devp = (void *)(uintptr_t)d;
-	return 0;
+	return r == CU_ERROR_HOST_MEMORY_ALREADY_REGISTERED ? 1 : 0;
 }
 
 int kinet_cudrv_unmap(void *p)

@@ -31,7 +31,8 @@ int kinet_cudrv_mem_kind(const void *p);
 /* dma-buf fd covering [p, p+len) (page-aligned inside), and p's offset in it. */
 int kinet_cudrv_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset);
 /* cuMemHostRegister (io: CU_MEMHOSTREGISTER_IOMEMORY) of a page-aligned
- * range; *devp gets its GPU address. */
+ * range; *devp gets its GPU address. 0, 1 when the range was registered
+ * already (by someone else: leave it registered), or a negative errno. */
 int kinet_cudrv_map(void *p, size_t len, int io, void **devp);
 int kinet_cudrv_unmap(void *p);
 /* Device memory of GPU `ordinal` (its primary context becomes current). */

@@ -29,6 +29,7 @@
 #include <sys/eventfd.h>
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/mlx5.h"
+#include "nic/mlx5/cudrv.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 
@@ -124,9 +125,12 @@ void kinet_mlx5_emu_get_cfg(struct kinet_mlx5_emu_cfg *c)
 	pthread_mutex_unlock(&emu_lock);
 }
 
+static bool cfg_explicit;
+
 void kinet_mlx5_emu_set_cfg(const struct kinet_mlx5_emu_cfg *c)
 {
 	pthread_mutex_lock(&emu_lock);
+	cfg_explicit = true;
 	cfg = *c;
 	if (cfg.ndev > EMU_MAXDEV)
 		cfg.ndev = EMU_MAXDEV;
@@ -463,10 +467,13 @@ static struct ibv_mr *mr_make(struct ibv_pd *pd, void *addr, size_t len, int acc
 	return &m->mr;
 }
 
+static int emu_mem_kind(const void *p);
+static int emu_peermem_loaded(void);
+
 static struct ibv_mr *emu_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	called("reg_mr");
-	if (is_gpu(addr, len) && !cfg.peermem) {
+	if (emu_mem_kind(addr) == KINET_MEM_CUDA && !emu_peermem_loaded()) {
 		/* without the peer-memory module the kernel cannot pin GPU memory */
 		errno = EFAULT;
 		return NULL;
@@ -829,19 +836,27 @@ static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 
 /* ---- the GPU side --------------------------------------------------------------------- */
 
+static bool real_gpu(void)
+{
+	return cfg.gpu == KINET_EMU_GPU_REAL;
+}
+
 static int emu_gpu_count(void)
 {
+	if (real_gpu())
+		return kinet_cudrv_gpu_count();
 	return cfg.gpu ? 1 : 0;
 }
 
 static int emu_gpu_map(void *p, size_t len, int io, void **devp)
 {
 	called("gpu_map");
-	(void)len;
 	if (!cfg.gpu)
 		return -ENODEV;
 	if (io && cfg.gpu_map_fails)
 		return -EIO;
+	if (real_gpu())
+		return kinet_cudrv_map(p, len, io, devp);
 	*devp = p; /* unified addressing: the GPU sees the host address */
 	return 0;
 }
@@ -849,29 +864,33 @@ static int emu_gpu_map(void *p, size_t len, int io, void **devp)
 static int emu_gpu_unmap(void *p)
 {
 	called("gpu_unmap");
-	(void)p;
-	return 0;
+	return real_gpu() ? kinet_cudrv_unmap(p) : 0;
 }
 
 static int emu_dmabuf_supported(void)
 {
+	if (real_gpu()) {
+		struct kinet_gpu_info g;
+		return kinet_cudrv_gpu_info(0, &g) == 0 && g.dmabuf;
+	}
 	return cfg.gpu && cfg.dmabuf;
 }
 
+/* Real GPU memory (the emulation runs on a GPU machine) or emulated. */
 static int emu_mem_kind(const void *p)
 {
-	return is_gpu(p, 1) ? KINET_MEM_CUDA : KINET_MEM_HOST;
+	if (is_gpu(p, 1))
+		return KINET_MEM_CUDA;
+	if (real_gpu()) {
+		const struct kinet_cuda_ops *cu = kinet_cuda_load();
+		int k = cu && cu->pointer_kind ? cu->pointer_kind(p) : kinet_cudrv_mem_kind(p);
+		return k < 0 ? KINET_MEM_HOST : k;
+	}
+	return KINET_MEM_HOST;
 }
 
-static int emu_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset)
+static int record_dmabuf(int f, uintptr_t base, size_t span)
 {
-	called("dmabuf_fd");
-	if (!cfg.gpu || !cfg.dmabuf || !is_gpu(p, len))
-		return -ENOTSUP;
-	uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
-	int f = eventfd(0, EFD_CLOEXEC); /* a real descriptor the caller closes */
-	if (f < 0)
-		return -errno;
 	pthread_mutex_lock(&emu_lock);
 	int slot = -1;
 	for (int i = 0; i < 16; i++)
@@ -879,15 +898,40 @@ static int emu_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset)
 			slot = i;
 			break;
 		}
-	if (slot < 0) {
-		pthread_mutex_unlock(&emu_lock);
-		close(f);
-		return -ENOSPC;
+	if (slot >= 0) {
+		dmabufs[slot].fd = f;
+		dmabufs[slot].base = base;
+		dmabufs[slot].len = span;
 	}
-	dmabufs[slot].fd = f;
-	dmabufs[slot].base = base;
-	dmabufs[slot].len = ((uintptr_t)p + len - base + 4095) & ~(size_t)4095;
 	pthread_mutex_unlock(&emu_lock);
+	return slot < 0 ? -ENOSPC : 0;
+}
+
+static int emu_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset)
+{
+	called("dmabuf_fd");
+	if (real_gpu() && !is_gpu(p, len)) {
+		/* a real dma-buf of real GPU memory; remember where it starts */
+		int rc = kinet_cudrv_dmabuf_fd(p, len, fd, offset);
+		if (rc)
+			return rc;
+		uintptr_t base = (uintptr_t)p - *offset;
+		rc = record_dmabuf(*fd, base, ((uintptr_t)p + len - base + 4095) & ~(size_t)4095);
+		if (rc)
+			close(*fd);
+		return rc;
+	}
+	if (!cfg.gpu || !cfg.dmabuf || !is_gpu(p, len))
+		return -ENOTSUP;
+	uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
+	int f = eventfd(0, EFD_CLOEXEC); /* a real descriptor the caller closes */
+	if (f < 0)
+		return -errno;
+	int rc = record_dmabuf(f, base, ((uintptr_t)p + len - base + 4095) & ~(size_t)4095);
+	if (rc) {
+		close(f);
+		return rc;
+	}
 	*fd = f;
 	*offset = (uint64_t)((uintptr_t)p - base);
 	return 0;
@@ -895,7 +939,7 @@ static int emu_dmabuf_fd(void *p, size_t len, int *fd, uint64_t *offset)
 
 static int emu_peermem_loaded(void)
 {
-	return cfg.peermem;
+	return real_gpu() ? kinet_peermem_loaded() : cfg.peermem;
 }
 
 static const struct kinet_mlx5_ops emu_ops = {
@@ -929,8 +973,25 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.peermem_loaded = emu_peermem_loaded,
 };
 
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+/* Installed through KINET_MLX5_EMULATE=1 on a GPU machine: use the GPU. */
+static void env_defaults(void)
+{
+	pthread_mutex_lock(&emu_lock);
+	bool expl = cfg_explicit;
+	pthread_mutex_unlock(&emu_lock);
+	if (!expl && kinet_cudrv_gpu_count() > 0) {
+		pthread_mutex_lock(&emu_lock);
+		if (!cfg_explicit)
+			cfg.gpu = KINET_EMU_GPU_REAL;
+		pthread_mutex_unlock(&emu_lock);
+	}
+}
+
 const struct kinet_mlx5_ops *kinet_mlx5_emu_ops(void)
 {
+	pthread_once(&env_once, env_defaults);
 	return &emu_ops;
 }
 

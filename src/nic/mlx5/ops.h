@@ -94,7 +94,8 @@ struct kinet_mlx5_ops {
 	 * -ENOTSUP when the driver or the GPU cannot export one. */
 	int (*dmabuf_fd)(void *p, size_t len, int *fd, uint64_t *offset);
 	/* Maps host pages (io: MMIO, e.g. a UAR) into the GPU; *devp is the GPU's
-	 * address of p. -ENODEV when there is no GPU (host executor only). */
+	 * address of p. 0 (mapped now), 1 (it already was: do not unmap), or
+	 * -ENODEV when there is no GPU (host executor only), -EIO. */
 	int (*gpu_map)(void *p, size_t len, int io, void **devp);
 	int (*gpu_unmap)(void *p);
 	/* 1 when the peer-memory kernel module is loaded, else 0. */
@@ -120,7 +121,9 @@ struct kinet_mlx5_emu_cfg {
 	int ndev;          /* emulated devices (0: none), at most 4 */
 	int link_layer;    /* IBV_LINK_LAYER_ETHERNET (RoCE) or _INFINIBAND */
 	int port_down;     /* every port reports IBV_PORT_DOWN */
-	int gpu;           /* a GPU is present: gpu_map maps (else -ENODEV) */
+	int gpu;           /* 0 none, 1 an emulated GPU (gpu_map maps host pages as
+			    * they are), 2 the real GPU through the CUDA driver
+			    * (default with KINET_MLX5_EMULATE=1 on a GPU machine) */
 	int gpu_map_fails; /* gpu_map answers -EIO (no GPU mapping of the UAR) */
 	int dmabuf;        /* dma-buf export of emulated GPU memory works */
 	int peermem;       /* ibv_reg_mr accepts emulated GPU memory */
@@ -129,8 +132,9 @@ struct kinet_mlx5_emu_cfg {
 };
 
 const struct kinet_mlx5_ops *kinet_mlx5_emu_ops(void);
+#define KINET_EMU_GPU_REAL 2
 /* Reads / replaces the emulation's configuration (defaults: 2 RoCE devices,
- * active ports, no GPU, DevX on). */
+ * active ports, no GPU or the real one, DevX on). */
 void kinet_mlx5_emu_get_cfg(struct kinet_mlx5_emu_cfg *cfg);
 void kinet_mlx5_emu_set_cfg(const struct kinet_mlx5_emu_cfg *cfg);
 /* Declares [p, p+len) of host memory to be "GPU memory" for the emulation
