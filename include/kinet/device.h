@@ -46,22 +46,64 @@
 #endif
 
 #if defined(__CUDA_ARCH__)
-/* device side: GPU-scope atomics on the QP state (device or mapped memory),
+/* device side: GPU-scope atomics on the QP state (device memory),
  * system-scope fences towards the NIC (queues in host memory or MMIO). */
 #define KN_LOAD64(p) (*(volatile uint64_t *)(p))
 #define KN_LOAD32(p) (*(volatile uint32_t *)(p))
-#define KN_STORE64(p, v) (*(volatile uint64_t *)(p) = (v))
-#define KN_STORE32(p, v) (*(volatile uint32_t *)(p) = (v))
-#define KN_FADD64(p, v) \
-	((uint64_t)atomicAdd((unsigned long long *)(p), (unsigned long long)(v)))
-#define KN_CAS64(p, o, n)                                                    \
-	((uint64_t)atomicCAS((unsigned long long *)(p), (unsigned long long)(o), \
-			     (unsigned long long)(n)))
-#define KN_MAX64(p, v) ((uint64_t)atomicMax((unsigned long long *)(p), (unsigned long long)(v)))
-#define KN_CAS32(p, o, n) atomicCAS((unsigned int *)(p), (o), (n))
-#define KN_FENCE_ACQ() __threadfence()
-#define KN_FENCE_REL() __threadfence()
-#define KN_FENCE_SYS() __threadfence_system()
+/* The C build gets acquire loads, release stores and sequentially
+ * consistent read-modify-writes from <stdatomic.h> semantics; here the same
+ * orderings are spelled in PTX: loads are relaxed (volatile) and acquire
+ * explicitly with KN_FENCE_ACQ where the code needs it, stores release,
+ * read-modify-writes acq_rel at GPU scope (the state lives in GPU memory),
+ * KN_FENCE_SYS a sequentially consistent fence at system scope (the queues
+ * are read by the NIC or a CPU thread). docs/ordering.md has the argument. */
+#define KN_STORE64(p, v) kn_cu_st_rel64((uint64_t *)(p), (uint64_t)(v))
+#define KN_STORE32(p, v) kn_cu_st_rel32((uint32_t *)(p), (uint32_t)(v))
+__device__ __forceinline__ void kn_cu_st_rel64(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void kn_cu_st_rel32(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t kn_cu_fadd64(uint64_t *p, uint64_t v)
+{
+	uint64_t r;
+	asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(r) : "l"(p), "l"(v) : "memory");
+	return r;
+}
+__device__ __forceinline__ uint64_t kn_cu_cas64(uint64_t *p, uint64_t o, uint64_t n)
+{
+	uint64_t r;
+	asm volatile("atom.acq_rel.gpu.cas.b64 %0, [%1], %2, %3;"
+		     : "=l"(r)
+		     : "l"(p), "l"(o), "l"(n)
+		     : "memory");
+	return r;
+}
+__device__ __forceinline__ uint64_t kn_cu_max64(uint64_t *p, uint64_t v)
+{
+	uint64_t r;
+	asm volatile("atom.acq_rel.gpu.max.u64 %0, [%1], %2;" : "=l"(r) : "l"(p), "l"(v) : "memory");
+	return r;
+}
+__device__ __forceinline__ uint32_t kn_cu_cas32(uint32_t *p, uint32_t o, uint32_t n)
+{
+	uint32_t r;
+	asm volatile("atom.acq_rel.gpu.cas.b32 %0, [%1], %2, %3;"
+		     : "=r"(r)
+		     : "l"(p), "r"(o), "r"(n)
+		     : "memory");
+	return r;
+}
+#define KN_FADD64(p, v) kn_cu_fadd64((uint64_t *)(p), (uint64_t)(v))
+#define KN_CAS64(p, o, n) kn_cu_cas64((uint64_t *)(p), (uint64_t)(o), (uint64_t)(n))
+#define KN_MAX64(p, v) kn_cu_max64((uint64_t *)(p), (uint64_t)(v))
+#define KN_CAS32(p, o, n) kn_cu_cas32((uint32_t *)(p), (uint32_t)(o), (uint32_t)(n))
+#define KN_FENCE_ACQ() asm volatile("fence.acq_rel.sys;" ::: "memory")
+#define KN_FENCE_REL() asm volatile("fence.acq_rel.sys;" ::: "memory")
+#define KN_FENCE_SYS() asm volatile("fence.sc.sys;" ::: "memory")
 #define KN_PAUSE() __nanosleep(64)
 KN_DEVICE uint64_t kn_now_ns(void)
 {
@@ -251,7 +293,19 @@ KN_DEVICE uint64_t kn_cq_progress(const kn_qp *qp)
 	if (done != start) {
 		/* consumer index for the NIC (CQ overflow protection) */
 		*qp->cq_dbrec = kn_htobe32((uint32_t)(done & 0xffffff));
+#if defined(__CUDA_ARCH__)
+		if (qp->share == KN_SHARE_EXCLUSIVE) {
+			st->done = done; /* one consumer: no ordering to publish */
+		} else {
+			/* the next lock holder's consumer index must reach the NIC
+			 * after ours: a GPU-scope release does not order writes to
+			 * host memory as the CPU sees them */
+			KN_FENCE_REL();
+			KN_STORE64(&st->done, done);
+		}
+#else
 		KN_STORE64(&st->done, done);
+#endif
 	}
 	if (qp->share != KN_SHARE_EXCLUSIVE)
 		KN_STORE32(&st->poll_lock, 0u);
@@ -261,6 +315,9 @@ KN_DEVICE uint64_t kn_cq_progress(const kn_qp *qp)
 /* Status of a ticket whose CQE has been consumed. */
 KN_DEVICE int kn_ticket_status(const kn_qp *qp, uint64_t ticket)
 {
+#if defined(__CUDA_ARCH__)
+	KN_FENCE_ACQ(); /* the caller's load of done acquires err_ticket */
+#endif
 	return ticket >= KN_LOAD64(&qp->st->err_ticket) ? -EIO : 0;
 }
 
@@ -455,16 +512,99 @@ KN_DEVICE void kn_ring(const kn_qp *qp, uint64_t p)
 	KN_FENCE_SYS();
 }
 
-/* Publishes tickets [t, t+n) and rings the doorbell. Shared modes: slots are
+#if defined(__CUDACC__)
+/* One 64-byte WQE in registers: device code builds a WQE here and stores it
+ * into the SQ with four 16-byte writes (the SQ is host memory across PCIe:
+ * one write per field would cost one PCIe write each). */
+typedef struct __align__(16) kn_wqebb {
+	uint64_t q[8];
+} kn_wqebb;
+
+KN_DEVICE void kn_wqe_store(const kn_qp *qp, kn_ticket_t t, const kn_wqebb *w)
+{
+	uint4 *d = (uint4 *)kn_wqe_ptr(qp, t);
+	const uint4 *s = (const uint4 *)w;
+	d[0] = s[0];
+	d[1] = s[1];
+	d[2] = s[2];
+	d[3] = s[3];
+}
+#endif
+
+#if defined(__CUDA_ARCH__)
+
+/* The doorbell word of the WQE before producer p: the first 8 bytes of an
+ * mlx5 ctrl segment naming the QP and the WQE index (the NIC reads the rest
+ * of the WQE from the SQ), built here instead of being read back from the SQ
+ * across PCIe. */
+KN_DEVICE uint64_t kn_db_word(const kn_qp *qp, uint64_t p)
+{
+	uint32_t w0 = kn_htobe32((uint32_t)((p - 1) & 0xffff) << 8);
+	uint32_t w1 = kn_htobe32(qp->qpn << 8);
+	return (uint64_t)w0 | ((uint64_t)w1 << 32);
+}
+
+/* kn_ring for device code. last: the ringer's own copy of WQE p-1 or NULL.
+ * BlueFlame writes the whole WQE only when the ringer has it in registers;
+ * otherwise the register gets the 8-byte doorbell (as mlx5 drivers do when
+ * BlueFlame does not apply). Release fences order the WQEs (this thread's
+ * and those it observed published) before the record, the record before the
+ * register. */
+KN_DEVICE void kn_ring_cu(const kn_qp *qp, uint64_t p, const kn_wqebb *last)
+{
+	if (qp->db_mode == KN_DB_CPU_PROXY) {
+		KN_FENCE_REL();
+		*qp->cpu_pi = (uint32_t)p;
+		return;
+	}
+	KN_FENCE_REL();
+	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
+	/* the software NIC takes the record or the register, whichever it sees
+	 * first, so only hardware needs the record ordered before the register */
+	if (qp->backend != 1)
+		KN_FENCE_REL();
+	volatile uint64_t *reg = (volatile uint64_t *)qp->db;
+	if (qp->db_mode == KN_DB_BLUEFLAME && last) {
+		reg[1] = last->q[1];
+		for (int i = 2; i < 8; i += 2)
+			asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(reg + i),
+				     "l"(last->q[i]), "l"(last->q[i + 1])
+				     : "memory");
+		KN_FENCE_REL();
+		reg[0] = last->q[0]; /* the ctrl word last: it is the doorbell */
+	} else {
+		reg[0] = last ? last->q[0] : kn_db_word(qp, p);
+	}
+}
+#endif
+
+/* kn_ring, with the caller's own copy of WQE p-1 when it has one (device
+ * code: no read-back of the SQ). The C build reads the SQ as before. */
+KN_DEVICE void kn_ring_last(const kn_qp *qp, uint64_t p, const void *last)
+{
+#if defined(__CUDA_ARCH__)
+	kn_ring_cu(qp, p, (const kn_wqebb *)last);
+#else
+	(void)last;
+	kn_ring(qp, p);
+#endif
+}
+
+/* Publishes tickets [t, t+n) and rings the doorbell; last: the caller's own
+ * copy of WQE t+n-1 (device code builds WQEs in registers) or NULL. Shared modes: slots are
  * marked ready, and whoever finds the next slot ready advances the in-order
  * "ready" counter past it, so no thread waits for its predecessors; one
  * thread at a time rings, with a value that never goes backwards. */
-KN_DEVICE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
+KN_DEVICE void kn_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, const void *last)
 {
 	kn_qp_state *st = qp->st;
 	if (qp->share == KN_SHARE_EXCLUSIVE) {
+#if defined(__CUDA_ARCH__)
+		st->ready = t + n; /* read by the owner only */
+#else
 		KN_STORE64(&st->ready, t + n);
-		kn_ring(qp, t + n);
+#endif
+		kn_ring_last(qp, t + n, last);
 		st->rung = t + n;
 		return;
 	}
@@ -475,12 +615,33 @@ KN_DEVICE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
 	KN_FENCE_SYS();
 	/* advance ready over every consecutive ready slot */
 	uint64_t r = KN_LOAD64(&st->ready);
+#if defined(__CUDA_ARCH__)
+	/* device code: one compare-and-swap over a whole run of ready slots
+	 * (thousands of threads contend for ready; one CAS per slot would make
+	 * publication a serial chain of GPU-memory atomics) */
+	for (;;) {
+		uint64_t e = r;
+		while (e - r < qp->sq_wqe_cnt && KN_LOAD64(&qp->slot_ready[e & mask]) == e + 1)
+			e++;
+		if (e == r)
+			break;
+		uint64_t seen = KN_CAS64(&st->ready, r, e);
+		r = (seen == r) ? e : seen;
+	}
+#else
 	for (;;) {
 		if (KN_LOAD64(&qp->slot_ready[r & mask]) != r + 1)
 			break;
 		uint64_t seen = KN_CAS64(&st->ready, r, r + 1);
 		r = (seen == r) ? r + 1 : seen;
 	}
+#endif
+#if defined(__CUDA_ARCH__)
+	/* our advance of ready before our look at rung/db_lock, against the
+	 * holder's release of db_lock before its look at ready (store buffering:
+	 * both sides need a full fence; the C build's atomics are seq_cst) */
+	KN_FENCE_SYS();
+#endif
 	/* ring: a single ringer at a time, re-checking after release */
 	for (;;) {
 		uint64_t ready = KN_LOAD64(&st->ready);
@@ -490,13 +651,20 @@ KN_DEVICE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
 			return; /* the holder re-checks after releasing */
 		ready = KN_LOAD64(&st->ready);
 		if (ready > st->rung) {
-			kn_ring(qp, ready);
+			kn_ring_last(qp, ready, ready == t + n ? last : (const void *)0);
 			KN_STORE64(&st->rung, ready);
 		}
 		KN_FENCE_SYS();
 		KN_STORE32(&st->db_lock, 0u);
 		KN_FENCE_SYS();
 	}
+}
+
+/* Publishes tickets [t, t+n) and rings the doorbell (kn_sq_submit_last
+ * without a copy of the last WQE). */
+KN_DEVICE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
+{
+	kn_sq_submit_last(qp, t, n, (const void *)0);
 }
 
 /* Waits for every ticket reserved so far; 0 or the first error. */
@@ -515,6 +683,21 @@ KN_DEVICE int kn_quiet(const kn_qp *qp)
 
 /* ---- high level ------------------------------------------------------------ */
 
+/* Where a high-level call builds its WQE: in the SQ slot (C), or in
+ * registers, then stored with 16-byte writes and handed to the doorbell
+ * (device code). */
+#if defined(__CUDA_ARCH__)
+#define KN_WQE_DECL(w) kn_wqebb w##_bb = {}
+#define KN_WQE_AT(qp, t, w) ((void *)&w##_bb)
+#define KN_WQE_PUT(qp, t, w) kn_wqe_store(qp, t, &w##_bb)
+#define KN_WQE_OWN(w) ((const void *)&w##_bb)
+#else
+#define KN_WQE_DECL(w) (void)0
+#define KN_WQE_AT(qp, t, w) kn_wqe_ptr(qp, t)
+#define KN_WQE_PUT(qp, t, w) (void)0
+#define KN_WQE_OWN(w) ((const void *)0)
+#endif
+
 /* Each call posts, rings and returns the ticket of its (last) WQE: wait for
  * it with kn_wait(), or for everything with kn_quiet(). */
 
@@ -525,9 +708,11 @@ KN_DEVICE int kn_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void 
 	int rc = kn_sq_reserve(qp, 1, &t);
 	if (rc)
 		return rc;
-	kn_prep_write(qp, kn_wqe_ptr(qp, t), t, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey,
+	KN_WQE_DECL(w);
+	kn_prep_write(qp, KN_WQE_AT(qp, t, w), t, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey,
 		      len);
-	kn_sq_submit(qp, t, 1);
+	KN_WQE_PUT(qp, t, w);
+	kn_sq_submit_last(qp, t, 1, KN_WQE_OWN(w));
 	if (ticket)
 		*ticket = t;
 	return 0;
@@ -542,8 +727,10 @@ KN_DEVICE int kn_put_inline(const kn_qp *qp, uint64_t raddr, uint32_t rkey, cons
 	int rc = kn_sq_reserve(qp, 1, &t);
 	if (rc)
 		return rc;
-	kn_prep_write_inline(qp, kn_wqe_ptr(qp, t), t, src, len, raddr, rkey);
-	kn_sq_submit(qp, t, 1);
+	KN_WQE_DECL(w);
+	kn_prep_write_inline(qp, KN_WQE_AT(qp, t, w), t, src, len, raddr, rkey);
+	KN_WQE_PUT(qp, t, w);
+	kn_sq_submit_last(qp, t, 1, KN_WQE_OWN(w));
 	if (ticket)
 		*ticket = t;
 	return 0;
@@ -556,8 +743,11 @@ KN_DEVICE int kn_get(const kn_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr
 	int rc = kn_sq_reserve(qp, 1, &t);
 	if (rc)
 		return rc;
-	kn_prep_read(qp, kn_wqe_ptr(qp, t), t, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, len);
-	kn_sq_submit(qp, t, 1);
+	KN_WQE_DECL(w);
+	kn_prep_read(qp, KN_WQE_AT(qp, t, w), t, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey,
+		     len);
+	KN_WQE_PUT(qp, t, w);
+	kn_sq_submit_last(qp, t, 1, KN_WQE_OWN(w));
 	if (ticket)
 		*ticket = t;
 	return 0;
@@ -571,9 +761,11 @@ KN_DEVICE int kn_signal(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, 
 	int rc = kn_sq_reserve(qp, 1, &t);
 	if (rc)
 		return rc;
-	kn_prep_atomic_fa(qp, kn_wqe_ptr(qp, t), t, qp->scratch_addr, qp->scratch_lkey, sig_raddr,
-			  sig_rkey, add);
-	kn_sq_submit(qp, t, 1);
+	KN_WQE_DECL(w);
+	kn_prep_atomic_fa(qp, KN_WQE_AT(qp, t, w), t, qp->scratch_addr, qp->scratch_lkey,
+			  sig_raddr, sig_rkey, add);
+	KN_WQE_PUT(qp, t, w);
+	kn_sq_submit_last(qp, t, 1, KN_WQE_OWN(w));
 	if (ticket)
 		*ticket = t;
 	return 0;
@@ -589,11 +781,15 @@ KN_DEVICE int kn_put_signal(const kn_qp *qp, uint64_t raddr, uint32_t rkey, cons
 	int rc = kn_sq_reserve(qp, 2, &t);
 	if (rc)
 		return rc;
-	kn_prep_write(qp, kn_wqe_ptr(qp, t), t, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey,
+	KN_WQE_DECL(w0);
+	KN_WQE_DECL(w1);
+	kn_prep_write(qp, KN_WQE_AT(qp, t, w0), t, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey,
 		      len);
-	kn_prep_atomic_fa(qp, kn_wqe_ptr(qp, t + 1), t + 1, qp->scratch_addr, qp->scratch_lkey,
-			  sig_raddr, sig_rkey, add);
-	kn_sq_submit(qp, t, 2);
+	kn_prep_atomic_fa(qp, KN_WQE_AT(qp, t + 1, w1), t + 1, qp->scratch_addr,
+			  qp->scratch_lkey, sig_raddr, sig_rkey, add);
+	KN_WQE_PUT(qp, t, w0);
+	KN_WQE_PUT(qp, t + 1, w1);
+	kn_sq_submit_last(qp, t, 2, KN_WQE_OWN(w1));
 	if (ticket)
 		*ticket = t + 1;
 	return 0;
@@ -608,9 +804,11 @@ KN_DEVICE int kn_atomic_fetch_add(const kn_qp *qp, uint64_t raddr, uint32_t rkey
 	int rc = kn_sq_reserve(qp, 1, &t);
 	if (rc)
 		return rc;
-	kn_prep_atomic_fa(qp, kn_wqe_ptr(qp, t), t, (uint64_t)(uintptr_t)res, res_lkey, raddr,
+	KN_WQE_DECL(w);
+	kn_prep_atomic_fa(qp, KN_WQE_AT(qp, t, w), t, (uint64_t)(uintptr_t)res, res_lkey, raddr,
 			  rkey, add);
-	kn_sq_submit(qp, t, 1);
+	KN_WQE_PUT(qp, t, w);
+	kn_sq_submit_last(qp, t, 1, KN_WQE_OWN(w));
 	rc = kn_wait(qp, t);
 	if (rc == 0 && old) {
 		KN_FENCE_ACQ();
@@ -627,9 +825,11 @@ KN_DEVICE int kn_atomic_compare_swap(const kn_qp *qp, uint64_t raddr, uint32_t r
 	int rc = kn_sq_reserve(qp, 1, &t);
 	if (rc)
 		return rc;
-	kn_prep_atomic_cs(qp, kn_wqe_ptr(qp, t), t, (uint64_t)(uintptr_t)res, res_lkey, raddr,
+	KN_WQE_DECL(w);
+	kn_prep_atomic_cs(qp, KN_WQE_AT(qp, t, w), t, (uint64_t)(uintptr_t)res, res_lkey, raddr,
 			  rkey, compare, swap);
-	kn_sq_submit(qp, t, 1);
+	KN_WQE_PUT(qp, t, w);
+	kn_sq_submit_last(qp, t, 1, KN_WQE_OWN(w));
 	rc = kn_wait(qp, t);
 	if (rc == 0 && old) {
 		KN_FENCE_ACQ();

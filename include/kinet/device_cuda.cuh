@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/device_cuda.cuh - the device data path at warp and block scope
+ * (CUDA only). Include it from .cu files, after or instead of
+ * <kinet/device.h>.
+ *
+ * Warp scope: the lanes that call (convergently: every lane of the warp that
+ * takes part calls the same function at the same point) make ONE reservation
+ * for all their WQEs, each lane builds its own WQE(s) in registers and
+ * stores them with 16-byte writes, and the lane holding the last WQE rings
+ * ONE doorbell (with BlueFlame, the whole last WQE). Lanes that do not call
+ * are simply not part of it.
+ * Block scope: the same for every thread of the CTA, which must all call
+ * (the functions use __syncthreads()). A block larger than the SQ is posted
+ * in rounds of at most sq_wqe_cnt WQEs, one reservation and one doorbell per
+ * round.
+ *
+ * Sharing (kn_qp.share): exclusive, one warp (warp scope) or one CTA (block
+ * scope) owns the QP; CTA-shared and GPU-shared, any number of warps/CTAs of
+ * the CTA/grid post concurrently (reservations are atomic, publication is in
+ * order through slot_ready, see device.h).
+ *
+ * Tickets: each lane gets the ticket of its own (last) WQE. Waiting: use
+ * kn_warp_wait / kn_warp_quiet / kn_block_quiet (on an exclusive QP the lanes
+ * must not call kn_wait each on their own: one consumer at a time).
+ * Returns as the thread-scope calls: 0, -EINVAL, -ETIMEDOUT, -EIO; every
+ * participating lane/thread gets the same return value of the reservation.
+ */
+#ifndef KINET_DEVICE_CUDA_CUH
+#define KINET_DEVICE_CUDA_CUH
+
+#if !defined(__CUDACC__)
+#error "kinet/device_cuda.cuh is CUDA only: compile with nvcc"
+#endif
+
+#include <kinet/device.h>
+
+#define KN_CU static __device__ __forceinline__
+
+/* One operation of a lane, as the high-level calls take it. */
+enum kn_op_kind {
+	KN_OP_PUT = 0,
+	KN_OP_PUT_INLINE = 1,
+	KN_OP_GET = 2,
+	KN_OP_PUT_SIGNAL = 3,
+	KN_OP_SIGNAL = 4,
+};
+
+typedef struct kn_op {
+	int kind;         /* enum kn_op_kind */
+	uint32_t len;     /* payload bytes */
+	uint64_t laddr;   /* local buffer (put/get/put_signal) */
+	uint32_t lkey;
+	uint32_t rkey;
+	uint64_t raddr;   /* remote buffer */
+	const void *src;  /* put_inline: the bytes */
+	uint64_t sig_raddr; /* put_signal/signal: remote 64-bit word */
+	uint32_t sig_rkey;
+	uint64_t add;
+} kn_op;
+
+KN_CU uint32_t kn_op_nwqe(const kn_op *op)
+{
+	return op->kind == KN_OP_PUT_SIGNAL ? 2u : 1u;
+}
+
+KN_CU int kn_op_valid(const kn_qp *qp, const kn_op *op)
+{
+	if (op->kind < KN_OP_PUT || op->kind > KN_OP_SIGNAL)
+		return 0;
+	if (op->kind == KN_OP_PUT_INLINE && (op->len > KN_MAX_INLINE_WRITE || op->len > qp->max_inline))
+		return 0;
+	return 1;
+}
+
+/* Builds the WQE(s) of op at ticket t into w[0] (and w[1]). */
+KN_CU void kn_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, kn_wqebb *w0,
+		       kn_wqebb *w1)
+{
+	switch (op->kind) {
+	case KN_OP_PUT:
+		kn_prep_write(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
+		break;
+	case KN_OP_PUT_INLINE:
+		kn_prep_write_inline(qp, w0, t, op->src, op->len, op->raddr, op->rkey);
+		break;
+	case KN_OP_GET:
+		kn_prep_read(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
+		break;
+	case KN_OP_PUT_SIGNAL:
+		kn_prep_write(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
+		kn_prep_atomic_fa(qp, w1, t + 1, qp->scratch_addr, qp->scratch_lkey, op->sig_raddr,
+				  op->sig_rkey, op->add);
+		break;
+	default: /* KN_OP_SIGNAL */
+		kn_prep_atomic_fa(qp, w0, t, qp->scratch_addr, qp->scratch_lkey, op->sig_raddr,
+				  op->sig_rkey, op->add);
+		break;
+	}
+}
+
+KN_CU uint32_t kn_lane_id(void)
+{
+	uint32_t l;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+	return l;
+}
+
+/* ---- warp scope ----------------------------------------------------------- */
+
+/* Posts one op per calling lane: one reservation, one doorbell. */
+KN_CU int kn_warp_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
+{
+	uint32_t mask = __activemask();
+	uint32_t lane = kn_lane_id();
+	uint32_t leader = (uint32_t)__ffs(mask) - 1;
+	uint32_t lastl = 31u - (uint32_t)__clz(mask);
+	uint32_t nw = kn_op_nwqe(op);
+	if (__any_sync(mask, !kn_op_valid(qp, op)))
+		return -EINVAL;
+	uint32_t n = (uint32_t)__popc(mask) * nw;
+	uint32_t rank = (uint32_t)__popc(mask & ((1u << lane) - 1u));
+	int rc = 0;
+	unsigned long long t0 = 0;
+	if (lane == leader) {
+		kn_ticket_t t;
+		rc = kn_sq_reserve(qp, n, &t);
+		t0 = t;
+	}
+	rc = __shfl_sync(mask, rc, (int)leader);
+	t0 = __shfl_sync(mask, t0, (int)leader);
+	if (rc)
+		return rc;
+	kn_ticket_t t = t0 + (uint64_t)rank * nw;
+	kn_wqebb w0 = {}, w1 = {};
+	kn_op_build(qp, op, t, &w0, &w1);
+	kn_wqe_store(qp, t, &w0);
+	if (nw == 2)
+		kn_wqe_store(qp, t + 1, &w1);
+	KN_FENCE_REL(); /* this lane's WQE before the doorbell another lane rings */
+	__syncwarp(mask);
+	if (lane == lastl)
+		kn_sq_submit_last(qp, t0, n, nw == 2 ? &w1 : &w0);
+	/* the lanes leave together: the next warp-scope call sees the same
+	 * lanes active and the state the submitting lane left */
+	__syncwarp(mask);
+	if (ticket)
+		*ticket = t + nw - 1;
+	return 0;
+}
+
+KN_CU int kn_warp_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+		      uint32_t lkey, uint32_t len, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_PUT;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.laddr = (uint64_t)(uintptr_t)laddr;
+	op.lkey = lkey;
+	op.len = len;
+	return kn_warp_post(qp, &op, ticket);
+}
+
+KN_CU int kn_warp_put_inline(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
+			     uint32_t len, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_PUT_INLINE;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.src = src;
+	op.len = len;
+	return kn_warp_post(qp, &op, ticket);
+}
+
+KN_CU int kn_warp_get(const kn_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		      uint32_t len, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_GET;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.laddr = (uint64_t)(uintptr_t)laddr;
+	op.lkey = lkey;
+	op.len = len;
+	return kn_warp_post(qp, &op, ticket);
+}
+
+KN_CU int kn_warp_put_signal(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+			     uint32_t lkey, uint32_t len, uint64_t sig_raddr, uint32_t sig_rkey,
+			     uint64_t add, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_PUT_SIGNAL;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.laddr = (uint64_t)(uintptr_t)laddr;
+	op.lkey = lkey;
+	op.len = len;
+	op.sig_raddr = sig_raddr;
+	op.sig_rkey = sig_rkey;
+	op.add = add;
+	return kn_warp_post(qp, &op, ticket);
+}
+
+KN_CU int kn_warp_signal(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
+			 kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_SIGNAL;
+	op.sig_raddr = sig_raddr;
+	op.sig_rkey = sig_rkey;
+	op.add = add;
+	return kn_warp_post(qp, &op, ticket);
+}
+
+/* Waits (one lane polls) until the largest ticket of the calling lanes has
+ * completed; each lane gets the status of its own ticket. */
+KN_CU int kn_warp_wait(const kn_qp *qp, kn_ticket_t ticket)
+{
+	uint32_t mask = __activemask();
+	uint32_t leader = (uint32_t)__ffs(mask) - 1;
+	unsigned long long m = 0;
+	for (uint32_t rest = mask; rest; rest &= rest - 1) {
+		unsigned long long o =
+			__shfl_sync(mask, (unsigned long long)ticket, __ffs(rest) - 1);
+		m = o > m ? o : m;
+	}
+	int rc = 0;
+	if (kn_lane_id() == leader)
+		rc = kn_wait(qp, (kn_ticket_t)m);
+	rc = __shfl_sync(mask, rc, (int)leader);
+	if (rc == -ETIMEDOUT)
+		return rc;
+	return kn_ticket_status(qp, ticket);
+}
+
+/* Waits for every ticket reserved on the QP so far (one lane polls). */
+KN_CU int kn_warp_quiet(const kn_qp *qp)
+{
+	uint32_t mask = __activemask();
+	uint32_t leader = (uint32_t)__ffs(mask) - 1;
+	int rc = 0;
+	if (kn_lane_id() == leader)
+		rc = kn_quiet(qp);
+	return __shfl_sync(mask, rc, (int)leader);
+}
+
+/* ---- block scope ---------------------------------------------------------- */
+
+KN_CU uint32_t kn_block_tid(void)
+{
+	return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/* Posts one op per thread of the CTA: one reservation and one doorbell per
+ * round of at most sq_wqe_cnt WQEs. Every thread of the CTA must call. */
+KN_CU int kn_block_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
+{
+	__shared__ unsigned long long kn_s_t;
+	__shared__ int kn_s_rc;
+	uint32_t tid = kn_block_tid();
+	uint32_t nthr = blockDim.x * blockDim.y * blockDim.z;
+	uint32_t nw = kn_op_nwqe(op);
+	if (__syncthreads_or(!kn_op_valid(qp, op)))
+		return -EINVAL;
+	uint32_t per = qp->sq_wqe_cnt / nw;
+	for (uint32_t base = 0; base < nthr; base += per) {
+		uint32_t cnt = nthr - base < per ? nthr - base : per;
+		if (tid == 0) {
+			kn_ticket_t t;
+			kn_s_rc = kn_sq_reserve(qp, cnt * nw, &t);
+			kn_s_t = t;
+		}
+		__syncthreads();
+		int rc = kn_s_rc;
+		kn_ticket_t t0 = kn_s_t;
+		if (rc) {
+			__syncthreads(); /* everyone has read kn_s_rc */
+			return rc;
+		}
+		kn_wqebb w0 = {}, w1 = {};
+		bool mine = tid >= base && tid < base + cnt;
+		if (mine) {
+			kn_ticket_t t = t0 + (uint64_t)(tid - base) * nw;
+			kn_op_build(qp, op, t, &w0, &w1);
+			kn_wqe_store(qp, t, &w0);
+			if (nw == 2)
+				kn_wqe_store(qp, t + 1, &w1);
+			KN_FENCE_REL(); /* before the doorbell another thread rings */
+			if (ticket)
+				*ticket = t + nw - 1;
+		}
+		__syncthreads();
+		if (tid == base + cnt - 1)
+			kn_sq_submit_last(qp, t0, cnt * nw, nw == 2 ? &w1 : &w0);
+	}
+	return 0;
+}
+
+KN_CU int kn_block_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+		       uint32_t lkey, uint32_t len, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_PUT;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.laddr = (uint64_t)(uintptr_t)laddr;
+	op.lkey = lkey;
+	op.len = len;
+	return kn_block_post(qp, &op, ticket);
+}
+
+KN_CU int kn_block_put_inline(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
+			      uint32_t len, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_PUT_INLINE;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.src = src;
+	op.len = len;
+	return kn_block_post(qp, &op, ticket);
+}
+
+KN_CU int kn_block_get(const kn_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
+		       uint32_t rkey, uint32_t len, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_GET;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.laddr = (uint64_t)(uintptr_t)laddr;
+	op.lkey = lkey;
+	op.len = len;
+	return kn_block_post(qp, &op, ticket);
+}
+
+KN_CU int kn_block_put_signal(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+			      uint32_t lkey, uint32_t len, uint64_t sig_raddr, uint32_t sig_rkey,
+			      uint64_t add, kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_PUT_SIGNAL;
+	op.raddr = raddr;
+	op.rkey = rkey;
+	op.laddr = (uint64_t)(uintptr_t)laddr;
+	op.lkey = lkey;
+	op.len = len;
+	op.sig_raddr = sig_raddr;
+	op.sig_rkey = sig_rkey;
+	op.add = add;
+	return kn_block_post(qp, &op, ticket);
+}
+
+KN_CU int kn_block_signal(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
+			  kn_ticket_t *ticket)
+{
+	kn_op op = {};
+	op.kind = KN_OP_SIGNAL;
+	op.sig_raddr = sig_raddr;
+	op.sig_rkey = sig_rkey;
+	op.add = add;
+	return kn_block_post(qp, &op, ticket);
+}
+
+/* Waits for every ticket reserved on the QP so far (thread 0 polls); every
+ * thread of the CTA must call and gets the same result. */
+KN_CU int kn_block_quiet(const kn_qp *qp)
+{
+	__shared__ int kn_s_qrc;
+	if (kn_block_tid() == 0)
+		kn_s_qrc = kn_quiet(qp);
+	__syncthreads();
+	int rc = kn_s_qrc;
+	__syncthreads(); /* everyone has read it before the next call writes it */
+	return rc;
+}
+
+#endif /* KINET_DEVICE_CUDA_CUH */

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * module.c - libkinet_cuda.so: the hooks the core loads at run time
+ * (struct kinet_cuda_ops): copies between host and GPU memory, atomics on GPU
+ * memory, pointer kinds, mapping of queue memory into the GPU.
+ *
+ * Every engine thread that calls a hook gets its own non-blocking stream, a
+ * pinned staging buffer for small copies and a pinned result slot for
+ * atomics. A hook returns only once its effect is complete and visible to
+ * later kernels and copies (the engine writes the CQE after it returns:
+ * docs/ordering.md).
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "cuda/cuda_priv.h"
+
+static int g_dev = -1;
+static size_t g_small = 4096;
+static pthread_key_t g_key;
+
+struct cu_thread {
+	cudaStream_t stream;
+	uint8_t *stage;    /* pinned, g_small bytes */
+	uint64_t *result;  /* pinned, mapped: atomic results */
+	uint64_t *dresult; /* its device address */
+};
+
+static void cu_thread_free(void *p)
+{
+	struct cu_thread *t = p;
+	if (!t)
+		return;
+	if (t->stream)
+		cudaStreamDestroy(t->stream);
+	if (t->stage)
+		cudaFreeHost(t->stage);
+	if (t->result)
+		cudaFreeHost(t->result);
+	free(t);
+}
+
+static int cu_err(cudaError_t e, const char *what)
+{
+	if (e == cudaSuccess)
+		return 0;
+	KLOG_ERR("cuda: %s: %s", what, cudaGetErrorString(e));
+	cudaGetLastError(); /* clear a sticky-free error */
+	return -EIO;
+}
+
+/* The calling thread's CUDA resources, created on first use. */
+static struct cu_thread *cu_self(void)
+{
+	struct cu_thread *t = pthread_getspecific(g_key);
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	if (cu_err(cudaSetDevice(g_dev), "cudaSetDevice") ||
+	    cu_err(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking),
+		   "cudaStreamCreate") ||
+	    cu_err(cudaHostAlloc((void **)&t->stage, g_small ? g_small : 1, cudaHostAllocDefault),
+		   "cudaHostAlloc") ||
+	    cu_err(cudaHostAlloc((void **)&t->result, 64, cudaHostAllocMapped), "cudaHostAlloc") ||
+	    cu_err(cudaHostGetDevicePointer((void **)&t->dresult, t->result, 0),
+		   "cudaHostGetDevicePointer")) {
+		cu_thread_free(t);
+		return NULL;
+	}
+	pthread_setspecific(g_key, t);
+	return t;
+}
+
+static int cu_copy(void *dst, int dkind, const void *src, int skind, size_t n)
+{
+	struct cu_thread *t = cu_self();
+	if (!t)
+		return -EIO;
+	if (n == 0)
+		return 0;
+	cudaError_t e;
+	if (n <= g_small && dkind == KINET_MEM_CUDA && skind == KINET_MEM_HOST) {
+		/* small host -> GPU: through pinned staging, so the copy engine
+		 * never waits for the driver's pageable path */
+		memcpy(t->stage, src, n);
+		e = cudaMemcpyAsync(dst, t->stage, n, cudaMemcpyHostToDevice, t->stream);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(t->stream);
+		return cu_err(e, "copy to GPU");
+	}
+	if (n <= g_small && dkind == KINET_MEM_HOST && skind == KINET_MEM_CUDA) {
+		e = cudaMemcpyAsync(t->stage, src, n, cudaMemcpyDeviceToHost, t->stream);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(t->stream);
+		if (e == cudaSuccess)
+			memcpy(dst, t->stage, n);
+		return cu_err(e, "copy from GPU");
+	}
+	e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, t->stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(t->stream);
+	return cu_err(e, "copy");
+}
+
+static int cu_atomic64(void *addr, int op, uint64_t a, uint64_t b, uint64_t *old)
+{
+	struct cu_thread *t = cu_self();
+	if (!t)
+		return -EIO;
+	if (op != KN_OPCODE_ATOMIC_FA && op != KN_OPCODE_ATOMIC_CS)
+		return -EINVAL;
+	/* one device thread performs it with a device-scope atomic, so it is
+	 * atomic with respect to kernels' atomics on the same word as well */
+	cudaError_t e = kinet_cuda_launch_atomic(addr, op == KN_OPCODE_ATOMIC_CS, a, b, t->dresult,
+						 t->stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(t->stream);
+	if (cu_err(e, "atomic on GPU memory"))
+		return -EIO;
+	*old = __atomic_load_n(t->result, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+static int cu_pointer_kind(const void *p)
+{
+	struct cudaPointerAttributes a;
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+		cudaGetLastError();
+		return KINET_MEM_HOST;
+	}
+	if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)
+		return KINET_MEM_CUDA;
+	return KINET_MEM_HOST;
+}
+
+static int cu_host_register(void *p, size_t len)
+{
+	cudaError_t e =
+		cudaHostRegister(p, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
+	if (e != cudaSuccess) {
+		KLOG_WARN("cuda: cudaHostRegister(%zu bytes): %s", len, cudaGetErrorString(e));
+		cudaGetLastError();
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cu_host_unregister(void *p)
+{
+	if (cudaHostUnregister(p) != cudaSuccess) {
+		cudaGetLastError();
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct kinet_cuda_ops cu_ops = {
+	.copy = cu_copy,
+	.atomic64 = cu_atomic64,
+	.pointer_kind = cu_pointer_kind,
+	.host_register = cu_host_register,
+	.host_unregister = cu_host_unregister,
+};
+
+static const struct kinet_cuda_ops *g_ops;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void cu_init(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+		cudaGetLastError();
+		return; /* no driver or no GPU: quietly absent */
+	}
+	int dev = 0, can_map = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, dev) != cudaSuccess ||
+	    !can_map) {
+		cudaGetLastError();
+		KLOG_INFO("cuda: GPU %d cannot map host memory: CUDA support off", dev);
+		return;
+	}
+	if (kinet_cuda_preload() != cudaSuccess) {
+		KLOG_WARN("cuda: the module's kernels do not load on GPU %d: CUDA support off",
+			  dev);
+		cudaGetLastError();
+		return;
+	}
+	if (pthread_key_create(&g_key, cu_thread_free) != 0)
+		return;
+	long long s = kinet_tunable_int("KINET_GPU_SMALL_COPY");
+	g_small = s > 0 ? (size_t)s : 0;
+	if (g_small > (1u << 20))
+		g_small = 1u << 20;
+	g_dev = dev;
+	g_ops = &cu_ops;
+	KLOG_INFO("cuda: GPU %d of %d in use", dev, n);
+}
+
+const struct kinet_cuda_ops *kinet_cuda_module_ops(void)
+{
+	pthread_once(&g_once, cu_init);
+	return g_ops;
+}
+
+int kinet_cuda_device(void)
+{
+	return kinet_cuda_module_ops() ? g_dev : -ENODEV;
+}
