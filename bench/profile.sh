@@ -13,10 +13,11 @@
 # when its tool is missing: apt-get install linux-perf valgrind).
 #
 # usage: bench/profile.sh [BUILD_DIR]   (default: build; a RelWithDebInfo
-#        build, so that symbols are there)
+#        build, so that symbols are there; env REPS=3 perf runs)
 set -euo pipefail
 
 BUILD=${1:-${BUILD:-build}}
+REPS=${REPS:-3}
 PERF_BIN="$BUILD/tools/perf/kinet-perf"
 if [ ! -x "$PERF_BIN" ]; then
   echo "bench/profile.sh: $PERF_BIN not found: build first, or pass the build folder" >&2
@@ -48,31 +49,41 @@ echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
 if command -v perf >/dev/null && perf record -q -e cpu-clock -o "$tmp/probe" true >/dev/null 2>&1; then
-  perf record -q -e cpu-clock -F 9999 -o "$tmp/perf.data" \
-    "$PERF_BIN" write_bw -s 8 -n 1000000 > "$tmp/run.txt" 2>&1
-  # per thread (pid column is the thread id), symbol, percentage
-  perf report -i "$tmp/perf.data" --sort pid,sym --stdio 2>/dev/null |
-    awk '/^ +[0-9.]+%/ {
-      p = $1; sub("%", "", p); split($2, t, ":"); tid = t[1]
-      sym = ""; for (i = 3; i <= NF; i++) sym = sym (i > 3 ? " " : "") $i
-      sub(/^\[\.\] /, "", sym)
-      print tid "\t" p "\t" sym }' > "$tmp/samples.tsv"
-  eng=$(awk -F'\t' '$3 == "engine_main" {print $1; exit}' "$tmp/samples.tsv")
-  rate=$(awk '/^ [0-9]/ {print $5}' "$tmp/run.txt")
-  echo "perf record, cpu-clock samples of \`kinet-perf write_bw -s 8 -n 1000000\` ($rate Mpps in this run)."
-  echo "Engine thread (share of its samples):"
+  rates=""
+  for rep in $(seq "$REPS"); do
+    perf record -q -e cpu-clock -F 9999 -o "$tmp/perf.data" \
+      "$PERF_BIN" write_bw -s 8 -n 1000000 > "$tmp/run.txt" 2>&1
+    # per thread (pid column is the thread id), symbol, percentage
+    perf report -i "$tmp/perf.data" --sort pid,sym --stdio 2>/dev/null |
+      awk '/^ +[0-9.]+%/ {
+        p = $1; sub("%", "", p); split($2, t, ":"); tid = t[1]
+        sym = ""; for (i = 3; i <= NF; i++) sym = sym (i > 3 ? " " : "") $i
+        sub(/^\[\.\] /, "", sym)
+        print tid "\t" p "\t" sym }' > "$tmp/samples.tsv"
+    eng=$(awk -F'\t' '$3 == "engine_main" {print $1; exit}' "$tmp/samples.tsv")
+    rates+="$(awk '/^ [0-9]/ {printf "%.2f", $5}' "$tmp/run.txt") "
+    awk -F'\t' -v e="$eng" '$1 == e {print $2 "\t" $3}' "$tmp/samples.tsv" | categorize >> "$tmp/eng.tsv"
+    awk -F'\t' -v e="$eng" '$1 != e && $3 !~ /^(msort|cmp_u64|merge_runs|perf_bw_stats|\[k\])/ {print $2 "\t" $3}' \
+      "$tmp/samples.tsv" >> "$tmp/init.tsv"
+  done
+  echo "perf record (cpu-clock samples), $REPS runs of \`kinet-perf write_bw -s 8 -n 1000000\`;"
+  echo "message rate of the runs [Mpps]: ${rates% }."
   echo
-  echo "| engine step | share of the engine's time |"
-  echo "| --- | ---: |"
-  awk -F'\t' -v e="$eng" '$1 == e {print $2 "\t" $3}' "$tmp/samples.tsv" | categorize |
-    awk -F'\t' '{printf "| %s | %.1f%% |\n", $1, $2}'
+  echo "| engine thread: step | share of its time, median | range over the runs |"
+  echo "| --- | ---: | ---: |"
+  sort -t$'\t' -k1,1 -k2,2g "$tmp/eng.tsv" | awk -F'\t' '
+    { v[$1] = v[$1] " " $2; n[$1]++ }
+    END { for (c in v) { k = split(substr(v[c], 2), a, " ")
+            med = (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+            printf "%s\t%.1f\t%.1f-%.1f%%\n", c, med, a[1], a[k] } }' |
+    sort -t$'\t' -k2 -gr | awk -F'\t' '{printf "| %s | %.1f%% | %s |\n", $1, $2, $3}'
   echo
-  echo "Initiator thread, top symbols (share of its samples; includes the report's statistics after the run):"
+  echo "Initiator thread, top symbols over all runs (the statistics after the run and kernel time left out):"
   echo
   echo "| symbol | share |"
   echo "| --- | ---: |"
-  awk -F'\t' -v e="$eng" '$1 != e {s[$3] += $2; t += $2} END {for (k in s) printf "%s\t%.1f\n", k, 100 * s[k] / t}' \
-    "$tmp/samples.tsv" | sort -t$'\t' -k2 -gr | head -8 | awk -F'\t' '{printf "| %s | %.1f%% |\n", $1, $2}'
+  awk -F'\t' '{s[$2] += $1; t += $1} END {for (k in s) printf "%s\t%.1f\n", k, 100 * s[k] / t}' \
+    "$tmp/init.tsv" | sort -t$'\t' -k2 -gr | head -8 | awk -F'\t' '{printf "| %s | %.1f%% |\n", $1, $2}'
   echo
 else
   echo "(perf not usable here: skipped the time profile)"
@@ -83,7 +94,7 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
   N=20000
   valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
     "$PERF_BIN" write_bw -s 8 -n "$N" --warmup 0 > /dev/null 2>&1
-  callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null |
+  callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.out" 2>/dev/null |
     awk '/^ *[0-9,]+ +\( *[0-9.]+%\)/ {
       n = $1; gsub(",", "", n)
       f = $0; sub(/^[^)]*\) +/, "", f); sub(/ \[.*$/, "", f); sub(/^.*:/, "", f)
