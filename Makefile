@@ -31,10 +31,14 @@ check: build
 check-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
 
+# Unit tests under ASan+UBSan. Full stacks on allocation: the suppressions
+# of third-party leaks (tests/util/lsan.supp) match frames deep in the stack.
 check-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKINET_SANITIZE=ON -DKINET_WITH_CUDA=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -L unit
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 \
+		UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/util/lsan.supp \
+		ctest --output-on-failure -L unit
 
 # On a machine with a GPU: the GPU suite.
 gpu-check: build
