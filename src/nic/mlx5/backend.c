@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/ops.h"
+#include "nic/mlx5/priv.h"
 
 /* ---- selection helpers (no rdma-core needed) ---------------------------- */
 
@@ -135,55 +136,6 @@ int kinet_mlx5_list_nics(struct kinet_nic_info *out, int max, char *why, size_t 
 const char *kinet_mlx5_ops_name(void) { return NULL; }
 
 #else
-
-/* ---- state ---------------------------------------------------------------- */
-
-struct m5_page {
-	uintptr_t addr;
-	int refs;
-	bool owned; /* registered by us (else it was registered already) */
-};
-
-struct m5 {
-	const struct kinet_mlx5_ops *ops;
-	struct ibv_context *ib;
-	char name[64];
-	struct ibv_device_attr dattr;
-	struct ibv_port_attr pattr;
-	uint8_t port;
-	int gid_index;
-	union ibv_gid gid;
-	int gpu; /* 1: a GPU is present, queues and doorbell must be mapped */
-	pthread_mutex_t lock;
-	struct m5_page *pages; /* pages mapped into the GPU, refcounted */
-	int npages, pcap;
-	kinet_qp **qps; /* every QP (close check, CPU proxy) */
-	int nqps, qcap;
-	/* CPU proxy */
-	pthread_t proxy_th;
-	bool proxy_started;
-	atomic_bool proxy_stop;
-	uint64_t spin_ns, sleep_ns;
-};
-
-struct m5_qp {
-	struct ibv_qp *ibqp;
-	struct ibv_cq *ibscq, *ibrcq;
-	kinet_cq scq, rcq; /* views of the verbs CQs for the core */
-	uint32_t psn;
-	uint8_t *bf_reg;
-	uint32_t bf_size;
-	uint32_t *cpu_pi_page;
-	uint32_t proxy_seen;
-	bool used; /* WQEs were posted since creation (RESET cannot recycle) */
-	/* ranges mapped into the GPU (unmapped on destroy) */
-	struct {
-		void *p;
-		size_t len;
-		int io;
-	} maps[8];
-	int nmaps;
-};
 
 static int err_of(int rc)
 {
@@ -331,8 +283,8 @@ static void describe(char *why, size_t wl, const struct kinet_mlx5_ops *ops, con
 /* Finds the device: the named one (argument, KINET_MLX5_DEVICE) or the first
  * mlx5 device with a usable port. On success with keep, *ibp stays open. */
 static int find_device(const struct kinet_mlx5_ops *ops, const char *device, bool keep,
-		       struct ibv_context **ibp, struct ibv_device_attr *dattr, struct m5_sel *sel,
-		       char *name, size_t namelen, char *why, size_t wl)
+		       bool devx, struct ibv_context **ibp, struct ibv_device_attr *dattr,
+		       struct m5_sel *sel, char *name, size_t namelen, char *why, size_t wl)
 {
 	if (!device || !*device) {
 		device = kinet_tunable_str("KINET_MLX5_DEVICE");
@@ -363,7 +315,17 @@ static int find_device(const struct kinet_mlx5_ops *ops, const char *device, boo
 		if (ops->mlx5dv_is_supported && !ops->mlx5dv_is_supported(list[i])) {
 			snprintf(note, sizeof(note), "%s: not an mlx5 device", dn);
 		} else {
-			struct ibv_context *ib = ops->open_device(list[i]);
+			struct ibv_context *ib = NULL;
+			if (keep && devx && ops->mlx5dv_open_device) {
+				/* a DevX-enabled context serves verbs as well */
+				struct mlx5dv_context_attr ca = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
+				ib = ops->mlx5dv_open_device(list[i], &ca);
+				if (!ib)
+					KLOG_INFO("mlx5 %s: no DevX context (%s)", dn,
+						  strerror(errno ? errno : EIO));
+			}
+			if (!ib)
+				ib = ops->open_device(list[i]);
 			struct ibv_device_attr da;
 			if (!ib) {
 				snprintf(note, sizeof(note), "%s: cannot open (%s)", dn,
@@ -420,7 +382,8 @@ int kinet_mlx5_probe(const char *device, char *why, size_t whylen)
 	struct ibv_device_attr da;
 	struct m5_sel sel;
 	char name[64];
-	int rc = find_device(ops, device, false, NULL, &da, &sel, name, sizeof(name), why, whylen);
+	int rc = find_device(ops, device, false, false, NULL, &da, &sel, name, sizeof(name), why,
+			     whylen);
 	if (rc)
 		return rc;
 	/* with a GPU that the NIC cannot reach and host staging allowed, the
@@ -455,10 +418,23 @@ static int proxy_ring(kinet_qp *qp)
 		return 0;
 	x->proxy_seen = pi;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&qp->desc.dbrec[KN_SND_DBR], kn_htobe32(pi & 0xffff), __ATOMIC_RELEASE);
+	uint32_t dbr = kn_htobe32(pi & 0xffff);
+	uint64_t w = 0;
+	const uint8_t *last = qp->sq + (size_t)((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB;
+	if (x->on_gpu) {
+		/* DevX queues in GPU memory: reach them through the driver */
+		const struct kinet_mlx5_ops *ops = ((struct m5 *)qp->ctx->mlx5)->ops;
+		if (ops->gpu_write((void *)&qp->desc.dbrec[KN_SND_DBR], &dbr, 4) ||
+		    ops->gpu_read(&w, last, 8)) {
+			KLOG_ERR("qp 0x%x: the CPU proxy cannot reach the queues in GPU memory",
+				 qp->qpn);
+			return 0;
+		}
+	} else {
+		__atomic_store_n(&qp->desc.dbrec[KN_SND_DBR], dbr, __ATOMIC_RELEASE);
+		memcpy(&w, last, 8);
+	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	uint64_t w;
-	memcpy(&w, qp->sq + (size_t)((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
 	*(volatile uint64_t *)x->bf_reg = w;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	atomic_fetch_add(&qp->ctx->c_proxy, 1);
@@ -518,8 +494,15 @@ int kinet_mlx5_open(kinet_ctx *ctx, const char *device)
 	if (!m)
 		return -ENOMEM;
 	struct m5_sel sel;
-	int rc = find_device(ops, device, true, &m->ib, &m->dattr, &sel, m->name, sizeof(m->name),
-			     why, sizeof(why));
+	const char *qm = kinet_tunable_str("KINET_MLX5_QUEUES");
+	int want_devx = qm && !strcmp(qm, "devx") ? 2 : qm && !strcmp(qm, "auto") ? 1 : 0;
+	if (qm && !want_devx && strcmp(qm, "verbs")) {
+		KLOG_ERR("mlx5: KINET_MLX5_QUEUES must be verbs, devx or auto (not %s)", qm);
+		free(m);
+		return -EINVAL;
+	}
+	int rc = find_device(ops, device, true, want_devx > 0, &m->ib, &m->dattr, &sel, m->name,
+			     sizeof(m->name), why, sizeof(why));
 	if (rc) {
 		KLOG_ERR("mlx5: %s", why);
 		free(m);
@@ -536,9 +519,23 @@ int kinet_mlx5_open(kinet_ctx *ctx, const char *device)
 	if (m->sleep_ns < 1000)
 		m->sleep_ns = 1000;
 	pthread_mutex_init(&m->lock, NULL);
+	/* queues: DevX objects (fast path; auto: only with a GPU to put them in) */
+	if (want_devx == 2 || (want_devx == 1 && m->gpu)) {
+		rc = kinet_m5_devx_open(m);
+		if (rc && want_devx == 2) {
+			ops->close_device(m->ib);
+			pthread_mutex_destroy(&m->lock);
+			free(m);
+			return rc;
+		}
+		if (rc)
+			KLOG_INFO("mlx5 %s: DevX unavailable (%s): verbs queues", m->name,
+				  kinet_strerror(rc));
+	}
 	ctx->mlx5 = m;
 	describe(why, sizeof(why), ops, m->name, &sel);
-	KLOG_INFO("mlx5: %s%s", why, m->gpu ? "" : " (no GPU: host executor)");
+	KLOG_INFO("mlx5: %s%s, %s queues", why, m->gpu ? "" : " (no GPU: host executor)",
+		  m->devx ? "DevX" : "verbs");
 	return 0;
 }
 
@@ -747,7 +744,7 @@ static void range_unmap(struct m5 *m, void *p, size_t len)
 		page_unmap(m, a);
 }
 
-static int range_map(struct m5 *m, struct m5_qp *x, void *p, size_t len, int io)
+int kinet_m5_range_map(struct m5 *m, struct m5_qp *x, void *p, size_t len, int io)
 {
 	if (!p || !len)
 		return 0;
@@ -771,13 +768,14 @@ static int range_map(struct m5 *m, struct m5_qp *x, void *p, size_t len, int io)
 
 /* ---- queue pairs -------------------------------------------------------------- */
 
-static void cq_view(kinet_cq *v, kinet_ctx *ctx, const struct mlx5dv_cq *dv)
+void kinet_m5_cq_view(kinet_cq *v, kinet_ctx *ctx, uint8_t *buf, uint32_t cnt,
+		      volatile uint32_t *dbrec)
 {
 	memset(v, 0, sizeof(*v));
 	v->ctx = ctx;
-	v->buf = dv->buf;
-	v->cnt = dv->cqe_cnt;
-	v->dbrec = dv->dbrec;
+	v->buf = buf;
+	v->cnt = cnt;
+	v->dbrec = dbrec;
 	pthread_spin_init(&v->lock, PTHREAD_PROCESS_PRIVATE);
 	atomic_store(&v->refs, 1);
 }
@@ -792,6 +790,8 @@ static void qp_release(struct m5 *m, kinet_qp *qp)
 		range_unmap(m, x->maps[i].p, x->maps[i].len);
 	x->nmaps = 0;
 	pthread_mutex_unlock(&m->lock);
+	if (x->devx)
+		kinet_m5_devx_release(m, x);
 	if (x->ibqp && m->ops->destroy_qp(x->ibqp))
 		KLOG_WARN("mlx5 %s: ibv_destroy_qp failed", m->name);
 	if (x->ibscq && m->ops->destroy_cq(x->ibscq))
@@ -952,25 +952,33 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 	memset(&dq, 0, sizeof(dq));
 	memset(&dscq, 0, sizeof(dscq));
 	memset(&drcq, 0, sizeof(drcq));
-	int rc = create_queues(m, qp, x, pd->priv, sq_cnt, rq_cnt, &dq, &dscq, &drcq);
-	if (rc)
-		goto fail;
-	qp->qpn = x->ibqp->qp_num;
-	qp->sq = dq.sq.buf;
-	qp->sq_cnt = dq.sq.wqe_cnt;
-	qp->rq = rq_cnt ? dq.rq.buf : NULL;
-	qp->rq_cnt = rq_cnt ? dq.rq.wqe_cnt : 0;
-	qp->rq_stride = rq_cnt ? dq.rq.stride : 16;
-	qp->dbrec = dq.dbrec;
-	x->bf_reg = dq.bf.reg;
-	x->bf_size = dq.bf.size;
-	qp->uar = (uint8_t *)((uintptr_t)dq.bf.reg & ~(uintptr_t)(KN_UAR_PAGE_SIZE - 1));
-	cq_view(&x->scq, ctx, &dscq);
-	qp->scq = &x->scq;
-	if (rq_cnt) {
-		cq_view(&x->rcq, ctx, &drcq);
-		qp->rcq = &x->rcq;
+	int rc;
+	if (m->devx) {
+		/* the fast path: DevX objects, queues in GPU memory when there is a GPU */
+		rc = kinet_m5_devx_create(m, qp, x, pd, sq_cnt, rq_cnt);
+		if (rc)
+			goto fail;
+	} else {
+		rc = create_queues(m, qp, x, pd->priv, sq_cnt, rq_cnt, &dq, &dscq, &drcq);
+		if (rc)
+			goto fail;
+		qp->qpn = x->ibqp->qp_num;
+		qp->sq = dq.sq.buf;
+		qp->sq_cnt = dq.sq.wqe_cnt;
+		qp->rq = rq_cnt ? dq.rq.buf : NULL;
+		qp->rq_cnt = rq_cnt ? dq.rq.wqe_cnt : 0;
+		qp->rq_stride = rq_cnt ? dq.rq.stride : 16;
+		qp->dbrec = dq.dbrec;
+		x->bf_reg = dq.bf.reg;
+		x->bf_size = dq.bf.size;
+		kinet_m5_cq_view(&x->scq, ctx, dscq.buf, dscq.cqe_cnt, dscq.dbrec);
+		if (rq_cnt)
+			kinet_m5_cq_view(&x->rcq, ctx, drcq.buf, drcq.cqe_cnt, drcq.dbrec);
 	}
+	qp->uar = (uint8_t *)((uintptr_t)x->bf_reg & ~(uintptr_t)(KN_UAR_PAGE_SIZE - 1));
+	qp->scq = &x->scq;
+	if (qp->rq_cnt)
+		qp->rcq = &x->rcq;
 	/* a random first PSN per QP (24 bits) */
 	x->psn = (uint32_t)((kn_now_ns() ^ ((uint64_t)qp->qpn * 0x9e3779b97f4a7c15ull)) & 0xffffff);
 
@@ -991,20 +999,27 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 	bool uar_mapped = true;
 	if (m->gpu) {
 		pthread_mutex_lock(&m->lock);
-		rc = range_map(m, x, qp->sq, (size_t)qp->sq_cnt * KN_SEND_WQE_BB, 0);
+		/* the CPU proxy's producer word (kinet_queue_alloc maps it already
+		 * when the CUDA module is loaded) */
+		rc = kinet_m5_range_map(m, x, x->cpu_pi_page, 4, 0);
+		if (x->on_gpu) /* DevX queues in GPU memory: nothing else to map */
+			goto map_uar;
+		if (!rc)
+			rc = kinet_m5_range_map(m, x, qp->sq, (size_t)qp->sq_cnt * KN_SEND_WQE_BB, 0);
 		if (!rc && qp->rq)
-			rc = range_map(m, x, qp->rq, (size_t)qp->rq_cnt * qp->rq_stride, 0);
+			rc = kinet_m5_range_map(m, x, qp->rq, (size_t)qp->rq_cnt * qp->rq_stride, 0);
 		if (!rc)
-			rc = range_map(m, x, (void *)qp->dbrec, 8, 0);
+			rc = kinet_m5_range_map(m, x, (void *)qp->dbrec, 8, 0);
 		if (!rc)
-			rc = range_map(m, x, dscq.buf, (size_t)dscq.cqe_cnt * KN_CQE_SIZE, 0);
+			rc = kinet_m5_range_map(m, x, x->scq.buf, (size_t)x->scq.cnt * KN_CQE_SIZE, 0);
 		if (!rc)
-			rc = range_map(m, x, dscq.dbrec, 8, 0);
-		if (!rc && rq_cnt)
-			rc = range_map(m, x, drcq.buf, (size_t)drcq.cqe_cnt * KN_CQE_SIZE, 0);
-		if (!rc && rq_cnt)
-			rc = range_map(m, x, drcq.dbrec, 8, 0);
-		if (!rc && range_map(m, x, qp->uar, KN_UAR_PAGE_SIZE, 1) != 0)
+			rc = kinet_m5_range_map(m, x, (void *)x->scq.dbrec, 8, 0);
+		if (!rc && qp->rcq)
+			rc = kinet_m5_range_map(m, x, x->rcq.buf, (size_t)x->rcq.cnt * KN_CQE_SIZE, 0);
+		if (!rc && qp->rcq)
+			rc = kinet_m5_range_map(m, x, (void *)x->rcq.dbrec, 8, 0);
+	map_uar:
+		if (!rc && kinet_m5_range_map(m, x, qp->uar, KN_UAR_PAGE_SIZE, 1) != 0)
 			uar_mapped = false;
 		pthread_mutex_unlock(&m->lock);
 		if (rc) {
@@ -1187,6 +1202,7 @@ int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *
 	memset(&a, 0, sizeof(a));
 	int mask = IBV_QP_STATE;
 	struct kinet_mlx5_ep ep;
+	memset(&ep, 0, sizeof(ep));
 	switch (state) {
 	case KINET_QPS_INIT:
 		if (from == KINET_QPS_RESET && (x->used || qp->dstate->resv)) {
@@ -1245,9 +1261,13 @@ int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *
 	if (from == KINET_QPS_RTS && state == KINET_QPS_RTS)
 		mask = IBV_QP_STATE; /* nothing to change */
 	errno = 0;
-	int rc = m->ops->modify_qp(x->ibqp, &a, mask);
+	int rc;
+	if (x->devx)
+		rc = (from == state) ? 0 : kinet_m5_devx_modify(m, qp, x, state, &ep);
+	else
+		rc = m->ops->modify_qp(x->ibqp, &a, mask);
 	if (rc) {
-		rc = err_of(rc);
+		rc = x->devx ? rc : err_of(rc);
 		KLOG_ERR("mlx5 %s: qp 0x%x: %s -> %s: %s", m->name, qp->qpn,
 			 kinet_qp_state_str(from), kinet_qp_state_str(state), kinet_strerror(rc));
 		return rc;

@@ -52,6 +52,9 @@ static struct {
 	cu_result (*primary_retain)(cu_context *, cu_device);
 	cu_result (*mem_alloc)(cu_devptr *, size_t);
 	cu_result (*mem_free)(cu_devptr);
+	cu_result (*memset8)(cu_devptr, unsigned char, size_t);
+	cu_result (*dtoh)(void *, cu_devptr, size_t);
+	cu_result (*htod)(cu_devptr, const void *, size_t);
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -92,6 +95,9 @@ static void cu_load_once(void)
 	SYM(primary_retain, "cuDevicePrimaryCtxRetain");
 	SYM(mem_alloc, "cuMemAlloc_v2");
 	SYM(mem_free, "cuMemFree_v2");
+	SYM(memset8, "cuMemsetD8_v2");
+	SYM(dtoh, "cuMemcpyDtoH_v2");
+	SYM(htod, "cuMemcpyHtoD_v2");
 	/* CUDA 11.7+: absent on older drivers, dma-buf is then unavailable */
 	*(void **)&cu.range_handle = dlsym(cu.h, "cuMemGetHandleForAddressRange");
 	cu_result r = cu.init(0);
@@ -277,4 +283,25 @@ int kinet_cudrv_free(void *p)
 	if (kinet_cudrv_load(NULL, 0))
 		return -ENODEV;
 	return cu.mem_free((cu_devptr)(uintptr_t)p) == CU_OK ? 0 : -EIO;
+}
+
+int kinet_cudrv_memset(void *p, int v, size_t n)
+{
+	if (kinet_cudrv_load(NULL, 0) || ensure_ctx())
+		return -ENODEV;
+	return cu.memset8((cu_devptr)(uintptr_t)p, (unsigned char)v, n) == CU_OK ? 0 : -EIO;
+}
+
+int kinet_cudrv_read(void *dst, const void *src, size_t n)
+{
+	if (kinet_cudrv_load(NULL, 0) || ensure_ctx())
+		return -ENODEV;
+	return cu.dtoh(dst, (cu_devptr)(uintptr_t)src, n) == CU_OK ? 0 : -EIO;
+}
+
+int kinet_cudrv_write(void *dst, const void *src, size_t n)
+{
+	if (kinet_cudrv_load(NULL, 0) || ensure_ctx())
+		return -ENODEV;
+	return cu.htod((cu_devptr)(uintptr_t)dst, src, n) == CU_OK ? 0 : -EIO;
 }

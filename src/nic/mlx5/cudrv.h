@@ -38,6 +38,9 @@ int kinet_cudrv_unmap(void *p);
 /* Device memory of GPU `ordinal` (its primary context becomes current). */
 int kinet_cudrv_alloc(int ordinal, size_t len, void **out);
 int kinet_cudrv_free(void *p);
+int kinet_cudrv_memset(void *p, int v, size_t n);
+int kinet_cudrv_read(void *dst, const void *src, size_t n);  /* device to host */
+int kinet_cudrv_write(void *dst, const void *src, size_t n); /* host to device */
 /* 1 when nvidia_peermem (or the older nv_peer_mem) is loaded. */
 int kinet_peermem_loaded(void);
 /* Name of the loaded peer-memory module, or NULL. */

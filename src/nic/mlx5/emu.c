@@ -30,6 +30,7 @@
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/cudrv.h"
+#include "nic/mlx5/ifc.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 
@@ -47,10 +48,12 @@ struct emu_dev {
 struct emu_ctx {
 	struct ibv_context ib;
 	struct emu_dev *d;
+	bool devx; /* opened with mlx5dv_open_device(DEVX) */
 };
 struct emu_pd {
 	struct ibv_pd pd;
 	kinet_pd *spd;
+	struct emu_pd *next;
 };
 struct emu_mr {
 	struct ibv_mr mr;
@@ -74,6 +77,7 @@ struct emu_qp {
 static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_dev devs[EMU_MAXDEV];
 static struct emu_qp *all_qps;
+static struct emu_pd *all_pds;
 static uint32_t next_cqn = 0x40;
 static struct kinet_mlx5_emu_cfg cfg = {
 	.ndev = 2,
@@ -89,6 +93,8 @@ static const char *call_names[] = {
 	"query_gid_ex",    "alloc_pd",     "dealloc_pd",     "reg_mr",       "reg_dmabuf_mr",
 	"dereg_mr",        "create_cq",    "destroy_cq",     "create_qp",    "modify_qp",
 	"destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
+	"devx_obj_create", "devx_obj_modify", "devx_obj_destroy", "devx_umem_reg",
+	"devx_umem_reg_dmabuf", "devx_alloc_uar",
 };
 #define NCALLS ((int)(sizeof(call_names) / sizeof(call_names[0])))
 static _Atomic unsigned call_count[NCALLS];
@@ -158,6 +164,17 @@ int kinet_mlx5_emu_gpu_range(void *p, size_t len)
 	ngpu_ranges++;
 	pthread_mutex_unlock(&emu_lock);
 	return 0;
+}
+
+static void gpu_range_remove(void *p)
+{
+	pthread_mutex_lock(&emu_lock);
+	for (int i = 0; i < ngpu_ranges; i++)
+		if (gpu_ranges[i].lo == (uintptr_t)p) {
+			gpu_ranges[i] = gpu_ranges[--ngpu_ranges];
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
 }
 
 void kinet_mlx5_emu_gpu_range_clear(void)
@@ -428,6 +445,10 @@ static struct ibv_pd *emu_alloc_pd(struct ibv_context *ib)
 	}
 	p->pd.context = ib;
 	p->pd.handle = p->spd->pdn;
+	pthread_mutex_lock(&emu_lock);
+	p->next = all_pds;
+	all_pds = p;
+	pthread_mutex_unlock(&emu_lock);
 	return &p->pd;
 }
 
@@ -438,6 +459,13 @@ static int emu_dealloc_pd(struct ibv_pd *pd)
 	int rc = kinet_pd_free(p->spd);
 	if (rc)
 		return -rc;
+	pthread_mutex_lock(&emu_lock);
+	for (struct emu_pd **pp = &all_pds; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
 	free(p);
 	return 0;
 }
@@ -942,6 +970,615 @@ static int emu_peermem_loaded(void)
 	return real_gpu() ? kinet_peermem_loaded() : cfg.peermem;
 }
 
+/* Queue memory "on the GPU": the software NIC is a CPU and must reach it, so
+ * it is host memory, declared GPU memory (emulated GPU) or mapped into the
+ * real GPU (kinet_queue_alloc). */
+static struct {
+	void *p;
+	size_t len;
+} qallocs[64];
+
+static int emu_gpu_alloc(size_t len, void **p)
+{
+	if (!cfg.gpu)
+		return -ENODEV;
+	size_t sz = (len + 4095) & ~(size_t)4095;
+	if (real_gpu()) {
+		*p = kinet_queue_alloc(sz);
+		if (!*p)
+			return -ENOMEM;
+		pthread_mutex_lock(&emu_lock);
+		for (int i = 0; i < 64; i++)
+			if (!qallocs[i].p) {
+				qallocs[i].p = *p;
+				qallocs[i].len = sz;
+				break;
+			}
+		pthread_mutex_unlock(&emu_lock);
+		return 0;
+	}
+	*p = aligned_alloc(4096, sz);
+	if (!*p)
+		return -ENOMEM;
+	int rc = kinet_mlx5_emu_gpu_range(*p, sz);
+	if (rc) {
+		free(*p);
+		return rc;
+	}
+	return 0;
+}
+
+static int emu_gpu_free(void *p)
+{
+	if (real_gpu()) {
+		size_t len = 0;
+		pthread_mutex_lock(&emu_lock);
+		for (int i = 0; i < 64; i++)
+			if (qallocs[i].p == p) {
+				len = qallocs[i].len;
+				qallocs[i].p = NULL;
+				break;
+			}
+		pthread_mutex_unlock(&emu_lock);
+		kinet_queue_free(p, len ? len : 4096);
+	} else {
+		gpu_range_remove(p);
+		free(p);
+	}
+	return 0;
+}
+
+static int emu_gpu_memset(void *p, int v, size_t n)
+{
+	memset(p, v, n);
+	return 0;
+}
+
+static int emu_gpu_read(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+	return 0;
+}
+
+static int emu_gpu_write(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+	return 0;
+}
+
+/* ---- DevX: PRM commands decoded with the same field tables ------------------- */
+
+struct emu_umem {
+	struct mlx5dv_devx_umem u;
+	struct emu_dev *d;
+	uint8_t *addr;
+	size_t size;
+	struct emu_umem *next;
+};
+
+struct emu_uar {
+	struct mlx5dv_devx_uar u;
+	struct emu_dev *d;
+	uint8_t *page;
+	struct emu_uar *next;
+};
+
+/* Completes rdma-core's opaque type for the objects of the emulation. */
+struct mlx5dv_devx_obj {
+	int type; /* 1 CQ, 2 QP */
+	struct emu_dev *d;
+	struct ibv_context *ib;
+	uint32_t num;
+	kinet_cq *scq; /* CQ: a software-NIC CQ whose buffers are the umem's */
+	uint8_t *orig_buf;
+	volatile uint32_t *orig_dbrec;
+	struct emu_qp *q; /* QP: an emulated QP whose queues are the umem's */
+	uint8_t *orig_sq, *orig_rq, *orig_uar;
+	volatile uint32_t *orig_qdbr;
+	struct mlx5dv_devx_obj *next;
+};
+
+static struct emu_umem *umems;
+static struct emu_uar *uars;
+static struct mlx5dv_devx_obj *dobjs;
+static uint32_t next_umem = 0x1000, next_uar_page = 0x20;
+#define EMU_EQN 5
+
+static bool devx_ctx(struct ibv_context *ib)
+{
+	return ((struct emu_ctx *)ib)->devx && cfg.devx;
+}
+
+static struct ibv_context *emu_dv_open_device(struct ibv_device *dev,
+					      struct mlx5dv_context_attr *attr)
+{
+	if (!cfg.devx && attr && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct ibv_context *ib = emu_open_device(dev);
+	if (ib && attr)
+		((struct emu_ctx *)ib)->devx = (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) != 0;
+	return ib;
+}
+
+static int emu_devx_query_eqn(struct ibv_context *ib, uint32_t vector, uint32_t *eqn)
+{
+	if (!devx_ctx(ib) || vector != 0)
+		return EOPNOTSUPP;
+	*eqn = EMU_EQN;
+	return 0;
+}
+
+static struct mlx5dv_devx_umem *umem_make(struct ibv_context *ib, void *addr, size_t size)
+{
+	called("devx_umem_reg");
+	struct emu_umem *u = calloc(1, sizeof(*u));
+	if (!u) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	u->d = dev_of(ib);
+	u->addr = addr;
+	u->size = size;
+	pthread_mutex_lock(&emu_lock);
+	u->u.umem_id = next_umem++;
+	u->next = umems;
+	umems = u;
+	pthread_mutex_unlock(&emu_lock);
+	return &u->u;
+}
+
+static struct mlx5dv_devx_umem *emu_umem_reg(struct ibv_context *ib, void *addr, size_t size,
+					     uint32_t access)
+{
+	(void)access;
+	if (!devx_ctx(ib) || !addr || !size) {
+		errno = !devx_ctx(ib) ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	if (emu_mem_kind(addr) == KINET_MEM_CUDA && !emu_peermem_loaded()) {
+		errno = EFAULT; /* GPU memory without peer memory */
+		return NULL;
+	}
+	return umem_make(ib, addr, size);
+}
+
+static struct mlx5dv_devx_umem *emu_umem_reg_ex(struct ibv_context *ib,
+						struct mlx5dv_devx_umem_in *in)
+{
+	if (!(in->comp_mask & MLX5DV_UMEM_MASK_DMABUF))
+		return emu_umem_reg(ib, in->addr, in->size, in->access);
+	if (!devx_ctx(ib)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	uintptr_t base = 0;
+	size_t span = 0;
+	pthread_mutex_lock(&emu_lock);
+	for (int i = 0; i < 16; i++)
+		if (dmabufs[i].fd == in->dmabuf_fd && dmabufs[i].len) {
+			base = dmabufs[i].base;
+			span = dmabufs[i].len;
+			dmabufs[i].len = 0;
+			dmabufs[i].fd = -1;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
+	called("devx_umem_reg_dmabuf");
+	uintptr_t a = (uintptr_t)in->addr;
+	if (!span || a < base || a + in->size > base + span) {
+		errno = !span ? EBADF : EINVAL;
+		return NULL;
+	}
+	return umem_make(ib, in->addr, in->size);
+}
+
+static int emu_umem_dereg(struct mlx5dv_devx_umem *um)
+{
+	struct emu_umem *u = (struct emu_umem *)um;
+	pthread_mutex_lock(&emu_lock);
+	for (struct emu_umem **pp = &umems; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
+	free(u);
+	return 0;
+}
+
+static struct mlx5dv_devx_uar *emu_alloc_uar(struct ibv_context *ib, uint32_t flags)
+{
+	unsigned bit = flags == KINET_UAR_ALLOC_BF ? 1u
+		       : flags == KINET_UAR_ALLOC_NC ? 2u
+		       : flags == KINET_UAR_ALLOC_NC_DEDICATED ? 4u
+							 : 0u;
+	called("devx_alloc_uar");
+	if (!devx_ctx(ib) || !bit || (cfg.uar_refuse & bit)) {
+		errno = !devx_ctx(ib) ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	struct emu_uar *u = calloc(1, sizeof(*u));
+	uint8_t *page = kinet_queue_alloc(KN_UAR_PAGE_SIZE);
+	if (!u || !page) {
+		free(u);
+		kinet_queue_free(page, KN_UAR_PAGE_SIZE);
+		errno = ENOMEM;
+		return NULL;
+	}
+	u->d = dev_of(ib);
+	u->page = page;
+	u->u.base_addr = page;
+	u->u.reg_addr = page + KN_BF_OFFSET;
+	pthread_mutex_lock(&emu_lock);
+	u->u.page_id = next_uar_page++;
+	u->next = uars;
+	uars = u;
+	pthread_mutex_unlock(&emu_lock);
+	return &u->u;
+}
+
+static void emu_free_uar(struct mlx5dv_devx_uar *uar)
+{
+	struct emu_uar *u = (struct emu_uar *)uar;
+	pthread_mutex_lock(&emu_lock);
+	for (struct emu_uar **pp = &uars; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
+	kinet_queue_free(u->page, KN_UAR_PAGE_SIZE);
+	free(u);
+}
+
+/* Lookups (emu_lock held). */
+static uint8_t *umem_at(struct emu_dev *d, uint64_t id, uint64_t off, size_t len)
+{
+	for (struct emu_umem *u = umems; u; u = u->next)
+		if (u->u.umem_id == id && u->d == d)
+			return off <= u->size && len <= u->size - off ? u->addr + off : NULL;
+	return NULL;
+}
+
+static struct emu_uar *uar_of(struct emu_dev *d, uint64_t page)
+{
+	for (struct emu_uar *u = uars; u; u = u->next)
+		if (u->u.page_id == page && u->d == d)
+			return u;
+	return NULL;
+}
+
+static struct mlx5dv_devx_obj *cq_of(struct emu_dev *d, uint64_t cqn)
+{
+	for (struct mlx5dv_devx_obj *o = dobjs; o; o = o->next)
+		if (o->type == 1 && o->num == cqn && o->d == d)
+			return o;
+	return NULL;
+}
+
+static struct emu_pd *pd_of(struct emu_dev *d, uint64_t pdn)
+{
+	for (struct emu_pd *p = all_pds; p; p = p->next)
+		if (p->spd->pdn == pdn && dev_of(p->pd.context) == d)
+			return p;
+	return NULL;
+}
+
+/* A refused command: status and syndrome in the output, as firmware does. */
+static void *cmd_fail(void *out, size_t outlen, const char *what)
+{
+	KLOG_ERR("emulated DevX: %s", what);
+	if (outlen >= 8) {
+		memset(out, 0, 8);
+		kinet_prm_set(&kinet_prm_cmd_out, out, "status", 0x3); /* bad parameter */
+		kinet_prm_set(&kinet_prm_cmd_out, out, "syndrome", 0x4b1e0001);
+	}
+	errno = EREMOTEIO;
+	return NULL;
+}
+
+#define GET(l, buf, name) get_field(&l, buf, name)
+static uint64_t get_field(const struct kinet_prm_layout *l, const void *buf, const char *name)
+{
+	uint64_t v = 0;
+	kinet_prm_get(l, buf, name, &v);
+	return v;
+}
+
+static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void *in,
+					      void *out, size_t outlen)
+{
+	struct emu_dev *d = dev_of(ib);
+	const struct kinet_prm_layout *L = &kinet_prm_create_cq_in;
+	uint64_t lg = GET(kinet_prm_create_cq_in, in, "cq_context.log_cq_size");
+	if (GET(kinet_prm_create_cq_in, in, "cq_context.cqe_sz") != KINET_PRM_CQE_SIZE_64 ||
+	    lg > 22 || GET(kinet_prm_create_cq_in, in, "cq_context.c_eqn") != EMU_EQN ||
+	    GET(kinet_prm_create_cq_in, in, "cq_context.log_page_size") != 0 ||
+	    !GET(kinet_prm_create_cq_in, in, "cq_umem_valid") ||
+	    !GET(kinet_prm_create_cq_in, in, "cq_context.dbr_umem_valid"))
+		return cmd_fail(out, outlen, "CREATE_CQ: bad CQ context (size, CQE size, EQ, umems)");
+	uint32_t cnt = 1u << lg;
+	pthread_mutex_lock(&emu_lock);
+	uint8_t *buf = umem_at(d, GET(kinet_prm_create_cq_in, in, "cq_umem_id"),
+			       GET(kinet_prm_create_cq_in, in, "cq_umem_offset"),
+			       (size_t)cnt * KN_CQE_SIZE);
+	uint8_t *dbr = umem_at(d, GET(kinet_prm_create_cq_in, in, "cq_context.dbr_umem_id"),
+			       GET(kinet_prm_create_cq_in, in, "cq_context.dbr_addr"), 8);
+	struct emu_uar *uar = uar_of(d, GET(kinet_prm_create_cq_in, in, "cq_context.uar_page"));
+	pthread_mutex_unlock(&emu_lock);
+	(void)L;
+	if (!buf || !dbr || !uar)
+		return cmd_fail(out, outlen, "CREATE_CQ: buffer, doorbell record or UAR unknown");
+	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
+	if (!o || kinet_cq_create(d->soft, cnt, &o->scq)) {
+		free(o);
+		return cmd_fail(out, outlen, "CREATE_CQ: no resources");
+	}
+	/* the software NIC writes its CQEs into the umem (initialised by the user) */
+	o->orig_buf = o->scq->buf;
+	o->orig_dbrec = o->scq->dbrec;
+	o->scq->buf = buf;
+	o->scq->dbrec = (volatile uint32_t *)dbr;
+	o->type = 1;
+	o->d = d;
+	o->ib = ib;
+	pthread_mutex_lock(&emu_lock);
+	o->num = next_cqn++;
+	o->next = dobjs;
+	dobjs = o;
+	pthread_mutex_unlock(&emu_lock);
+	memset(out, 0, outlen);
+	kinet_prm_set(&kinet_prm_create_cq_out, out, "cqn", o->num);
+	return o;
+}
+
+static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void *in,
+					      void *out, size_t outlen)
+{
+	struct emu_dev *d = dev_of(ib);
+#define Q(name) GET(kinet_prm_create_qp_in, in, name)
+	if (Q("qpc.st") != KINET_PRM_QPC_ST_RC || Q("qpc.pm_state") != KINET_PRM_QPC_PM_MIGRATED ||
+	    Q("qpc.log_page_size") != 0 || !Q("wq_umem_valid") || !Q("qpc.dbr_umem_valid"))
+		return cmd_fail(out, outlen, "CREATE_QP: not an RC QP with umem queues");
+	uint64_t rq_type = Q("qpc.rq_type");
+	if (rq_type != KINET_PRM_QPC_RQ_REGULAR && rq_type != KINET_PRM_QPC_RQ_ZERO_SIZE)
+		return cmd_fail(out, outlen, "CREATE_QP: unsupported receive queue type");
+	if (rq_type == KINET_PRM_QPC_RQ_REGULAR && Q("qpc.log_rq_stride") != 0)
+		return cmd_fail(out, outlen, "CREATE_QP: the emulation has 16-byte receive WQEs");
+	uint32_t sq_cnt = 1u << Q("qpc.log_sq_size");
+	uint32_t rq_cnt = rq_type == KINET_PRM_QPC_RQ_REGULAR ? 1u << Q("qpc.log_rq_size") : 0;
+	size_t rq_bytes = (size_t)rq_cnt * 16;
+	pthread_mutex_lock(&emu_lock);
+	uint8_t *wq = umem_at(d, Q("wq_umem_id"), Q("wq_umem_offset"),
+			      rq_bytes + (size_t)sq_cnt * KN_SEND_WQE_BB);
+	uint8_t *dbr = umem_at(d, Q("qpc.dbr_umem_id"), Q("qpc.dbr_addr"), 64);
+	struct emu_uar *uar = uar_of(d, Q("qpc.uar_page"));
+	struct emu_pd *pd = pd_of(d, Q("qpc.pd"));
+	struct mlx5dv_devx_obj *scq = cq_of(d, Q("qpc.cqn_snd"));
+	struct mlx5dv_devx_obj *rcq = rq_cnt ? cq_of(d, Q("qpc.cqn_rcv")) : scq;
+	pthread_mutex_unlock(&emu_lock);
+#undef Q
+	if (!wq || !dbr || !uar || !pd || !scq || !rcq)
+		return cmd_fail(out, outlen,
+				"CREATE_QP: work queue, doorbell record, UAR, PD or CQ unknown");
+	struct emu_qp *q = calloc(1, sizeof(*q));
+	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
+	struct kinet_qp_attr a = {
+		.sq_depth = sq_cnt,
+		.rq_depth = rq_cnt,
+		.send_cq = scq->scq,
+		.recv_cq = rq_cnt ? rcq->scq : NULL,
+		.db_mode = KN_DB_GPU,
+		.rnr_retry = 7,
+	};
+	if (!q || !o || kinet_qp_create(pd->spd, &a, &q->sqp)) {
+		free(q);
+		free(o);
+		return cmd_fail(out, outlen, "CREATE_QP: no resources");
+	}
+	kinet_qp *s = q->sqp;
+	/* the QP is in RESET: its engine does not look at it yet */
+	o->orig_sq = s->sq;
+	o->orig_rq = s->rq;
+	o->orig_uar = s->uar;
+	o->orig_qdbr = s->dbrec;
+	s->sq = wq + rq_bytes;
+	s->rq = rq_cnt ? wq : NULL;
+	s->dbrec = (volatile uint32_t *)dbr;
+	s->uar = uar->page;
+	q->d = d;
+	q->qp.context = ib;
+	q->qp.qp_num = s->qpn;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = IBV_QPT_RC;
+	o->type = 2;
+	o->d = d;
+	o->ib = ib;
+	o->q = q;
+	o->num = s->qpn;
+	pthread_mutex_lock(&emu_lock);
+	q->next = all_qps;
+	all_qps = q;
+	o->next = dobjs;
+	dobjs = o;
+	pthread_mutex_unlock(&emu_lock);
+	memset(out, 0, outlen);
+	kinet_prm_set(&kinet_prm_create_qp_out, out, "qpn", o->num);
+	return o;
+}
+
+static struct mlx5dv_devx_obj *emu_devx_obj_create(struct ibv_context *ib, const void *in,
+						   size_t inlen, void *out, size_t outlen)
+{
+	called("devx_obj_create");
+	if (!devx_ctx(ib)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16)
+		return cmd_fail(out, outlen, "command or output too short");
+	uint64_t op = GET(kinet_prm_qpn_in, in, "opcode");
+	if (op == KINET_PRM_OP_CREATE_CQ && inlen >= kinet_prm_bytes(&kinet_prm_create_cq_in))
+		return devx_create_cq(ib, in, out, outlen);
+	if (op == KINET_PRM_OP_CREATE_QP && inlen >= kinet_prm_bytes(&kinet_prm_create_qp_in))
+		return devx_create_qp(ib, in, out, outlen);
+	return cmd_fail(out, outlen, "unsupported or truncated object command");
+}
+
+/* The MAC the emulation "resolves" for a GID: 02:00 and its last 4 bytes. */
+static void emu_mac(const uint8_t *gid, uint8_t mac[6])
+{
+	mac[0] = 0x02;
+	mac[1] = 0x00;
+	memcpy(mac + 2, gid + 12, 4);
+}
+
+static int emu_resolve_l2(struct ibv_context *ib, struct ibv_ah_attr *ah, uint8_t mac[6],
+			  uint16_t *vid)
+{
+	(void)ib;
+	if (!ah->is_global)
+		return EINVAL;
+	emu_mac(ah->grh.dgid.raw, mac);
+	*vid = 0xffff;
+	return 0;
+}
+
+/* Modify QP commands become the verbs transition of the same QP, so the
+ * emulation checks both paths the same way. */
+static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t inlen,
+			       void *out, size_t outlen)
+{
+	called("devx_obj_modify");
+	if (o->type != 2 || inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16) {
+		cmd_fail(out, outlen, "modify: not a QP, or a short command");
+		return EINVAL;
+	}
+	uint64_t op = GET(kinet_prm_qpn_in, in, "opcode");
+	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num) {
+		cmd_fail(out, outlen, "modify: the command names another QP");
+		return EINVAL;
+	}
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	int mask = IBV_QP_STATE;
+	const struct kinet_prm_layout *M = &kinet_prm_modify_qp_in;
+	bool full = inlen >= kinet_prm_bytes(M);
+#define P(name) GET(kinet_prm_modify_qp_in, in, name)
+	switch (op) {
+	case KINET_PRM_OP_RST2INIT_QP:
+		if (!full)
+			break;
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = (uint8_t)P("qpc.primary_address_path.vhca_port_num");
+		a.pkey_index = (uint16_t)P("qpc.primary_address_path.pkey_index");
+		a.qp_access_flags = (P("qpc.rwe") ? IBV_ACCESS_REMOTE_WRITE : 0) |
+				    (P("qpc.rre") ? IBV_ACCESS_REMOTE_READ : 0) |
+				    (P("qpc.rae") ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+		mask |= IBV_QP_PORT | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS;
+		break;
+	case KINET_PRM_OP_INIT2RTR_QP: {
+		if (!full)
+			break;
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = (enum ibv_mtu)P("qpc.mtu");
+		a.dest_qp_num = (uint32_t)P("qpc.remote_qpn");
+		a.rq_psn = (uint32_t)P("qpc.next_rcv_psn");
+		a.max_dest_rd_atomic = (uint8_t)(1u << P("qpc.log_rra_max"));
+		a.min_rnr_timer = (uint8_t)P("qpc.min_rnr_nak");
+		a.ah_attr.is_global = (uint8_t)P("qpc.primary_address_path.grh");
+		a.ah_attr.dlid = (uint16_t)P("qpc.primary_address_path.rlid");
+		a.ah_attr.port_num = (uint8_t)P("qpc.primary_address_path.vhca_port_num");
+		a.ah_attr.grh.sgid_index = (uint8_t)P("qpc.primary_address_path.src_addr_index");
+		a.ah_attr.grh.hop_limit = (uint8_t)P("qpc.primary_address_path.hop_limit");
+		kinet_prm_get_bytes(M, in, "qpc.primary_address_path.rgid_rip",
+				    a.ah_attr.grh.dgid.raw, 16);
+		if (o->d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+			uint8_t mac[6], want[6];
+			uint64_t hi = P("qpc.primary_address_path.rmac_47_32");
+			uint64_t lo = P("qpc.primary_address_path.rmac_31_0");
+			mac[0] = (uint8_t)(hi >> 8);
+			mac[1] = (uint8_t)hi;
+			for (int i = 0; i < 4; i++)
+				mac[2 + i] = (uint8_t)(lo >> (24 - 8 * i));
+			emu_mac(a.ah_attr.grh.dgid.raw, want);
+			if (memcmp(mac, want, 6) ||
+			    !P("qpc.primary_address_path.udp_sport")) {
+				cmd_fail(out, outlen, "INIT2RTR: RoCE needs the next hop's MAC and a "
+						      "UDP source port");
+				return EINVAL;
+			}
+		}
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		break;
+	}
+	case KINET_PRM_OP_RTR2RTS_QP:
+		if (!full)
+			break;
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = (uint32_t)P("qpc.next_send_psn");
+		a.timeout = (uint8_t)P("qpc.primary_address_path.ack_timeout");
+		a.retry_cnt = (uint8_t)P("qpc.retry_count");
+		a.rnr_retry = (uint8_t)P("qpc.rnr_retry");
+		a.max_rd_atomic = (uint8_t)(1u << P("qpc.log_sra_max"));
+		mask |= IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+		break;
+	case KINET_PRM_OP_2ERR_QP: a.qp_state = IBV_QPS_ERR; break;
+	case KINET_PRM_OP_2RST_QP: a.qp_state = IBV_QPS_RESET; break;
+	default:
+		cmd_fail(out, outlen, "modify: unsupported opcode");
+		return EINVAL;
+	}
+#undef P
+	if (a.qp_state == IBV_QPS_RESET && op != KINET_PRM_OP_2RST_QP) {
+		cmd_fail(out, outlen, "modify: truncated command");
+		return EINVAL;
+	}
+	int rc = emu_modify_qp(&o->q->qp, &a, mask);
+	memset(out, 0, outlen);
+	if (rc) {
+		cmd_fail(out, outlen, "modify: the transition was refused");
+		return rc;
+	}
+	return 0;
+}
+
+static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
+{
+	called("devx_obj_destroy");
+	pthread_mutex_lock(&emu_lock);
+	for (struct mlx5dv_devx_obj **pp = &dobjs; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			*pp = o->next;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
+	if (o->type == 1) {
+		o->scq->buf = o->orig_buf;
+		o->scq->dbrec = o->orig_dbrec;
+		int rc = kinet_cq_destroy(o->scq);
+		if (rc)
+			return -rc;
+	} else {
+		kinet_qp *s = o->q->sqp;
+		/* quiesce the QP before its queues go back to their owner */
+		kinet_qp_modify(s, KINET_QPS_RESET, NULL);
+		s->sq = o->orig_sq;
+		s->rq = o->orig_rq;
+		s->uar = o->orig_uar;
+		s->dbrec = o->orig_qdbr;
+		int rc = emu_destroy_qp(&o->q->qp);
+		if (rc)
+			return rc;
+	}
+	free(o);
+	return 0;
+}
+
 static const struct kinet_mlx5_ops emu_ops = {
 	.name = "emulated rdma-core (software NIC)",
 	.get_device_list = emu_get_device_list,
@@ -964,6 +1601,17 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.destroy_qp = emu_destroy_qp,
 	.mlx5dv_is_supported = emu_is_supported,
 	.mlx5dv_init_obj = emu_init_obj,
+	.mlx5dv_open_device = emu_dv_open_device,
+	.devx_umem_reg = emu_umem_reg,
+	.devx_umem_reg_ex = emu_umem_reg_ex,
+	.devx_umem_dereg = emu_umem_dereg,
+	.devx_alloc_uar = emu_alloc_uar,
+	.devx_free_uar = emu_free_uar,
+	.devx_obj_create = emu_devx_obj_create,
+	.devx_obj_modify = emu_devx_obj_modify,
+	.devx_obj_destroy = emu_devx_obj_destroy,
+	.devx_query_eqn = emu_devx_query_eqn,
+	.resolve_eth_l2_from_gid = emu_resolve_l2,
 	.gpu_count = emu_gpu_count,
 	.dmabuf_supported = emu_dmabuf_supported,
 	.mem_kind = emu_mem_kind,
@@ -971,6 +1619,11 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.gpu_map = emu_gpu_map,
 	.gpu_unmap = emu_gpu_unmap,
 	.peermem_loaded = emu_peermem_loaded,
+	.gpu_alloc = emu_gpu_alloc,
+	.gpu_free = emu_gpu_free,
+	.gpu_memset = emu_gpu_memset,
+	.gpu_read = emu_gpu_read,
+	.gpu_write = emu_gpu_write,
 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;

@@ -78,6 +78,12 @@ static int real_dmabuf_supported(void)
 	return 0;
 }
 
+/* DevX queue memory on the GPU the CUDA module uses (GPU 0 otherwise). */
+static int real_gpu_alloc(size_t len, void **p)
+{
+	return kinet_cudrv_alloc(0, len, p);
+}
+
 static int real_mem_kind(const void *p)
 {
 	const struct kinet_cuda_ops *cu = kinet_cuda_load();
@@ -130,6 +136,7 @@ static void real_load(void)
 	NEED(v, create_qp, "ibv_create_qp");
 	NEED(v, modify_qp, "ibv_modify_qp");
 	NEED(v, destroy_qp, "ibv_destroy_qp");
+	MAY(v, resolve_eth_l2_from_gid, "ibv_resolve_eth_l2_from_gid");
 	*(void **)&sym_compat_query_port = dlsym(v, "ibv_query_port");
 	*(void **)&sym_query_gid = dlsym(v, "ibv_query_gid");
 	*(void **)&sym_query_gid_ex = dlsym(v, "_ibv_query_gid_ex");
@@ -159,6 +166,11 @@ static void real_load(void)
 	real.gpu_map = kinet_cudrv_map;
 	real.gpu_unmap = kinet_cudrv_unmap;
 	real.peermem_loaded = kinet_peermem_loaded;
+	real.gpu_alloc = real_gpu_alloc;
+	real.gpu_free = kinet_cudrv_free;
+	real.gpu_memset = kinet_cudrv_memset;
+	real.gpu_read = kinet_cudrv_read;
+	real.gpu_write = kinet_cudrv_write;
 	real_ok = true; /* the libraries stay loaded for the process */
 }
 

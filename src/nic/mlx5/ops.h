@@ -61,6 +61,9 @@ struct kinet_mlx5_ops {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 	int (*destroy_qp)(struct ibv_qp *qp);
+	/* RoCE: the next hop's MAC for a destination GID (DevX needs it) */
+	int (*resolve_eth_l2_from_gid)(struct ibv_context *ib, struct ibv_ah_attr *attr,
+				       uint8_t eth_mac[6], uint16_t *vid);
 
 	/* ---- libmlx5 (direct verbs, DevX) ---- */
 	bool (*mlx5dv_is_supported)(struct ibv_device *dev);
@@ -100,6 +103,13 @@ struct kinet_mlx5_ops {
 	int (*gpu_unmap)(void *p);
 	/* 1 when the peer-memory kernel module is loaded, else 0. */
 	int (*peermem_loaded)(void);
+	/* GPU memory for DevX queues (page aligned), and byte access to it from
+	 * the host (initialisation, the CPU proxy). */
+	int (*gpu_alloc)(size_t len, void **p);
+	int (*gpu_free)(void *p);
+	int (*gpu_memset)(void *p, int v, size_t n);
+	int (*gpu_read)(void *dst, const void *src, size_t n);
+	int (*gpu_write)(void *dst, const void *src, size_t n);
 };
 
 /* Installs a function table for contexts opened from now on (tests, the
@@ -128,6 +138,7 @@ struct kinet_mlx5_emu_cfg {
 	int dmabuf;        /* dma-buf export of emulated GPU memory works */
 	int peermem;       /* ibv_reg_mr accepts emulated GPU memory */
 	int devx;          /* DevX commands are accepted */
+	unsigned uar_refuse; /* UAR allocation types refused: bit 0 BF, 1 NC, 2 NC dedicated */
 	int max_qp_wr;     /* device limit reported by query_device */
 };
 

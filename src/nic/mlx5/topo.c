@@ -37,6 +37,11 @@ int kinet_topo_load(const char *xml, char *why, size_t wl)
 		goto out;
 	}
 	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+#if HWLOC_API_VERSION >= 0x20100
+	/* Linux I/O discovery reads the PCI tree from sysfs; the libpciaccess
+	 * plugin adds nothing to it and leaks memory when it is unloaded */
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+#endif
 	if (xml && hwloc_topology_set_xmlbuffer(topo, xml, (int)strlen(xml) + 1)) {
 		snprintf(why, wl, "hwloc cannot read the XML topology");
 		hwloc_topology_destroy(topo);

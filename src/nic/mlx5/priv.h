@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* State of the mlx5 backend shared by backend.c and devx.c. */
+#ifndef KINET_MLX5_PRIV_H
+#define KINET_MLX5_PRIV_H
+
+#include "nic/mlx5/ops.h"
+#include "nic/mlx5/mlx5.h"
+
+#if KINET_HAVE_RDMA_HEADERS
+
+struct m5_page {
+	uintptr_t addr;
+	int refs;
+	bool owned; /* registered by us (else it was registered already) */
+};
+
+struct m5 {
+	const struct kinet_mlx5_ops *ops;
+	struct ibv_context *ib;
+	char name[64];
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	uint8_t port;
+	int gid_index;
+	union ibv_gid gid;
+	int gpu; /* 1: a GPU is present, queues and doorbell must be mapped */
+	bool devx;     /* queues are DevX objects (KINET_MLX5_QUEUES) */
+	uint32_t eqn;  /* DevX: the event queue of our CQs */
+	pthread_mutex_t lock;
+	struct m5_page *pages; /* pages mapped into the GPU, refcounted */
+	int npages, pcap;
+	kinet_qp **qps; /* every QP (close check, CPU proxy) */
+	int nqps, qcap;
+	/* CPU proxy */
+	pthread_t proxy_th;
+	bool proxy_started;
+	atomic_bool proxy_stop;
+	uint64_t spin_ns, sleep_ns;
+};
+
+struct m5_qp {
+	struct ibv_qp *ibqp;
+	struct ibv_cq *ibscq, *ibrcq;
+	kinet_cq scq, rcq; /* views of the verbs CQs for the core */
+	uint32_t psn;
+	uint8_t *bf_reg;
+	uint32_t bf_size;
+	uint32_t *cpu_pi_page;
+	uint32_t proxy_seen;
+	bool used; /* WQEs were posted since creation (RESET cannot recycle) */
+	/* ranges mapped into the GPU (unmapped on destroy) */
+	struct {
+		void *p;
+		size_t len;
+		int io;
+	} maps[10];
+	int nmaps;
+	/* DevX: one allocation [WQ (RQ then SQ) | send CQ | receive CQ | DBRs] */
+	bool devx;
+	bool on_gpu; /* that memory is GPU memory */
+	uint8_t *qmem;
+	size_t qlen;
+	struct mlx5dv_devx_umem *umem;
+	struct mlx5dv_devx_uar *uar;
+	struct mlx5dv_devx_obj *oqp, *oscq, *orcq;
+};
+
+/* Maps [p, p+len) into the GPU page by page (refcounted); records it on x. */
+int kinet_m5_range_map(struct m5 *m, struct m5_qp *x, void *p, size_t len, int io);
+/* A kinet_cq view of a CQ buffer (not owned by the core). */
+void kinet_m5_cq_view(kinet_cq *v, kinet_ctx *ctx, uint8_t *buf, uint32_t cnt,
+		      volatile uint32_t *dbrec);
+
+/* DevX (devx.c) */
+int kinet_m5_devx_open(struct m5 *m);
+int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, kinet_pd *pd,
+			 uint32_t sq_cnt, uint32_t rq_cnt);
+/* from -> to with the remote endpoint (RTR). */
+int kinet_m5_devx_modify(struct m5 *m, kinet_qp *qp, struct m5_qp *x, int to,
+			 const struct kinet_mlx5_ep *ep);
+void kinet_m5_devx_release(struct m5 *m, struct m5_qp *x);
+
+#endif
+#endif
