@@ -6,10 +6,13 @@
  * KINET_FI_PROVIDER or tcp;ofi_rxm).
  *
  *   fabric_bw -s DIR          server: writes DIR/fabric.addr, serves
- *   fabric_bw -c DIR [-n N]   client: reads DIR/fabric.addr, measures, prints
- *                             one markdown row per size: size, write MB/s,
- *                             send MB/s; then the 8-byte latency.
+ *   fabric_bw -c DIR [-n N]   client: reads DIR/fabric.addr, warms the
+ *                             connection up, measures, prints one line per
+ *                             size "bw SIZE WRITE_MB/s SEND_MB/s", then
+ *                             "lat MEDIAN_US MEAN_US" (8-byte round trip).
  * Set FI_TCP_IFACE to pick the interface. Every wait is bounded (30 s).
+ * Both sides poll their completion queue (one busy thread per process), as
+ * kinet_net_bw's engines do.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -26,6 +29,10 @@
 #include <rdma/fi_rma.h>
 
 #define MAXSZ (4u << 20)
+
+/* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples */
+static uint32_t only_size;
+static int no_bw, lat_iters = -1;
 #define WIN 64
 #define CTRL 64
 
@@ -191,6 +198,12 @@ static int server(const char *dir)
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static void roundtrip(char c)
 {
 	post_recv();
@@ -229,8 +242,21 @@ static int client(const char *dir, int n)
 	wait_cq(1);
 	struct hello srv;
 	memcpy(&srv, ctrl_rx, sizeof(srv) < CTRL ? sizeof(srv) : CTRL);
-	printf("| size | fi_write MB/s | fi_send MB/s |\n|---:|---:|---:|\n");
-	for (uint32_t sz = 65536; sz <= MAXSZ; sz *= 4) {
+	/* warm up: the connection, the provider's buffers, the caches */
+	for (int i = 0; i < 64; i++) {
+		ssize_t rc;
+		while ((rc = fi_write(ep, buf, 65536, NULL, peer, srv.addr, srv.key, NULL)) ==
+		       -FI_EAGAIN)
+			fi_cq_read(cq, NULL, 0);
+		CHK(rc);
+		wait_cq(1);
+	}
+	roundtrip('w');
+	for (int i = 0; i < 100; i++)
+		roundtrip('p');
+	for (uint32_t sz = 65536; sz <= MAXSZ && !no_bw; sz *= 4) {
+		if (only_size && sz != only_size)
+			continue;
 		int cnt = (int)((uint64_t)n * 65536 / sz);
 		if (cnt < 64)
 			cnt = 64;
@@ -272,16 +298,23 @@ static int client(const char *dir, int n)
 			double s = (double)(now_ns() - t0) / 1e9;
 			mbs[kind] = (double)cnt * sz / s / 1e6;
 		}
-		printf("| %u | %.0f | %.0f |\n", sz, mbs[0], mbs[1]);
+		printf("bw %u %.0f %.0f\n", sz, mbs[0], mbs[1]);
 	}
-	int iters = n * 10;
-	for (int i = 0; i < 100; i++)
-		roundtrip('p');
+	int iters = lat_iters >= 0 ? lat_iters : n * 10;
+	uint64_t *lat = malloc(sizeof(*lat) * (size_t)(iters + 1));
+	if (!lat)
+		return 1;
 	uint64_t t0 = now_ns();
-	for (int i = 0; i < iters; i++)
+	for (int i = 0; i < iters; i++) {
+		uint64_t a = now_ns();
 		roundtrip('p');
-	double us = (double)(now_ns() - t0) / 1e3 / iters;
-	printf("\nfi_send 8-byte round trip: %.2f us\n", us);
+		lat[i] = now_ns() - a;
+	}
+	double mean = (double)(now_ns() - t0) / 1e3 / iters;
+	qsort(lat, (size_t)iters, sizeof(*lat), cmp_u64);
+	if (iters > 0)
+		printf("lat %.2f %.2f\n", (double)lat[iters / 2] / 1e3, mean);
+	free(lat);
 	uint8_t q[8] = {'q'};
 	send_ctrl(q, 8, peer);
 	return 0;
@@ -293,16 +326,22 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int srv = -1;
 	int opt;
-	while ((opt = getopt(argc, argv, "s:c:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
 		} else if (opt == 'n') {
 			n = atoi(optarg);
+		} else if (opt == 'z') {
+			only_size = (uint32_t)strtoul(optarg, NULL, 0);
+			if (only_size == 0)
+				no_bw = 1;
+		} else if (opt == 'l') {
+			lat_iters = atoi(optarg);
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N]\n");
+		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS]\n");
 		return 2;
 	}
 	return srv ? server(dir) : client(dir, n);

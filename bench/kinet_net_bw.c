@@ -6,8 +6,12 @@
  * target has placed it). Public API only.
  *
  *   kinet_net_bw -s DIR          server: publishes DIR/kinet.srv, waits
- *   kinet_net_bw -c DIR [-n N]   client: connects, measures, prints markdown
- * Descriptors travel through files in DIR (any shared folder).
+ *   kinet_net_bw -c DIR [-n N]   client: connects, warms up, measures, prints
+ *                                "bw SIZE MB/s" per size, then
+ *                                "lat MEDIAN_US MEAN_US" (8-byte write)
+ * Descriptors travel through files in DIR (any shared folder). As in
+ * bench/fabric_bw, each process has one thread that polls (the engine; the
+ * client's application thread polls its CQ as well, the server's sleeps).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -20,6 +24,10 @@
 #include <kinet/net.h>
 
 #define MAXSZ (4u << 20)
+
+/* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples */
+static uint32_t only_size;
+static int no_bw, lat_iters = -1;
 
 static uint64_t now_ns(void)
 {
@@ -70,6 +78,12 @@ static size_t get_file(const char *dir, const char *name, void *p, size_t cap, i
 	exit(1);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 struct blob {
 	uint8_t qp[KINET_QP_DESC_MAX];
 	uint8_t mr[KINET_MR_DESC_SIZE];
@@ -80,16 +94,22 @@ int main(int argc, char **argv)
 {
 	int n = 1000, srv = -1, opt;
 	const char *dir = NULL;
-	while ((opt = getopt(argc, argv, "s:c:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
 		} else if (opt == 'n') {
 			n = atoi(optarg);
+		} else if (opt == 'z') {
+			only_size = (uint32_t)strtoul(optarg, NULL, 0);
+			if (only_size == 0)
+				no_bw = 1;
+		} else if (opt == 'l') {
+			lat_iters = atoi(optarg);
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N]\n");
+		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS]\n");
 		return 2;
 	}
 	kinet_ctx *ctx;
@@ -124,8 +144,18 @@ int main(int argc, char **argv)
 		kn_qp *d;
 		CHK(kinet_qp_device(qp, &d));
 		uint32_t lkey = kinet_mr_lkey(mr);
-		printf("| size | kinet write MB/s |\n|---:|---:|\n");
-		for (uint32_t sz = 65536; sz <= MAXSZ; sz *= 4) {
+		kn_ticket_t t;
+		/* warm up: the connection, the wire's buffers, the caches */
+		for (int i = 0; i < 64; i++)
+			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 65536, NULL));
+		CHK(kn_quiet(d));
+		for (int i = 0; i < 100; i++) {
+			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
+			CHK(kn_wait(d, t));
+		}
+		for (uint32_t sz = 65536; sz <= MAXSZ && !no_bw; sz *= 4) {
+			if (only_size && sz != only_size)
+				continue;
 			int cnt = (int)((uint64_t)n * 65536 / sz);
 			if (cnt < 64)
 				cnt = 64;
@@ -134,21 +164,24 @@ int main(int argc, char **argv)
 				CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, sz, NULL));
 			CHK(kn_quiet(d));
 			double s = (double)(now_ns() - t0) / 1e9;
-			printf("| %u | %.0f |\n", sz, (double)cnt * sz / s / 1e6);
+			printf("bw %u %.0f\n", sz, (double)cnt * sz / s / 1e6);
 		}
-		int iters = n * 10;
-		kn_ticket_t t;
-		for (int i = 0; i < 100; i++) {
-			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
-			CHK(kn_wait(d, t));
-		}
+		int iters = lat_iters >= 0 ? lat_iters : n * 10;
+		uint64_t *lat = malloc(sizeof(*lat) * (size_t)(iters + 1));
+		if (!lat)
+			return 1;
 		uint64_t t0 = now_ns();
 		for (int i = 0; i < iters; i++) {
+			uint64_t a = now_ns();
 			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
 			CHK(kn_wait(d, t));
+			lat[i] = now_ns() - a;
 		}
-		printf("\nkinet 8-byte write latency (post to completion): %.2f us\n",
-		       (double)(now_ns() - t0) / 1e3 / iters);
+		double mean = (double)(now_ns() - t0) / 1e3 / iters;
+		qsort(lat, (size_t)iters, sizeof(*lat), cmp_u64);
+		if (iters > 0)
+			printf("lat %.2f %.2f\n", (double)lat[iters / 2] / 1e3, mean);
+		free(lat);
 		put_file(dir, "kinet.done", "done", 4);
 	}
 	CHK(kinet_qp_destroy(qp));

@@ -2,13 +2,20 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The software NIC's wire against raw libfabric, in one run, on the same
 # paths: loopback, then two network namespaces joined by a veth pair (made
-# here and removed on exit; needs root). Prints markdown for docs/perf.md.
+# here and removed on exit; needs root). Raw and kinet alternate REPS times
+# on each path; the tables give medians (and the spread of the per-round
+# ratios). Prints markdown for docs/perf.md.
 #
-#   bench/net.sh [BUILD_DIR] [N]     (default build, N=1000: iterations scale)
+#   bench/net.sh [BUILD_DIR] [N] [REPS]   (default build, N=1000, REPS=5)
+#
+# N scales the iterations (N*64 KiB bytes per size, 10*N latency samples).
+# PIN_SRV / PIN_CLI: CPU lists (taskset -c) for the server / client process,
+# applied alike to both programs (default: no pinning).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-$ROOT/build}
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 N=${2:-1000}
+REPS=${3:-5}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 CC=${CC:-cc}
@@ -26,49 +33,97 @@ cleanup() {
 }
 trap cleanup EXIT
 
+PS=()
+PC=()
+[ -n "${PIN_SRV:-}" ] && PS=(taskset -c "$PIN_SRV")
+[ -n "${PIN_CLI:-}" ] && PC=(taskset -c "$PIN_CLI")
+
 # pair PROG SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE: server in the
-# background, client in front; both bounded.
+# background, client in front; both bounded. The client's lines go to stdout.
 pair() {
 	local prog=$1 spre=$2 cpre=$3 sif=$4 cif=$5
-	rm -f "$TMP"/*
-	$spre env FI_TCP_IFACE="$sif" timeout 300 "$OUT/$prog" -s "$TMP" &
+	rm -rf "$TMP/x"
+	mkdir "$TMP/x"
+	$spre env FI_TCP_IFACE="$sif" timeout 300 "${PS[@]}" "$OUT/$prog" -s "$TMP/x" &
 	local spid=$!
-	$cpre env FI_TCP_IFACE="$cif" timeout 300 "$OUT/$prog" -c "$TMP" -n "$N"
+	$cpre env FI_TCP_IFACE="$cif" timeout 300 "${PC[@]}" "$OUT/$prog" -c "$TMP/x" -n "$N"
 	wait $spid
 }
 
-echo "### loopback (lo)"
-echo
-echo "raw libfabric (${KINET_FI_PROVIDER:-tcp;ofi_rxm}):"
-echo
-pair fabric_bw "" "" lo lo
-echo
-echo "kinet (software NIC, wire):"
-echo
-pair kinet_net_bw "" "" lo lo
+# median of the numbers on stdin
+median() {
+	sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
 
-if [ "$(id -u)" != 0 ]; then
-	echo
-	echo "(namespaces skipped: needs root)"
-	exit 0
+# run_path NAME SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE
+run_path() {
+	local name=$1
+	shift
+	for r in $(seq 1 "$REPS"); do
+		pair fabric_bw "$@" >"$TMP/raw.$name.$r"
+		pair kinet_net_bw "$@" >"$TMP/kin.$name.$r"
+	done
+}
+
+# table NAME LABEL: bandwidth rows, then latency row, from the rounds' files
+table_bw() {
+	local name=$1 label=$2
+	for sz in 65536 262144 1048576 4194304; do
+		local w s k rmin rmax
+		w=$(cat "$TMP"/raw."$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' | median)
+		s=$(cat "$TMP"/raw."$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $4}' | median)
+		k=$(cat "$TMP"/kin."$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' | median)
+		# per-round ratios (raw and kinet of the same round)
+		local ratios=""
+		for r in $(seq 1 "$REPS"); do
+			local a b
+			a=$(awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' "$TMP/raw.$name.$r")
+			b=$(awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' "$TMP/kin.$name.$r")
+			ratios="$ratios $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b / a}')"
+		done
+		rmin=$(echo $ratios | tr ' ' '\n' | sort -g | head -1)
+		rmax=$(echo $ratios | tr ' ' '\n' | sort -g | tail -1)
+		awk -v l="$label" -v z=$sz -v w="$w" -v s="$s" -v k="$k" -v a="$rmin" -v b="$rmax" \
+			'BEGIN {printf "| %s | %d KiB | %.0f | %.0f | %.0f | %.2f | %s-%s |\n", l, z / 1024, w, s, k, k / w, a, b}'
+	done
+}
+
+table_lat() {
+	local name=$1 label=$2 r k
+	r=$(cat "$TMP"/raw."$name".* | awk '$1 == "lat" {print $2}' | median)
+	k=$(cat "$TMP"/kin."$name".* | awk '$1 == "lat" {print $2}' | median)
+	awk -v l="$label" -v r="$r" -v k="$k" 'BEGIN {printf "| %s | %.1f us | %.1f us | %+.1f us |\n", l, r, k, k - r}'
+}
+
+PATHS=(lo)
+run_path lo "" "" lo lo
+if [ "$(id -u)" = 0 ]; then
+	ip netns add "$NSA"
+	ip netns add "$NSB"
+	ip link add kbva$$ type veth peer name kbvb$$
+	ip link set kbva$$ netns "$NSA"
+	ip link set kbvb$$ netns "$NSB"
+	ip -n "$NSA" addr add 10.232.254.1/30 dev kbva$$
+	ip -n "$NSB" addr add 10.232.254.2/30 dev kbvb$$
+	for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
+	ip -n "$NSA" link set kbva$$ up
+	ip -n "$NSB" link set kbvb$$ up
+	run_path ns "ip netns exec $NSB" "ip netns exec $NSA" kbvb$$ kbva$$
+	PATHS+=(ns)
 fi
-ip netns add "$NSA"
-ip netns add "$NSB"
-ip link add kbva$$ type veth peer name kbvb$$
-ip link set kbva$$ netns "$NSA"
-ip link set kbvb$$ netns "$NSB"
-ip -n "$NSA" addr add 10.232.254.1/30 dev kbva$$
-ip -n "$NSB" addr add 10.232.254.2/30 dev kbvb$$
-for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-ip -n "$NSA" link set kbva$$ up
-ip -n "$NSB" link set kbvb$$ up
+
+echo "provider ${KINET_FI_PROVIDER:-tcp;ofi_rxm}, N=$N, $REPS rounds (raw then kinet in each), medians;" \
+	"pinning: server ${PIN_SRV:-none}, client ${PIN_CLI:-none}"
 echo
-echo "### two network namespaces (veth)"
+echo "| path | size | raw fi_write MB/s | raw fi_send MB/s | kinet write MB/s | kinet / raw write | per-round ratios |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+for p in "${PATHS[@]}"; do
+	table_bw "$p" "$([ "$p" = lo ] && echo loopback || echo namespaces)"
+done
 echo
-echo "raw libfabric:"
-echo
-pair fabric_bw "ip netns exec $NSB" "ip netns exec $NSA" kbvb$$ kbva$$
-echo
-echo "kinet (software NIC, wire):"
-echo
-pair kinet_net_bw "ip netns exec $NSB" "ip netns exec $NSA" kbvb$$ kbva$$
+echo "| path | raw 8-byte fi_send round trip | kinet 8-byte write, post to completion | kinet - raw |"
+echo "|---|---:|---:|---:|"
+for p in "${PATHS[@]}"; do
+	table_lat "$p" "$([ "$p" = lo ] && echo loopback || echo namespaces)"
+done
+[ "$(id -u)" = 0 ] || echo -e "\n(namespaces skipped: needs root)"
