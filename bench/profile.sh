@@ -33,7 +33,7 @@ categorize() {
       if (s ~ /^(soft_parse_wqe|parse_gather|local_seg|rd32|rd64)$/) return "WQE parsing"
       if (s ~ /^kinet_mr_check/) return "protection checks (key table, local and remote)"
       if (s ~ /^(soft_exec_local|soft_resp_|soft_copy_iov|kinet_mem_copy|count_move|accepting|tgt_|__tls_get_addr|__mem(cpy|move))/) return "execution: responder, placement of the bytes"
-      if (s ~ /^(soft_req_cqe|kinet_cq_push|kinet_cq_space|pthread_spin_)/) return "CQE writing (and CQ space check)"
+      if (s ~ /^(soft_req_cqe|req_cqe|cq_write|kinet_cq_(push|space|reserve)|pthread_spin_)/) return "CQE writing (and CQ space check)"
       if (s ~ /^(engine_main|serve_qp|published|proxy_ring|soft_resp_set_held|pthread_mutex_|pthread_rwlock_|__vdso_clock_gettime|clock_gettime|kn_now_ns|clock_nanosleep|nanosleep|__nanosleep)/) return "engine loop: polling doorbells, locks per pass, idle"
       if (s ~ /^\[k\]/) return "kernel (scheduling, sleeps, page faults)"
       return "other"
@@ -101,14 +101,24 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
       sub(/[.\047].*$/, "", f)
       if (!(f in best) || n + 0 > best[f] + 0) best[f] = n
     } END { for (f in best) print f "\t" best[f] }' > "$tmp/cg.tsv"
-  ir() { awk -F'\t' -v f="$1" -v n="$N" '$1 == f {printf "%.0f", $2 / n; found = 1} END {if (!found) printf "-"}' "$tmp/cg.tsv"; }
+  # instructions per WQE of the first of the named functions that exists
+  ir() {
+    local f
+    for f in "$@"; do
+      if awk -F'\t' -v f="$f" '$1 == f {found = 1} END {exit !found}' "$tmp/cg.tsv"; then
+        awk -F'\t' -v f="$f" -v n="$N" '$1 == f {printf "%.0f", $2 / n}' "$tmp/cg.tsv"
+        return
+      fi
+    done
+    printf -- "-"
+  }
   echo "valgrind --tool=callgrind, \`write_bw -s 8 -n $N --warmup 0\`: instructions per WQE (inclusive)."
   echo
   echo "| step | function | instructions per WQE |"
   echo "| --- | --- | ---: |"
   echo "| WQE parsing, with the local key check | soft_parse_wqe | $(ir soft_parse_wqe) |"
   echo "| execution: remote key check, placement | soft_exec_local | $(ir soft_exec_local) |"
-  echo "| CQE writing | soft_req_cqe | $(ir soft_req_cqe) |"
+  echo "| CQE writing | soft_req_cqe(_reserved) | $(ir soft_req_cqe_reserved soft_req_cqe) |"
   echo "| CQ space check (before each WQE) | kinet_cq_space | $(ir kinet_cq_space) |"
   echo "| one key-table check (2 per WQE) | kinet_mr_check | $(awk -F'\t' -v n="$N" '$1 == "kinet_mr_check" {printf "%.0f", $2 / n / 2}' "$tmp/cg.tsv") |"
   echo "| initiator: reserve, prepare, submit (doorbell) | perf_post | $(ir perf_post) |"

@@ -18,9 +18,9 @@
 
 #include <kinet/device.h>
 
-/* Between two polls of a waiting job: pause; on the host with --poll yield,
- * give the CPU away (sched_yield), for machines with fewer cores than
- * initiator plus engine threads. */
+/* Between two polls of a waiting job: the device layer's pause; on the host
+ * with --poll yield, give the CPU away (sched_yield) every time, for machines
+ * with fewer cores than initiator plus engine threads. */
 #if defined(__CUDA_ARCH__)
 #define PERF_RELAX(j) KN_PAUSE()
 #else
