@@ -705,6 +705,8 @@ Test(mlx5_host, gid_selection_by_family)
 }
 
 #else
+#include <errno.h>
+#include "nic/mlx5/mlx5.h"
 Test(mlx5_host, built_without_rdma_core_headers)
 {
 	char why[200];
