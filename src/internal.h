@@ -107,6 +107,7 @@ struct kinet_cq {
 	pthread_spinlock_t lock;   /* producers (engine threads) */
 	uint64_t pi;               /* next CQE index the NIC writes */
 	uint64_t host_ci;          /* kinet_cq_poll consumer */
+	uint32_t reserved;         /* slots promised by kinet_cq_reserve (under lock) */
 	atomic_int refs;
 };
 
@@ -184,8 +185,16 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote);
 /* Writes one CQE (64 bytes prepared by the caller, op_own's owner bit is set
  * here) to a CQ: -EAGAIN when the CQ is full (consumer index behind). */
 int kinet_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe);
-/* Free CQE slots as seen from the NIC side. */
+/* Free CQE slots as seen from the NIC side (reserved ones are not free). */
 uint32_t kinet_cq_space(kinet_cq *cq);
+/* Promises the caller one CQE slot before it executes a WQE, so that the
+ * CQE can always be written (another engine may share the CQ): 0, or -EAGAIN
+ * when the CQ is full. Every promise ends in exactly one
+ * kinet_cq_push_reserved or kinet_cq_unreserve. */
+int kinet_cq_reserve(kinet_cq *cq);
+void kinet_cq_unreserve(kinet_cq *cq);
+/* kinet_cq_push into a promised slot: cannot fail. */
+void kinet_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe);
 /* Empties a CQ (all CQEs invalid, indexes 0): a dedicated CQ of a QP reset. */
 void kinet_cq_reset(kinet_cq *cq);
 

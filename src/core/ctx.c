@@ -268,8 +268,35 @@ uint32_t kinet_cq_depth(const kinet_cq *cq)
 uint32_t kinet_cq_space(kinet_cq *cq)
 {
 	uint32_t ci = kn_be32toh(__atomic_load_n(&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-	uint32_t used = ((uint32_t)cq->pi - ci) & 0xffffff;
+	uint32_t used = (((uint32_t)cq->pi - ci) & 0xffffff) + cq->reserved;
 	return used >= cq->cnt ? 0 : cq->cnt - used;
+}
+
+int kinet_cq_reserve(kinet_cq *cq)
+{
+	pthread_spin_lock(&cq->lock);
+	int rc = kinet_cq_space(cq) ? 0 : -EAGAIN;
+	if (!rc)
+		cq->reserved++;
+	pthread_spin_unlock(&cq->lock);
+	return rc;
+}
+
+void kinet_cq_unreserve(kinet_cq *cq)
+{
+	pthread_spin_lock(&cq->lock);
+	cq->reserved--;
+	pthread_spin_unlock(&cq->lock);
+}
+
+/* Writes the CQE at the producer index (lock held, a slot known free). */
+static void cq_write(kinet_cq *cq, struct kn_cqe64 *cqe)
+{
+	uint64_t idx = cq->pi++;
+	struct kn_cqe64 *dst = (struct kn_cqe64 *)(cq->buf + (idx & (cq->cnt - 1)) * KN_CQE_SIZE);
+	uint8_t op_own = (uint8_t)((cqe->op_own & 0xfe) | ((idx / cq->cnt) & 1));
+	memcpy(dst, cqe, KN_CQE_SIZE - 1);
+	__atomic_store_n(&dst->op_own, op_own, __ATOMIC_RELEASE);
 }
 
 int kinet_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe)
@@ -279,14 +306,19 @@ int kinet_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe)
 		pthread_spin_unlock(&cq->lock);
 		return -EAGAIN;
 	}
-	uint64_t idx = cq->pi++;
-	struct kn_cqe64 *dst = (struct kn_cqe64 *)(cq->buf + (idx & (cq->cnt - 1)) * KN_CQE_SIZE);
-	uint8_t op_own = (uint8_t)((cqe->op_own & 0xfe) | ((idx / cq->cnt) & 1));
-	memcpy(dst, cqe, KN_CQE_SIZE - 1);
-	__atomic_store_n(&dst->op_own, op_own, __ATOMIC_RELEASE);
+	cq_write(cq, cqe);
 	pthread_spin_unlock(&cq->lock);
 	atomic_fetch_add(&cq->ctx->c_cqes, 1);
 	return 0;
+}
+
+void kinet_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe)
+{
+	pthread_spin_lock(&cq->lock);
+	cq->reserved--;
+	cq_write(cq, cqe);
+	pthread_spin_unlock(&cq->lock);
+	atomic_fetch_add(&cq->ctx->c_cqes, 1);
 }
 
 int kinet_cq_peek(kinet_cq *cq, uint64_t idx, struct kn_cqe64 *out)

@@ -512,3 +512,10 @@ Test(fuzz, seed_2_sq_16)
 {
 	fuzz_run(0x5eed0002, 16);
 }
+
+/* two engine threads: requester and responder on different ones */
+Test(fuzz, seed_3_two_engines)
+{
+	tu_engine_threads = 2;
+	fuzz_run(0x5eed0003, 32);
+}

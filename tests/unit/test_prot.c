@@ -454,6 +454,9 @@ static int case_fn(int tid, int n, void *arg)
 	TU_CHECK(c->post(e, &bad) == 0, "posting the bad WQE");
 	int rc = kn_wait(q, bad);
 	TU_CHECK(rc == -EIO, "bad WQE: kn_wait returned %d (%s)", rc, kinet_strerror(rc));
+	/* whoever sees the error CQE sees the QP in ERR */
+	TU_CHECK(kinet_qp_get_state(e->p.a) == KINET_QPS_ERR, "error CQE before ERR (state %s)",
+		 kinet_qp_state_str(kinet_qp_get_state(e->p.a)));
 	uint32_t vendor = 0xdead;
 	uint32_t s = kn_qp_error(q, &vendor);
 	TU_CHECK(s == c->synd, "syndrome 0x%x (%s), expected 0x%x (%s)", s, kinet_syndrome_str(s),
@@ -488,6 +491,9 @@ static int case_fn(int tid, int n, void *arg)
 		kn_recv_info info;
 		rc = kn_recv_poll(rq, e->rt[0], 1, &info);
 		TU_CHECK(rc == -EIO, "receive CQE: %d", rc);
+		TU_CHECK(kinet_qp_get_state(e->p.b) == KINET_QPS_ERR,
+			 "receive error CQE before ERR (state %s)",
+			 kinet_qp_state_str(kinet_qp_get_state(e->p.b)));
 		TU_CHECK(info.opcode == KN_CQE_RESP_ERR && info.syndrome == c->recv_synd,
 			 "receive CQE opcode %u syndrome 0x%x (%s), expected 0x%x", info.opcode,
 			 info.syndrome, kinet_syndrome_str(info.syndrome), c->recv_synd);
@@ -630,6 +636,22 @@ CASE(wqe_index_of_another_lap, b_index_wrapped, KN_SYND_LOCAL_QP_OP_ERR)
 CASE(wrong_qpn, b_qpn, KN_SYND_LOCAL_QP_OP_ERR)
 CASE(inline_longer_than_wqe, b_inline_too_long, KN_SYND_LOCAL_QP_OP_ERR)
 CASE(atomic_result_length_not_8, b_atomic_len, KN_SYND_LOCAL_LENGTH_ERR)
+
+/* a few classes again with requester and responder on two engine threads */
+#define CASE2(name, fn, s, ...)                                               \
+	Test(prot, name##_two_engines)                                        \
+	{                                                                     \
+		tu_engine_threads = 2;                                        \
+		const struct pcase c = {.post = fn, .synd = s, __VA_ARGS__}; \
+		run_case(&c);                                                 \
+	}
+CASE2(bad_rkey, b_bad_rkey, KN_SYND_REMOTE_ACCESS_ERR)
+CASE2(bad_lkey, b_bad_lkey, KN_SYND_LOCAL_PROT_ERR)
+CASE2(send_longer_than_receive_buffer, b_send_too_long, KN_SYND_REMOTE_INVAL_REQ_ERR,
+      .recv = RECV_SMALL, .recv_synd = KN_SYND_LOCAL_LENGTH_ERR)
+CASE2(send_to_bad_receive_lkey, b_send_bad_recv_lkey, KN_SYND_REMOTE_OP_ERR,
+      .recv = RECV_BAD_LKEY, .recv_synd = KN_SYND_LOCAL_PROT_ERR)
+CASE2(rnr_retry_exceeded_send, b_rnr, KN_SYND_RNR_RETRY_EXC_ERR, .rnr_retry = 2)
 
 /* Moving a QP to ERR by hand flushes what is outstanding, and RESET clears. */
 static int manual_err_fn(int tid, int n, void *arg)

@@ -132,6 +132,13 @@ Test(shared, cta_scope_8_threads)
 	shared_case(KN_SHARE_CTA, 64, 64, 2);
 }
 
+/* requester and responder on two engine threads */
+Test(shared, gpu_scope_8_threads_two_engines)
+{
+	tu_engine_threads = 2;
+	shared_case(KN_SHARE_GPU, 32, 64, 2);
+}
+
 /* sq_depth 4, 8 threads: nearly every reservation finds the SQ full. */
 Test(shared, full_sq_blocks_then_proceeds)
 {

@@ -6,6 +6,7 @@
  * wrapping past 65536 on a small QP.
  */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../util/testutil.h"
@@ -293,4 +294,84 @@ Test(wrap, wqe_index_16_bit_cpu_proxy)
 	wopen(&e, &at);
 	cr_assert_eq(kinet_host_exec(1, index_wrap_fn, &e), 0, "%s", tu_fail_msg);
 	wclose(&e);
+}
+
+/* Two QPs on two engine threads completing into one small shared send CQ:
+ * every WQE executes once and gets its CQE, whoever wins the last free
+ * CQE slot. Fetch-adds make a second execution visible. */
+Test(wrap, shared_send_cq_two_engines)
+{
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_cq *cq;
+	kinet_qp *x[2], *y[2];
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT, .engine_threads = 2};
+	cr_assert_eq(kinet_open(&ca, &ctx), 0);
+	cr_assert_eq(kinet_pd_alloc(ctx, &pd), 0);
+	cr_assert_eq(kinet_cq_create(ctx, 2, &cq), 0);
+	struct kinet_qp_attr xa = {.sq_depth = 16, .send_cq = cq};
+	for (int i = 0; i < 2; i++) /* QP numbers n, n+1: one per engine */
+		cr_assert_eq(kinet_qp_create(pd, &xa, &x[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(kinet_qp_create(pd, NULL, &y[i]), 0);
+		cr_assert_eq(kinet_qp_connect_local(x[i], y[i]), 0);
+	}
+	struct tu_region ctr, res;
+	cr_assert_eq(tu_region_alloc(&ctr, pd, 64, KINET_ACCESS_ALL, 1), 0);
+	cr_assert_eq(tu_region_alloc(&res, pd, 64, KINET_ACCESS_LOCAL_WRITE, 2), 0);
+	uint64_t *counter = (uint64_t *)ctr.buf;
+	*counter = 0;
+	const int per_qp = 20000;
+	uint64_t pi[2] = {0, 0};
+	int got = 0, posted = 0;
+	uint8_t w[64];
+	while (got < 2 * per_qp) {
+		for (int i = 0; i < 2 && posted < 2 * per_qp; i++) {
+			/* keep a few WQEs outstanding on each QP */
+			if (pi[i] - (uint64_t)(got / 2) > 6)
+				continue;
+			memset(w, 0, sizeof(w));
+			kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), tu_addr(counter),
+					 kinet_mr_rkey(ctr.mr));
+			kn_set_atomic_seg((struct kn_wqe_atomic_seg *)(w + 32), 1, 0);
+			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), 8, tu_lkey(&res),
+					tu_addr(res.buf + 8 * i));
+			kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, (uint16_t)pi[i], KN_OPCODE_ATOMIC_FA,
+					0, kinet_qp_num(x[i]), KN_WQE_CTRL_CQ_UPDATE, 4, 0, 0);
+			long long t = kinet_qp_post_raw(x[i], w, 1);
+			cr_assert_eq(t, (long long)pi[i], "post: %lld", t);
+			pi[i]++;
+			posted++;
+		}
+		struct kn_cqe64 c;
+		int rc = kinet_cq_poll(cq, &c);
+		if (rc == -EBUSY) {
+			sched_yield();
+			continue;
+		}
+		cr_assert_eq(rc, 0);
+		cr_assert_eq(tu_cqe_op(&c), KN_CQE_REQ, "CQE %d: %s", got,
+			     kinet_syndrome_str(tu_cqe_synd(&c)));
+		got++;
+		if (got % 2000 == 0) /* a check before the end: no counter can run ahead */
+			cr_assert_leq(*counter, (uint64_t)posted, "counter %llu after %d posts",
+				      (unsigned long long)*counter, posted);
+	}
+	for (int i = 0; i < 10; i++) {
+		struct kn_cqe64 c;
+		cr_assert_eq(kinet_cq_poll(cq, &c), -EBUSY, "more CQEs than WQEs");
+		sched_yield();
+	}
+	cr_assert_eq(*counter, (uint64_t)2 * per_qp, "counter %llu: a WQE ran twice or never",
+		     (unsigned long long)*counter);
+	cr_assert(tu_region_canaries_ok(&ctr) && tu_region_canaries_ok(&res));
+	tu_region_free(&ctr);
+	tu_region_free(&res);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(kinet_qp_destroy(x[i]), 0);
+		cr_assert_eq(kinet_qp_destroy(y[i]), 0);
+	}
+	cr_assert_eq(kinet_cq_destroy(cq), 0);
+	cr_assert_eq(kinet_pd_free(pd), 0);
+	cr_assert_eq(kinet_close(ctx), 0);
 }

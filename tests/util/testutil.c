@@ -31,6 +31,8 @@ void tu_fill_random(void *buf, size_t n, uint64_t seed)
 	}
 }
 
+int tu_engine_threads;
+
 int tu_guarded_alloc(struct tu_guarded *g, size_t len)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -57,7 +59,7 @@ void tu_guarded_free(struct tu_guarded *g)
 int tu_pair_open(struct tu_pair *p, const struct kinet_qp_attr *attr)
 {
 	memset(p, 0, sizeof(*p));
-	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT, .engine_threads = tu_engine_threads};
 	int rc = kinet_open(&ca, &p->ctx);
 	if (rc)
 		return rc;
@@ -139,7 +141,7 @@ void tu_region_free(struct tu_region *r)
 int tu_rawpair_open(struct tu_rawpair *p, uint32_t sq_depth, uint32_t rq_depth)
 {
 	memset(p, 0, sizeof(*p));
-	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT, .engine_threads = tu_engine_threads};
 	int rc = kinet_open(&ca, &p->ctx);
 	if (rc)
 		return rc;

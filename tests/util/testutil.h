@@ -21,6 +21,11 @@ struct tu_guarded {
 int tu_guarded_alloc(struct tu_guarded *g, size_t len);
 void tu_guarded_free(struct tu_guarded *g);
 
+/* Engine threads of the contexts tu_pair_open / tu_rawpair_open create
+ * (0: KINET_ENGINE_THREADS). With 2 or more, a and b are served by different
+ * engine threads. */
+extern int tu_engine_threads;
+
 /* One context, PD and a connected pair of QPs (a -> b) in this process. */
 struct tu_pair {
 	kinet_ctx *ctx;

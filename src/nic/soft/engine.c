@@ -161,8 +161,14 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	if (avail && dbr_only)
 		atomic_fetch_add(&qp->ctx->c_dbr_only, 1);
 	for (int n = 0; n < BURST && avail > 0; n++) {
-		if (kinet_cq_space(qp->scq) == 0)
-			break; /* no room for a completion: wait for the consumer */
+		/* room for the completion, or wait for the consumer. A local WQE
+		 * reserves its CQE slot before it executes: the CQ may be shared
+		 * with QPs of other engines, and a WQE that has executed must
+		 * get its CQE (never run again for want of room). The wire
+		 * writes its CQEs later, when room allows. */
+		bool rsv = !qp->wire;
+		if (rsv ? kinet_cq_reserve(qp->scq) != 0 : kinet_cq_space(qp->scq) == 0)
+			break;
 		if (qp->wire && !kinet_wire_can_post(qp))
 			break;
 		struct soft_req *r = &e->req;
@@ -189,24 +195,37 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				qp->rnr_until_ns =
 					kn_now_ns() +
 					(uint64_t)kinet_tunable_int("KINET_RNR_TIMER_US") * 1000ull;
+				if (rsv)
+					kinet_cq_unreserve(qp->scq);
 				break;
 			}
 			res = KN_SYND_RNR_RETRY_EXC_ERR;
 		}
-		if (res == SOFT_STALL || res == -EAGAIN)
+		if (res == SOFT_STALL || res == -EAGAIN) {
+			if (rsv)
+				kinet_cq_unreserve(qp->scq);
 			break;
+		}
 		qp->rnr_count = 0;
 		qp->rnr_until_ns = 0;
 		if (res == 0) {
-			if (r->signaled && soft_req_cqe(qp, r, 0))
+			if (r->signaled && rsv)
+				soft_req_cqe_reserved(qp, r, 0);
+			else if (rsv)
+				kinet_cq_unreserve(qp->scq);
+			else if (r->signaled && soft_req_cqe(qp, r, 0))
 				break; /* cannot happen: space was checked */
 		} else {
-			/* the CQE names the slot's own index, whatever the WQE said */
+			/* ERR first (whoever sees the error CQE sees ERR); the CQE
+			 * names the slot's own index, whatever the WQE said */
+			to_error(qp);
 			r->wqe_idx = (uint16_t)qp->sq_ci;
-			soft_req_cqe(qp, r, (uint32_t)res);
+			if (rsv)
+				soft_req_cqe_reserved(qp, r, (uint32_t)res);
+			else
+				soft_req_cqe(qp, r, (uint32_t)res);
 			KLOG_DBG("qp 0x%x: WQE %u: %s", qp->qpn, r->wqe_idx,
 				 kinet_syndrome_str((uint32_t)res));
-			to_error(qp);
 			qp->sq_ci += r->nbb;
 			work++;
 			break;

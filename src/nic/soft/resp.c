@@ -75,7 +75,9 @@ static void count_move(kinet_ctx *ctx, const struct soft_iov *a, int na, uint64_
 	atomic_fetch_add(&ctx->c_direct, total);
 }
 
-/* Responder error on the receive side: receive CQE with the syndrome, QP to ERR. */
+/* Responder error on the receive side: QP to ERR, then the receive CQE with
+ * the syndrome (whoever sees the CQE sees ERR) into the slot take_recv
+ * reserved. */
 static void resp_fail(kinet_qp *t, uint32_t synd, uint32_t src_qpn)
 {
 	struct kn_cqe64 cqe;
@@ -86,15 +88,16 @@ static void resp_fail(kinet_qp *t, uint32_t synd, uint32_t src_qpn)
 	e->wqe_counter = kn_htobe16((uint16_t)t->rq_ci);
 	e->op_own = KN_CQE_RESP_ERR << 4;
 	(void)src_qpn;
-	if (kinet_cq_push(t->rcq, &cqe) == 0)
-		kinet_count_syndrome(t->ctx, synd);
+	atomic_store(&t->state, KINET_QPS_ERR);
+	kinet_cq_push_reserved(t->rcq, &cqe);
+	kinet_count_syndrome(t->ctx, synd);
 	t->rq_ci++;
-	int old = atomic_exchange(&t->state, KINET_QPS_ERR);
-	(void)old;
 }
 
 /* Takes the next receive WQE of t (rq_lock held): scatter list into iov.
- * Returns 0, SOFT_RNR, SOFT_STALL, or a responder syndrome already reported. */
+ * Returns 0, SOFT_RNR, SOFT_STALL, or a responder syndrome already reported.
+ * On 0 a receive CQE slot is reserved: the caller ends with recv_cqe or
+ * resp_fail. */
 static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap, uint32_t src_qpn)
 {
 	if (!t->rq_cnt)
@@ -103,7 +106,7 @@ static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap
 	uint16_t avail = (uint16_t)(pi - (uint16_t)t->rq_ci);
 	if (avail == 0 || avail > t->rq_cnt)
 		return SOFT_RNR;
-	if (kinet_cq_space(t->rcq) == 0)
+	if (kinet_cq_reserve(t->rcq)) /* the receive CQ may be shared: reserve */
 		return SOFT_STALL;
 	const uint8_t *w = t->rq + (t->rq_ci & (t->rq_cnt - 1)) * t->rq_stride;
 	*niov = 0;
@@ -146,7 +149,7 @@ static void recv_cqe(kinet_qp *t, uint8_t op, uint64_t total, int with_imm, uint
 	cqe.sop_drop_qpn = kn_htobe32(t->qpn & 0xffffff);
 	cqe.wqe_counter = kn_htobe16((uint16_t)t->rq_ci);
 	cqe.op_own = (uint8_t)(op << 4);
-	kinet_cq_push(t->rcq, &cqe); /* space was checked under rq_lock */
+	kinet_cq_push_reserved(t->rcq, &cqe); /* reserved by take_recv */
 	t->rq_ci++;
 }
 

@@ -61,8 +61,10 @@ int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t t
 int soft_copy_iov(const struct soft_iov *dst, int ndst, const struct soft_iov *src, int nsrc,
 		  uint64_t total);
 
-/* Completion writers. */
+/* Completion writers. soft_req_cqe: -EAGAIN when the send CQ is full;
+ * soft_req_cqe_reserved: into a slot reserved with kinet_cq_reserve. */
 int soft_req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome);
+void soft_req_cqe_reserved(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome);
 int soft_flush_rq(kinet_qp *qp);
 
 /* Parses the WQE at the QP's consumer index (avail BBs published). Returns

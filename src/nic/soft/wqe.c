@@ -141,7 +141,7 @@ uint32_t soft_parse_wqe(kinet_qp *qp, uint64_t ci, uint32_t avail, struct soft_r
 	}
 }
 
-int soft_req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome)
+static int req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome, bool reserved)
 {
 	struct kn_cqe64 cqe;
 	memset(&cqe, 0, sizeof(cqe));
@@ -158,10 +158,24 @@ int soft_req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome)
 		cqe.wqe_counter = kn_htobe16(r->wqe_idx);
 		cqe.op_own = KN_CQE_REQ << 4;
 	}
-	int rc = kinet_cq_push(qp->scq, &cqe);
+	int rc = 0;
+	if (reserved)
+		kinet_cq_push_reserved(qp->scq, &cqe);
+	else
+		rc = kinet_cq_push(qp->scq, &cqe);
 	if (rc == 0 && syndrome)
 		kinet_count_syndrome(qp->ctx, syndrome);
 	return rc;
+}
+
+int soft_req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome)
+{
+	return req_cqe(qp, r, syndrome, false);
+}
+
+void soft_req_cqe_reserved(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome)
+{
+	req_cqe(qp, r, syndrome, true);
 }
 
 /* Flushes every posted receive WQE of a QP in ERR. Caller holds rq_lock. */
