@@ -72,8 +72,9 @@ int perf_bw_stats(const struct perf_env *e, uint64_t size, struct perf_bw *out)
 	double span = (double)(tc[n - 1] - tp[0]) * 1e-9;
 	if (span <= 0)
 		span = 1e-9;
-	out->avg_mbs = (double)size * (double)n / span / MB;
-	out->mpps = (double)n / span / 1e6;
+	double rate = (double)n / span; /* messages per second */
+	out->avg_mbs = rate * (double)size / MB;
+	out->mpps = rate / 1e6;
 	size_t w = (size_t)o->qdepth * (size_t)o->threads;
 	if (w < n / 16)
 		w = n / 16;
@@ -81,7 +82,7 @@ int perf_bw_stats(const struct perf_env *e, uint64_t size, struct perf_bw *out)
 		w = n;
 	if (w == 0)
 		w = 1;
-	double best = (double)n / span; /* the whole run is a stretch too */
+	double best = rate; /* the whole run is a stretch too */
 	for (size_t i = 0; i + w <= n; i++) {
 		if (tc[i + w - 1] <= tp[i])
 			continue;
