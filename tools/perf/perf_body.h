@@ -46,7 +46,7 @@ enum perf_test_id {
 	PERF_MEMCPY_BW, /* baseline, host only (exec_host.c) */
 };
 
-/* Where a job failed (names in report.c, perf_step_str). */
+/* Where a job failed (named by step_str() in kinet-perf.c). */
 enum perf_step {
 	PERF_STEP_NONE = 0,
 	PERF_STEP_BARRIER,  /* waiting for the other threads */
