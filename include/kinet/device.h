@@ -280,6 +280,39 @@ KN_DEVICE uint64_t kn_cq_progress(const kn_qp *qp)
 	uint64_t done = KN_LOAD64(&st->done);
 	uint64_t start = done;
 	uint64_t limit = KN_LOAD64(&st->ready);
+#if defined(__CUDA_ARCH__)
+	/* device code: the CQ is in host memory, each read a PCIe round trip;
+	 * read the owner bytes of up to 8 CQEs at once, then one acquire fence
+	 * for the batch (it also orders the caller's later reads of payloads) */
+	while (done < limit) {
+		uint32_t m = limit - done < 8 ? (uint32_t)(limit - done) : 8u;
+		uint8_t own[8];
+#pragma unroll
+		for (uint32_t k = 0; k < 8; k++)
+			own[k] = k < m ? *(volatile const uint8_t *)&kn_cqe_at(qp, done + k)->op_own
+				       : (uint8_t)(KN_CQE_INVALID << 4);
+		uint32_t got = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < 8; k++) {
+			uint64_t i = done + k;
+			if (got != k || (own[k] >> 4) == KN_CQE_INVALID ||
+			    (own[k] & 1) != ((i / qp->cq_cqe_cnt) & 1))
+				continue;
+			got++;
+		}
+		if (!got)
+			break;
+		KN_FENCE_ACQ();
+		for (uint32_t k = 0; k < got; k++) {
+			uint8_t op = own[k] >> 4;
+			if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
+				kn_record_error(qp, done + k, kn_cqe_at(qp, done + k));
+		}
+		done += got;
+		if (got < m)
+			break;
+	}
+#else
 	while (done < limit) {
 		struct kn_cqe64 *cqe = kn_cqe_at(qp, done);
 		if (!kn_cqe_ready(cqe, done, qp->cq_cqe_cnt))
@@ -290,6 +323,7 @@ KN_DEVICE uint64_t kn_cq_progress(const kn_qp *qp)
 			kn_record_error(qp, done, cqe);
 		done++;
 	}
+#endif
 	if (done != start) {
 		/* consumer index for the NIC (CQ overflow protection) */
 		*qp->cq_dbrec = kn_htobe32((uint32_t)(done & 0xffffff));
@@ -316,7 +350,10 @@ KN_DEVICE uint64_t kn_cq_progress(const kn_qp *qp)
 KN_DEVICE int kn_ticket_status(const kn_qp *qp, uint64_t ticket)
 {
 #if defined(__CUDA_ARCH__)
-	KN_FENCE_ACQ(); /* the caller's load of done acquires err_ticket */
+	/* the caller's load of done acquires err_ticket and the payloads; the
+	 * owner of an exclusive QP consumed the CQEs itself, fenced then */
+	if (qp->share != KN_SHARE_EXCLUSIVE)
+		KN_FENCE_ACQ();
 #endif
 	return ticket >= KN_LOAD64(&qp->st->err_ticket) ? -EIO : 0;
 }
@@ -377,8 +414,15 @@ KN_DEVICE int kn_sq_reserve(const kn_qp *qp, uint32_t n, kn_ticket_t *ticket)
 	*ticket = t;
 	/* the slots of t .. t+n-1 last held t-cnt .. t+n-1-cnt */
 	uint64_t need = t + n - qp->sq_wqe_cnt; /* done must exceed need-1 */
+#if defined(__CUDA_ARCH__)
+	/* device code: the owner of an exclusive QP is the only writer of done */
+	uint64_t d = qp->share == KN_SHARE_EXCLUSIVE ? st->done : KN_LOAD64(&st->done);
+	if (t + n <= qp->sq_wqe_cnt || d >= need)
+		return 0;
+#else
 	if (t + n <= qp->sq_wqe_cnt || KN_LOAD64(&st->done) >= need)
 		return 0;
+#endif
 	uint64_t t0 = kn_now_ns();
 	while (kn_cq_progress(qp) < need) {
 		if (kn_now_ns() - t0 > qp->timeout_ns)
@@ -610,25 +654,54 @@ KN_DEVICE void kn_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, con
 	}
 	uint64_t mask = qp->sq_wqe_cnt - 1;
 	KN_FENCE_REL();
+#if defined(__CUDA_ARCH__)
+	/* device code. The marks: relaxed stores after the release fence above
+	 * (it made our WQEs visible to the NIC), then a GPU-scope full fence
+	 * (marks and ready live in GPU memory). The advance: only the thread
+	 * whose tickets are at the head (ready in [t, t+n)) advances, over a
+	 * run of up to 32 marked slots per compare-and-swap, read 8 at a time,
+	 * and goes on after each success; a thread behind the head leaves, and
+	 * a failed CAS means another thread advanced and goes on itself. The
+	 * full fence after a successful CAS pairs with the one after the marks
+	 * (store buffering): either the head sees a new mark or its owner sees
+	 * itself at the head. Thousands of threads on one QP then cost a few
+	 * atomics per run instead of a contended CAS per slot. */
+	for (uint32_t i = 0; i < n; i++)
+		*(volatile uint64_t *)&qp->slot_ready[(t + i) & mask] = t + i + 1;
+	asm volatile("fence.sc.gpu;" ::: "memory");
+	uint64_t r = KN_LOAD64(&st->ready);
+	uint64_t h0 = t, h1 = t + n; /* our tickets; then the slot we stand on */
+	while (r >= h0 && r < h1) {
+		uint64_t e = r;
+		for (int chunk = 0; chunk < 4; chunk++) {
+			uint64_t v[8];
+#pragma unroll
+			for (int k = 0; k < 8; k++)
+				v[k] = KN_LOAD64(&qp->slot_ready[(e + k) & mask]);
+			int k = 0;
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				if (k == j && v[j] == e + j + 1)
+					k++;
+			e += k;
+			if (k < 8)
+				break;
+		}
+		if (e == r)
+			break;
+		if (KN_CAS64(&st->ready, r, e) != r)
+			break;
+		asm volatile("fence.sc.gpu;" ::: "memory");
+		r = e;
+		h0 = e; /* we now stand at the head */
+		h1 = e + 1;
+	}
+#else
 	for (uint32_t i = 0; i < n; i++)
 		KN_STORE64(&qp->slot_ready[(t + i) & mask], t + i + 1);
 	KN_FENCE_SYS();
 	/* advance ready over every consecutive ready slot */
 	uint64_t r = KN_LOAD64(&st->ready);
-#if defined(__CUDA_ARCH__)
-	/* device code: one compare-and-swap over a whole run of ready slots
-	 * (thousands of threads contend for ready; one CAS per slot would make
-	 * publication a serial chain of GPU-memory atomics) */
-	for (;;) {
-		uint64_t e = r;
-		while (e - r < qp->sq_wqe_cnt && KN_LOAD64(&qp->slot_ready[e & mask]) == e + 1)
-			e++;
-		if (e == r)
-			break;
-		uint64_t seen = KN_CAS64(&st->ready, r, e);
-		r = (seen == r) ? e : seen;
-	}
-#else
 	for (;;) {
 		if (KN_LOAD64(&qp->slot_ready[r & mask]) != r + 1)
 			break;
@@ -639,8 +712,9 @@ KN_DEVICE void kn_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, con
 #if defined(__CUDA_ARCH__)
 	/* our advance of ready before our look at rung/db_lock, against the
 	 * holder's release of db_lock before its look at ready (store buffering:
-	 * both sides need a full fence; the C build's atomics are seq_cst) */
-	KN_FENCE_SYS();
+	 * both sides need a full fence; the C build's atomics are seq_cst; all
+	 * three words are in GPU memory) */
+	asm volatile("fence.sc.gpu;" ::: "memory");
 #endif
 	/* ring: a single ringer at a time, re-checking after release */
 	for (;;) {

@@ -4,12 +4,14 @@
  * (CUDA only). Include it from .cu files, after or instead of
  * <kinet/device.h>.
  *
- * Warp scope: the lanes that call (convergently: every lane of the warp that
- * takes part calls the same function at the same point) make ONE reservation
- * for all their WQEs, each lane builds its own WQE(s) in registers and
- * stores them with 16-byte writes, and the lane holding the last WQE rings
- * ONE doorbell (with BlueFlame, the whole last WQE). Lanes that do not call
- * are simply not part of it.
+ * Warp scope: all 32 lanes of the warp call the same function (a lane with
+ * nothing to post passes op == NULL to kn_warp_post); the posting lanes make
+ * ONE reservation for all their WQEs, each builds its own WQE(s) in
+ * registers and stores them with 16-byte writes, and the lane holding the
+ * last WQE rings ONE doorbell (with BlueFlame, the whole last WQE). The
+ * functions start with __syncwarp(), so a warp that diverged before the call
+ * still makes one call, never two concurrent halves (which an exclusive QP
+ * could not take).
  * Block scope: the same for every thread of the CTA, which must all call
  * (the functions use __syncthreads()). A block larger than the SQ is posted
  * in rounds of at most sq_wqe_cnt WQEs, one reservation and one doorbell per
@@ -108,18 +110,32 @@ KN_CU uint32_t kn_lane_id(void)
 
 /* ---- warp scope ----------------------------------------------------------- */
 
-/* Posts one op per calling lane: one reservation, one doorbell. */
+#define KN_FULL_WARP 0xffffffffu
+
+/* Posts the ops of the lanes that pass one (op == NULL: this lane posts
+ * nothing): one reservation, one doorbell. Every lane of the warp calls. */
 KN_CU int kn_warp_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 {
-	uint32_t mask = __activemask();
+	__syncwarp(); /* converge: one call of the whole warp, never two halves */
 	uint32_t lane = kn_lane_id();
+	if (__any_sync(KN_FULL_WARP, op && !kn_op_valid(qp, op)))
+		return -EINVAL;
+	uint32_t mask = __ballot_sync(KN_FULL_WARP, op != NULL);
+	if (!mask)
+		return 0;
 	uint32_t leader = (uint32_t)__ffs(mask) - 1;
 	uint32_t lastl = 31u - (uint32_t)__clz(mask);
-	uint32_t nw = kn_op_nwqe(op);
-	if (__any_sync(mask, !kn_op_valid(qp, op)))
-		return -EINVAL;
-	uint32_t n = (uint32_t)__popc(mask) * nw;
-	uint32_t rank = (uint32_t)__popc(mask & ((1u << lane) - 1u));
+	uint32_t nw = op ? kn_op_nwqe(op) : 0u;
+	/* exclusive prefix sum of the WQE counts: this lane's offset */
+	uint32_t incl = nw;
+#pragma unroll
+	for (int d = 1; d < 32; d <<= 1) {
+		uint32_t o = __shfl_up_sync(KN_FULL_WARP, incl, d);
+		if (lane >= (uint32_t)d)
+			incl += o;
+	}
+	uint32_t n = __shfl_sync(KN_FULL_WARP, incl, 31);
+	uint32_t off = incl - nw;
 	int rc = 0;
 	unsigned long long t0 = 0;
 	if (lane == leader) {
@@ -127,25 +143,26 @@ KN_CU int kn_warp_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 		rc = kn_sq_reserve(qp, n, &t);
 		t0 = t;
 	}
-	rc = __shfl_sync(mask, rc, (int)leader);
-	t0 = __shfl_sync(mask, t0, (int)leader);
+	rc = __shfl_sync(KN_FULL_WARP, rc, (int)leader);
+	t0 = __shfl_sync(KN_FULL_WARP, t0, (int)leader);
 	if (rc)
 		return rc;
-	kn_ticket_t t = t0 + (uint64_t)rank * nw;
+	kn_ticket_t t = t0 + off;
 	kn_wqebb w0 = {}, w1 = {};
-	kn_op_build(qp, op, t, &w0, &w1);
-	kn_wqe_store(qp, t, &w0);
-	if (nw == 2)
-		kn_wqe_store(qp, t + 1, &w1);
-	KN_FENCE_REL(); /* this lane's WQE before the doorbell another lane rings */
-	__syncwarp(mask);
+	if (op) {
+		kn_op_build(qp, op, t, &w0, &w1);
+		kn_wqe_store(qp, t, &w0);
+		if (nw == 2)
+			kn_wqe_store(qp, t + 1, &w1);
+	}
+	/* __syncwarp orders every lane's WQE before what the ringing lane does
+	 * next; its release fence in the ring is cumulative over them */
+	__syncwarp();
 	if (lane == lastl)
 		kn_sq_submit_last(qp, t0, n, nw == 2 ? &w1 : &w0);
-	/* the lanes leave together: the next warp-scope call sees the same
-	 * lanes active and the state the submitting lane left */
-	__syncwarp(mask);
+	__syncwarp();
 	if (ticket)
-		*ticket = t + nw - 1;
+		*ticket = op ? t + nw - 1 : 0;
 	return 0;
 }
 
@@ -215,36 +232,39 @@ KN_CU int kn_warp_signal(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey,
 	return kn_warp_post(qp, &op, ticket);
 }
 
-/* Waits (one lane polls) until the largest ticket of the calling lanes has
- * completed; each lane gets the status of its own ticket. */
+/* Waits (one lane polls) until the largest ticket of the warp has
+ * completed; each lane gets the status of its own ticket (a lane that
+ * posted nothing passes 0). Every lane of the warp calls. */
 KN_CU int kn_warp_wait(const kn_qp *qp, kn_ticket_t ticket)
 {
-	uint32_t mask = __activemask();
-	uint32_t leader = (uint32_t)__ffs(mask) - 1;
-	unsigned long long m = 0;
-	for (uint32_t rest = mask; rest; rest &= rest - 1) {
-		unsigned long long o =
-			__shfl_sync(mask, (unsigned long long)ticket, __ffs(rest) - 1);
+	__syncwarp();
+	unsigned long long m = ticket;
+#pragma unroll
+	for (int d = 16; d > 0; d >>= 1) {
+		unsigned long long o = __shfl_xor_sync(KN_FULL_WARP, m, d);
 		m = o > m ? o : m;
 	}
 	int rc = 0;
-	if (kn_lane_id() == leader)
+	if (kn_lane_id() == 0)
 		rc = kn_wait(qp, (kn_ticket_t)m);
-	rc = __shfl_sync(mask, rc, (int)leader);
+	rc = __shfl_sync(KN_FULL_WARP, rc, 0);
+	__syncwarp(); /* lane 0's acquire of the CQEs covers the other lanes' reads */
 	if (rc == -ETIMEDOUT)
 		return rc;
 	return kn_ticket_status(qp, ticket);
 }
 
-/* Waits for every ticket reserved on the QP so far (one lane polls). */
+/* Waits for every ticket reserved on the QP so far (one lane polls). Every
+ * lane of the warp calls. */
 KN_CU int kn_warp_quiet(const kn_qp *qp)
 {
-	uint32_t mask = __activemask();
-	uint32_t leader = (uint32_t)__ffs(mask) - 1;
+	__syncwarp();
 	int rc = 0;
-	if (kn_lane_id() == leader)
+	if (kn_lane_id() == 0)
 		rc = kn_quiet(qp);
-	return __shfl_sync(mask, rc, (int)leader);
+	rc = __shfl_sync(KN_FULL_WARP, rc, 0);
+	__syncwarp();
+	return rc;
 }
 
 /* ---- block scope ---------------------------------------------------------- */

@@ -10,12 +10,6 @@
 extern "C" {
 #endif
 
-/* Enqueues one device-scope 64-bit atomic on GPU memory (cas != 0:
- * compare-and-swap of b -> a, else fetch-add of a); the old value lands in
- * *dresult (mapped host memory). */
-cudaError_t kinet_cuda_launch_atomic(void *addr, int cas, uint64_t a, uint64_t b,
-				     uint64_t *dresult, cudaStream_t s);
-
 /* Enqueues the initialisation of a device QP state block (kn_qp_state
  * followed by n slot_ready words): every field 0, err_ticket KN_NO_ERROR. */
 cudaError_t kinet_cuda_launch_state_init(void *state, uint32_t n, cudaStream_t s);

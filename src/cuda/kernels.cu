@@ -1,24 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Kernels of libkinet_cuda.so: the NIC's atomics on GPU memory. */
+/* Kernels of libkinet_cuda.so: initialisation of device QP state. */
 #include <kinet/device.h>
 #include "cuda_priv.h"
-
-static __global__ void kn_atomic_kernel(unsigned long long *addr, int cas, unsigned long long a,
-					unsigned long long b, unsigned long long *res)
-{
-	unsigned long long old = cas ? atomicCAS(addr, b, a) : atomicAdd(addr, a);
-	/* the result reaches host memory before the kernel is complete */
-	*(volatile unsigned long long *)res = old;
-	__threadfence_system();
-}
-
-extern "C" cudaError_t kinet_cuda_launch_atomic(void *addr, int cas, uint64_t a, uint64_t b,
-					       uint64_t *dresult, cudaStream_t s)
-{
-	kn_atomic_kernel<<<1, 1, 0, s>>>((unsigned long long *)addr, cas, a, b,
-					 (unsigned long long *)dresult);
-	return cudaGetLastError();
-}
 
 static __global__ void kn_state_init_kernel(kn_qp_state *st, uint64_t *slot_ready, uint32_t n)
 {
@@ -41,13 +24,10 @@ extern "C" cudaError_t kinet_cuda_launch_state_init(void *state, uint32_t n, cud
 
 /* Loads the module's kernels now. With lazy loading (the CUDA default),
  * the first launch of a kernel loads it, and loading may wait for the
- * kernels running on the device: an engine launching its first atomic
- * while a persistent kernel waits for that atomic would deadlock. */
+ * kernels running on the device: a launch from an engine thread while a
+ * persistent kernel waits for the engine would deadlock. */
 extern "C" cudaError_t kinet_cuda_preload(void)
 {
 	cudaFuncAttributes a;
-	cudaError_t e = cudaFuncGetAttributes(&a, kn_atomic_kernel);
-	if (e == cudaSuccess)
-		e = cudaFuncGetAttributes(&a, kn_state_init_kernel);
-	return e;
+	return cudaFuncGetAttributes(&a, kn_state_init_kernel);
 }

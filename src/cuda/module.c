@@ -4,9 +4,8 @@
  * (struct kinet_cuda_ops): copies between host and GPU memory, atomics on GPU
  * memory, pointer kinds, mapping of queue memory into the GPU.
  *
- * Every engine thread that calls a hook gets its own non-blocking stream, a
- * pinned staging buffer for small copies and a pinned result slot for
- * atomics. A hook returns only once its effect is complete and visible to
+ * Every engine thread that calls a hook gets its own non-blocking stream and
+ * a pinned staging buffer for small copies and atomics. A hook returns only once its effect is complete and visible to
  * later kernels and copies (the engine writes the CQE after it returns:
  * docs/ordering.md).
  */
@@ -23,9 +22,7 @@ static pthread_key_t g_key;
 
 struct cu_thread {
 	cudaStream_t stream;
-	uint8_t *stage;    /* pinned, g_small bytes */
-	uint64_t *result;  /* pinned, mapped: atomic results */
-	uint64_t *dresult; /* its device address */
+	uint8_t *stage; /* pinned, g_stage bytes */
 };
 
 static void cu_thread_free(void *p)
@@ -37,8 +34,6 @@ static void cu_thread_free(void *p)
 		cudaStreamDestroy(t->stream);
 	if (t->stage)
 		cudaFreeHost(t->stage);
-	if (t->result)
-		cudaFreeHost(t->result);
 	free(t);
 }
 
@@ -63,11 +58,9 @@ static struct cu_thread *cu_self(void)
 	if (cu_err(cudaSetDevice(g_dev), "cudaSetDevice") ||
 	    cu_err(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking),
 		   "cudaStreamCreate") ||
-	    cu_err(cudaHostAlloc((void **)&t->stage, g_small ? g_small : 1, cudaHostAllocDefault),
-		   "cudaHostAlloc") ||
-	    cu_err(cudaHostAlloc((void **)&t->result, 64, cudaHostAllocMapped), "cudaHostAlloc") ||
-	    cu_err(cudaHostGetDevicePointer((void **)&t->dresult, t->result, 0),
-		   "cudaHostGetDevicePointer")) {
+	    cu_err(cudaHostAlloc((void **)&t->stage, g_small > 64 ? g_small : 64,
+				 cudaHostAllocDefault),
+		   "cudaHostAlloc")) {
 		cu_thread_free(t);
 		return NULL;
 	}
@@ -106,6 +99,14 @@ static int cu_copy(void *dst, int dkind, const void *src, int skind, size_t n)
 	return cu_err(e, "copy");
 }
 
+/* A NIC atomic on GPU memory: read the word, compute, write it back, both
+ * through the copy engine. The responder calls this under its lock, so NIC
+ * atomics are atomic with respect to each other (what IB promises:
+ * IBV_ATOMIC_HCA), not with respect to kernels' own atomics on the word.
+ * A one-thread kernel would be atomic with those too, but it needs a free
+ * SM: a persistent kernel filling the GPU, or kernels serialised (the
+ * sanitizers do that), would deadlock against the kernel that waits for
+ * this atomic. The copy engine needs no SM. */
 static int cu_atomic64(void *addr, int op, uint64_t a, uint64_t b, uint64_t *old)
 {
 	struct cu_thread *t = cu_self();
@@ -113,15 +114,23 @@ static int cu_atomic64(void *addr, int op, uint64_t a, uint64_t b, uint64_t *old
 		return -EIO;
 	if (op != KN_OPCODE_ATOMIC_FA && op != KN_OPCODE_ATOMIC_CS)
 		return -EINVAL;
-	/* one device thread performs it with a device-scope atomic, so it is
-	 * atomic with respect to kernels' atomics on the same word as well */
-	cudaError_t e = kinet_cuda_launch_atomic(addr, op == KN_OPCODE_ATOMIC_CS, a, b, t->dresult,
-						 t->stream);
+	cudaError_t e = cudaMemcpyAsync(t->stage, addr, 8, cudaMemcpyDeviceToHost, t->stream);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(t->stream);
-	if (cu_err(e, "atomic on GPU memory"))
+	if (cu_err(e, "atomic on GPU memory (read)"))
 		return -EIO;
-	*old = __atomic_load_n(t->result, __ATOMIC_ACQUIRE);
+	uint64_t v, nv;
+	memcpy(&v, t->stage, 8);
+	nv = op == KN_OPCODE_ATOMIC_FA ? v + a : (v == b ? a : v);
+	if (nv != v) {
+		memcpy(t->stage + 8, &nv, 8);
+		e = cudaMemcpyAsync(addr, t->stage + 8, 8, cudaMemcpyHostToDevice, t->stream);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(t->stream);
+		if (cu_err(e, "atomic on GPU memory (write)"))
+			return -EIO;
+	}
+	*old = v;
 	return 0;
 }
 

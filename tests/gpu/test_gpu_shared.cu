@@ -140,15 +140,31 @@ __global__ void wrap_kernel(const kn_qp *qp, int scope, uint64_t *src, uint32_t 
 		if (!r)
 			r = kn_quiet(qp);
 	} else {
+		/* every lane calls each warp-scope function; lanes past n post
+		 * nothing in the last round */
 		uint32_t lane = threadIdx.x;
-		for (uint32_t i = lane; i < n && !r; i += 32) {
+		for (uint32_t base = 0; base < n; base += 32) {
+			uint32_t i = base + lane;
+			int w = 0;
+			if (base >= 2048)
+				w = kn_warp_wait(qp, i < n ? i - 2048 : base - 2048);
 			uint64_t *s = src + (i % 2048);
-			if (i >= 2048)
-				r = kn_warp_wait(qp, i - 2048);
-			*s = 0x9e3779b97f4a7c15ull * (i + 1);
+			if (i < n)
+				*s = 0x9e3779b97f4a7c15ull * (i + 1);
+			kn_op op = {};
+			op.kind = KN_OP_PUT;
+			op.raddr = dst + (i % 1024) * 8;
+			op.rkey = rkey;
+			op.laddr = (uint64_t)(uintptr_t)s;
+			op.lkey = lkey;
+			op.len = 8;
 			kn_ticket_t t;
-			if (!r)
-				r = kn_warp_put(qp, dst + (i % 1024) * 8, rkey, s, lkey, 8, &t);
+			int e = kn_warp_post(qp, i < n ? &op : NULL, &t);
+			int bad = w ? w : e;
+			if (__any_sync(0xffffffffu, bad != 0)) {
+				r = bad ? bad : -EIO;
+				break;
+			}
 		}
 		int q = kn_warp_quiet(qp);
 		r = r ? r : q;
