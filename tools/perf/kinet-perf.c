@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "perf.h"
+#include "kinet_config.h"
 
 #define KPERF_MAX_SIZE (1ull << 30)
 #define KPERF_MAX_THREADS 256
@@ -76,8 +77,14 @@ static const struct perf_test tests[] = {
 };
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
 
+#if KINET_HAVE_CUDA
+extern const struct perf_executor perf_exec_cuda; /* exec_cuda.cu */
+#endif
 static const struct perf_executor *const executors[] = {
 	&perf_exec_host,
+#if KINET_HAVE_CUDA
+	&perf_exec_cuda,
+#endif
 };
 #define NEXEC (sizeof(executors) / sizeof(executors[0]))
 
@@ -111,7 +118,9 @@ static void usage(FILE *f)
 		"      --db-mode=MODE     doorbell mode: gpu, blueflame, cpu (default: auto)\n"
 		"      --engine-threads=N software NIC engine threads (default:\n"
 		"                         KINET_ENGINE_THREADS)\n"
-		"      --executor=NAME    who runs the device code: host (default)\n"
+		"      --executor=NAME    who runs the device code: host (default), or cuda\n"
+		"                         (one GPU thread per job; KINET_PERF_CTA_THREADS\n"
+		"                         threads per CTA, default 1) when built with CUDA\n"
 		"      --poll=spin|yield  host executor, while a thread waits: spin with the\n"
 		"                         device layer's pause (default, as a GPU thread does)\n"
 		"                         or give the CPU away (sched_yield) between all polls;\n"
@@ -361,7 +370,10 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	for (size_t i = 0; i < NEXEC; i++)
 		known |= !strcmp(executors[i]->name, o->executor);
 	if (!known)
-		return usage_error("executor '%s' is not built in (available: host)", o->executor);
+		return usage_error(KINET_HAVE_CUDA
+					   ? "executor '%s' is not built in (available: host, cuda)"
+					   : "executor '%s' is not built in (available: host)",
+				   o->executor);
 	return 0;
 }
 
