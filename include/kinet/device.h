@@ -398,7 +398,9 @@ KN_DEVICE uint32_t kn_qp_error(const kn_qp *qp, uint32_t *vendor)
 
 /* Reserves n consecutive SQ slots and returns the first ticket in *ticket.
  * Waits (bounded) while the SQ is full. In exclusive mode only the owner may
- * call it; in shared modes any thread may. */
+ * call it; in shared modes any thread may. -ETIMEDOUT: nothing is reserved
+ * (in shared modes, unless other threads reserved after this one meanwhile:
+ * then publication stops at the abandoned tickets and the QP needs a reset). */
 KN_DEVICE int kn_sq_reserve(const kn_qp *qp, uint32_t n, kn_ticket_t *ticket)
 {
 	kn_qp_state *st = qp->st;
@@ -425,8 +427,17 @@ KN_DEVICE int kn_sq_reserve(const kn_qp *qp, uint32_t n, kn_ticket_t *ticket)
 #endif
 	uint64_t t0 = kn_now_ns();
 	while (kn_cq_progress(qp) < need) {
-		if (kn_now_ns() - t0 > qp->timeout_ns)
+		if (kn_now_ns() - t0 > qp->timeout_ns) {
+			/* give the tickets back: a reserved ticket never published
+			 * would stop publication (shared modes) or let the NIC run
+			 * the slot's previous WQE again (exclusive). In shared modes
+			 * this works while nobody has reserved after us. */
+			if (qp->share == KN_SHARE_EXCLUSIVE)
+				st->resv = t;
+			else
+				KN_CAS64(&st->resv, t + n, t);
 			return -ETIMEDOUT;
+		}
 		KN_PAUSE();
 	}
 	return 0;

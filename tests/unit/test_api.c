@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -656,4 +657,138 @@ Test(api, host_executor)
 	cr_assert_eq(h.n, 8);
 	for (int i = 0; i < 8; i++)
 		cr_assert_eq(h.seen[i], 1);
+}
+
+/* ---- device-side timeouts ------------------------------------------------------------- */
+
+/* A target without receive buffers (RNR retried forever) holds up the
+ * sends: kn_wait and a reservation on the full SQ time out, cleanly: once
+ * buffers come, everything completes, and the QP keeps working. */
+struct tmo {
+	struct tu_pair p;
+	struct tu_region src, dst, rbuf;
+};
+
+static int timeout_fn(int tid, int n, void *arg)
+{
+	(void)tid, (void)n;
+	struct tmo *e = arg;
+	kn_qp *q = e->p.da, *r = e->p.db;
+	kn_ticket_t t[2], t2, rt;
+	for (int i = 0; i < 2; i++) {
+		TU_CHECK(kn_sq_reserve(q, 1, &t[i]) == 0, "reserve");
+		kn_prep_send(q, kn_wqe_ptr(q, t[i]), t[i], tu_addr(e->src.buf + i * 100),
+			     tu_lkey(&e->src), 100, 0, 0);
+		kn_sq_submit(q, t[i], 1);
+	}
+	TU_CHECK(kn_wait(q, t[0]) == -ETIMEDOUT, "wait on a send nobody can receive");
+	TU_CHECK(kn_put(q, tu_addr(e->dst.buf), kinet_mr_rkey(e->dst.mr), e->src.buf,
+			tu_lkey(&e->src), 64, &t2) == -ETIMEDOUT, "put on a full SQ");
+	TU_CHECK(q->st->resv == 2, "the timed-out reservation was kept (resv %llu)",
+		 (unsigned long long)q->st->resv);
+	TU_CHECK(kn_qp_error(q, NULL) == 0, "a timeout is not an error CQE");
+	for (int i = 0; i < 2; i++)
+		TU_CHECK(kn_recv_post(r, e->rbuf.buf + i * 100, tu_lkey(&e->rbuf), 100, &rt) == 0,
+			 "recv");
+	TU_CHECK(kn_wait(q, t[1]) == 0, "the sends complete once buffers exist");
+	for (int i = 0; i < 20; i++) {
+		TU_CHECK(kn_put(q, tu_addr(e->dst.buf + i * 64), kinet_mr_rkey(e->dst.mr),
+				e->src.buf + i * 64, tu_lkey(&e->src), 64, &t2) == 0, "put after");
+		TU_CHECK(t2 == 2 + (uint64_t)i, "ticket %llu", (unsigned long long)t2);
+		TU_CHECK(kn_wait(q, t2) == 0, "put %d after the timeouts: %s", i,
+			 kinet_syndrome_str(kn_qp_error(q, NULL)));
+	}
+	TU_CHECK(memcmp(e->dst.buf, e->src.buf, 20 * 64) == 0, "data after the timeouts");
+	TU_CHECK(memcmp(e->rbuf.buf, e->src.buf, 200) == 0, "the delayed sends");
+	return 0;
+}
+
+static void timeout_case(int share)
+{
+	struct tmo e;
+	struct kinet_qp_attr at = {.sq_depth = 2, .rq_depth = 4, .timeout_ms = 100,
+				   .share = share};
+	cr_assert_eq(tu_pair_open(&e.p, &at), 0);
+	cr_assert_eq(e.p.da->timeout_ns, 100000000ull);
+	cr_assert_eq(tu_region_alloc(&e.src, e.p.pd, 4096, KINET_ACCESS_LOCAL_WRITE, 1), 0);
+	cr_assert_eq(tu_region_alloc(&e.dst, e.p.pd, 4096, KINET_ACCESS_ALL, 2), 0);
+	cr_assert_eq(tu_region_alloc(&e.rbuf, e.p.pd, 4096, KINET_ACCESS_LOCAL_WRITE, 3), 0);
+	tu_fail_msg[0] = 0;
+	cr_assert_eq(kinet_host_exec(1, timeout_fn, &e), 0, "%s", tu_fail_msg);
+	tu_region_free(&e.src);
+	tu_region_free(&e.dst);
+	tu_region_free(&e.rbuf);
+	tu_pair_close(&e.p);
+}
+
+Test(api, device_timeouts_exclusive)
+{
+	timeout_case(KN_SHARE_EXCLUSIVE);
+}
+
+Test(api, device_timeouts_shared)
+{
+	timeout_case(KN_SHARE_GPU);
+}
+
+/* ---- deregistration under traffic ------------------------------------------------------ */
+
+/* Thread 0 writes into a region as fast as it can; thread 1 deregisters
+ * it. Once kinet_mr_dereg has returned, nothing lands there any more: the
+ * next writes fail with a remote access error. */
+struct dereg {
+	struct tu_pair p;
+	struct tu_region src, dst;
+	uint8_t *snap;
+	int deregistered, snapped;
+};
+
+static int dereg_fn(int tid, int n, void *arg)
+{
+	(void)n;
+	struct dereg *e = arg;
+	kn_qp *q = e->p.da;
+	uint32_t rkey = kinet_mr_rkey(e->dst.mr);
+	if (tid == 0) {
+		int rc = 0;
+		kn_ticket_t t = 0;
+		for (uint64_t i = 0; i < 2000000 && rc == 0; i++) {
+			size_t off = (size_t)(i * 4096) % (e->dst.len - 4096);
+			rc = kn_put(q, tu_addr(e->dst.buf + off), rkey, e->src.buf + (i & 7) * 4096,
+				    tu_lkey(&e->src), 4096, &t);
+			if (rc == 0 && (i & 15) == 15)
+				rc = kn_wait(q, t);
+			if (__atomic_load_n(&e->snapped, __ATOMIC_ACQUIRE) && rc == 0)
+				rc = kn_wait(q, t);
+		}
+		TU_CHECK(rc == -EIO, "writes into a deregistered region: %d", rc);
+		TU_CHECK(kn_qp_error(q, NULL) == KN_SYND_REMOTE_ACCESS_ERR, "syndrome %s",
+			 kinet_syndrome_str(kn_qp_error(q, NULL)));
+		return 0;
+	}
+	while (KN_LOAD64(&q->st->done) < 200)
+		sched_yield();
+	TU_CHECK(kinet_mr_dereg(e->dst.mr) == 0, "dereg");
+	e->dst.mr = NULL;
+	memcpy(e->snap, e->dst.buf, e->dst.len);
+	__atomic_store_n(&e->snapped, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+Test(api, deregistration_under_traffic)
+{
+	struct dereg e;
+	memset(&e, 0, sizeof(e));
+	cr_assert_eq(tu_pair_open(&e.p, &(struct kinet_qp_attr){.sq_depth = 64}), 0);
+	cr_assert_eq(tu_region_alloc(&e.src, e.p.pd, 8 * 4096, KINET_ACCESS_LOCAL_WRITE, 1), 0);
+	cr_assert_eq(tu_region_alloc(&e.dst, e.p.pd, 1 << 20, KINET_ACCESS_ALL, 2), 0);
+	e.snap = malloc(e.dst.len);
+	tu_fail_msg[0] = 0;
+	cr_assert_eq(kinet_host_exec(2, dereg_fn, &e), 0, "%s", tu_fail_msg);
+	cr_assert_arr_eq(e.dst.buf, e.snap, e.dst.len, "a write landed after kinet_mr_dereg returned");
+	cr_assert(tu_region_canaries_ok(&e.dst));
+	free(e.snap);
+	tu_region_free(&e.src);
+	tu_region_free(&e.dst);
+	tu_pair_close(&e.p);
 }

@@ -988,3 +988,67 @@ Test(ops, raw_unsignaled)
 	}
 	raw_close(&r);
 }
+
+/* ---- zero-length operations and argument checks ---------------------------------- */
+
+static int zero_fn(int tid, int n, void *arg)
+{
+	(void)tid, (void)n;
+	struct env *e = arg;
+	kn_qp *q = e->p.da, *rq = e->p.db;
+	kn_ticket_t t, rt;
+	TU_CHECK(kn_put(q, tu_addr(e->dst.buf + 10), kinet_mr_rkey(e->dst.mr), e->src.buf,
+			tu_lkey(&e->src), 0, &t) == 0 && kn_wait(q, t) == 0, "zero-length write");
+	TU_CHECK(check_req_cqe(q, t, KN_OPCODE_RDMA_WRITE, 0) == 0, "CQE");
+	TU_CHECK(kn_get(q, e->back.buf, tu_lkey(&e->back), tu_addr(e->dst.buf + 10),
+			kinet_mr_rkey(e->dst.mr), 0, &t) == 0 && kn_wait(q, t) == 0, "zero-length read");
+	/* a zero-length send consumes a receive and says 0 bytes */
+	TU_CHECK(kn_recv_post(rq, e->rbuf.buf, tu_lkey(&e->rbuf), 100, &rt) == 0, "recv");
+	TU_CHECK(kn_sq_reserve(q, 1, &t) == 0, "reserve");
+	kn_prep_send(q, kn_wqe_ptr(q, t), t, tu_addr(e->src.buf), tu_lkey(&e->src), 0, 1, 0xabc);
+	kn_sq_submit(q, t, 1);
+	TU_CHECK(kn_wait(q, t) == 0, "zero-length send");
+	kn_recv_info info;
+	TU_CHECK(kn_recv_poll(rq, rt, 1, &info) == 0, "receive of a zero-length send");
+	TU_CHECK(info.byte_len == 0 && info.has_imm && info.imm == 0xabc, "zero-length receive: %u",
+		 info.byte_len);
+	/* write with immediate and no data: the immediate alone */
+	TU_CHECK(kn_recv_post(rq, e->rbuf.buf, tu_lkey(&e->rbuf), 100, &rt) == 0, "recv");
+	TU_CHECK(kn_sq_reserve(q, 1, &t) == 0, "reserve");
+	kn_prep_write_imm(q, kn_wqe_ptr(q, t), t, tu_addr(e->src.buf), tu_lkey(&e->src),
+			  tu_addr(e->dst.buf), kinet_mr_rkey(e->dst.mr), 0, 0x12345678);
+	kn_sq_submit(q, t, 1);
+	TU_CHECK(kn_wait(q, t) == 0, "zero-length write with immediate");
+	TU_CHECK(kn_recv_poll(rq, rt, 1, &info) == 0, "its receive");
+	TU_CHECK(info.opcode == KN_CQE_RESP_WR_IMM && info.imm == 0x12345678 && info.byte_len == 0,
+		 "immediate alone");
+	/* argument checks of the device API */
+	TU_CHECK(kn_sq_reserve(q, 0, &t) == -EINVAL, "reserve 0");
+	TU_CHECK(kn_sq_reserve(q, q->sq_wqe_cnt + 1, &t) == -EINVAL, "reserve more than the SQ");
+	TU_CHECK(kn_recv_poll(rq, rt + 5, 0, &info) == -EINVAL, "poll of a future receive ticket");
+	TU_CHECK(kn_recv_poll(rq, rt + 1, 0, &info) == -EBUSY, "poll of the next, unposted receive");
+	TU_CHECK(kn_recv_post(q, e->rbuf.buf, tu_lkey(&e->rbuf), 100, &rt) == -EINVAL,
+		 "receive on a QP without a receive queue");
+	TU_CHECK(kn_test(q, q->st->resv + 3) == -EBUSY, "test of a ticket not yet handed out");
+	TU_CHECK(kn_quiet(q) == 0, "quiet");
+	return 0;
+}
+
+Test(ops, zero_length_and_argument_checks)
+{
+	struct env e;
+	struct kinet_qp_attr at = {.sq_depth = 16, .rq_depth = 4};
+	/* a without a receive queue, connected to a b2 with one */
+	env_open(&e, &(struct kinet_qp_attr){.sq_depth = 16});
+	kinet_qp *b2;
+	cr_assert_eq(kinet_qp_create(e.p.pd, &at, &b2), 0);
+	cr_assert_eq(kinet_qp_modify(e.p.a, KINET_QPS_RESET, NULL), 0);
+	cr_assert_eq(kinet_qp_connect_local(e.p.a, b2), 0);
+	cr_assert_eq(kinet_qp_device(b2, &e.p.db), 0);
+	run(1, zero_fn, &e);
+	cr_assert_arr_eq(e.dst.buf, e.dst_shadow, REGION, "zero-length writes changed bytes");
+	cr_assert_arr_eq(e.back.buf, e.back_shadow, REGION, "a zero-length read changed bytes");
+	cr_assert_arr_eq(e.rbuf.buf, e.rbuf_shadow, REGION, "a zero-length send changed bytes");
+	cr_assert_eq(kinet_qp_destroy(b2), 0);
+	env_close(&e);
+}
