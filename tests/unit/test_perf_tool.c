@@ -382,7 +382,7 @@ Test(perf_tool, usage_errors_exit_2)
 		{"atomic_bw", "-s", "16", NULL},
 		{"write_bw", "-t", "0", NULL},
 		{"write_bw", "--db-mode", "fast", NULL},
-		{"write_bw", "--executor", "cuda", NULL},
+		{"write_bw", "--executor", "nosuch", NULL},
 		{"write_bw", "somehost", NULL},
 		{"write_bw", "--bogus", NULL},
 		{"send_bw", "--shared", "-t", "2", NULL},
