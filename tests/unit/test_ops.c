@@ -1052,3 +1052,55 @@ Test(ops, zero_length_and_argument_checks)
 	cr_assert_eq(kinet_qp_destroy(b2), 0);
 	env_close(&e);
 }
+
+/* A QP connected to itself (loopback): write, read, send to its own
+ * receive queue, atomics. */
+static int loop_fn(int tid, int n, void *arg)
+{
+	(void)tid, (void)n;
+	struct env *e = arg;
+	kn_qp *q = e->p.da;
+	uint32_t rkey = kinet_mr_rkey(e->dst.mr);
+	for (int i = 0; i < 50; i++) {
+		uint32_t len = 1 + (uint32_t)(tu_rand64(&e->seed) % 30000);
+		size_t so = rnd_off(e, len), d = rnd_off(e, len);
+		tu_fill_random(e->src.buf + so, len, e->seed);
+		kn_ticket_t t, rt;
+		TU_CHECK(kn_put(q, tu_addr(e->dst.buf + d), rkey, e->src.buf + so, tu_lkey(&e->src),
+				len, &t) == 0 && kn_wait(q, t) == 0, "loopback write");
+		TU_CHECK(memcmp(e->dst.buf + d, e->src.buf + so, len) == 0, "loopback write data");
+		TU_CHECK(kn_get(q, e->back.buf + so, tu_lkey(&e->back), tu_addr(e->dst.buf + d), rkey,
+				len, &t) == 0 && kn_wait(q, t) == 0, "loopback read");
+		TU_CHECK(memcmp(e->back.buf + so, e->src.buf + so, len) == 0, "loopback read data");
+		TU_CHECK(kn_recv_post(q, e->rbuf.buf + d, tu_lkey(&e->rbuf), len, &rt) == 0, "recv");
+		TU_CHECK(kn_sq_reserve(q, 1, &t) == 0, "reserve");
+		kn_prep_send(q, kn_wqe_ptr(q, t), t, tu_addr(e->src.buf + so), tu_lkey(&e->src), len, 0,
+			     0);
+		kn_sq_submit(q, t, 1);
+		TU_CHECK(kn_wait(q, t) == 0, "loopback send");
+		kn_recv_info info;
+		TU_CHECK(kn_recv_poll(q, rt, 1, &info) == 0 && info.byte_len == len, "loopback receive");
+		TU_CHECK(memcmp(e->rbuf.buf + d, e->src.buf + so, len) == 0, "loopback send data");
+		uint64_t old, *w = (uint64_t *)(e->dst.buf + (d & ~(size_t)7));
+		uint64_t v = *w;
+		TU_CHECK(kn_atomic_fetch_add(q, tu_addr(w), rkey, 5, (uint64_t *)e->back.buf,
+					     tu_lkey(&e->back), &old) == 0 && old == v && *w == v + 5,
+			 "loopback fetch-add");
+	}
+	return 0;
+}
+
+Test(ops, loopback_qp)
+{
+	struct env e;
+	struct kinet_qp_attr at = {.sq_depth = 16, .rq_depth = 4};
+	env_open(&e, &at);
+	kinet_qp *l;
+	cr_assert_eq(kinet_qp_create(e.p.pd, &at, &l), 0);
+	cr_assert_eq(kinet_qp_connect_local(l, l), 0);
+	cr_assert_eq(kinet_qp_get_state(l), KINET_QPS_RTS);
+	cr_assert_eq(kinet_qp_device(l, &e.p.da), 0);
+	run(1, loop_fn, &e);
+	cr_assert_eq(kinet_qp_destroy(l), 0);
+	env_close(&e);
+}

@@ -710,3 +710,29 @@ Test(prot, target_not_ready)
 	cr_assert_arr_eq(e.dst.buf, e.orig[1], RLEN);
 	penv_close(&e);
 }
+
+/* The peer QP destroyed: nobody answers, the requester gets a transport
+ * retry error and nothing lands. */
+static int peer_gone_fn(int tid, int n, void *arg)
+{
+	(void)tid, (void)n;
+	struct penv *e = arg;
+	kn_ticket_t t;
+	TU_CHECK(post_write(e, tu_addr(e->src.buf), tu_lkey(&e->src), tu_addr(e->dst.buf),
+			    RK(e->dst), 100, &t) == 0, "post");
+	TU_CHECK(kn_wait(A(e), t) == -EIO, "write to a destroyed peer");
+	TU_CHECK(kn_qp_error(A(e), NULL) == KN_SYND_TRANSPORT_RETRY_EXC_ERR, "syndrome %s",
+		 kinet_syndrome_str(kn_qp_error(A(e), NULL)));
+	return 0;
+}
+
+Test(prot, peer_destroyed)
+{
+	struct penv e;
+	penv_open(&e, 7);
+	cr_assert_eq(kinet_qp_destroy(e.p.b), 0);
+	e.p.b = NULL;
+	cr_assert_eq(kinet_host_exec(1, peer_gone_fn, &e), 0, "%s", tu_fail_msg);
+	cr_assert_arr_eq(e.dst.buf, e.orig[1], RLEN);
+	penv_close(&e);
+}
