@@ -144,6 +144,9 @@ int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out);
 int kinet_cq_destroy(kinet_cq *cq);
 uint32_t kinet_cq_depth(const kinet_cq *cq);
 
+/* kinet_qp_attr.rnr_retry: no retry at all (IB's rnr_retry = 0). */
+#define KINET_RNR_RETRY_NONE 0x100u
+
 enum kinet_qp_state {
 	KINET_QPS_RESET = 0,
 	KINET_QPS_INIT = 1,
@@ -161,7 +164,8 @@ struct kinet_qp_attr {
 	kinet_cq *recv_cq;   /* NULL: created when rq_depth > 0 */
 	int db_mode;         /* enum kn_db_mode; KN_DB_AUTO picks the best */
 	int share;           /* enum kn_share */
-	uint32_t rnr_retry;  /* receiver-not-ready retries, 7 = forever (default 7) */
+	uint32_t rnr_retry;  /* receiver-not-ready retries 1..6, 7 = forever; 0 selects
+				the default (7); KINET_RNR_RETRY_NONE: fail at the first RNR */
 	uint32_t timeout_ms; /* device-side bound on blocking calls (0: tunable) */
 };
 

@@ -42,7 +42,11 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 	*out = NULL;
 	int backend = attr ? attr->backend : backend_from_str(kinet_tunable_str("KINET_BACKEND"));
 	if (backend < KINET_BACKEND_AUTO || backend > KINET_BACKEND_MLX5) {
-		KLOG_ERR("unknown backend (KINET_BACKEND=%s)", kinet_tunable_str("KINET_BACKEND"));
+		if (attr)
+			KLOG_ERR("kinet_open: unknown backend %d", attr->backend);
+		else
+			KLOG_ERR("kinet_open: unknown backend KINET_BACKEND=%s",
+				 kinet_tunable_str("KINET_BACKEND"));
 		return -EINVAL;
 	}
 	kinet_ctx *ctx = calloc(1, sizeof(*ctx));

@@ -126,10 +126,14 @@ int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp 
 	if (!attr.max_inline)
 		attr.max_inline = KN_MAX_INLINE_WRITE;
 	if (attr.db_mode < KN_DB_AUTO || attr.db_mode > KN_DB_CPU_PROXY || attr.share < 0 ||
-	    attr.share > KN_SHARE_GPU || attr.rnr_retry > 7)
+	    attr.share > KN_SHARE_GPU ||
+	    (attr.rnr_retry > 7 && attr.rnr_retry != KINET_RNR_RETRY_NONE))
 		return -EINVAL;
-	if (!attr_in || !attr_in->rnr_retry)
-		attr.rnr_retry = attr_in && attr_in->rnr_retry ? attr_in->rnr_retry : 7;
+	/* from here on rnr_retry is the IB count: 0 none, 1..6, 7 forever */
+	if (attr.rnr_retry == 0)
+		attr.rnr_retry = 7;
+	else if (attr.rnr_retry == KINET_RNR_RETRY_NONE)
+		attr.rnr_retry = 0;
 	if (ctx->backend == KINET_BACKEND_MLX5)
 		return kinet_mlx5_qp_create(pd, &attr, out);
 

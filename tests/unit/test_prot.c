@@ -564,7 +564,9 @@ static void run_case(const struct pcase *c)
 	cr_assert_geq(k.flushed, 5);
 	cr_assert_eq(k.wqes, 2, "executed WQEs %llu", (unsigned long long)k.wqes);
 	if (c->synd == KN_SYND_RNR_RETRY_EXC_ERR)
-		cr_assert_eq(k.rnr_retries, c->rnr_retry + 1, "RNR retries %llu",
+		cr_assert_eq(k.rnr_retries,
+			     (c->rnr_retry == KINET_RNR_RETRY_NONE ? 0 : c->rnr_retry) + 1,
+			     "RNR retries %llu",
 			     (unsigned long long)k.rnr_retries);
 
 	/* reusable after RESET */
@@ -623,6 +625,7 @@ CASE(send_to_bad_receive_lkey, b_send_bad_recv_lkey, KN_SYND_REMOTE_OP_ERR,
      .recv = RECV_BAD_LKEY, .recv_synd = KN_SYND_LOCAL_PROT_ERR)
 CASE(rnr_retry_exceeded_send, b_rnr, KN_SYND_RNR_RETRY_EXC_ERR, .rnr_retry = 3)
 CASE(rnr_retry_exceeded_once, b_rnr, KN_SYND_RNR_RETRY_EXC_ERR, .rnr_retry = 1)
+CASE(rnr_no_retry, b_rnr, KN_SYND_RNR_RETRY_EXC_ERR, .rnr_retry = KINET_RNR_RETRY_NONE)
 CASE(rnr_retry_exceeded_write_imm, b_write_imm_rnr, KN_SYND_RNR_RETRY_EXC_ERR, .rnr_retry = 6)
 /* malformed WQEs */
 CASE(unknown_opcode_07, b_opcode07, KN_SYND_LOCAL_QP_OP_ERR)
