@@ -383,7 +383,7 @@ Test(perf_tool, usage_errors_exit_2)
 		{"write_bw", "-t", "0", NULL},
 		{"write_bw", "--db-mode", "fast", NULL},
 		{"write_bw", "--executor", "nosuch", NULL},
-		{"write_bw", "somehost", NULL},
+		{"memcpy_bw", "somehost", NULL}, /* no peer: one process */
 		{"write_bw", "--bogus", NULL},
 		{"send_bw", "--shared", "-t", "2", NULL},
 		{"write_bw", "--poll", "sometimes", NULL},

@@ -3,6 +3,7 @@
  * kinet-perf - perftest-style benchmarks of the kinet data path.
  *
  *   kinet-perf TEST [options]        (kinet-perf -h for the options)
+ *   kinet-perf TEST --server | HOST | --pair [options]   across processes
  *
  * How the tool is cut, and where it is meant to grow
  *
@@ -13,16 +14,13 @@
  *   2. The QP pair (setup.c, struct perf_env). Opens the software NIC,
  *      creates and connects the QPs, registers both sides' buffers, fills
  *      them with random contents and builds one struct perf_job per thread;
- *      after a run it checks the data. Today both ends are in this process
- *      (a local pair). SEAM for server/client across processes
- *      (`kinet-perf write_bw` on one host, `kinet-perf write_bw HOST` on the
- *      other; opts.peer holds HOST): add a setup that creates only the local
- *      side, exchanges QP endpoint, buffer address and rkey with the peer
- *      (src/boot), connects with kinet_qp_modify(RTR, remote) and fills the
- *      same jobs with tqp = NULL. The target-side work a local job does
- *      itself (write_lat's reply, send_bw's receives) then runs in the
- *      server process, and the data check moves to the side that holds the
- *      destination.
+ *      after a run it checks the data. Both ends are in this process (a
+ *      local pair), unless --server, --pair or a HOST operand: then remote.c
+ *      creates only this process's side, meets the peer through the
+ *      bootstrap (kinet/boot.h), exchanges QP and memory descriptors
+ *      (kinet/net.h) and fills the same jobs with tqp = NULL; the server
+ *      runs the target's work (write_lat's replies, send_bw's receives) as
+ *      PERF_ROLE_TARGET jobs, and each side checks the data it holds.
  *
  *   3. Test bodies (perf_body.h). What one initiator thread does, written
  *      only against kinet/device.h in C that nvcc also accepts: the low-level
@@ -132,6 +130,22 @@ static void usage(FILE *f)
 		"                         the run: the data check must fail\n"
 		"  -h, --help             this text\n"
 		"\n"
+		"Across processes (the software NIC's wire; every test but memcpy_bw):\n"
+		"  kinet-perf TEST --server [options]     waits for one client, then serves\n"
+		"                                         as the target\n"
+		"  kinet-perf TEST HOST[:PORT] [options]  the client: initiates; its run\n"
+		"                                         options (-s -a -n --warmup -t -q\n"
+		"                                         --shared) apply to both sides\n"
+		"  kinet-perf TEST --pair [options]       a server and a client on this\n"
+		"                                         machine (loopback), one command\n"
+		"  -p, --port=PORT        the server's TCP port (default 18515; 0 on a server:\n"
+		"                         any free port, printed)\n"
+		"      --secret=STRING    job secret, the same on both sides (default:\n"
+		"                         KINET_BOOT_SECRET; --pair makes a fresh one)\n"
+		"      --timeout=SECONDS  bound on joining and on each exchange, including the\n"
+		"                         server's wait during one size's run (default 300,\n"
+		"                         or KINET_BOOT_TIMEOUT_MS when set)\n"
+		"\n"
 		"Bandwidth: BW average = bytes / (last completion - first post), all threads\n"
 		"together; BW peak = best rate over max(q*threads, messages/16) consecutive\n"
 		"messages; MB = 2^20 bytes; MsgRate in 10^6 messages per second.\n"
@@ -199,6 +213,10 @@ enum {
 	OPT_EXECUTOR,
 	OPT_CORRUPT,
 	OPT_POLL,
+	OPT_SERVER,
+	OPT_PAIR,
+	OPT_SECRET,
+	OPT_TIMEOUT,
 };
 
 static int parse_args(int argc, char **argv, struct perf_opts *o)
@@ -219,6 +237,11 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		{"json", no_argument, NULL, OPT_JSON},
 		{"corrupt", no_argument, NULL, OPT_CORRUPT},
 		{"poll", required_argument, NULL, OPT_POLL},
+		{"server", no_argument, NULL, OPT_SERVER},
+		{"pair", no_argument, NULL, OPT_PAIR},
+		{"port", required_argument, NULL, 'p'},
+		{"secret", required_argument, NULL, OPT_SECRET},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -232,9 +255,41 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	o->qdepth = 128;
 	o->db_mode = KN_DB_AUTO;
 	o->executor = "host";
+	o->port = -1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:an:t:q:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:an:t:q:p:h", lopts, NULL)) != -1) {
+		/* run options given (a server takes the client's for the others) */
 		switch (c) {
+		case 's': case 'a': case OPT_MIN_SIZE: case OPT_MAX_SIZE:
+			o->given |= PERF_GIVEN_SIZES;
+			break;
+		case 'n': o->given |= PERF_GIVEN_ITERS; break;
+		case OPT_WARMUP: o->given |= PERF_GIVEN_WARMUP; break;
+		case 't': o->given |= PERF_GIVEN_THREADS; break;
+		case 'q': o->given |= PERF_GIVEN_QDEPTH; break;
+		case OPT_SHARED: o->given |= PERF_GIVEN_SHARED; break;
+		default: break;
+		}
+		switch (c) {
+		case OPT_SERVER:
+			o->server = true;
+			break;
+		case OPT_PAIR:
+			o->pair = true;
+			break;
+		case 'p':
+			if (parse_uint(optarg, 0, 65535, &v))
+				return usage_error("bad port '%s' (0 to 65535)", optarg);
+			o->port = (int)v;
+			break;
+		case OPT_SECRET:
+			o->secret = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_uint(optarg, 1, 86400, &v))
+				return usage_error("bad --timeout '%s' (1 to 86400 seconds)", optarg);
+			o->timeout_ms = (int)v * 1000;
+			break;
 		case 's':
 			if (parse_size(optarg, &o->size) || o->size == 0 || o->size > KPERF_MAX_SIZE)
 				return usage_error("bad message size '%s' (1 to 1G bytes)", optarg);
@@ -333,10 +388,17 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		return usage_error("unexpected argument '%s'", argv[optind + 2]);
 
 	const struct perf_test *pt = o->test;
-	if (o->peer)
-		return usage_error("server/client mode (HOST operand '%s') is not available yet: "
-				   "kinet-perf runs both ends in this process",
-				   o->peer);
+	int modes = (o->peer != NULL) + o->server + o->pair;
+	if (modes > 1)
+		return usage_error("%s", "use one of --server, --pair and a HOST operand "
+					 "(the client), not two");
+	if (modes && (pt->flags & PERF_F_NO_NIC))
+		return usage_error("%s has no peer: it runs in one process", pt->name);
+	if (!modes && (o->port >= 0 || o->secret || o->timeout_ms))
+		return usage_error("%s", "-p, --secret and --timeout go with --server, --pair or "
+					 "a HOST operand");
+	if (o->pair && o->port >= 0)
+		return usage_error("%s", "--pair picks a free port itself (no -p)");
 	if (!have_iters)
 		o->iters = pt->kind == PERF_BW ? 5000 : 1000;
 	if (!have_warmup)
@@ -448,6 +510,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NEXEC; i++)
 		if (!strcmp(executors[i]->name, o.executor))
 			x = executors[i];
+	if (o.server || o.pair || o.peer) /* across processes: remote.c */
+		return perf_remote_main(&o, x);
 
 	struct perf_env e;
 	const char *what = "setup";

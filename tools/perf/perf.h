@@ -9,6 +9,7 @@
  *   exec_host.c    the host executor (CPU threads) and the memcpy baseline
  *   perf_body.h    the test bodies: device-API code, portable C (cc and nvcc)
  *   report.c       statistics and the perftest-style / JSON output
+ *   remote.c       server / client / --pair: the two ends in two processes
  */
 #ifndef KINET_PERF_H
 #define KINET_PERF_H
@@ -56,9 +57,25 @@ struct perf_opts {
 	bool shared;         /* --shared: one QP shared by every thread */
 	bool yield;          /* --poll yield: sched_yield() while waiting (host) */
 	const char *executor; /* --executor: "host" (see kinet-perf.c) */
-	const char *peer;     /* HOST operand: server/client mode (not built yet) */
+	const char *peer;     /* HOST operand: the client of a server (remote.c) */
 	bool corrupt;         /* --corrupt: damage the destination before the check */
+	/* across processes (remote.c) */
+	bool server;          /* --server: wait for a client (rank 0) */
+	bool pair;            /* --pair: a server and a client on this machine */
+	int port;             /* -p: the server's TCP port (default 18515; -1: unset) */
+	const char *secret;   /* --secret (NULL: KINET_BOOT_SECRET) */
+	int timeout_ms;       /* --timeout: bound on each exchange (0: default) */
+	unsigned given;       /* PERF_GIVEN_*: run options given on the command line */
 };
+
+/* Run options the command line gave (a server takes the client's values for
+ * the others, and refuses a client whose values differ from these). */
+#define PERF_GIVEN_SIZES 1u   /* -s, -a, --min-size, --max-size */
+#define PERF_GIVEN_ITERS 2u   /* -n */
+#define PERF_GIVEN_WARMUP 4u  /* --warmup */
+#define PERF_GIVEN_THREADS 8u /* -t */
+#define PERF_GIVEN_QDEPTH 16u /* -q */
+#define PERF_GIVEN_SHARED 32u /* --shared */
 
 /* ---- the QP pair and its buffers (setup.c) ----------------------------------- */
 
@@ -86,6 +103,9 @@ struct perf_env {
 	uint64_t cap_iters;   /* sample slots per thread */
 	uint64_t cur_size;
 	uint64_t seed;
+	/* across processes (remote.c): this process's side only, in qa/da,
+	 * abuf/amr (qb, db, bbuf, bmr stay NULL); NULL for a local pair */
+	const char *procs_line; /* the header's "Processes" line */
 };
 
 /* Opens the context and the QP pairs for o (no buffers yet). 0 or -errno;
@@ -105,6 +125,9 @@ void perf_env_corrupt(struct perf_env *e, uint64_t size);
 void perf_env_close(struct perf_env *e);
 /* Resolved doorbell mode of the QPs (enum kn_db_mode). */
 int perf_env_db_mode(const struct perf_env *e);
+/* The pseudo-random contents of the data check: n bytes, one stream per seed
+ * (the same on every host, so a peer can regenerate what it should hold). */
+void perf_fill_random(uint8_t *p, size_t n, uint64_t seed);
 
 /* ---- executors ------------------------------------------------------------- */
 
@@ -121,6 +144,12 @@ extern const struct perf_executor perf_exec_host;
 /* memcpy baseline on CPU threads: the same jobs, plain memcpy instead of the
  * NIC. */
 int perf_memcpy_run(struct perf_env *e);
+
+/* ---- across processes (remote.c) ----------------------------------------------- */
+
+/* Runs o as the server (o->server), the client (o->peer) or both on this
+ * machine (o->pair) with executor x; returns the exit status (0, 1, 2). */
+int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x);
 
 /* ---- results and output (report.c) ------------------------------------------ */
 

@@ -46,6 +46,15 @@ enum perf_test_id {
 	PERF_MEMCPY_BW, /* baseline, host only (exec_host.c) */
 };
 
+/* What a job does: everything (the initiator; with a local pair it also
+ * plays the target's part), or only the target's part of write_lat (the
+ * replies) and send_bw (the receives), for the server of a run across
+ * processes (remote.c). */
+enum perf_role {
+	PERF_ROLE_INITIATOR = 0,
+	PERF_ROLE_TARGET = 1,
+};
+
 /* Where a job failed (named by step_str() in kinet-perf.c). */
 enum perf_step {
 	PERF_STEP_NONE = 0,
@@ -79,6 +88,7 @@ struct perf_job {
 	 * target's QP replies in write_lat and takes the receives of send_bw);
 	 * tqp == NULL when another process plays the target */
 	const kn_qp *tqp;
+	uint32_t role;    /* enum perf_role; a target job uses only the t_* fields */
 	uint64_t t_laddr; /* write_lat: target's source; send_bw: receive buffer */
 	uint64_t t_land;  /* write_lat: where the initiator's writes land */
 	uint64_t t_raddr; /* write_lat: the initiator's landing buffer */
@@ -287,7 +297,7 @@ KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 					   * per message in the steady state, and a post
 					   * time never later than the real one */
 		}
-		if (j->test == PERF_SEND_BW && (rc = perf_rx_ready(j, posted)))
+		if (j->test == PERF_SEND_BW && j->tqp && (rc = perf_rx_ready(j, posted)))
 			return rc;
 		if (!now || j->test == PERF_SEND_BW)
 			now = kn_now_ns();
@@ -303,7 +313,7 @@ KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 	rc = perf_reap(j, &reaped, posted, posted);
 	if (rc)
 		return rc;
-	if (j->test == PERF_SEND_BW)
+	if (j->test == PERF_SEND_BW && j->tqp)
 		while (j->rx_done < end)
 			if ((rc = perf_rx_poll(j, 1)))
 				return rc;
@@ -312,7 +322,8 @@ KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 }
 
 /* write_lat: waits until the last byte of a landing buffer shows `stamp`;
- * the write that carries it is ticket t of qp (its error ends the wait). */
+ * the write that carries it is ticket t of qp (its error ends the wait; qp
+ * NULL: no write of ours to watch). */
 KN_DEVICE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, const kn_qp *qp,
 			     kn_ticket_t t)
 {
@@ -321,7 +332,7 @@ KN_DEVICE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, c
 	unsigned spins = 0;
 	while (*p != stamp) {
 		if ((++spins & 63u) == 0) {
-			if (kn_test(qp, t) == -EIO)
+			if (qp && kn_test(qp, t) == -EIO)
 				return perf_fail(j, qp, -EIO, PERF_STEP_CQE);
 			if (perf_timed_out(&t0, j->timeout_ns))
 				return perf_fail(j, qp, -ETIMEDOUT, PERF_STEP_ARRIVAL);
@@ -346,6 +357,8 @@ KN_DEVICE int perf_pingpong(struct perf_job *j, uint64_t k)
 		return perf_fail(j, j->qp, rc, PERF_STEP_POST);
 	kn_prep_write(j->qp, kn_wqe_ptr(j->qp, t), t, j->laddr, j->lkey, j->raddr, j->rkey, j->size);
 	kn_sq_submit(j->qp, t, 1);
+	if (!j->tqp) /* another process replies */
+		return perf_wait_byte(j, j->land, stamp, j->qp, t);
 	/* the target's side */
 	if ((rc = perf_wait_byte(j, j->t_land, stamp, j->qp, t)))
 		return rc;
@@ -397,10 +410,53 @@ KN_DEVICE int perf_drain(struct perf_job *j)
 	return 0;
 }
 
+/* The target's part only (PERF_ROLE_TARGET; the initiator is another
+ * process): write_lat answers each of the warmup + iters writes with one of
+ * its own once it has landed; send_bw keeps receives posted (up to the RQ
+ * depth) and consumes warmup + iters of them, checking their lengths. Other
+ * tests have nothing to do at the target. Uses tqp and the t_* fields. */
+KN_DEVICE int perf_target_run(struct perf_job *j)
+{
+	const kn_qp *tq = j->tqp;
+	uint64_t total = j->warmup + j->iters;
+	int rc;
+	j->rx_posted = j->rx_done = 0;
+	j->bad = 0;
+	j->t_begin = kn_now_ns();
+	if (j->test == PERF_WRITE_LAT) {
+		kn_ticket_t u = 0;
+		for (uint64_t k = 0; k < total; k++) {
+			uint8_t stamp = (uint8_t)(k % 255u + 1u);
+			if (perf_wait_byte(j, j->t_land, stamp, k ? tq : (const kn_qp *)0, u))
+				break;
+			((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
+			if ((rc = kn_sq_reserve(tq, 1, &u))) {
+				perf_fail(j, tq, rc, PERF_STEP_POST);
+				break;
+			}
+			kn_prep_write(tq, kn_wqe_ptr(tq, u), u, j->t_laddr, j->t_lkey, j->t_raddr,
+				      j->t_rkey, j->size);
+			kn_sq_submit(tq, u, 1);
+		}
+		if (!j->rc && (rc = kn_quiet(tq)))
+			perf_fail(j, tq, rc, PERF_STEP_CQE);
+	} else if (j->test == PERF_SEND_BW) {
+		for (uint64_t k = 0; k < total && !j->rc; k++)
+			perf_rx_ready(j, k);
+		while (!j->rc && j->rx_done < total)
+			perf_rx_poll(j, 1);
+	}
+	j->t_end = kn_now_ns();
+	return j->rc;
+}
+
 /* The whole job: warm-up, barrier, timed phase, barrier, drain. Returns 0 or
- * the job's error (also in j->rc, j->step, j->syndrome). */
+ * the job's error (also in j->rc, j->step, j->syndrome). A target job runs
+ * perf_target_run() instead. */
 KN_DEVICE int perf_body_run(struct perf_job *j)
 {
+	if (j->role == PERF_ROLE_TARGET)
+		return perf_target_run(j);
 	int lat = j->test == PERF_WRITE_LAT || j->test == PERF_READ_LAT ||
 		  j->test == PERF_ATOMIC_LAT;
 	uint64_t k = 0;

@@ -152,6 +152,8 @@ void perf_report_header(const struct perf_env *e, FILE *f)
 	} else {
 		fprintf(f, " Backend         : soft (software NIC, %d engine thread%s)\n",
 			engine_threads(e), engine_threads(e) == 1 ? "" : "s");
+		if (e->procs_line)
+			fprintf(f, " Processes       : %s\n", e->procs_line);
 		fprintf(f, " Executor        : %s, %d thread%s, %s\n", o->executor, o->threads,
 			o->threads == 1 ? "" : "s",
 			o->shared ? "one QP shared by all threads" : "one QP per thread");
@@ -180,12 +182,13 @@ static void json_common(const struct perf_env *e, uint64_t size, FILE *f)
 	fprintf(f,
 		"{\"test\":\"%s\",\"backend\":\"%s\",\"executor\":\"%s\",\"threads\":%d,"
 		"\"shared\":%s,\"qdepth\":%u,\"db_mode\":\"%s\",\"engine_threads\":%d,"
-		"\"poll\":\"%s\",\"bytes\":%" PRIu64 ",\"iterations\":%" PRIu64 ",\"verified\":true",
+		"\"poll\":\"%s\",\"processes\":%d,\"bytes\":%" PRIu64 ",\"iterations\":%" PRIu64
+		",\"verified\":true",
 		o->test->name, (o->test->flags & PERF_F_NO_NIC) ? "none" : "soft", o->executor,
 		o->threads, o->shared ? "true" : "false",
 		o->test->kind == PERF_BW ? o->qdepth : 1u, db_mode_name(e),
 		(o->test->flags & PERF_F_NO_NIC) ? 0 : engine_threads(e), o->yield ? "yield" : "spin",
-		size, o->iters);
+		e->procs_line ? 2 : 1, size, o->iters);
 }
 
 void perf_report_bw(const struct perf_env *e, uint64_t size, const struct perf_bw *r, FILE *f)

@@ -42,6 +42,11 @@ static void fill_random(uint8_t *p, size_t n, uint64_t seed)
 		p[i] = (uint8_t)(s >> ((i & 7) * 8));
 }
 
+void perf_fill_random(uint8_t *p, size_t n, uint64_t seed)
+{
+	fill_random(p, n, seed);
+}
+
 int perf_env_db_mode(const struct perf_env *e)
 {
 	return e->nqp ? kinet_qp_db_mode(e->qa[0]) : KN_DB_AUTO;

@@ -1,0 +1,1161 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * remote.c - kinet-perf across processes: a server, a client, or both on
+ * this machine (--pair).
+ *
+ *   kinet-perf TEST --server [-p PORT]      waits for one client (rank 0)
+ *   kinet-perf TEST HOST[:PORT] [options]   the client (rank 1): initiates
+ *   kinet-perf TEST --pair [options]        forks a server and a client
+ *
+ * The processes meet through the TCP bootstrap (kinet/boot.h: the job
+ * secret from --secret or KINET_BOOT_SECRET) and then speak only through
+ * fixed-size records exchanged with kinet_boot_allgather (every integer in
+ * little-endian order, so hosts of any byte order agree):
+ *
+ *   HELLO    test, run options, the options given on the command line. The
+ *            client's run options apply to both; a server refuses a client
+ *            whose values differ from those it was given explicitly. Both
+ *            sides decide alike from the two records.
+ *   DESC     each side's QP descriptors (one per thread, or one shared) and
+ *            the descriptor of its registered buffer (kinet/net.h), or why
+ *            its setup failed. Then each QP connects to its peer's.
+ *   per message size:
+ *   READY    both buffers hold the size's random contents (same seed on
+ *            both sides), the connection is up: the client starts.
+ *   DONE     the run's outcome on each side (the client's jobs; the
+ *            server's replies for write_lat, receives for send_bw).
+ *   VERDICT  each side checked what it holds (the server the destination of
+ *            writes, sends and atomics, the client the sink of reads, both
+ *            for write_lat), byte for byte against the contents regenerated
+ *            from the seed; the client adds its report line, which the
+ *            server prints too. The server's buffer stays registered until
+ *            this exchange: the client has finished with it by then.
+ *
+ * A failure on either side travels in the next record, so both processes
+ * say what went wrong (a --pair server leaves that to its client) and both
+ * exit 1. Every exchange is bounded by --timeout (the bootstrap's timeout;
+ * default 300 s, or KINET_BOOT_TIMEOUT_MS when set): the longest wait is the
+ * server's during the client's run of one message size.
+ *
+ * This process's side lives in the perf_env's initiator slots (qa, da, abuf,
+ * amr); qb, db, bbuf, bmr stay empty. The client's jobs have tqp = NULL;
+ * the server's are PERF_ROLE_TARGET jobs (perf_body.h) run by the same
+ * executor, for the tests where the target has work.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <kinet/boot.h>
+#include <kinet/net.h>
+#include "perf.h"
+
+#define RMT_PROTO 1u
+#define RMT_PORT 18515
+#define RMT_TIMEOUT_MS 300000
+#define RMT_ALIGN 4096u
+#define RMT_MAX_SIZE (1ull << 30)
+#define RMT_MAX_THREADS 256u
+#define RMT_MAX_SQ 32768u
+
+/* ---- records ------------------------------------------------------------------ */
+
+#define HELLO_LEN 256
+#define H_MAGIC 0    /* 8 bytes */
+#define H_PROTO 8    /* u32 */
+#define H_ROLE 12    /* u32: 0 server, 1 client */
+#define H_TEST 16    /* char[16] */
+#define H_GIVEN 32   /* u32: PERF_GIVEN_* */
+#define H_THREADS 36 /* u32 */
+#define H_QDEPTH 40  /* u32 */
+#define H_FLAGS 44   /* u32: HF_* */
+#define H_FIRST 48   /* u64: first message size */
+#define H_LAST 56    /* u64: last message size */
+#define H_ITERS 64   /* u64 */
+#define H_WARMUP 72  /* u64 */
+#define H_HOST 80    /* char[64]: host name, for the header */
+#define HF_SHARED 1u
+#define HF_SWEEP 2u
+#define HF_CORRUPT 4u
+
+#define DESC_HDR 256
+#define D_STATUS 0   /* u32: 0 ready, 1 setup failed */
+#define D_NQP 4      /* u32 */
+#define D_SLICE 8    /* u64 */
+#define D_BUFLEN 16  /* u64 */
+#define D_MRLEN 24   /* u32 */
+#define D_MR 32      /* KINET_MR_DESC_SIZE bytes */
+#define D_MSG 80     /* char[176] */
+#define D_QP_SLOT (4 + KINET_QP_DESC_MAX) /* u32 length, descriptor */
+
+#define STEP_LEN 2048
+#define S_KIND 0     /* u32: STEP_* */
+#define S_STATUS 4   /* u32: 0 fine, 1 failed */
+#define S_SIZE 8     /* u64 */
+#define S_SEED 16    /* u64 */
+#define S_FLAGS 24   /* u32: 1 = --corrupt */
+#define S_MSG 32     /* char[480]: the failure, "server: ..." / "client: ..." */
+#define S_MSG_LEN 480
+#define S_ROW 512    /* char[1536]: the client's report line(s) */
+#define S_ROW_LEN 1536
+enum { STEP_READY = 1, STEP_DONE = 2, STEP_VERDICT = 3 };
+
+static const uint8_t MAGIC[8] = {'k', 'n', 'p', 'e', 'r', 'f', 0x0d, 0x0a};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* A NUL-terminated string field of cap bytes (truncated; never unterminated). */
+static void put_str(uint8_t *p, size_t cap, const char *s)
+{
+	size_t n = s ? strnlen(s, cap - 1) : 0;
+	memcpy(p, s ? s : "", n);
+	memset(p + n, 0, cap - n);
+}
+
+static void get_str(char *out, size_t outcap, const uint8_t *p, size_t cap)
+{
+	size_t n = strnlen((const char *)p, cap);
+	if (n >= outcap)
+		n = outcap - 1;
+	memcpy(out, p, n);
+	out[n] = 0;
+	for (size_t i = 0; i < n; i++) /* only printable text from the peer */
+		if ((unsigned char)out[i] < 0x20 && out[i] != '\n')
+			out[i] = '?';
+}
+
+/* ---- one side ------------------------------------------------------------------ */
+
+struct rmt {
+	struct perf_opts o;      /* the agreed options (the client's run options) */
+	const struct perf_executor *x;
+	struct perf_env e;
+	kinet_boot *boot;
+	bool server;
+	bool quiet;              /* --pair server: its client reports for both */
+	bool corrupt;            /* either side asked for --corrupt */
+	int pipe_fd;             /* --pair server: where to write its address */
+	const char *test;
+	char addr[300];          /* rank 0's "host:port" */
+	char peer_host[64];
+	char procs[512];         /* the header's "Processes" line */
+	uint64_t first, last;    /* message sizes */
+	struct kinet_mr_info peer_mr;
+	uint8_t *expect;         /* regenerated contents for the check */
+	char msg[S_MSG_LEN];     /* this side's failure, "server: ..." */
+	bool failed;
+	char peer_msg[S_MSG_LEN];
+	bool peer_failed;
+};
+
+static const char *role(const struct rmt *r)
+{
+	return r->server ? "server" : "client";
+}
+
+static const char *peer_role(const struct rmt *r)
+{
+	return r->server ? "client" : "server";
+}
+
+/* Records a failure of this side (the first one counts). */
+static void fail(struct rmt *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct rmt *r, const char *fmt, ...)
+{
+	if (r->failed)
+		return;
+	int n = snprintf(r->msg, sizeof(r->msg), "%s: ", role(r));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->msg + n, sizeof(r->msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	r->failed = true;
+}
+
+/* Prints what went wrong on either side after an exchange (a --pair server
+ * stays silent: its client prints the same). 0 when nothing did. */
+static int report_failures(const struct rmt *r)
+{
+	if (!r->failed && !r->peer_failed)
+		return 0;
+	if (!r->quiet) {
+		if (r->failed)
+			fprintf(stderr, "kinet-perf: %s: %s\n", r->test, r->msg);
+		if (r->peer_failed)
+			fprintf(stderr, "kinet-perf: %s: %s\n", r->test, r->peer_msg);
+	}
+	return 1;
+}
+
+/* An error that the peer will not hear of (the exchange itself failed). */
+static int local_error(const struct rmt *r, const char *what, int rc)
+{
+	if (r->failed)
+		fprintf(stderr, "kinet-perf: %s: %s\n", r->test, r->msg);
+	fprintf(stderr, "kinet-perf: %s: %s: %s: %s\n", r->test, role(r), what, kinet_strerror(rc));
+	return 1;
+}
+
+/* Allgather of two len-byte records; the peer's lands in peer. */
+static int xchg(struct rmt *r, const uint8_t *mine, uint8_t *peer, size_t len)
+{
+	uint8_t *all = malloc(2 * len);
+	if (!all)
+		return -ENOMEM;
+	int rc = kinet_boot_allgather(r->boot, mine, all, len);
+	if (!rc)
+		memcpy(peer, all + (r->server ? len : 0), len);
+	free(all);
+	return rc;
+}
+
+/* One STEP record each way: kind, this side's status and message, the size
+ * and seed of the run, a report line (client). 0, or a local error's exit
+ * status (1) after printing it. */
+static int step(struct rmt *r, uint32_t kind, uint64_t size, uint64_t seed, const char *row,
+		uint64_t *peer_size, uint64_t *peer_seed, char *peer_row, size_t rowcap)
+{
+	uint8_t mine[STEP_LEN], peer[STEP_LEN];
+	static const char *names[] = {"", "ready", "done", "verdict"};
+	memset(mine, 0, sizeof(mine));
+	put32(mine + S_KIND, kind);
+	put32(mine + S_STATUS, r->failed ? 1u : 0u);
+	put64(mine + S_SIZE, size);
+	put64(mine + S_SEED, seed);
+	put32(mine + S_FLAGS, r->corrupt ? 1u : 0u);
+	put_str(mine + S_MSG, S_MSG_LEN, r->failed ? r->msg : "");
+	put_str(mine + S_ROW, S_ROW_LEN, row);
+	int rc = xchg(r, mine, peer, sizeof(peer));
+	if (rc) {
+		char what[96];
+		snprintf(what, sizeof(what), "exchange \"%s\" with the %s", names[kind], peer_role(r));
+		return local_error(r, what, rc);
+	}
+	if (get32(peer + S_KIND) != kind) {
+		fprintf(stderr, "kinet-perf: %s: %s: the %s is out of step (protocol error)\n",
+			r->test, role(r), peer_role(r));
+		return 1;
+	}
+	r->peer_failed = get32(peer + S_STATUS) != 0;
+	if (r->peer_failed)
+		get_str(r->peer_msg, sizeof(r->peer_msg), peer + S_MSG, S_MSG_LEN);
+	if (get32(peer + S_FLAGS) & 1u)
+		r->corrupt = true;
+	if (peer_size)
+		*peer_size = get64(peer + S_SIZE);
+	if (peer_seed)
+		*peer_seed = get64(peer + S_SEED);
+	if (peer_row)
+		get_str(peer_row, rowcap, peer + S_ROW, S_ROW_LEN);
+	return 0;
+}
+
+/* ---- HELLO: agreeing on the run -------------------------------------------------- */
+
+static void sizes_of(const struct perf_opts *o, uint64_t *first, uint64_t *last)
+{
+	*first = *last = o->size;
+	if (o->sweep) {
+		for (*first = 1; *first < o->min_size; *first <<= 1)
+			;
+		for (*last = *first; *last * 2 <= o->max_size; *last <<= 1)
+			;
+	}
+}
+
+static void hello_fill(const struct rmt *r, const struct perf_opts *o, uint8_t *h)
+{
+	uint64_t first, last;
+	sizes_of(o, &first, &last);
+	memset(h, 0, HELLO_LEN);
+	memcpy(h + H_MAGIC, MAGIC, sizeof(MAGIC));
+	put32(h + H_PROTO, RMT_PROTO);
+	put32(h + H_ROLE, r->server ? 0u : 1u);
+	put_str(h + H_TEST, 16, o->test->name);
+	put32(h + H_GIVEN, o->given);
+	put32(h + H_THREADS, (uint32_t)o->threads);
+	put32(h + H_QDEPTH, o->qdepth);
+	put32(h + H_FLAGS, (o->shared ? HF_SHARED : 0u) | (o->sweep ? HF_SWEEP : 0u) |
+				   (o->corrupt ? HF_CORRUPT : 0u));
+	put64(h + H_FIRST, first);
+	put64(h + H_LAST, last);
+	put64(h + H_ITERS, o->iters);
+	put64(h + H_WARMUP, o->warmup);
+	char host[64] = "?";
+	if (gethostname(host, sizeof(host)))
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = 0;
+	put_str(h + H_HOST, 64, host);
+}
+
+/* Decides from both records (alike on both sides): 0 and the agreed options
+ * in r->o, or 1 after recording why not. */
+static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
+{
+	const uint8_t *peer = r->server ? cli : srv;
+	if (memcmp(peer + H_MAGIC, MAGIC, sizeof(MAGIC))) {
+		fail(r, "the %s is not kinet-perf", peer_role(r));
+		return 1;
+	}
+	if (get32(srv + H_PROTO) != get32(cli + H_PROTO)) {
+		fail(r, "the server speaks kinet-perf protocol %" PRIu32 ", the client %" PRIu32
+			": use the same kinet-perf on both sides",
+		     get32(srv + H_PROTO), get32(cli + H_PROTO));
+		return 1;
+	}
+	if (get32(srv + H_ROLE) != 0 || get32(cli + H_ROLE) != 1) {
+		fail(r, "both processes claim the same role");
+		return 1;
+	}
+	char st[16], ct[16];
+	get_str(st, sizeof(st), srv + H_TEST, 16);
+	get_str(ct, sizeof(ct), cli + H_TEST, 16);
+	if (strcmp(st, ct)) {
+		fail(r, "the server runs %s, the client %s: give both the same test", st, ct);
+		return 1;
+	}
+	uint32_t given = get32(srv + H_GIVEN);
+	uint32_t sf = get32(srv + H_FLAGS), cf = get32(cli + H_FLAGS);
+	bool sizes_differ = get64(srv + H_FIRST) != get64(cli + H_FIRST) ||
+			    get64(srv + H_LAST) != get64(cli + H_LAST) ||
+			    (sf & HF_SWEEP) != (cf & HF_SWEEP);
+	struct {
+		uint32_t bit;
+		const char *opt;
+		uint64_t s, c;
+	} chk[] = {
+		{PERF_GIVEN_SIZES, "message sizes (-s, -a, --min-size, --max-size)", 0,
+		 sizes_differ},
+		{PERF_GIVEN_ITERS, "iterations (-n)", get64(srv + H_ITERS), get64(cli + H_ITERS)},
+		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", get64(srv + H_WARMUP), get64(cli + H_WARMUP)},
+		{PERF_GIVEN_THREADS, "threads (-t)", get32(srv + H_THREADS), get32(cli + H_THREADS)},
+		{PERF_GIVEN_QDEPTH, "queue depth (-q)", get32(srv + H_QDEPTH), get32(cli + H_QDEPTH)},
+		{PERF_GIVEN_SHARED, "--shared", sf & HF_SHARED, cf & HF_SHARED},
+	};
+	for (size_t i = 0; i < sizeof(chk) / sizeof(chk[0]); i++) {
+		if ((given & chk[i].bit) && chk[i].s != chk[i].c) {
+			fail(r, "the server and the client were given different %s: give the "
+				"same run options to both, or none to the server (it takes the "
+				"client's)",
+			     chk[i].opt);
+			return 1;
+		}
+	}
+	/* the client's run options, checked as its command line was */
+	uint64_t first = get64(cli + H_FIRST), last = get64(cli + H_LAST);
+	uint64_t iters = get64(cli + H_ITERS), warmup = get64(cli + H_WARMUP);
+	uint32_t threads = get32(cli + H_THREADS), qdepth = get32(cli + H_QDEPTH);
+	bool sweep = cf & HF_SWEEP, shared = cf & HF_SHARED;
+	if (!first || first > last || last > RMT_MAX_SIZE || !threads ||
+	    threads > RMT_MAX_THREADS || !qdepth || qdepth > RMT_MAX_SQ || !iters ||
+	    iters > 1000000000ull || warmup > 1000000000ull ||
+	    (uint64_t)threads * iters > (1ull << 26) ||
+	    (shared && (uint64_t)threads * qdepth > RMT_MAX_SQ) ||
+	    ((r->o.test->flags & PERF_F_FIXED8) && (first != 8 || last != 8)) ||
+	    (first != last && !sweep)) {
+		fail(r, "the client's run options are out of range (protocol error)");
+		return 1;
+	}
+	r->o.size = first;
+	r->o.sweep = sweep;
+	r->o.min_size = first;
+	r->o.max_size = last;
+	r->o.iters = iters;
+	r->o.warmup = warmup;
+	r->o.threads = (int)threads;
+	r->o.qdepth = qdepth;
+	r->o.shared = shared;
+	r->first = first;
+	r->last = last;
+	r->corrupt = ((sf | cf) & HF_CORRUPT) != 0;
+	get_str(r->peer_host, sizeof(r->peer_host), peer + H_HOST, 64);
+	return 0;
+}
+
+/* ---- this side's QPs and buffer ------------------------------------------------- */
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* Context, QPs and the registered buffer, laid out as setup.c lays out one
+ * side of a local pair (so both sides agree on every offset). */
+static int side_open(struct rmt *r, const char **what)
+{
+	struct perf_env *e = &r->e;
+	const struct perf_opts *o = &r->o;
+	const struct perf_test *pt = o->test;
+	int rc;
+	e->o = o;
+	e->seed = 0x6b696e6574ull;
+	e->procs_line = r->procs;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT,
+				    .engine_threads = o->engine_threads};
+	*what = "kinet_open";
+	if ((rc = kinet_open(&ca, &e->ctx)))
+		return rc;
+	*what = "kinet_pd_alloc";
+	if ((rc = kinet_pd_alloc(e->ctx, &e->pd)))
+		return rc;
+	e->nqp = o->shared ? 1 : o->threads;
+	uint32_t sharers = o->shared ? (uint32_t)o->threads : 1u;
+	uint64_t want = (uint64_t)o->qdepth * sharers;
+	struct kinet_qp_attr qa = {
+		.sq_depth = (uint32_t)(want < 16 ? 16 : want),
+		/* the receives of send_bw are the server's */
+		.rq_depth = ((pt->flags & PERF_F_RECV) && r->server)
+				    ? (o->qdepth < 16 ? 16 : o->qdepth)
+				    : 0,
+		.db_mode = o->db_mode,
+		.share = o->shared ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE,
+	};
+	*what = "memory";
+	e->qa = calloc((size_t)e->nqp, sizeof(*e->qa));
+	e->qb = calloc((size_t)e->nqp, sizeof(*e->qb)); /* stay NULL */
+	e->da = calloc((size_t)e->nqp, sizeof(*e->da));
+	e->db = calloc((size_t)e->nqp, sizeof(*e->db));
+	if (!e->qa || !e->qb || !e->da || !e->db)
+		return -ENOMEM;
+	for (int i = 0; i < e->nqp; i++) {
+		*what = "kinet_qp_create";
+		if ((rc = kinet_qp_create(e->pd, &qa, &e->qa[i])))
+			return rc;
+		*what = "kinet_qp_device";
+		if ((rc = kinet_qp_device(e->qa[i], &e->da[i])))
+			return rc;
+	}
+	size_t m = round_up((size_t)r->last, 64);
+	e->off_buf1 = m;
+	e->off_small = (pt->flags & PERF_F_PINGPONG) ? 2 * m : m;
+	e->slice = round_up(e->off_small + (size_t)o->qdepth * 8 + 64, RMT_ALIGN);
+	e->buf_len = e->slice * (size_t)o->threads;
+	*what = "memory for the buffer";
+	if (posix_memalign((void **)&e->abuf, RMT_ALIGN, e->buf_len))
+		return -ENOMEM;
+	memset(e->abuf, 0, e->buf_len);
+	r->expect = malloc((size_t)r->last);
+	e->cap_iters = o->iters;
+	size_t n = (size_t)o->threads * (size_t)e->cap_iters;
+	e->tpost = calloc(n, sizeof(uint64_t));
+	e->tcomp = calloc(n, sizeof(uint64_t));
+	e->ring = calloc((size_t)o->threads * o->qdepth, sizeof(uint64_t));
+	e->jobs = calloc((size_t)o->threads, sizeof(*e->jobs));
+	if (posix_memalign((void **)&e->barrier, 64, 64))
+		e->barrier = NULL;
+	if (!r->expect || !e->tpost || !e->tcomp || !e->ring || !e->jobs || !e->barrier)
+		return -ENOMEM;
+	*what = "kinet_mr_reg";
+	return kinet_mr_reg(e->pd, e->abuf, e->buf_len, KINET_ACCESS_ALL, &e->amr);
+}
+
+/* DESC: descriptors both ways, then every QP connects to its peer's. */
+static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
+{
+	struct perf_env *e = &r->e;
+	int nqp = r->o.shared ? 1 : r->o.threads;
+	size_t len = DESC_HDR + (size_t)nqp * D_QP_SLOT;
+	uint8_t *mine = calloc(1, len), *peer = calloc(1, len);
+	int rc = -ENOMEM, status = 1;
+	if (!mine || !peer)
+		goto out;
+	put32(mine + D_NQP, (uint32_t)nqp);
+	put64(mine + D_SLICE, e->slice);
+	put64(mine + D_BUFLEN, e->buf_len);
+	for (int i = 0; !setup_rc && i < nqp; i++) {
+		int n = kinet_qp_export(e->qa[i], mine + DESC_HDR + (size_t)i * D_QP_SLOT + 4,
+					KINET_QP_DESC_MAX);
+		if (n < 0) {
+			setup_rc = n;
+			what = "kinet_qp_export";
+		} else {
+			put32(mine + DESC_HDR + (size_t)i * D_QP_SLOT, (uint32_t)n);
+		}
+	}
+	if (!setup_rc) {
+		int n = kinet_mr_export(e->amr, mine + D_MR, KINET_MR_DESC_SIZE);
+		if (n < 0) {
+			setup_rc = n;
+			what = "kinet_mr_export";
+		} else {
+			put32(mine + D_MRLEN, (uint32_t)n);
+		}
+	}
+	if (setup_rc) {
+		fail(r, "%s: %s%s", what, kinet_strerror(setup_rc),
+		     setup_rc == -ENOSYS || setup_rc == -ENODEV
+			     ? " (this build or machine has no libfabric wire or its provider)"
+			     : "");
+		put32(mine + D_STATUS, 1);
+		put_str(mine + D_MSG, 176, r->msg);
+	}
+	rc = xchg(r, mine, peer, len);
+	if (rc) {
+		status = local_error(r, "exchange \"descriptors\"", rc);
+		goto out;
+	}
+	if (get32(peer + D_STATUS)) {
+		r->peer_failed = true;
+		get_str(r->peer_msg, sizeof(r->peer_msg), peer + D_MSG, 176);
+	}
+	if (r->failed || r->peer_failed) {
+		status = report_failures(r);
+		goto out;
+	}
+	if (get32(peer + D_NQP) != (uint32_t)nqp || get64(peer + D_SLICE) != e->slice ||
+	    get64(peer + D_BUFLEN) != e->buf_len) {
+		fail(r, "the %s laid out its buffer differently (protocol error)", peer_role(r));
+	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, get32(peer + D_MRLEN), &r->peer_mr))) {
+		fail(r, "the %s's memory descriptor: %s", peer_role(r), kinet_strerror(rc));
+	} else if (r->peer_mr.len < e->buf_len) {
+		fail(r, "the %s's region is too small (protocol error)", peer_role(r));
+	} else {
+		for (int i = 0; i < nqp && !r->failed; i++) {
+			const uint8_t *d = peer + DESC_HDR + (size_t)i * D_QP_SLOT;
+			uint32_t n = get32(d);
+			if (n > KINET_QP_DESC_MAX)
+				fail(r, "the %s's QP descriptor %d is too long", peer_role(r), i);
+			else if ((rc = kinet_qp_connect_remote(e->qa[i], d + 4, n)))
+				fail(r, "kinet_qp_connect_remote (QP %d): %s", i, kinet_strerror(rc));
+		}
+	}
+	status = 0; /* a failure here travels in the first READY */
+out:
+	free(mine);
+	free(peer);
+	return status;
+}
+
+/* ---- one message size -------------------------------------------------------------- */
+
+/* The contents of the data check: client buffer (A), server buffer (B),
+ * their second buffers (write_lat) and the atomic word, per thread. */
+static uint64_t seed_a(uint64_t s, int i) { return s * 131 + (uint64_t)i * 2; }
+static uint64_t seed_b(uint64_t s, int i) { return s * 131 + (uint64_t)i * 2 + 1; }
+static uint64_t seed_a1(uint64_t s, int i) { return s * 11 + (uint64_t)i; }
+static uint64_t seed_b1(uint64_t s, int i) { return s * 7 + (uint64_t)i; }
+static uint64_t seed_w(uint64_t s, int i) { return s * 13 + (uint64_t)i; }
+
+/* write_lat: the stamp in the last byte of the last message */
+static uint8_t last_stamp(const struct perf_opts *o)
+{
+	return (uint8_t)((o->warmup + o->iters - 1) % 255u + 1u);
+}
+
+static void prepare(struct rmt *r, uint64_t size)
+{
+	struct perf_env *e = &r->e;
+	const struct perf_opts *o = &r->o;
+	const struct perf_test *pt = o->test;
+	uint64_t s = e->seed;
+	e->cur_size = size;
+	*e->barrier = 0;
+	for (int i = 0; i < o->threads; i++) {
+		uint8_t *a = e->abuf + (size_t)i * e->slice;
+		uint64_t ra = r->peer_mr.addr + (uint64_t)i * e->slice; /* the peer's slice */
+		struct perf_job *j = &e->jobs[i];
+		const kn_qp *qp = e->da[o->shared ? 0 : i];
+		uint64_t init;
+		perf_fill_random((uint8_t *)&init, 8, seed_w(s, i));
+		perf_fill_random(a, (size_t)size, r->server ? seed_b(s, i) : seed_a(s, i));
+		if (pt->flags & PERF_F_PINGPONG) {
+			perf_fill_random(a + e->off_buf1, (size_t)size,
+					 r->server ? seed_b1(s, i) : seed_a1(s, i));
+			a[e->off_buf1 + size - 1] = 0; /* the polled byte: no stamp is 0 */
+		}
+		if (r->server)
+			memcpy(a + e->off_small, &init, 8);
+		else
+			memset(a + e->off_small, 0, (size_t)o->qdepth * 8);
+
+		memset(j, 0, sizeof(*j));
+		j->test = pt->id;
+		j->tid = i;
+		j->nthreads = o->threads;
+		j->size = (uint32_t)size;
+		j->window = pt->kind == PERF_LAT ? 1 : o->qdepth;
+		j->iters = o->iters;
+		j->warmup = o->warmup;
+		j->barrier = e->barrier;
+		j->tpost = e->tpost + (size_t)i * e->cap_iters;
+		j->tcomp = e->tcomp + (size_t)i * e->cap_iters;
+		j->ring = e->ring + (size_t)i * o->qdepth;
+		j->atomic_init = init;
+		j->yield = o->yield;
+		j->timeout_ns = qp->timeout_ns;
+		if (r->server) { /* the target's part: write_lat replies, send_bw receives */
+			j->role = PERF_ROLE_TARGET;
+			j->tqp = qp;
+			j->t_lkey = kinet_mr_lkey(e->amr);
+			j->t_rkey = r->peer_mr.rkey;
+			j->t_laddr = (uint64_t)(uintptr_t)a;
+			j->t_land = (uint64_t)(uintptr_t)(a + e->off_buf1);
+			j->t_raddr = ra + e->off_buf1;
+			continue;
+		}
+		j->role = PERF_ROLE_INITIATOR;
+		j->qp = qp;
+		j->tqp = NULL; /* the server plays the target */
+		j->laddr = (uint64_t)(uintptr_t)a;
+		j->lkey = kinet_mr_lkey(e->amr);
+		j->res = (uint64_t)(uintptr_t)(a + e->off_small);
+		j->res_lkey = j->lkey;
+		j->raddr = ra;
+		j->rkey = r->peer_mr.rkey;
+		if (pt->id == PERF_ATOMIC_BW || pt->id == PERF_ATOMIC_LAT)
+			j->raddr = ra + e->off_small;
+		if (pt->flags & PERF_F_PINGPONG) {
+			j->raddr = ra + e->off_buf1;
+			j->land = (uint64_t)(uintptr_t)(a + e->off_buf1);
+		}
+	}
+}
+
+/* Does this side run jobs? The client always; the server for the tests
+ * whose target posts (write_lat) or receives (send_bw). */
+static bool has_jobs(const struct rmt *r)
+{
+	int id = r->o.test->id;
+	return !r->server || id == PERF_WRITE_LAT || id == PERF_SEND_BW;
+}
+
+static const char *step_str(int step)
+{
+	switch (step) {
+	case PERF_STEP_BARRIER: return "waiting for the other threads";
+	case PERF_STEP_POST: return "posting a WQE";
+	case PERF_STEP_CQE: return "completion";
+	case PERF_STEP_RECV: return "receive";
+	case PERF_STEP_ARRIVAL: return "waiting for the data to land";
+	default: return "run";
+	}
+}
+
+static void run_jobs(struct rmt *r, uint64_t size)
+{
+	struct perf_env *e = &r->e;
+	if (!has_jobs(r))
+		return;
+	int rc = r->x->run(e);
+	if (rc) {
+		fail(r, "executor %s: %s", r->x->name, kinet_strerror(rc));
+		return;
+	}
+	for (int i = 0; i < r->o.threads; i++) {
+		const struct perf_job *j = &e->jobs[i];
+		if (!j->rc)
+			continue;
+		char syn[128] = "";
+		if (j->rc == -EIO)
+			snprintf(syn, sizeof(syn), ": %s (syndrome 0x%02x, vendor syndrome 0x%02x)",
+				 kinet_syndrome_str(j->syndrome), j->syndrome, j->vendor);
+		fail(r, "%" PRIu64 " bytes: thread %d: %s: %s%s", size, i, step_str(j->step),
+		     kinet_strerror(j->rc), syn);
+		return;
+	}
+}
+
+/* --corrupt: flips one byte of what this side checks (thread 0). */
+static void corrupt(struct rmt *r, uint64_t size)
+{
+	uint8_t *a = r->e.abuf;
+	switch (r->o.test->id) {
+	case PERF_READ_BW:
+	case PERF_READ_LAT:
+		if (!r->server)
+			a[size / 2] ^= 0x5a;
+		break;
+	case PERF_WRITE_LAT:
+		if (r->server)
+			a[r->e.off_buf1 + size / 2] ^= 0x5a;
+		break;
+	case PERF_ATOMIC_BW:
+	case PERF_ATOMIC_LAT:
+		if (r->server)
+			a[r->e.off_small] ^= 1;
+		break;
+	default:
+		if (r->server)
+			a[size / 2] ^= 0x5a;
+		break;
+	}
+}
+
+/* got against the contents the peer generated from seed (last byte
+ * replaced by stamp when stamp != 0). */
+static void check_bytes(struct rmt *r, const uint8_t *got, size_t n, uint64_t seed, uint8_t stamp,
+			int tid, const char *what)
+{
+	perf_fill_random(r->expect, n, seed);
+	if (stamp)
+		r->expect[n - 1] = stamp;
+	if (!memcmp(r->expect, got, n))
+		return;
+	size_t i = 0;
+	while (i < n && r->expect[i] == got[i])
+		i++;
+	fail(r, "data check failed at %zu bytes: thread %d: %s differs at byte %zu of %zu "
+		"(expected 0x%02x, found 0x%02x)",
+	     n, tid, what, i, n, r->expect[i], got[i]);
+}
+
+/* This side's data check: what it holds, byte for byte. */
+static void verify(struct rmt *r, uint64_t size)
+{
+	struct perf_env *e = &r->e;
+	const struct perf_opts *o = &r->o;
+	int id = o->test->id;
+	size_t n = (size_t)size;
+	for (int i = 0; i < o->threads && !r->failed; i++) {
+		const uint8_t *a = e->abuf + (size_t)i * e->slice;
+		const struct perf_job *j = &e->jobs[i];
+		uint64_t s = e->seed;
+		switch (id) {
+		case PERF_WRITE_BW:
+		case PERF_PUT_BW:
+		case PERF_SEND_BW:
+			if (r->server)
+				check_bytes(r, a, n, seed_a(s, i), 0, i, "destination");
+			break;
+		case PERF_READ_BW:
+		case PERF_READ_LAT:
+			if (!r->server)
+				check_bytes(r, a, n, seed_b(s, i), 0, i, "read buffer");
+			break;
+		case PERF_WRITE_LAT:
+			check_bytes(r, a + e->off_buf1, n, r->server ? seed_a(s, i) : seed_b(s, i),
+				    last_stamp(o), i,
+				    r->server ? "the server's landing buffer"
+					      : "the client's landing buffer");
+			break;
+		case PERF_ATOMIC_BW:
+		case PERF_ATOMIC_LAT:
+			if (r->server) {
+				uint64_t got, k = o->warmup + o->iters;
+				memcpy(&got, a + e->off_small, 8);
+				uint64_t want = perf_atomic_expect(j, k);
+				if (got != want)
+					fail(r, "data check failed at 8 bytes: thread %d: atomic word "
+						"is 0x%" PRIx64 " after %" PRIu64 " fetch-adds, "
+						"expected 0x%" PRIx64,
+					     i, got, k, want);
+			}
+			break;
+		default:
+			break;
+		}
+		if (!r->failed && has_jobs(r) && j->bad)
+			fail(r, "data check failed at %zu bytes: thread %d: %" PRIu64 " message(s) "
+				"came back wrong, the first is number %" PRIu64 " (%s)",
+			     n, i, j->bad, j->first_bad,
+			     id == PERF_SEND_BW ? "receive length" : "fetch-add result");
+	}
+}
+
+/* The client's report line(s) for this size, as text (the server prints
+ * them too). */
+static void report_row(struct rmt *r, uint64_t size, char *row, size_t cap)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	row[0] = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc = f ? 0 : -ENOMEM;
+	if (!rc && r->o.test->kind == PERF_BW) {
+		struct perf_bw b;
+		if (!(rc = perf_bw_stats(&r->e, size, &b)))
+			perf_report_bw(&r->e, size, &b, f);
+	} else if (!rc) {
+		struct perf_lat l;
+		if (!(rc = perf_lat_stats(&r->e, &l)))
+			perf_report_lat(&r->e, size, &l, f);
+	}
+	if (f)
+		fclose(f);
+	if (rc)
+		fail(r, "statistics: %s", kinet_strerror(rc));
+	else
+		snprintf(row, cap, "%s", buf ? buf : "");
+	free(buf);
+}
+
+/* One message size, both sides in step. 0 or 1 (failed). */
+static int run_size(struct rmt *r, uint64_t size)
+{
+	struct perf_env *e = &r->e;
+	uint64_t psize = 0, pseed = 0;
+	char row[S_ROW_LEN], prow[S_ROW_LEN];
+	e->seed++;
+	if (!r->failed)
+		prepare(r, size);
+	if (step(r, STEP_READY, size, e->seed, "", &psize, &pseed, NULL, 0))
+		return 1;
+	if (!r->failed && !r->peer_failed && (psize != size || pseed != e->seed))
+		fail(r, "the %s is at another message size (protocol error)", peer_role(r));
+	if (report_failures(r))
+		return 1;
+	run_jobs(r, size);
+	if (step(r, STEP_DONE, 0, 0, "", NULL, NULL, NULL, 0) || report_failures(r))
+		return 1;
+	if (r->corrupt)
+		corrupt(r, size);
+	verify(r, size);
+	if (!r->server && !r->failed)
+		report_row(r, size, row, sizeof(row));
+	else
+		row[0] = 0;
+	if (step(r, STEP_VERDICT, 0, 0, row, NULL, NULL, prow, sizeof(prow)) ||
+	    report_failures(r))
+		return 1;
+	if (!r->server)
+		fputs(row, stdout);
+	else if (!r->quiet)
+		fputs(prow, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+/* ---- a whole side ------------------------------------------------------------------- */
+
+static void on_listening(const char *addr, void *arg)
+{
+	struct rmt *r = arg;
+	if (r->pipe_fd >= 0) { /* --pair: tell the parent, which starts the client */
+		char line[320];
+		int n = snprintf(line, sizeof(line), "%s\n", addr);
+		if (write(r->pipe_fd, line, (size_t)n) != n)
+			fprintf(stderr, "kinet-perf: %s: server: cannot report its address\n",
+				r->test);
+		close(r->pipe_fd);
+		r->pipe_fd = -1;
+		return;
+	}
+	if (!r->o.json)
+		printf(" Waiting for a client on %s (kinet-perf %s HOST on the other side)\n", addr,
+		       r->test);
+	else
+		fprintf(stderr, "kinet-perf: %s: server: waiting for a client on %s\n", r->test,
+			addr);
+	fflush(stdout);
+}
+
+static int boot_timeout(const struct perf_opts *o)
+{
+	if (o->timeout_ms)
+		return o->timeout_ms;
+	return getenv("KINET_BOOT_TIMEOUT_MS") ? 0 : RMT_TIMEOUT_MS;
+}
+
+/* Runs one side to its end; the exit status. addr: rank 0's "host:port". */
+static int run_side(const struct perf_opts *o, const struct perf_executor *x, bool server,
+		    bool quiet, const char *addr, const char *secret, int pipe_fd)
+{
+	struct rmt *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "kinet-perf: out of memory\n");
+		return 1;
+	}
+	r->o = *o;
+	r->x = x;
+	r->server = server;
+	r->quiet = quiet;
+	r->pipe_fd = pipe_fd;
+	r->test = o->test->name;
+	snprintf(r->addr, sizeof(r->addr), "%s", addr);
+	int status = 1, rc;
+
+	struct kinet_boot_attr ba = {
+		.rank = server ? 0 : 1,
+		.size = 2,
+		.addr = addr,
+		.secret = secret,
+		.timeout_ms = boot_timeout(o),
+		.listening = server ? on_listening : NULL,
+		.listening_arg = r,
+	};
+	if ((rc = kinet_boot_init(&ba, &r->boot))) {
+		fprintf(stderr, "kinet-perf: %s: %s: joining %s: %s%s\n", r->test, role(r), addr,
+			kinet_strerror(rc),
+			rc == -KINET_ESECRET ? " (both sides need the same --secret or "
+					       "KINET_BOOT_SECRET)"
+			: rc == -ETIMEDOUT ? (server ? " (no client came)"
+						     : " (no server answered there)")
+					   : "");
+		goto out;
+	}
+	if (server)
+		snprintf(r->addr, sizeof(r->addr), "%s", kinet_boot_addr(r->boot));
+
+	/* HELLO */
+	uint8_t mine[HELLO_LEN], peer[HELLO_LEN];
+	hello_fill(r, o, mine);
+	if ((rc = xchg(r, mine, peer, HELLO_LEN))) {
+		status = local_error(r, "exchange \"hello\"", rc);
+		goto out;
+	}
+	if (hello_agree(r, server ? mine : peer, server ? peer : mine)) {
+		status = report_failures(r);
+		goto out;
+	}
+	char me[64] = "?";
+	if (gethostname(me, sizeof(me)))
+		snprintf(me, sizeof(me), "?");
+	me[sizeof(me) - 1] = 0;
+	if (server)
+		snprintf(r->procs, sizeof(r->procs), "2, this is the server (%s, at %s); client on %s",
+			 me, r->addr, r->peer_host);
+	else
+		snprintf(r->procs, sizeof(r->procs), "2, this is the client (%s); server %s at %s", me,
+			 r->peer_host, r->addr);
+
+	/* DESC and connection */
+	const char *what = "setup";
+	rc = side_open(r, &what);
+	if ((status = desc_exchange(r, rc, what)))
+		goto out;
+	status = 1;
+	if ((server && !quiet) || !server)
+		perf_report_header(&r->e, stdout);
+	fflush(stdout);
+	int failed = 0;
+	for (uint64_t s = r->first; s <= r->last && !failed; s <<= 1)
+		failed = run_size(r, s);
+	if (!failed) {
+		if (!server || !quiet)
+			perf_report_footer(&r->e, stdout);
+		status = 0;
+	}
+out:
+	fflush(stdout);
+	perf_env_close(&r->e);
+	kinet_boot_close(r->boot);
+	free(r->expect);
+	if (pipe_fd >= 0 && r->pipe_fd >= 0)
+		close(r->pipe_fd);
+	free(r);
+	return status;
+}
+
+/* ---- the address of the server ------------------------------------------------------- */
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* HOST, HOST:PORT, [V6], [V6]:PORT or a bare IPv6 address, and -p: the
+ * server's "host:port", or 2 after a usage message. */
+static int client_addr(const struct perf_opts *o, char *out, size_t cap)
+{
+	const char *h = o->peer;
+	const char *port_in = NULL;
+	char host[256];
+	size_t hl;
+	if (h[0] == '[') {
+		const char *end = strchr(h, ']');
+		if (!end || (end[1] && end[1] != ':'))
+			goto bad;
+		hl = (size_t)(end - h - 1);
+		if (end[1] == ':')
+			port_in = end + 2;
+		h++;
+	} else {
+		const char *c = strchr(h, ':');
+		hl = strlen(h);
+		if (c && !strchr(c + 1, ':')) { /* host:port */
+			hl = (size_t)(c - h);
+			port_in = c + 1;
+		}
+	}
+	if (!hl || hl >= sizeof(host))
+		goto bad;
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	long port = o->port >= 0 ? o->port : RMT_PORT;
+	if (port_in) {
+		if (!all_digits(port_in) || strlen(port_in) > 5 || atol(port_in) < 1 ||
+		    atol(port_in) > 65535)
+			goto bad;
+		if (o->port >= 0 && atol(port_in) != o->port) {
+			fprintf(stderr, "kinet-perf: two ports for the server: '%s' and -p %d\n"
+					"(kinet-perf -h for help)\n",
+				o->peer, o->port);
+			return 2;
+		}
+		port = atol(port_in);
+	}
+	if (port < 1) {
+		fprintf(stderr, "kinet-perf: the client needs the server's port (-p 1 to 65535)\n"
+				"(kinet-perf -h for help)\n");
+		return 2;
+	}
+	snprintf(out, cap, strchr(host, ':') ? "[%s]:%ld" : "%s:%ld", host, port);
+	return 0;
+bad:
+	fprintf(stderr,
+		"kinet-perf: bad server address '%s' (HOST, HOST:PORT, [IPV6] or [IPV6]:PORT)\n"
+		"(kinet-perf -h for help)\n",
+		o->peer);
+	return 2;
+}
+
+/* ---- --pair ------------------------------------------------------------------------- */
+
+/* Reads the server's "host:port" line from fd, waiting at most ms. */
+static int read_line(int fd, char *buf, size_t cap, int ms)
+{
+	size_t n = 0;
+	while (n + 1 < cap) {
+		struct pollfd p = {fd, POLLIN, 0};
+		int k = poll(&p, 1, ms);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -ETIMEDOUT;
+		ssize_t got = read(fd, buf + n, 1);
+		if (got <= 0)
+			return -EPIPE;
+		if (buf[n] == '\n') {
+			buf[n] = 0;
+			return 0;
+		}
+		n++;
+	}
+	return -E2BIG;
+}
+
+static int exit_status(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 1;
+}
+
+static int run_pair(const struct perf_opts *o, const struct perf_executor *x)
+{
+	char secret[33];
+	const char *sec = o->secret;
+	if (!sec) { /* a fresh secret for the two: nobody else can join */
+		uint8_t raw[16];
+		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+			fprintf(stderr, "kinet-perf: getrandom: %s\n", strerror(errno));
+			return 1;
+		}
+		for (int i = 0; i < 16; i++)
+			snprintf(secret + 2 * i, 3, "%02x", raw[i]);
+		sec = secret;
+	}
+	/* the tcp provider on loopback (a user's choice stays) */
+	setenv("FI_TCP_IFACE", "lo", 0);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		fprintf(stderr, "kinet-perf: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	pid_t srv = fork();
+	if (srv < 0) {
+		fprintf(stderr, "kinet-perf: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (srv == 0) {
+		close(p[0]);
+		exit(run_side(o, x, true, true, "127.0.0.1:0", sec, p[1]));
+	}
+	close(p[1]);
+	char addr[320];
+	int rc = read_line(p[0], addr, sizeof(addr), 30000);
+	close(p[0]);
+	int st = 0;
+	if (rc) { /* the server did not get to listen: it said why */
+		if (rc == -ETIMEDOUT)
+			kill(srv, SIGKILL);
+		waitpid(srv, &st, 0);
+		return exit_status(st) ? exit_status(st) : 1;
+	}
+	pid_t cli = fork();
+	if (cli < 0) {
+		fprintf(stderr, "kinet-perf: fork: %s\n", strerror(errno));
+		kill(srv, SIGKILL);
+		waitpid(srv, &st, 0);
+		return 1;
+	}
+	if (cli == 0)
+		exit(run_side(o, x, false, false, addr, sec, -1));
+	int cs = 0, ss = 0;
+	waitpid(cli, &cs, 0);
+	waitpid(srv, &ss, 0);
+	int a = exit_status(cs), b = exit_status(ss);
+	return a > b ? a : b;
+}
+
+int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x)
+{
+	if (strcmp(x->name, "host")) {
+		fprintf(stderr, "kinet-perf: across processes the jobs run on the host executor "
+				"only so far (not %s): add --executor host\n(kinet-perf -h for help)\n",
+			x->name);
+		return 2;
+	}
+	if (o->pair)
+		return run_pair(o, x);
+	if (o->server) {
+		char addr[32];
+		int port = o->port >= 0 ? o->port : RMT_PORT;
+		snprintf(addr, sizeof(addr), "*:%d", port);
+		const char *env = getenv("KINET_BOOT_SECRET");
+		if (!o->secret && (!env || !*env))
+			fprintf(stderr, "kinet-perf: %s: server: no job secret (--secret or "
+					"KINET_BOOT_SECRET): any process that reaches port %d can "
+					"join\n",
+				o->test->name, port);
+		return run_side(o, x, true, false, addr, o->secret, -1);
+	}
+	char addr[300];
+	int rc = client_addr(o, addr, sizeof(addr));
+	if (rc)
+		return rc;
+	return run_side(o, x, false, false, addr, o->secret, -1);
+}
