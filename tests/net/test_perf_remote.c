@@ -87,6 +87,10 @@ static void start(struct proc *p, const char *const *args)
 	argv[argc++] = bin;
 	for (int i = 0; args[i]; i++)
 		argv[argc++] = args[i];
+	/* remote jobs run on the host executor only: say so, for machines where
+	 * the cuda executor is the default */
+	argv[argc++] = "--executor";
+	argv[argc++] = "host";
 	argv[argc] = NULL;
 	cr_assert_eq(pipe(po), 0);
 	cr_assert_eq(pipe(pe), 0);
