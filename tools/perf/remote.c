@@ -1148,9 +1148,9 @@ int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x)
 		const char *env = getenv("KINET_BOOT_SECRET");
 		if (!o->secret && (!env || !*env))
 			fprintf(stderr, "kinet-perf: %s: server: no job secret (--secret or "
-					"KINET_BOOT_SECRET): any process that reaches port %d can "
+					"KINET_BOOT_SECRET): any process that reaches its port can "
 					"join\n",
-				o->test->name, port);
+				o->test->name);
 		return run_side(o, x, true, false, addr, o->secret, -1);
 	}
 	char addr[300];
