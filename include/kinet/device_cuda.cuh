@@ -46,12 +46,13 @@ enum kn_op_kind {
 	KN_OP_GET = 2,
 	KN_OP_PUT_SIGNAL = 3,
 	KN_OP_SIGNAL = 4,
+	KN_OP_FETCH_ADD = 5, /* remote word += add; its old value lands at laddr (8 bytes) */
 };
 
 typedef struct kn_op {
 	int kind;         /* enum kn_op_kind */
 	uint32_t len;     /* payload bytes */
-	uint64_t laddr;   /* local buffer (put/get/put_signal) */
+	uint64_t laddr;   /* local buffer (put/get/put_signal), fetch_add: its result */
 	uint32_t lkey;
 	uint32_t rkey;
 	uint64_t raddr;   /* remote buffer */
@@ -68,7 +69,7 @@ KN_CU uint32_t kn_op_nwqe(const kn_op *op)
 
 KN_CU int kn_op_valid(const kn_qp *qp, const kn_op *op)
 {
-	if (op->kind < KN_OP_PUT || op->kind > KN_OP_SIGNAL)
+	if (op->kind < KN_OP_PUT || op->kind > KN_OP_FETCH_ADD)
 		return 0;
 	if (op->kind == KN_OP_PUT_INLINE && (op->len > KN_MAX_INLINE_WRITE || op->len > qp->max_inline))
 		return 0;
@@ -93,6 +94,9 @@ KN_CU void kn_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, kn_wqebb
 		kn_prep_write(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
 		kn_prep_atomic_fa(qp, w1, t + 1, qp->scratch_addr, qp->scratch_lkey, op->sig_raddr,
 				  op->sig_rkey, op->add);
+		break;
+	case KN_OP_FETCH_ADD:
+		kn_prep_atomic_fa(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->add);
 		break;
 	default: /* KN_OP_SIGNAL */
 		kn_prep_atomic_fa(qp, w0, t, qp->scratch_addr, qp->scratch_lkey, op->sig_raddr,

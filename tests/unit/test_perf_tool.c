@@ -425,3 +425,87 @@ Test(perf_tool, data_check_catches_corruption)
 		out_free(&o);
 	}
 }
+
+/* The executor options. Without a usable GPU (KINET_NO_CUDA=1 hides one)
+ * every GPU-only request is refused with exit 2 and a message, never a
+ * crash; in a build without CUDA, "cuda" is simply not built in. */
+Test(perf_tool, executor_refusals_exit_2)
+{
+	const char *no_gpu[] = {"KINET_NO_CUDA=1", NULL};
+	const char *cases[][10] = {
+		/* GPU-only options on the host executor */
+		{"write_bw", "--executor", "host", "--scope", "warp", NULL},
+		{"write_bw", "--executor", "host", "--mem", "gpu", NULL},
+		{"write_bw", "--executor", "host", "--ctas", "2", NULL},
+		{"write_bw", "--executor", "host", "--cta-threads", "32", NULL},
+		{"write_bw", "--executor", "host", "--shared=cta", NULL},
+		{"write_bw", "--executor", "host", "-t", "300", NULL},
+		/* bad values */
+		{"write_bw", "--scope", "sideways", NULL},
+		{"write_bw", "--mem", "disk", NULL},
+		{"write_bw", "--shared=everyone", NULL},
+		{"write_bw", "--ctas", "0", NULL},
+		{"write_bw", "--cta-threads", "2000", NULL},
+		{"write_bw", "-t", "70000", NULL},
+		/* host-only things on the cuda executor */
+		{"memcpy_bw", "--executor", "cuda", NULL},
+		{"write_bw", "--executor", "cuda", "--poll", "yield", NULL},
+		/* launch shapes that make no sense (refused before looking for a GPU) */
+		{"write_bw", "--executor", "cuda", "--scope", "warp", "--cta-threads", "48", NULL},
+		{"write_bw", "--executor", "cuda", "--scope", "block", "-t", "40", "--cta-threads",
+		 "32", NULL},
+		{"write_bw", "--executor", "cuda", "-t", "5", "--ctas", "2", "--cta-threads", "2",
+		 NULL},
+		{"send_bw", "--executor", "cuda", "--scope", "warp", NULL},
+		{"write_bw", "--executor", "cuda", "--scope", "block", "--shared=cta", NULL},
+		{"write_bw", "--executor", "cuda", "--shared", "--ctas", "132", "--cta-threads", "32",
+		 NULL},
+		/* no usable GPU */
+		{"write_bw", "--executor", "cuda", NULL},
+		{"write_bw", "--mem", "gpu", NULL},
+		{"atomic_bw", "--scope", "block", NULL},
+		{"put_bw", "--ctas", "132", NULL},
+	};
+	/* what the cases of the shape group must say (a CUDA build) */
+	const char *why[] = {"whole warps", "whole CTAs", "-t differs", "thread scope only",
+			     "at block scope", "largest SQ"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct out o = run_env(cases[i], no_gpu);
+		cr_assert_eq(o.status, 2, "case %zu (%s %s %s): status %d, stderr: %s", i,
+			     cases[i][0], cases[i][1], cases[i][2], o.status, o.err);
+		cr_assert(strstr(o.err, "kinet-perf: "), "case %zu: no message on stderr", i);
+		cr_assert_eq(o.nout, 0, "case %zu: refusals print nothing on stdout", i);
+		int built = strstr(o.err, "is not built in") == NULL;
+		if (i >= 14 && i < 20 && built)
+			cr_assert(strstr(o.err, why[i - 14]), "case %zu: stderr: %s", i, o.err);
+		if (i >= 20 && built)
+			cr_assert(strstr(o.err, "no usable GPU") || strstr(o.err, "needs a usable GPU") ||
+					  strstr(o.err, "built without CUDA"),
+				  "case %zu: stderr: %s", i, o.err);
+		out_free(&o);
+	}
+}
+
+/* Without a GPU the default executor is host, said once on stderr; naming
+ * the executor says nothing. */
+Test(perf_tool, default_executor_without_gpu)
+{
+	const char *no_gpu[] = {"KINET_NO_CUDA=1", NULL};
+	const char *a[] = {"write_bw", "-s", "64", "-n", "20", "--warmup", "2", NULL};
+	struct out o = run_env(a, no_gpu);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	const char *m = strstr(o.err, "running on the host executor");
+	cr_assert_not_null(m, "stderr: %s", o.err);
+	cr_assert_null(strstr(m + 1, "running on the host executor"), "said twice: %s", o.err);
+	cr_assert_not_null(strstr(o.out, " Executor        : host,"), "stdout: %s", o.out);
+	double rows[4][16];
+	cr_assert_eq(table_rows(o.out, BW_HEADER, 5, rows, 4), 1);
+	check_bw_row(rows[0], 64, 20);
+	out_free(&o);
+
+	const char *b[] = {"write_bw", "--executor", "host", "-s", "64", "-n", "20", NULL};
+	o = run_env(b, no_gpu);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_eq(o.nerr, 0, "stderr: %s", o.err);
+	out_free(&o);
+}

@@ -28,14 +28,16 @@
  *      every test but put_bw, which uses kn_put. Timing uses kn_now_ns()
  *      (CLOCK_MONOTONIC on the host, %globaltimer on a GPU).
  *
- *   4. Executors (struct perf_executor, exec_host.c). Run every job to its
- *      end. The host executor uses kinet_host_exec (one CPU thread per job).
- *      SEAM for `--executor cuda`: a .cu file (built when nvcc is found) that
- *      includes perf_body.h, copies the jobs (and the QP descriptors, when
- *      they must live in device memory) to the GPU, launches one GPU thread
- *      per job calling perf_body_run(), and copies the jobs and the sample
- *      arrays back; add it to the executor table below. Buffers in GPU
- *      memory also need the data check of setup.c to copy them back first.
+ *   4. Executors (struct perf_executor). Run every job to its end. The host
+ *      executor (exec_host.c) uses kinet_host_exec (one CPU thread per job).
+ *      The cuda executor (exec_cuda.cu, built when nvcc is found; the default
+ *      when a GPU is usable) runs one GPU thread per job in --ctas CTAs of
+ *      --cta-threads threads, at thread scope (perf_body_run) or at warp or
+ *      block scope (kinet/device_cuda.cuh: the warp or the CTA posts
+ *      together), with the payloads in pinned host or in GPU memory (copied
+ *      back for the data check). resolve_executor() below turns the options
+ *      into the launch shape and the QP grouping (opts.qp_group, setup.c)
+ *      and refuses combinations that make no sense.
  *
  * Exit status: 0 success, 1 a run failed (error CQE, timeout, data check),
  * 2 bad usage. Errors are printed with kinet_strerror / kinet_syndrome_str.
@@ -51,6 +53,7 @@
 
 #define KPERF_MAX_SIZE (1ull << 30)
 #define KPERF_MAX_THREADS 256
+#define KPERF_MAX_GPU_THREADS 65536
 #define KPERF_MAX_SQ 32768u
 
 static const struct perf_test tests[] = {
@@ -77,6 +80,7 @@ static const struct perf_test tests[] = {
 
 #if KINET_HAVE_CUDA
 extern const struct perf_executor perf_exec_cuda; /* exec_cuda.cu */
+int perf_cuda_usable(void);                       /* exec_cuda.cu: 1 if a GPU is */
 #endif
 static const struct perf_executor *const executors[] = {
 	&perf_exec_host,
@@ -92,7 +96,8 @@ static void usage(FILE *f)
 		"usage: kinet-perf TEST [options]\n"
 		"\n"
 		"Benchmarks of the kinet data path over the software NIC, device-API code\n"
-		"run by CPU threads (the host executor). Output columns as perftest's.\n"
+		"run by GPU threads (the cuda executor) or CPU threads (the host executor).\n"
+		"Output columns as perftest's.\n"
 		"\n"
 		"Tests:\n");
 	for (size_t i = 0; i < NTESTS; i++)
@@ -108,17 +113,32 @@ static void usage(FILE *f)
 		"  -n, --iters=N          timed iterations per size and thread (default 5000\n"
 		"                         for bandwidth, 1000 for latency)\n"
 		"      --warmup=N         untimed iterations before each size (default 16)\n"
-		"  -t, --threads=N        initiator threads (default 1)\n"
+		"  -t, --threads=N        initiator threads (default 1): CPU threads (1 to 256)\n"
+		"                         or GPU threads (1 to 65536, see --ctas)\n"
 		"  -q, --qdepth=N         outstanding WQEs per thread, the post window of the\n"
 		"                         bandwidth tests (default 128)\n"
-		"      --shared           one QP shared by all threads (KN_SHARE_GPU) instead\n"
-		"                         of one QP per thread\n"
+		"      --shared[=gpu|cta] one QP shared by all threads (gpu, the default:\n"
+		"                         KN_SHARE_GPU) or, cuda executor, one QP per CTA\n"
+		"                         shared by its threads (cta: KN_SHARE_CTA); without\n"
+		"                         it one QP per thread (warp scope: per warp, block\n"
+		"                         scope: per CTA)\n"
 		"      --db-mode=MODE     doorbell mode: gpu, blueflame, cpu (default: auto)\n"
 		"      --engine-threads=N software NIC engine threads (default:\n"
 		"                         KINET_ENGINE_THREADS)\n"
-		"      --executor=NAME    who runs the device code: host (default), or cuda\n"
-		"                         (one GPU thread per job; KINET_PERF_CTA_THREADS\n"
-		"                         threads per CTA, default 1) when built with CUDA\n"
+		"      --executor=NAME    who runs the device code: cuda (GPU threads, one per\n"
+		"                         job; the default when built with CUDA and a GPU is\n"
+		"                         usable) or host (CPU threads; the default otherwise)\n"
+		"      --ctas=N           cuda: CTAs of the launch (default: enough for -t)\n"
+		"      --cta-threads=N    cuda: threads per CTA, 1 to 1024 (default 1 at thread\n"
+		"                         scope, 32 at warp and block scope); with --ctas,\n"
+		"                         -t is --ctas x --cta-threads (give one or agree)\n"
+		"      --scope=SCOPE      cuda: who posts: thread (each thread alone, the\n"
+		"                         default), warp (the 32 lanes in one post, one\n"
+		"                         doorbell) or block (the whole CTA in one post);\n"
+		"                         send_bw is thread scope only\n"
+		"      --mem=host|gpu     cuda: payload buffers in pinned host memory (default)\n"
+		"                         or in GPU memory (cudaMalloc; copied back for the\n"
+		"                         data check)\n"
 		"      --poll=spin|yield  host executor, while a thread waits: spin with the\n"
 		"                         device layer's pause (default, as a GPU thread does)\n"
 		"                         or give the CPU away (sched_yield) between all polls;\n"
@@ -202,6 +222,132 @@ static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return 0;
 }
 
+/* Options that choose or shape the executor, as given. */
+struct exec_given {
+	bool executor, threads, poll, ctas, cta_threads, scope, mem;
+};
+
+/* After the options: picks the executor (cuda when built in and a GPU is
+ * usable, or when a GPU-only option asks for it; host otherwise, and for
+ * memcpy_bw, --poll and runs across processes), works out the GPU launch
+ * (-t, --ctas, --cta-threads) and the QP grouping of the scope and --shared,
+ * and refuses combinations that make no sense. 0, or 2 after a message. */
+static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
+{
+	const struct perf_test *pt = o->test;
+	bool gpu_opt = g->ctas || g->cta_threads || g->scope || g->mem || o->shared_cta;
+	const char *gpu_name = g->ctas		? "--ctas"
+			       : g->cta_threads ? "--cta-threads"
+			       : g->scope	? "--scope"
+			       : g->mem		? "--mem"
+						: "--shared=cta";
+	const char *fallback = NULL; /* why the host executor, when defaulted */
+	if (g->executor) {
+		bool known = false;
+		for (size_t i = 0; i < NEXEC; i++)
+			known |= !strcmp(executors[i]->name, o->executor);
+		if (!known)
+			return usage_error(KINET_HAVE_CUDA
+						   ? "executor '%s' is not built in (available: host, cuda)"
+						   : "executor '%s' is not built in (available: host)",
+					   o->executor);
+	} else if ((pt->flags & PERF_F_NO_NIC) || g->poll || o->server || o->pair || o->peer) {
+		o->executor = "host"; /* a CPU baseline, a host-only option, or across
+				       * processes (remote.c runs host jobs only so far) */
+#if KINET_HAVE_CUDA
+	} else if (gpu_opt || perf_cuda_usable()) {
+		o->executor = "cuda";
+	} else {
+		o->executor = "host";
+		fallback = "no usable GPU";
+#else
+	} else {
+		o->executor = "host";
+		fallback = "built without CUDA";
+#endif
+	}
+	if (strcmp(o->executor, "cuda")) {
+		if (gpu_opt)
+			return usage_error(KINET_HAVE_CUDA ? "%s needs the cuda executor"
+							   : "%s needs the cuda executor (this "
+							     "kinet-perf is built without CUDA)",
+					   gpu_name);
+		if (o->threads > KPERF_MAX_THREADS)
+			return usage_error("%s", "the host executor runs 1 to 256 threads (-t)");
+		if (fallback)
+			fprintf(stderr, "kinet-perf: %s: running on the host executor\n", fallback);
+		return 0;
+	}
+	/* the cuda executor */
+	if (pt->flags & PERF_F_NO_NIC)
+		return usage_error("%s is a CPU baseline: it runs on the host executor", pt->name);
+	if (g->poll)
+		return usage_error("%s", "--poll is for the host executor (GPU threads spin)");
+	int scope = o->scope;
+	const char *sname = scope == PERF_SCOPE_WARP ? "warp" : "block";
+	int tpc = g->cta_threads ? o->cta_threads : (scope == PERF_SCOPE_THREAD ? 1 : 32);
+	if (scope == PERF_SCOPE_WARP && tpc % 32)
+		return usage_error("%s", "--scope warp: --cta-threads must be whole warps (a "
+					 "multiple of 32)");
+	if (scope != PERF_SCOPE_THREAD && pt->id == PERF_SEND_BW)
+		return usage_error("%s", "send_bw is thread scope only: a receive queue has a "
+					 "single consumer");
+	long n;
+	if (g->ctas) {
+		n = (long)o->ctas * tpc;
+		if (g->threads && o->threads != n)
+			return usage_error("%s", "-t differs from --ctas x --cta-threads (give one "
+						 "or make them agree)");
+	} else {
+		n = g->threads ? o->threads : tpc;
+		if (scope != PERF_SCOPE_THREAD && n % tpc)
+			return usage_error("--scope %s: -t must be whole CTAs (a multiple of "
+					   "--cta-threads)",
+					   sname);
+		o->ctas = (int)((n + tpc - 1) / tpc);
+	}
+	if (n > KPERF_MAX_GPU_THREADS)
+		return usage_error("%s", "more than 65536 GPU threads (--ctas x --cta-threads)");
+	o->threads = (int)n;
+	o->cta_threads = tpc;
+	/* QPs: one per posting agent, one per CTA (shared by its threads), or
+	 * one for the whole grid */
+	int group = scope == PERF_SCOPE_THREAD ? 1 : scope == PERF_SCOPE_WARP ? 32 : tpc;
+	int share = KN_SHARE_EXCLUSIVE;
+	if (o->shared) {
+		group = (int)n;
+		share = KN_SHARE_GPU;
+	} else if (o->shared_cta) {
+		if (scope == PERF_SCOPE_BLOCK)
+			return usage_error("%s", "--shared=cta at block scope: the CTA is the only "
+						 "poster of its QP already (the default)");
+		group = tpc;
+		share = KN_SHARE_CTA;
+	}
+	if ((uint64_t)group * o->qdepth > KPERF_MAX_SQ)
+		return usage_error("%s", "threads per QP x qdepth above the largest SQ (32768): "
+					 "lower -q");
+	if (pt->id == PERF_SEND_BW && group > 1)
+		return usage_error("%s", "send_bw on a shared QP takes one thread: the receive "
+					 "queue has a single consumer");
+	if ((uint64_t)n * o->iters > (1ull << 26))
+		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
+#if KINET_HAVE_CUDA
+	/* last: the shape refusals above need no GPU */
+	if (!perf_cuda_usable())
+		return usage_error(g->executor ? "--executor %s needs a usable GPU, and there is "
+						 "none here (no CUDA driver or device, or "
+						 "KINET_NO_CUDA is set)"
+					       : "%s needs the cuda executor, which needs a usable "
+						 "GPU, and there is none here (no CUDA driver or "
+						 "device, or KINET_NO_CUDA is set)",
+				   g->executor ? o->executor : gpu_name);
+#endif
+	o->qp_group = group;
+	o->qp_share = share;
+	return 0;
+}
+
 enum {
 	OPT_JSON = 256,
 	OPT_MIN_SIZE,
@@ -213,6 +359,10 @@ enum {
 	OPT_EXECUTOR,
 	OPT_CORRUPT,
 	OPT_POLL,
+	OPT_CTAS,
+	OPT_CTA_THREADS,
+	OPT_SCOPE,
+	OPT_MEM,
 	OPT_SERVER,
 	OPT_PAIR,
 	OPT_SECRET,
@@ -230,13 +380,17 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"threads", required_argument, NULL, 't'},
 		{"qdepth", required_argument, NULL, 'q'},
-		{"shared", no_argument, NULL, OPT_SHARED},
+		{"shared", optional_argument, NULL, OPT_SHARED},
 		{"db-mode", required_argument, NULL, OPT_DB_MODE},
 		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
 		{"executor", required_argument, NULL, OPT_EXECUTOR},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"corrupt", no_argument, NULL, OPT_CORRUPT},
 		{"poll", required_argument, NULL, OPT_POLL},
+		{"ctas", required_argument, NULL, OPT_CTAS},
+		{"cta-threads", required_argument, NULL, OPT_CTA_THREADS},
+		{"scope", required_argument, NULL, OPT_SCOPE},
+		{"mem", required_argument, NULL, OPT_MEM},
 		{"server", no_argument, NULL, OPT_SERVER},
 		{"pair", no_argument, NULL, OPT_PAIR},
 		{"port", required_argument, NULL, 'p'},
@@ -246,6 +400,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		{NULL, 0, NULL, 0},
 	};
 	bool have_size = false, have_iters = false, have_warmup = false;
+	struct exec_given gg = {false, false, false, false, false, false, false};
 	uint64_t v;
 	int c;
 	memset(o, 0, sizeof(*o));
@@ -319,9 +474,12 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			have_warmup = true;
 			break;
 		case 't':
-			if (parse_uint(optarg, 1, KPERF_MAX_THREADS, &v))
-				return usage_error("bad thread count '%s' (1 to 256)", optarg);
+			if (parse_uint(optarg, 1, KPERF_MAX_GPU_THREADS, &v))
+				return usage_error("bad thread count '%s' (1 to 256 CPU threads, "
+						   "1 to 65536 GPU threads)",
+						   optarg);
 			o->threads = (int)v;
+			gg.threads = true;
 			break;
 		case 'q':
 			if (parse_uint(optarg, 1, KPERF_MAX_SQ, &v))
@@ -329,7 +487,12 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			o->qdepth = (uint32_t)v;
 			break;
 		case OPT_SHARED:
-			o->shared = true;
+			if (!optarg || !strcmp(optarg, "gpu"))
+				o->shared = true, o->shared_cta = false;
+			else if (!strcmp(optarg, "cta"))
+				o->shared = false, o->shared_cta = true;
+			else
+				return usage_error("bad --shared '%s' (gpu, cta)", optarg);
 			break;
 		case OPT_DB_MODE:
 			if (!strcmp(optarg, "gpu"))
@@ -350,11 +513,45 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_EXECUTOR:
 			o->executor = optarg;
+			gg.executor = true;
+			break;
+		case OPT_CTAS:
+			if (parse_uint(optarg, 1, 65535, &v))
+				return usage_error("bad --ctas '%s' (1 to 65535)", optarg);
+			o->ctas = (int)v;
+			gg.ctas = true;
+			break;
+		case OPT_CTA_THREADS:
+			if (parse_uint(optarg, 1, 1024, &v))
+				return usage_error("bad --cta-threads '%s' (1 to 1024)", optarg);
+			o->cta_threads = (int)v;
+			gg.cta_threads = true;
+			break;
+		case OPT_SCOPE:
+			if (!strcmp(optarg, "thread"))
+				o->scope = PERF_SCOPE_THREAD;
+			else if (!strcmp(optarg, "warp"))
+				o->scope = PERF_SCOPE_WARP;
+			else if (!strcmp(optarg, "block"))
+				o->scope = PERF_SCOPE_BLOCK;
+			else
+				return usage_error("bad --scope '%s' (thread, warp, block)", optarg);
+			gg.scope = true;
+			break;
+		case OPT_MEM:
+			if (!strcmp(optarg, "host"))
+				o->mem = PERF_MEM_HOST;
+			else if (!strcmp(optarg, "gpu"))
+				o->mem = PERF_MEM_GPU;
+			else
+				return usage_error("bad --mem '%s' (host, gpu)", optarg);
+			gg.mem = true;
 			break;
 		case OPT_JSON:
 			o->json = true;
 			break;
 		case OPT_POLL:
+			gg.poll = true;
 			if (!strcmp(optarg, "spin"))
 				o->yield = false;
 			else if (!strcmp(optarg, "yield"))
@@ -427,16 +624,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 					 "has a single consumer");
 	if ((uint64_t)o->threads * o->iters > (1ull << 26))
 		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
-	o->executor = o->executor ? o->executor : "host";
-	bool known = false;
-	for (size_t i = 0; i < NEXEC; i++)
-		known |= !strcmp(executors[i]->name, o->executor);
-	if (!known)
-		return usage_error(KINET_HAVE_CUDA
-					   ? "executor '%s' is not built in (available: host, cuda)"
-					   : "executor '%s' is not built in (available: host)",
-				   o->executor);
-	return 0;
+	return resolve_executor(o, &gg);
 }
 
 static const char *step_str(int step)
@@ -533,6 +721,8 @@ int main(int argc, char **argv)
 		failed = run_size(&e, x, s);
 	if (!failed)
 		perf_report_footer(&e, stdout);
+	if (x->close)
+		x->close(&e);
 	perf_env_close(&e);
 	return failed ? 1 : 0;
 }

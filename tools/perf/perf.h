@@ -66,7 +66,22 @@ struct perf_opts {
 	const char *secret;   /* --secret (NULL: KINET_BOOT_SECRET) */
 	int timeout_ms;       /* --timeout: bound on each exchange (0: default) */
 	unsigned given;       /* PERF_GIVEN_*: run options given on the command line */
+	/* the cuda executor (exec_cuda.cu); ctas == 0 on the host executor */
+	int scope;            /* --scope: enum perf_scope */
+	int ctas;             /* --ctas: CTAs of the launch */
+	int cta_threads;      /* --cta-threads: threads per CTA */
+	int mem;              /* --mem: enum perf_mem, where the payload buffers live */
+	bool shared_cta;      /* --shared=cta: one QP per CTA, shared by its threads */
+	int qp_group;         /* jobs per QP pair (0: 1, or all threads with --shared) */
+	int qp_share;         /* enum kn_share of the QPs, when qp_group > 0 */
 };
+
+/* Who posts on the GPU: each thread alone (device.h), each warp together or
+ * each CTA together (device_cuda.cuh: one reservation, one doorbell). */
+enum perf_scope { PERF_SCOPE_THREAD = 0, PERF_SCOPE_WARP = 1, PERF_SCOPE_BLOCK = 2 };
+/* Payload buffers: host memory (pinned and mapped into the GPU with the
+ * cuda executor) or GPU memory (cudaMalloc; copied back for the check). */
+enum perf_mem { PERF_MEM_HOST = 0, PERF_MEM_GPU = 1 };
 
 /* Run options the command line gave (a server takes the client's values for
  * the others, and refuses a client whose values differ from these). */
@@ -139,6 +154,8 @@ void perf_fill_random(uint8_t *p, size_t n, uint64_t seed);
 struct perf_executor {
 	const char *name;
 	int (*run)(struct perf_env *e);
+	/* optional: frees what run() kept across sizes; before perf_env_close */
+	void (*close)(struct perf_env *e);
 };
 extern const struct perf_executor perf_exec_host;
 /* memcpy baseline on CPU threads: the same jobs, plain memcpy instead of the

@@ -138,6 +138,22 @@ static const char *db_mode_name(const struct perf_env *e)
 	return (e->o->test->flags & PERF_F_NO_NIC) ? "none" : kinet_db_mode_str(perf_env_db_mode(e));
 }
 
+/* How the threads share QPs (the Executor line). */
+static const char *qp_desc(const struct perf_opts *o)
+{
+	if (o->ctas <= 0 || o->qp_group <= 0) /* the host executor */
+		return o->shared ? "one QP shared by all threads" : "one QP per thread";
+	if (o->qp_share == KN_SHARE_GPU)
+		return "one QP shared by all threads (GPU-shared)";
+	if (o->qp_share == KN_SHARE_CTA)
+		return "one QP per CTA, shared by its threads (CTA-shared)";
+	return o->scope == PERF_SCOPE_WARP    ? "one QP per warp"
+	       : o->scope == PERF_SCOPE_BLOCK ? "one QP per CTA"
+					      : "one QP per thread";
+}
+
+static const char *const scope_name[] = {"thread", "warp", "block"};
+
 void perf_report_header(const struct perf_env *e, FILE *f)
 {
 	const struct perf_opts *o = e->o;
@@ -156,7 +172,12 @@ void perf_report_header(const struct perf_env *e, FILE *f)
 			fprintf(f, " Processes       : %s\n", e->procs_line);
 		fprintf(f, " Executor        : %s, %d thread%s, %s\n", o->executor, o->threads,
 			o->threads == 1 ? "" : "s",
-			o->shared ? "one QP shared by all threads" : "one QP per thread");
+			qp_desc(o));
+		if (o->ctas > 0)
+			fprintf(f, " GPU launch      : %d CTA%s x %d thread%s, %s scope, payloads in %s\n",
+				o->ctas, o->ctas == 1 ? "" : "s", o->cta_threads,
+				o->cta_threads == 1 ? "" : "s", scope_name[o->scope % 3],
+				o->mem == PERF_MEM_GPU ? "GPU memory" : "pinned host memory");
 		fprintf(f, " Doorbell mode   : %s\n", db_mode_name(e));
 		fprintf(f, " Waiting threads : %s\n",
 			o->yield ? "yield the CPU between polls" : "spin (pause between polls)");
@@ -191,10 +212,25 @@ static void json_common(const struct perf_env *e, uint64_t size, FILE *f)
 		e->procs_line ? 2 : 1, size, o->iters);
 }
 
+/* The cuda executor's launch, in the JSON objects. */
+static void json_gpu(const struct perf_env *e, FILE *f)
+{
+	const struct perf_opts *o = e->o;
+	if (o->ctas <= 0)
+		return;
+	fprintf(f,
+		",\"scope\":\"%s\",\"ctas\":%d,\"cta_threads\":%d,\"mem\":\"%s\","
+		"\"qp_share\":\"%s\"",
+		scope_name[o->scope % 3], o->ctas, o->cta_threads,
+		o->mem == PERF_MEM_GPU ? "gpu" : "host",
+		o->qp_share == KN_SHARE_GPU ? "gpu" : o->qp_share == KN_SHARE_CTA ? "cta" : "exclusive");
+}
+
 void perf_report_bw(const struct perf_env *e, uint64_t size, const struct perf_bw *r, FILE *f)
 {
 	if (e->o->json) {
 		json_common(e, size, f);
+		json_gpu(e, f);
 		fprintf(f, ",\"bw_peak_mbs\":%.2f,\"bw_avg_mbs\":%.2f,\"msg_rate_mpps\":%.6f}\n",
 			r->peak_mbs, r->avg_mbs, r->mpps);
 	} else {
@@ -208,6 +244,7 @@ void perf_report_lat(const struct perf_env *e, uint64_t size, const struct perf_
 {
 	if (e->o->json) {
 		json_common(e, size, f);
+		json_gpu(e, f);
 		fprintf(f,
 			",\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,"
 			"\"t_avg_us\":%.3f,\"t_stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f}\n",

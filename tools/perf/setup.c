@@ -69,8 +69,11 @@ int perf_env_open(struct perf_env *e, const struct perf_opts *o, const char **wh
 	*what = "kinet_pd_alloc";
 	if ((rc = kinet_pd_alloc(e->ctx, &e->pd)))
 		return rc;
-	e->nqp = o->shared ? 1 : o->threads;
-	uint32_t sharers = o->shared ? (uint32_t)o->threads : 1u;
+	/* jobs per QP pair: 1, every thread (--shared), or what the cuda
+	 * executor's scope and sharing ask for (qp_group) */
+	int group = o->qp_group > 0 ? o->qp_group : (o->shared ? o->threads : 1);
+	e->nqp = (o->threads + group - 1) / group;
+	uint32_t sharers = (uint32_t)group;
 	uint64_t want = (uint64_t)o->qdepth * sharers;
 	if (want < 16)
 		want = 16;
@@ -78,7 +81,8 @@ int perf_env_open(struct perf_env *e, const struct perf_opts *o, const char **wh
 		.sq_depth = (uint32_t)want,
 		.rq_depth = (pt->flags & PERF_F_RECV) ? (o->qdepth < 16 ? 16 : o->qdepth) : 0,
 		.db_mode = o->db_mode,
-		.share = o->shared ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE,
+		.share = o->qp_group > 0 ? o->qp_share
+					 : (o->shared ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE),
 	};
 	e->qa = calloc((size_t)e->nqp, sizeof(*e->qa));
 	e->qb = calloc((size_t)e->nqp, sizeof(*e->qb));
@@ -150,7 +154,7 @@ int perf_env_prepare(struct perf_env *e, uint64_t size)
 		uint8_t *a = e->abuf + (size_t)i * e->slice;
 		uint8_t *b = e->bbuf + (size_t)i * e->slice;
 		struct perf_job *j = &e->jobs[i];
-		int q = o->shared ? 0 : i;
+		int q = o->qp_group > 0 ? i / o->qp_group : (o->shared ? 0 : i);
 		/* different random contents on both sides: a byte that did not
 		 * move is seen by the check */
 		fill_random(a, (size_t)size, e->seed * 131 + (uint64_t)i * 2);
