@@ -31,8 +31,9 @@ extern "C" {
 #define KINET_ERR_BASE 2000
 #define KINET_EVERSION (KINET_ERR_BASE + 2)
 
-/* Version of the descriptor format (and of the wire protocol it implies). */
-#define KINET_NET_VERSION 1
+/* Version of the descriptor format (and of the wire protocol it implies;
+ * 2: rendezvous writes and cumulative acknowledgements). */
+#define KINET_NET_VERSION 2
 
 /* Largest serialised QP descriptor; a buffer this size always suffices. */
 #define KINET_QP_DESC_MAX 256

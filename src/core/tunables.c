@@ -19,6 +19,9 @@ static struct kinet_tunable table[] = {
 	{"KINET_FI_PROVIDER", "tcp;ofi_rxm", NULL, "libfabric provider of the software NIC wire"},
 	{"KINET_NET_TIMEOUT_MS", "5000", NULL,
 	 "wire: time without an answer after which outstanding WQEs fail (retry exceeded)"},
+	{"KINET_NET_RNDV_BYTES", "32768", NULL,
+	 "wire: RDMA writes from host memory of at least this many bytes go by rendezvous "
+	 "(the target checks them, then reads the data straight into place); 0: never"},
 	{"KINET_BOOT_ADDR", "", NULL, "bootstrap: host:port of rank 0"},
 	{"KINET_BOOT_SECRET", "", NULL, "bootstrap: shared job secret"},
 	{"KINET_BOOT_RANK", "", NULL, "bootstrap (tcp): rank of this process, 0 .. size-1"},

@@ -8,11 +8,13 @@
  * execute WQEs in order and write their CQEs. A QP in ERR has every posted
  * WQE (send and receive) flushed. An idle engine polls for
  * KINET_ENGINE_SPIN_US, then sleeps in growing steps up to
- * KINET_ENGINE_SLEEP_US.
+ * KINET_ENGINE_SLEEP_US (with a wire, until the network has something, at
+ * most that long).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/wire.h"
 
@@ -245,17 +247,35 @@ static void *engine_main(void *arg)
 	struct kinet_soft_nic *nic = e->nic;
 	uint64_t last_work = kn_now_ns();
 	uint64_t nap = 1000;
+	bool pinned = false; /* key table kept across passes: wire placements in flight */
+	/* naps as long as asked: the default timer slack (50 us) would stretch
+	 * the first steps of the idle policy many times over */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	while (!atomic_load(&e->stop)) {
 		int work = 0;
-		pthread_mutex_lock(&e->lock);
-		pthread_rwlock_rdlock(&nic->ctx->mr_lock);
+		bool own = true;
+		if (!pinned) {
+			pthread_mutex_lock(&e->lock);
+			pthread_rwlock_rdlock(&nic->ctx->mr_lock);
+		} else {
+			/* holding the key table: never wait for the QP list, whose
+			 * holder may be waiting for the table */
+			own = pthread_mutex_trylock(&e->lock) == 0;
+		}
 		soft_resp_set_held(nic->ctx);
-		for (int i = 0; i < e->nqps; i++)
-			work += serve_qp(e, e->qps[i]);
+		if (own)
+			for (int i = 0; i < e->nqps; i++)
+				work += serve_qp(e, e->qps[i]);
 		work += kinet_wire_ctx_progress(nic->ctx); /* requests from other processes */
 		soft_resp_set_held(NULL);
-		pthread_rwlock_unlock(&nic->ctx->mr_lock);
-		pthread_mutex_unlock(&e->lock);
+		/* the wire reads data straight into regions it has checked: no
+		 * region may go away before those reads have landed (the wire
+		 * starts no new ones while a writer waits for the table) */
+		pinned = kinet_wire_pinned(nic->ctx);
+		if (!pinned)
+			pthread_rwlock_unlock(&nic->ctx->mr_lock);
+		if (own)
+			pthread_mutex_unlock(&e->lock);
 		if (work || atomic_exchange(&e->kick, false)) {
 			last_work = kn_now_ns();
 			nap = 1000;
@@ -267,12 +287,16 @@ static void *engine_main(void *arg)
 				KN_PAUSE();
 			continue;
 		}
-		sleep_ns(nap);
+		/* with a wire, the nap ends as soon as the network has something */
+		if (kinet_wire_ctx_wait(nic->ctx, nap) == -ENOSYS)
+			sleep_ns(nap);
 		if (nap < nic->sleep_ns)
 			nap *= 2;
 		if (nap > nic->sleep_ns)
 			nap = nic->sleep_ns;
 	}
+	if (pinned)
+		pthread_rwlock_unlock(&nic->ctx->mr_lock);
 	return NULL;
 }
 

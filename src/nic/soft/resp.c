@@ -194,6 +194,24 @@ out:
 	return rc;
 }
 
+int soft_resp_write_imm(kinet_qp *t, uint64_t len, uint32_t imm, uint32_t src_qpn)
+{
+	if (!accepting(t))
+		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+	if (!tgt_lock(t, held_ctx))
+		return SOFT_STALL;
+	pthread_mutex_lock(&t->rq_lock);
+	struct soft_iov riov[SOFT_MAX_SGE];
+	int rn;
+	uint64_t cap;
+	int rc = take_recv(t, riov, &rn, &cap, src_qpn);
+	if (rc == 0)
+		recv_cqe(t, KN_CQE_RESP_WR_IMM, len, 1, imm, src_qpn);
+	pthread_mutex_unlock(&t->rq_lock);
+	tgt_unlock(t, held_ctx);
+	return rc;
+}
+
 int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *dst,
 		   int niov, uint64_t total)
 {

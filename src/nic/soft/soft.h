@@ -51,6 +51,11 @@ struct soft_req {
  * requester's local memory (or wire staging buffers). */
 int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *src,
 		    int niov, uint64_t total, int with_imm, uint32_t imm, uint32_t src_qpn);
+/* The receive side of an RDMA write with immediate whose payload the caller
+ * has placed already (the wire: a write in chunks, or read in place): takes
+ * a receive WQE and writes its CQE with byte count len. 0, SOFT_RNR,
+ * SOFT_STALL, or a syndrome for the requester. */
+int soft_resp_write_imm(kinet_qp *t, uint64_t len, uint32_t imm, uint32_t src_qpn);
 int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *dst,
 		   int niov, uint64_t total);
 int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,

@@ -1,39 +1,59 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire.c - the software NIC's wire: RC QPs of different processes over
- * libfabric (FI_EP_RDM, FI_MSG; provider KINET_FI_PROVIDER, tcp;ofi_rxm by
- * default).
+ * libfabric (FI_EP_RDM, FI_MSG and, where the provider has it, FI_RMA;
+ * provider KINET_FI_PROVIDER, tcp;ofi_rxm by default).
  *
  * One endpoint per context carries every QP of the context. Each message
  * starts with a header naming the target QP, both QP generations (stale or
  * stray messages are dropped) and a per-connection message number; the
- * target executes a connection's messages strictly in that order.
+ * target starts a connection's requests strictly in that order.
  *
  * Requester: kinet_wire_post() queues a parsed WQE in the QP's window and
- * sends it: writes and sends in chunks of at most CHUNK bytes (straight from
- * host memory with fi_sendv when the pieces allow it, otherwise copied into
- * a bounce buffer, through kinet_mem_copy for GPU memory), reads and atomics
- * as one request. kinet_wire_progress() writes the CQEs in WQE order once
- * the target has answered (a write completes only after it was placed).
+ * sends it on the spot. Large RDMA writes from host memory (at least
+ * KINET_NET_RNDV_BYTES, in at most MAXPC pieces) go by rendezvous: the
+ * requester registers its source pieces with libfabric (remote read only, a
+ * fresh key per request, closed before the CQE) and sends their keys; the
+ * target checks rkey, bounds and access itself, then reads the data with
+ * fi_read straight into the checked destination (no bounce buffer, no
+ * copy). Everything else is eager: writes and sends in
+ * chunks of at most CHUNK bytes (straight from host memory with fi_sendv
+ * when the pieces allow it, otherwise through a bounce buffer, through
+ * kinet_mem_copy for GPU memory), reads and atomics as one request. CQEs
+ * are written in WQE order as soon as the answer is read (a write
+ * completes only after it was placed).
  *
  * Target: kinet_wire_ctx_progress() polls the endpoint and runs each request
  * through the same responder functions as a local peer (soft_resp_*: rkey,
- * bounds, access, placement, receive queue), then answers. A send that
- * finds no receive WQE is retried every KINET_RNR_TIMER_US up to the
- * requester's rnr_retry (7: forever), then answered with RNR retry exceeded;
- * meanwhile the target keeps the requester's timer alive.
+ * bounds, access, placement, receive queue). Rendezvous writes are checked
+ * when they start and pipeline (several reads in flight); anything else
+ * waits until the reads before it have landed, so RC order holds (a receive
+ * CQE, a read or an atomic sees every earlier write). Successes are
+ * acknowledged cumulatively, RC style: one ACK names the last request done
+ * and covers every earlier one, sent at the end of each pass (at once when
+ * idle, one for many under load); errors are answered at once (NAK) and end
+ * the connection. While reads into a region are in flight, the engines keep
+ * the context's key table (kinet_wire_pinned): a region cannot be
+ * deregistered under a placement; a waiting writer stops new reads until
+ * those in flight have landed. A send that finds no receive WQE is retried
+ * every KINET_RNR_TIMER_US up to the requester's rnr_retry (7: forever),
+ * then answered with RNR retry exceeded; meanwhile the target keeps the
+ * requester's timer alive.
  *
  * Failures: a requester that hears nothing from its peer for
  * KINET_NET_TIMEOUT_MS while requests are outstanding (dead process, broken
  * connection, network down), or whose sends fail, completes the oldest
  * outstanding WQE with transport retry exceeded, flushes the others and
- * moves the QP to ERR. The peer's address is then dropped from the address
- * vector (closing the provider's connection and whatever it still queued),
- * so a later connect starts afresh.
+ * moves the QP to ERR. A target whose reads make no progress for as long
+ * drops the connection. The peer's address is then dropped from the
+ * address vector (closing the provider's connection and whatever it still
+ * queued), so a later connect starts afresh.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <stdlib.h>
 #include <string.h>
 #include <endian.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <unistd.h>
 #include <kinet/net.h>
@@ -62,6 +82,7 @@ uint64_t kinet_wire_node(void)
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
 #define CHUNK (256u * 1024u) /* largest payload of one message */
 #define HDR 64u              /* payload offset in a buffer; the header ends there */
@@ -70,23 +91,29 @@ uint64_t kinet_wire_node(void)
 #define NBIG 16              /* bounce buffers of HDR + CHUNK */
 #define SMALL 256u           /* inline buffer of a send descriptor (HDR + 192) */
 #define WIN 64u              /* outstanding requests per QP */
+#define MAXPC 8              /* source pieces of a rendezvous write (24 bytes each) */
+#define PCSZ 24u
+#define RD_MAX (4u << 20)    /* largest read the target posts */
+#define NRD 64               /* target reads in flight per endpoint */
+#define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
 
-enum { M_REQ = 1, M_RESP = 2, M_KA = 3 };
+enum { M_REQ = 1, M_RESP = 2, M_KA = 3, M_ACK = 4, M_RTS = 5 };
 enum { F_FIRST = 1, F_LAST = 2, F_FIN = 4 };
 
 /* Message header, little-endian on the wire. */
 struct wmsg {
 	uint8_t type;  /* M_* */
-	uint8_t op;    /* REQ: KN_OPCODE_*; RESP: syndrome (0: success) */
-	uint8_t rnr;   /* REQ: requester's rnr_retry */
+	uint8_t op;    /* REQ, RTS: KN_OPCODE_*; RESP: syndrome (0: success) */
+	uint8_t rnr;   /* REQ, RTS: requester's rnr_retry */
 	uint8_t flags; /* F_* */
 	uint32_t dst_qpn, src_qpn;
 	uint32_t dst_gen, src_gen;
-	uint32_t msn; /* REQ: message number on the connection */
-	uint32_t seq; /* request number (REQ and RESP) */
-	uint32_t len; /* payload bytes after the header */
-	uint64_t a;   /* REQ: remote address of this chunk (send: total); RESP: offset / old value */
-	uint64_t b;   /* REQ: offset of this chunk (read: total length) */
+	uint32_t msn; /* REQ, RTS: message number on the connection */
+	uint32_t seq; /* request number (REQ, RTS, RESP); ACK: last request done */
+	uint32_t len; /* payload bytes after the header (RTS: the pieces) */
+	uint64_t a;   /* REQ: remote address of this chunk (send: total); RTS: remote address;
+		       * RESP: offset / old value */
+	uint64_t b;   /* REQ: offset of this chunk (read: total length); RTS: total length */
 	uint32_t rkey, imm;
 };
 _Static_assert(sizeof(struct wmsg) == 56, "wire header is 56 bytes");
@@ -125,7 +152,25 @@ static void dec(struct wmsg *m, const uint8_t *p)
 	m->rkey = le32toh(m->rkey);
 }
 
-enum { CTX_RX = 1, CTX_TX = 2 };
+/* A source piece of a rendezvous write: where the target reads it. */
+struct wpiece {
+	uint64_t key, addr, len;
+};
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+enum { CTX_RX = 1, CTX_TX = 2, CTX_RD = 3 };
 
 /* A posted receive buffer; while a request waits at the target it stays in
  * the target QP's queue, then it is posted again. */
@@ -152,6 +197,41 @@ struct txd {
 	uint8_t small[SMALL];
 };
 
+/* Target: a rendezvous write that has started (checked), in request order;
+ * done once every read has landed (and, with immediate, the receive CQE is
+ * written). */
+struct tpend {
+	struct tpend *next;
+	uint32_t seq;
+	uint8_t op, rnr;
+	uint32_t status; /* 0, or the syndrome to answer */
+	uint32_t imm, rkey;
+	uint64_t raddr, total;
+	uint8_t *dst;    /* the checked destination */
+	int dkind;
+	uint64_t epoch;  /* w->epoch of the check */
+	int np;
+	struct wpiece pc[MAXPC];
+	int ip;          /* reads posted up to piece ip, offset ioff */
+	uint64_t ioff;
+	uint64_t issued; /* bytes asked for */
+	int inflight;    /* reads in flight */
+	uint64_t last_ns; /* last progress (a read posted or landed) */
+};
+
+/* A target read in flight. p is NULL once its request was dropped (the
+ * bytes still land in the checked region: the key table stays held). */
+struct rdop {
+	struct fi_context fc;
+	int kind;
+	struct rdop *next;
+	struct tpend *p;
+	uint8_t *bounce; /* staging for a destination that is not host memory */
+	uint8_t *dst;
+	int dkind;
+	uint64_t len;
+};
+
 /* One outstanding request of a requester QP. */
 struct wreq {
 	struct soft_req r; /* header fields and r.iov[0..niov) only; r.wqe when inline */
@@ -160,7 +240,11 @@ struct wreq {
 	bool started;      /* first message sent */
 	bool fin;          /* read: final answer seen (data may still be on its way) */
 	bool done;
+	bool rndv;         /* by rendezvous: mr[] registered for the target to read */
 	uint32_t status;
+	int nmr;
+	struct fid_mr *mr[MAXPC];
+	struct wpiece pc[MAXPC];
 };
 
 struct wpeer {
@@ -187,6 +271,9 @@ struct wire_qp {
 	struct rxbuf *tq;   /* received requests, by message number */
 	uint32_t msn_rx;
 	bool tgt_failed;    /* answered an error: drop the rest of this connection */
+	struct tpend *pend, *pend_tail; /* rendezvous writes started, in order */
+	uint32_t done_seq;  /* last request done (answered by the next ACK) */
+	bool need_ack;
 	uint8_t *asm_buf;   /* send reassembly */
 	uint64_t asm_len, asm_total;
 	uint32_t rnr_count;
@@ -207,12 +294,25 @@ struct kinet_wire {
 	uint8_t addr[128];
 	size_t addr_len;
 	size_t inject, iov_limit;
+	bool rma;           /* FI_RMA: rendezvous writes */
+	bool virt_addr;     /* FI_MR_VIRT_ADDR: reads name virtual addresses */
+	bool prov_key;      /* FI_MR_PROV_KEY: the provider picks keys */
+	bool mr_ep;         /* FI_MR_ENDPOINT: regions are bound to the endpoint */
+	uint64_t rndv_min;  /* writes from this size on go by rendezvous (0: never) */
+	uint64_t next_key;
+	int wait_fd;        /* readable when the endpoint has something (-1: none) */
 	struct rxbuf rx[NRX];
 	uint8_t *rxmem, *bigmem, *txmem;
 	struct txd *txfree;
 	uint8_t *bigfree[NBIG];
 	int nbig;
 	struct rxbuf *repost; /* receive buffers to post again */
+	struct rdop rd[NRD];
+	struct rdop *rdfree;
+	_Atomic int rd_inflight; /* reads in flight (kinet_wire_pinned) */
+	uint64_t rd_bytes;
+	bool draining;      /* a key-table writer waits: no new reads */
+	uint64_t epoch;     /* bumped whenever the key table may have changed */
 	struct wire_qp **qps;
 	int nqps, qcap;
 	struct wpeer *peers;
@@ -267,6 +367,30 @@ static int post_rx(struct kinet_wire *w, struct rxbuf *rb)
 	return -EIO;
 }
 
+/* fi_getinfo for the provider, with RMA when it has it. */
+static int wire_info(struct kinet_wire *w, bool rma)
+{
+	struct fi_info *hints = fi_allocinfo();
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->caps = FI_MSG | (rma ? FI_RMA : 0);
+	hints->mode = FI_CONTEXT;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	/* bounce buffers are not registered; regions the target reads are
+	 * (keys and addresses as the provider wants them) */
+	hints->domain_attr->mr_mode = rma ? FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT : 0;
+	hints->tx_attr->msg_order = FI_ORDER_SAS;
+	hints->rx_attr->msg_order = FI_ORDER_SAS;
+	hints->fabric_attr->prov_name = strdup(w->prov);
+	int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &w->info);
+	fi_freeinfo(hints);
+	if (rc)
+		w->info = NULL;
+	return rc;
+}
+
 static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 {
 	const char *prov = kinet_tunable_str("KINET_FI_PROVIDER");
@@ -274,6 +398,7 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	if (!w)
 		return -ENOMEM;
 	w->ctx = ctx;
+	w->wait_fd = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	snprintf(w->prov, sizeof(w->prov), "%s", prov && *prov ? prov : "tcp;ofi_rxm");
 	long long tmo = kinet_tunable_int("KINET_NET_TIMEOUT_MS");
@@ -283,29 +408,39 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	w->ka_ns = w->timeout_ns / 4;
 	if (w->ka_ns > 200000000ull)
 		w->ka_ns = 200000000ull;
+	long long rb = kinet_tunable_int("KINET_NET_RNDV_BYTES");
+	w->rndv_min = rb > 0 ? (uint64_t)rb : 0;
+	uint64_t salt = 0;
+	if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
+		salt = kn_now_ns();
+	w->next_key = (salt << 20) | 1; /* keys of one process are not guessed by chance */
 
-	struct fi_info *hints = fi_allocinfo();
-	if (!hints) {
-		wire_destroy(w);
-		return -ENOMEM;
-	}
-	hints->caps = FI_MSG;
-	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	hints->domain_attr->mr_mode = 0; /* bounce buffers are not registered */
-	hints->tx_attr->msg_order = FI_ORDER_SAS;
-	hints->rx_attr->msg_order = FI_ORDER_SAS;
-	hints->fabric_attr->prov_name = strdup(w->prov);
-	int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &w->info);
-	fi_freeinfo(hints);
+	int rc = wire_info(w, true);
+	w->rma = rc == 0;
+	if (rc)
+		rc = wire_info(w, false); /* messages only: every write goes eager */
 	if (rc) {
 		KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
 			 w->prov, fi_strerror(-rc));
-		w->info = NULL;
 		wire_destroy(w);
 		return -ENODEV;
+	}
+	if (w->rma) {
+		uint64_t mm = w->info->domain_attr->mr_mode;
+		w->virt_addr = (mm & FI_MR_VIRT_ADDR) != 0;
+		w->prov_key = (mm & FI_MR_PROV_KEY) != 0;
+		w->mr_ep = (mm & FI_MR_ENDPOINT) != 0;
+		if (mm & (FI_MR_LOCAL | FI_MR_HMEM | FI_MR_ALLOCATED)) {
+			/* the wire does not register its own buffers yet */
+			fi_freeinfo(w->info);
+			w->rma = false;
+			if ((rc = wire_info(w, false))) {
+				KLOG_ERR("wire: libfabric provider \"%s\": %s", w->prov,
+					 fi_strerror(-rc));
+				wire_destroy(w);
+				return -ENODEV;
+			}
+		}
 	}
 	w->inject = w->info->tx_attr->inject_size;
 	w->iov_limit = w->info->tx_attr->iov_limit;
@@ -315,10 +450,17 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	step = "fi_domain";
 	if ((rc = fi_domain(w->fab, w->info, &w->dom, NULL)))
 		goto fail;
-	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE};
+	/* a wait fd lets an idle engine sleep until the network has something */
+	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
 	step = "fi_cq_open";
-	if ((rc = fi_cq_open(w->dom, &cqa, &w->cq, NULL)))
-		goto fail;
+	if (fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
+		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
+			w->wait_fd = -1;
+	} else {
+		cqa.wait_obj = FI_WAIT_NONE;
+		if ((rc = fi_cq_open(w->dom, &cqa, &w->cq, NULL)))
+			goto fail;
+	}
 	struct fi_av_attr ava = {.type = FI_AV_TABLE};
 	step = "fi_av_open";
 	if ((rc = fi_av_open(w->dom, &ava, &w->av, NULL)))
@@ -353,6 +495,11 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 		td[i].next = w->txfree;
 		w->txfree = &td[i];
 	}
+	for (int i = NRD - 1; i >= 0; i--) {
+		w->rd[i].kind = CTX_RD;
+		w->rd[i].next = w->rdfree;
+		w->rdfree = &w->rd[i];
+	}
 	for (int i = 0; i < NRX; i++) {
 		w->rx[i].kind = CTX_RX;
 		w->rx[i].buf = w->rxmem + (size_t)i * (HDR + CHUNK);
@@ -361,8 +508,11 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 			return rc;
 		}
 	}
-	KLOG_INFO("wire: provider %s, fabric %s, domain %s", w->info->fabric_attr->prov_name,
-		  w->info->fabric_attr->name, w->info->domain_attr->name);
+	KLOG_INFO("wire: provider %s, fabric %s, domain %s, %s, %s",
+		  w->info->fabric_attr->prov_name, w->info->fabric_attr->name,
+		  w->info->domain_attr->name,
+		  w->rma ? "rendezvous writes (target reads in place)" : "messages only",
+		  w->wait_fd >= 0 ? "wait fd" : "no wait fd");
 	*out = w;
 	return 0;
 fail:
@@ -460,25 +610,44 @@ static fi_addr_t peer_fa(struct kinet_wire *w, const struct wire_qp *wq)
 	return w->peers[wq->peer].fa;
 }
 
-/* A header-only control message (inject: no completion, no buffer). */
-static int send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
+/* A message of header and n payload bytes (host memory) that fits the
+ * provider's inject size: no completion, no buffer. 0, -EAGAIN, -ECONNRESET. */
+static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
+		       const void *data, uint32_t n)
 {
 	if (w->peers[wq->peer].dead)
 		return -ECONNRESET;
-	uint8_t b[sizeof(struct wmsg)];
+	uint8_t b[SMALL];
+	m->len = n;
 	enc(b, m);
-	ssize_t rc;
-	if (sizeof(b) <= w->inject) {
-		rc = fi_inject(w->ep, b, sizeof(b), peer_fa(w, wq));
-	} else {
-		struct txd *t = txd_get(w, wq);
-		if (!t)
-			return -EAGAIN;
-		memcpy(t->small, b, sizeof(b));
-		rc = fi_send(w->ep, t->small, sizeof(b), NULL, peer_fa(w, wq), &t->fc);
-		if (rc)
-			txd_put(w, t);
+	if (n)
+		memcpy(b + HSZ, data, n);
+	ssize_t rc = fi_inject(w->ep, b, HSZ + n, peer_fa(w, wq));
+	if (rc == -FI_EAGAIN)
+		return -EAGAIN;
+	if (rc) {
+		KLOG_DBG("wire: send to qp 0x%x: %s", wq->peer_qpn, fi_strerror((int)-rc));
+		return -ECONNRESET;
 	}
+	wq->last_tx_ns = kn_now_ns();
+	return 0;
+}
+
+/* A header-only control message. */
+static int send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
+{
+	if (HSZ <= w->inject)
+		return send_inject(w, wq, m, NULL, 0);
+	if (w->peers[wq->peer].dead)
+		return -ECONNRESET;
+	struct txd *t = txd_get(w, wq);
+	if (!t)
+		return -EAGAIN;
+	m->len = 0;
+	enc(t->small, m);
+	ssize_t rc = fi_send(w->ep, t->small, HSZ, NULL, peer_fa(w, wq), &t->fc);
+	if (rc)
+		txd_put(w, t);
 	if (rc == -FI_EAGAIN)
 		return -EAGAIN;
 	if (rc) {
@@ -490,16 +659,25 @@ static int send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 }
 
 /* A message with a payload of n bytes taken from data[] (any memory kind):
- * straight from host memory when the pieces allow it, otherwise through a
- * bounce buffer. 0, -EAGAIN (no resources now) or -ECONNRESET. */
+ * inject when small, straight from host memory when the pieces allow it,
+ * otherwise through a bounce buffer. 0, -EAGAIN (no resources now),
+ * -EFAULT (local copy failed) or -ECONNRESET. */
 static int send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		     const struct soft_iov *data, int nd, uint64_t n)
 {
 	if (w->peers[wq->peer].dead)
 		return -ECONNRESET;
 	m->len = (uint32_t)n;
-	if (n == 0 && sizeof(struct wmsg) <= w->inject)
-		return send_ctrl(w, wq, m);
+	if (HSZ + n <= w->inject && HSZ + n <= SMALL) {
+		uint8_t b[SMALL];
+		struct soft_iov dst = {b, n, KINET_MEM_HOST};
+		if (n && soft_copy_iov(&dst, 1, data, nd, n))
+			return -EFAULT;
+		uint64_t g = gpu_bytes(data, nd);
+		if (g)
+			atomic_fetch_add(&w->ctx->c_staged, g);
+		return send_inject(w, wq, m, b, (uint32_t)n);
+	}
 	struct txd *t = txd_get(w, wq);
 	if (!t)
 		return -EAGAIN;
@@ -568,6 +746,59 @@ static void drop_peer(struct kinet_wire *w, int idx, const char *why)
 	fi_av_remove(w->av, &p->fa, 1, 0);
 }
 
+/* Closes the registrations of a rendezvous write: from then on the target
+ * can no longer read its source (done before its CQE, whatever the result). */
+static void wreq_unreg(struct wreq *e)
+{
+	for (int i = 0; i < e->nmr; i++)
+		fi_close(&e->mr[i]->fid);
+	e->nmr = 0;
+	e->rndv = false;
+}
+
+/* Registers the source pieces of a large write from host memory for the
+ * target to read. true: go by rendezvous; false: eager. */
+static bool rndv_prepare(struct kinet_wire *w, struct wreq *e)
+{
+	const struct soft_req *r = &e->r;
+	if (!w->rma || !w->rndv_min || r->total < w->rndv_min || r->niov > MAXPC || r->niov < 1 ||
+	    (r->opcode != KN_OPCODE_RDMA_WRITE && r->opcode != KN_OPCODE_RDMA_WRITE_IMM))
+		return false;
+	for (int i = 0; i < r->niov; i++)
+		if (r->iov[i].kind != KINET_MEM_HOST ||
+		    (r->iov[i].ptr >= r->wqe && r->iov[i].ptr < r->wqe + sizeof(r->wqe)))
+			return false; /* GPU memory or inline data: eager */
+	e->nmr = 0;
+	int k = 0;
+	for (int i = 0; i < r->niov; i++) {
+		if (!r->iov[i].len)
+			continue;
+		struct fid_mr *mr;
+		uint64_t key = w->next_key++;
+		int rc = fi_mr_reg(w->dom, r->iov[i].ptr, r->iov[i].len, FI_REMOTE_READ, 0, key, 0,
+				   &mr, NULL);
+		if (rc == 0 && w->mr_ep) {
+			rc = fi_mr_bind(mr, &w->ep->fid, 0);
+			if (rc == 0)
+				rc = fi_mr_enable(mr);
+			if (rc)
+				fi_close(&mr->fid);
+		}
+		if (rc) {
+			KLOG_DBG("wire: fi_mr_reg: %s (eager instead)", fi_strerror(-rc));
+			wreq_unreg(e);
+			return false;
+		}
+		e->mr[e->nmr++] = mr;
+		e->pc[k].key = w->prov_key ? fi_mr_key(mr) : key;
+		e->pc[k].addr = w->virt_addr ? (uint64_t)(uintptr_t)r->iov[i].ptr : 0;
+		e->pc[k].len = r->iov[i].len;
+		k++;
+	}
+	e->rndv = true;
+	return true;
+}
+
 /* Fails the QP's outstanding requests: the oldest unfinished one gets synd,
  * every later one a flush; the CQEs follow in order from wire_complete. */
 static void fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport)
@@ -614,6 +845,24 @@ static int pump(struct kinet_wire *w, struct wire_qp *wq)
 		case KN_OPCODE_RDMA_WRITE_IMM:
 		case KN_OPCODE_SEND:
 		case KN_OPCODE_SEND_IMM: {
+			if (e->sent == 0 && (e->rndv || rndv_prepare(w, e))) {
+				/* rendezvous: the keys of the pieces; the target reads */
+				uint8_t pcs[MAXPC * PCSZ];
+				for (int i = 0; i < e->nmr; i++) {
+					put64(pcs + i * PCSZ, e->pc[i].key);
+					put64(pcs + i * PCSZ + 8, e->pc[i].addr);
+					put64(pcs + i * PCSZ + 16, e->pc[i].len);
+				}
+				m.type = M_RTS;
+				m.flags = F_FIRST | F_LAST;
+				m.a = r->raddr;
+				m.b = r->total;
+				struct soft_iov piece = {pcs, (uint64_t)e->nmr * PCSZ, KINET_MEM_HOST};
+				rc = send_data(w, wq, &m, &piece, 1, piece.len);
+				if (rc == 0)
+					e->sent = r->total;
+				break;
+			}
 			uint64_t n = r->total - e->sent;
 			if (n > CHUNK)
 				n = CHUNK;
@@ -682,6 +931,9 @@ static int wire_complete(struct wire_qp *wq)
 		struct wreq *e = ent(wq, wq->head);
 		if (!e->done)
 			break;
+		/* the target can no longer read the source once the CQE is out */
+		if (e->nmr)
+			wreq_unreg(e);
 		if (e->status) {
 			if (!wq->failed) {
 				wq->failed = true;
@@ -717,6 +969,31 @@ static void rx_release(struct kinet_wire *w, struct rxbuf *rb)
 	post_rx(w, rb);
 }
 
+/* Forgets the rendezvous writes of a QP (reset, close, dead peer, after a
+ * NAK): reads still in flight land in their checked region and are then
+ * thrown away. */
+static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (!wq->pend)
+		return;
+	for (int i = 0; i < NRD; i++) {
+		struct tpend *p = w->rd[i].p;
+		if (!p)
+			continue;
+		for (struct tpend *q = wq->pend; q; q = q->next)
+			if (q == p) {
+				w->rd[i].p = NULL;
+				break;
+			}
+	}
+	while (wq->pend) {
+		struct tpend *p = wq->pend;
+		wq->pend = p->next;
+		free(p);
+	}
+	wq->pend_tail = NULL;
+}
+
 static void tq_drop(struct kinet_wire *w, struct wire_qp *wq)
 {
 	while (wq->tq) {
@@ -724,6 +1001,8 @@ static void tq_drop(struct kinet_wire *w, struct wire_qp *wq)
 		wq->tq = rb->next;
 		rx_release(w, rb);
 	}
+	pend_drop(w, wq);
+	wq->need_ack = false;
 	free(wq->asm_buf);
 	wq->asm_buf = NULL;
 	wq->asm_len = wq->asm_total = 0;
@@ -731,13 +1010,26 @@ static void tq_drop(struct kinet_wire *w, struct wire_qp *wq)
 	wq->rnr_next_ns = 0;
 }
 
-static int answer(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *rq,
-		  uint32_t status, uint64_t a)
+static int answer(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, uint32_t status,
+		  uint64_t a)
 {
 	struct wmsg m = {.type = M_RESP, .op = (uint8_t)status, .flags = F_FIN,
 			 .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn, .dst_gen = wq->peer_gen,
-			 .src_gen = wq->gen, .seq = rq->seq, .a = a};
+			 .src_gen = wq->gen, .seq = seq, .a = a};
 	return send_ctrl(w, wq, &m);
+}
+
+/* The cumulative acknowledgement: every request up to done_seq is done. */
+static int flush_ack(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (!wq->need_ack)
+		return 0;
+	struct wmsg m = {.type = M_ACK, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+			 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .seq = wq->done_seq};
+	int rc = send_ctrl(w, wq, &m);
+	if (rc != -EAGAIN)
+		wq->need_ack = false; /* sent, or nobody left to tell */
+	return rc;
 }
 
 /* Keeps the requester's timer alive while a request waits here. */
@@ -748,6 +1040,27 @@ static void keepalive(struct kinet_wire *w, struct wire_qp *wq)
 	struct wmsg m = {.type = M_KA, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
 			 .dst_gen = wq->peer_gen, .src_gen = wq->gen};
 	send_ctrl(w, wq, &m);
+}
+
+/* RNR at the target for the request at the head: true while it is to be
+ * retried later (*rc is then irrelevant), false when it is answered with
+ * *rc (RNR retry exceeded once the requester's budget is spent). */
+static bool rnr_wait(struct kinet_wire *w, struct wire_qp *wq, uint8_t budget, int *rc)
+{
+	uint64_t now = kn_now_ns();
+	if (wq->rnr_next_ns && now < wq->rnr_next_ns) {
+		keepalive(w, wq);
+		return true;
+	}
+	if (budget == 7 || wq->rnr_count < budget) {
+		wq->rnr_count++;
+		wq->rnr_next_ns = now + w->rnr_ns;
+		atomic_fetch_add(&wq->qp->ctx->c_rnr, 1);
+		keepalive(w, wq);
+		return true;
+	}
+	*rc = KN_SYND_RNR_RETRY_EXC_ERR;
+	return false;
 }
 
 /* Read: sends the data back in chunks. 1 done, 0 later. */
@@ -809,19 +1122,26 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 	} while (1);
 }
 
-/* Executes the request at the head of the target queue. 1: done (answer
- * prepared in rb->executed/status), 0: try again later. */
+/* Executes the eager request at the head of the target queue. 1: done
+ * (rb->executed: 1 an answer is due (error, atomic value), 2 none), 0: try
+ * again later. */
 static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 {
 	kinet_qp *t = wq->qp;
 	const struct wmsg *m = &rb->m;
 	struct soft_iov src = {rb->buf + HDR, m->len, KINET_MEM_HOST};
 	int rc;
-	bool need_answer = (m->flags & F_LAST) != 0;
 	switch (m->op) {
 	case KN_OPCODE_RDMA_WRITE:
 	case KN_OPCODE_RDMA_WRITE_IMM: {
 		int imm = m->op == KN_OPCODE_RDMA_WRITE_IMM && (m->flags & F_LAST);
+		if (imm && !(m->flags & F_FIRST)) {
+			/* the last of several chunks: its receive CQE counts them all */
+			rc = soft_resp_write(t, m->a, m->rkey, &src, 1, m->len, 0, 0, wq->peer_qpn);
+			if (rc == 0)
+				rc = soft_resp_write_imm(t, m->b + m->len, m->imm, wq->peer_qpn);
+			break;
+		}
 		rc = soft_resp_write(t, m->a, m->rkey, &src, 1, m->len, imm, m->imm, wq->peer_qpn);
 		break;
 	}
@@ -839,7 +1159,6 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 			wq->asm_total = m->a;
 			if (m->a > SOFT_MAX_MSG || !(wq->asm_buf = malloc(m->a ? m->a : 1))) {
 				rc = KN_SYND_REMOTE_OP_ERR;
-				need_answer = true;
 				break;
 			}
 		}
@@ -847,7 +1166,6 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 			if (!wq->asm_buf || m->b != wq->asm_len ||
 			    wq->asm_len + m->len > wq->asm_total) {
 				rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
-				need_answer = true;
 				break;
 			}
 			memcpy(wq->asm_buf + wq->asm_len, src.ptr, m->len);
@@ -888,36 +1206,259 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 		keepalive(w, wq);
 		return 0;
 	}
-	if (rc == SOFT_RNR) {
-		uint64_t now = kn_now_ns();
-		if (wq->rnr_next_ns && now < wq->rnr_next_ns) {
-			keepalive(w, wq);
-			return 0;
-		}
-		if (m->rnr == 7 || wq->rnr_count < m->rnr) {
-			wq->rnr_count++;
-			wq->rnr_next_ns = now + w->rnr_ns;
-			atomic_fetch_add(&t->ctx->c_rnr, 1);
-			keepalive(w, wq);
-			return 0;
-		}
-		rc = KN_SYND_RNR_RETRY_EXC_ERR;
-	}
+	if (rc == SOFT_RNR && rnr_wait(w, wq, m->rnr, &rc))
+		return 0;
 	wq->rnr_count = 0;
 	wq->rnr_next_ns = 0;
 	rb->status = (uint32_t)rc;
-	rb->executed = (rc || need_answer) ? 1 : 2;
+	rb->executed = (rc || m->op == KN_OPCODE_ATOMIC_CS || m->op == KN_OPCODE_ATOMIC_FA) ? 1 : 2;
 	return 1;
 }
 
-/* Serves the target queue of a QP in message order. */
-static int serve_target(struct kinet_wire *w, struct wire_qp *wq)
+/* Starts a rendezvous write: checks it as the responder would (state, rkey,
+ * bounds, remote write access) under the key table the engine holds, and
+ * queues it; its reads are posted by rd_issue. A request that fails a check
+ * is queued too, to be answered with its error in order. 1, or 0 (no
+ * memory: later). */
+static int rts_start(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
+{
+	const struct wmsg *m = &rb->m;
+	kinet_qp *t = wq->qp;
+	struct tpend *p = calloc(1, sizeof(*p));
+	if (!p)
+		return 0;
+	p->seq = m->seq;
+	p->op = m->op;
+	p->rnr = m->rnr;
+	p->imm = m->imm;
+	p->rkey = m->rkey;
+	p->raddr = m->a;
+	p->total = m->b;
+	p->epoch = w->epoch;
+	p->last_ns = kn_now_ns();
+	uint32_t st = 0;
+	int np = (int)(m->len / PCSZ);
+	if (m->len % PCSZ || np < 1 || np > MAXPC ||
+	    (m->op != KN_OPCODE_RDMA_WRITE && m->op != KN_OPCODE_RDMA_WRITE_IMM) || m->b == 0 ||
+	    m->b > SOFT_MAX_MSG) {
+		st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+	} else {
+		uint64_t sum = 0;
+		const uint8_t *d = rb->buf + HDR;
+		for (int i = 0; i < np; i++) {
+			p->pc[i].key = get64(d + i * PCSZ);
+			p->pc[i].addr = get64(d + i * PCSZ + 8);
+			p->pc[i].len = get64(d + i * PCSZ + 16);
+			if (p->pc[i].len > SOFT_MAX_MSG)
+				st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+			sum += p->pc[i].len;
+		}
+		if (sum != m->b)
+			st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		p->np = np;
+	}
+	if (!st) {
+		int s = atomic_load(&t->state);
+		if (s != KINET_QPS_RTR && s != KINET_QPS_RTS)
+			st = KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* as the responder: not accepting */
+	}
+	if (!st) {
+		struct kinet_mr_ref ref;
+		if (kinet_mr_check(t->ctx, t->pd, m->rkey, m->a, m->b, KINET_ACCESS_REMOTE_WRITE,
+				   &ref)) {
+			st = KN_SYND_REMOTE_ACCESS_ERR;
+		} else {
+			p->dst = ref.ptr;
+			p->dkind = ref.kind;
+		}
+	}
+	p->status = st;
+	if (st)
+		p->issued = p->total; /* nothing to read */
+	if (wq->pend_tail)
+		wq->pend_tail->next = p;
+	else
+		wq->pend = p;
+	wq->pend_tail = p;
+	return 1;
+}
+
+/* The key table may have changed since p was checked (its reads were not
+ * all posted then): checks the rest again. false: it fails now. */
+static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
+{
+	kinet_qp *t = wq->qp;
+	int s = atomic_load(&t->state);
+	struct kinet_mr_ref ref;
+	if (s != KINET_QPS_RTR && s != KINET_QPS_RTS) {
+		p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return false;
+	}
+	if (kinet_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued, p->total - p->issued,
+			   KINET_ACCESS_REMOTE_WRITE, &ref)) {
+		p->status = KN_SYND_REMOTE_ACCESS_ERR;
+		return false;
+	}
+	p->dst = ref.ptr - p->issued;
+	p->dkind = ref.kind;
+	p->epoch = w->epoch;
+	return true;
+}
+
+/* Posts the reads of the started rendezvous writes, in order, as far as
+ * the endpoint's budget allows (none while a key-table writer waits). */
+static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 {
 	int work = 0;
+	if (w->draining || w->peers[wq->peer].dead)
+		return 0;
+	for (struct tpend *p = wq->pend; p; p = p->next) {
+		if (!p->status && p->issued < p->total && p->epoch != w->epoch && !recheck(w, wq, p))
+			continue;
+		while (!p->status && p->issued < p->total) {
+			if (p->ip >= p->np) {
+				p->status = KN_SYND_REMOTE_INVAL_REQ_ERR; /* cannot happen: checked */
+				break;
+			}
+			struct wpiece *pc = &p->pc[p->ip];
+			if (p->ioff == pc->len) {
+				p->ip++;
+				p->ioff = 0;
+				continue;
+			}
+			bool host = p->dkind == KINET_MEM_HOST;
+			uint64_t n = pc->len - p->ioff;
+			uint64_t lim = host ? RD_MAX : CHUNK;
+			if (n > lim)
+				n = lim;
+			if (!w->rdfree || (w->rd_bytes && w->rd_bytes + n > RD_BYTES))
+				return work;
+			uint8_t *bounce = NULL;
+			if (!host) {
+				if (!w->nbig)
+					return work;
+				bounce = w->bigfree[--w->nbig];
+			}
+			struct rdop *op = w->rdfree;
+			uint8_t *dst = p->dst + p->issued;
+			ssize_t rc = fi_read(w->ep, bounce ? bounce : dst, n, NULL, peer_fa(w, wq),
+					     pc->addr + p->ioff, pc->key, &op->fc);
+			if (rc) {
+				if (bounce)
+					w->bigfree[w->nbig++] = bounce;
+				if (rc == -FI_EAGAIN)
+					return work;
+				KLOG_DBG("wire: qp 0x%x: fi_read: %s", wq->qp->qpn,
+					 fi_strerror((int)-rc));
+				p->status = KN_SYND_REMOTE_OP_ERR;
+				break;
+			}
+			w->rdfree = op->next;
+			op->next = NULL;
+			op->p = p;
+			op->bounce = bounce;
+			op->dst = dst;
+			op->dkind = p->dkind;
+			op->len = n;
+			atomic_fetch_add(&w->rd_inflight, 1);
+			w->rd_bytes += n;
+			p->inflight++;
+			p->issued += n;
+			p->ioff += n;
+			p->last_ns = kn_now_ns();
+			work++;
+		}
+	}
+	return work;
+}
+
+/* A target read has completed (ok) or failed. */
+static void rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
+{
+	struct tpend *p = op->p;
+	if (p) {
+		p->inflight--;
+		p->last_ns = kn_now_ns();
+		if (!ok) {
+			if (!p->status)
+				p->status = KN_SYND_REMOTE_OP_ERR; /* the source went away */
+		} else if (op->bounce) {
+			if (kinet_mem_copy(op->dst, op->dkind, op->bounce, KINET_MEM_HOST,
+					   op->len)) {
+				if (!p->status)
+					p->status = KN_SYND_REMOTE_OP_ERR;
+			} else {
+				atomic_fetch_add(&w->ctx->c_staged, op->len);
+				atomic_fetch_add(&w->ctx->c_bytes, op->len);
+			}
+		} else {
+			atomic_fetch_add(&w->ctx->c_direct, op->len);
+			atomic_fetch_add(&w->ctx->c_bytes, op->len);
+		}
+	}
+	if (op->bounce)
+		w->bigfree[w->nbig++] = op->bounce;
+	op->bounce = NULL;
+	op->p = NULL;
+	w->rd_bytes -= op->len;
+	op->next = w->rdfree;
+	w->rdfree = op;
+	atomic_fetch_sub(&w->rd_inflight, 1);
+}
+
+/* Completes the rendezvous writes whose reads have landed, in order: the
+ * receive CQE of a write with immediate (RNR as for a send), then the ACK
+ * (later, cumulative) or the error answer. */
+static int pend_progress(struct kinet_wire *w, struct wire_qp *wq)
+{
+	int work = 0;
+	struct tpend *p;
+	while ((p = wq->pend)) {
+		if (p->inflight || (!p->status && p->issued < p->total))
+			break;
+		if (!p->status && p->op == KN_OPCODE_RDMA_WRITE_IMM) {
+			int rc = soft_resp_write_imm(wq->qp, p->total, p->imm, wq->peer_qpn);
+			if (rc == SOFT_STALL) {
+				keepalive(w, wq);
+				break;
+			}
+			if (rc == SOFT_RNR && rnr_wait(w, wq, p->rnr, &rc))
+				break;
+			wq->rnr_count = 0;
+			wq->rnr_next_ns = 0;
+			p->status = (uint32_t)rc;
+			p->op = KN_OPCODE_RDMA_WRITE; /* its receive part is done */
+		}
+		if (p->status) {
+			/* earlier successes first, then the NAK; nothing after it runs */
+			if (flush_ack(w, wq) == -EAGAIN || answer(w, wq, p->seq, p->status, 0) == -EAGAIN)
+				break;
+			wq->tgt_failed = true;
+			pend_drop(w, wq);
+			work++;
+			break;
+		}
+		wq->pend = p->next;
+		if (!wq->pend)
+			wq->pend_tail = NULL;
+		wq->done_seq = p->seq;
+		wq->need_ack = true;
+		free(p);
+		work++;
+	}
+	return work;
+}
+
+/* Serves the target side of a QP: in message order, rendezvous writes
+ * start (and pipeline), other requests once the reads before them have
+ * landed; then the cumulative ACK. */
+static int serve_target(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (!wq->connected)
+		return 0; /* the QP is still connecting: the requester waits */
+	int work = pend_progress(w, wq);
 	while (wq->tq) {
 		struct rxbuf *rb = wq->tq;
-		if (!wq->connected)
-			break; /* the QP is still connecting: the requester waits */
 		if (rb->m.src_qpn != wq->peer_qpn || rb->m.src_gen != wq->peer_gen ||
 		    wq->tgt_failed) {
 			wq->tq = rb->next; /* not (or no longer) our connection */
@@ -927,31 +1468,85 @@ static int serve_target(struct kinet_wire *w, struct wire_qp *wq)
 		}
 		if (rb->m.msn != wq->msn_rx)
 			break; /* an earlier message is still on its way */
-		if (!rb->executed && !tgt_exec(w, wq, rb))
-			break;
+		if (!rb->executed) {
+			if (rb->m.type == M_RTS) {
+				/* behind a write with immediate or an error: wait */
+				struct tpend *last = wq->pend_tail;
+				if (last && (last->op != KN_OPCODE_RDMA_WRITE || last->status))
+					break;
+				if (!rts_start(w, wq, rb))
+					break;
+				wq->tq = rb->next;
+				wq->msn_rx++;
+				rx_release(w, rb);
+				work++;
+				continue;
+			}
+			if (wq->pend)
+				break; /* RC order: after the writes before it have landed */
+			if (!tgt_exec(w, wq, rb))
+				break;
+		}
 		if (rb->executed == 1) {
-			int rc = answer(w, wq, &rb->m, rb->status, rb->old);
+			if (rb->status && flush_ack(w, wq) == -EAGAIN)
+				break;
+			int rc = answer(w, wq, rb->m.seq, rb->status, rb->old);
 			if (rc == -EAGAIN)
 				break;
 			if (rb->status)
 				wq->tgt_failed = true; /* RC: nothing after a NAK executes */
+			else
+				wq->done_seq = rb->m.seq;
+		} else if (rb->m.flags & F_LAST) {
+			wq->done_seq = rb->m.seq;
+			if (rb->m.op != KN_OPCODE_RDMA_READ)
+				wq->need_ack = true; /* a read was answered by its data */
 		}
 		wq->tq = rb->next;
 		wq->msn_rx++;
 		rx_release(w, rb);
 		work++;
 	}
+	if (wq->pend) {
+		work += rd_issue(w, wq);
+		work += pend_progress(w, wq);
+		if (wq->pend)
+			keepalive(w, wq);
+	}
+	flush_ack(w, wq);
 	return work;
 }
 
 /* ---- receiving -------------------------------------------------------------- */
 
+static bool is_write_or_send(uint8_t op)
+{
+	return op == KN_OPCODE_RDMA_WRITE || op == KN_OPCODE_RDMA_WRITE_IMM ||
+	       op == KN_OPCODE_SEND || op == KN_OPCODE_SEND_IMM;
+}
+
+/* ACK: every write and send up to m->seq (sent in full) is done. Reads and
+ * atomics complete by their own answers, which come first (FI_ORDER_SAS). */
+static void on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m)
+{
+	uint32_t n = m->seq - wq->head + 1; /* requests covered, from head */
+	if (n > wq->tail - wq->head)
+		return; /* covers nothing outstanding (late, after a flush) */
+	for (uint32_t s = wq->head; s != wq->head + n; s++) {
+		if ((int32_t)(s - wq->txn) >= 0)
+			break; /* not sent in full: cannot be done */
+		struct wreq *e = ent(wq, s);
+		if (e->done || !is_write_or_send(e->r.opcode))
+			continue;
+		e->done = true;
+		e->status = 0;
+		atomic_fetch_add(&w->ctx->c_bytes, e->r.total);
+	}
+}
+
 static void on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
 		    const uint8_t *data)
 {
-	wq->last_rx_ns = kn_now_ns();
-	if (m->type == M_KA)
-		return;
 	uint32_t k = m->seq - wq->head;
 	if (k >= wq->tail - wq->head)
 		return; /* not outstanding (late answer after a flush) */
@@ -1024,12 +1619,19 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 	struct wire_qp *wq = wq_find(w, m->dst_qpn);
 	if (!wq || m->dst_gen != wq->gen)
 		goto drop; /* no such QP (any more): as a NIC, drop */
-	if (m->type == M_RESP || m->type == M_KA) {
-		if (wq->connected && m->src_qpn == wq->peer_qpn && m->src_gen == wq->peer_gen)
-			on_resp(w, wq, m, rb->buf + HDR);
+	if (m->type == M_RESP || m->type == M_KA || m->type == M_ACK) {
+		if (wq->connected && m->src_qpn == wq->peer_qpn && m->src_gen == wq->peer_gen) {
+			wq->last_rx_ns = kn_now_ns();
+			if (m->type == M_ACK)
+				on_ack(w, wq, m);
+			else if (m->type == M_RESP)
+				on_resp(w, wq, m, rb->buf + HDR);
+			/* the CQEs go out as soon as the answer is read */
+			wire_complete(wq);
+		}
 		goto drop;
 	}
-	if (m->type != M_REQ)
+	if (m->type != M_REQ && m->type != M_RTS)
 		goto drop;
 	/* target: keep it, in message order */
 	rb->executed = 0;
@@ -1055,6 +1657,11 @@ static void fail_by_qpn(struct kinet_wire *w, uint32_t qpn, uint32_t gen, const 
 		fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, true);
 }
 
+static int ctx_kind(void *op_context)
+{
+	return *(int *)((uint8_t *)op_context + sizeof(struct fi_context));
+}
+
 static int poll_cq(struct kinet_wire *w)
 {
 	int work = 0;
@@ -1069,7 +1676,7 @@ static int poll_cq(struct kinet_wire *w)
 			work++;
 			if (!err.op_context)
 				continue;
-			int kind = *(int *)((uint8_t *)err.op_context + sizeof(struct fi_context));
+			int kind = ctx_kind(err.op_context);
 			if (kind == CTX_RX) {
 				struct rxbuf *rb = err.op_context;
 				if (err.err == FI_ECANCELED)
@@ -1080,15 +1687,20 @@ static int poll_cq(struct kinet_wire *w)
 				uint32_t qpn = t->qpn, gen = t->gen;
 				txd_put(w, t);
 				fail_by_qpn(w, qpn, gen, fi_strerror(err.err));
+			} else if (kind == CTX_RD) {
+				KLOG_DBG("wire: read failed: %s", fi_strerror(err.err));
+				rd_done(w, err.op_context, false);
 			}
 			continue;
 		}
 		if (n <= 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
-			int kind = *(int *)((uint8_t *)ce[i].op_context + sizeof(struct fi_context));
+			int kind = ctx_kind(ce[i].op_context);
 			if (kind == CTX_RX)
 				on_rx(w, ce[i].op_context, ce[i].len);
+			else if (kind == CTX_RD)
+				rd_done(w, ce[i].op_context, true);
 			else
 				txd_put(w, ce[i].op_context);
 		}
@@ -1153,6 +1765,8 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	e->started = false;
 	e->fin = false;
 	e->done = r->opcode == KN_OPCODE_NOP;
+	e->rndv = false;
+	e->nmr = 0;
 	e->status = 0;
 	if (wq->failed) {
 		e->done = true;
@@ -1161,7 +1775,7 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	if (wq->head == wq->tail)
 		wq->busy_since_ns = kn_now_ns();
 	wq->tail++;
-	pump(w, wq);
+	pump(w, wq); /* out on this very pass */
 	pthread_mutex_unlock(&w->lock);
 	return 0;
 }
@@ -1172,8 +1786,10 @@ int kinet_wire_progress(kinet_qp *qp)
 	struct wire_qp *wq = qp->wire_ep;
 	if (!w || !wq)
 		return 0;
+	/* the endpoint itself is polled once per engine pass, by
+	 * kinet_wire_ctx_progress, which also writes CQEs as answers arrive */
 	pthread_mutex_lock(&w->lock);
-	int work = poll_cq(w);
+	int work = 0;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR && !wq->failed && wq->head != wq->tail) {
 		/* moved to ERR from outside: flush what is outstanding */
 		wq->failed = true;
@@ -1209,23 +1825,76 @@ bool kinet_wire_drained(kinet_qp *qp)
 	return !wq || wq->head == wq->tail;
 }
 
+bool kinet_wire_pinned(kinet_ctx *ctx)
+{
+	struct kinet_wire *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	return w && atomic_load(&w->rd_inflight) > 0;
+}
+
+/* Does a writer wait for the context's key table? (The caller holds it for
+ * reading; with writers preferred, another read lock is refused then.) */
+static bool writer_waiting(kinet_ctx *ctx)
+{
+	if (pthread_rwlock_tryrdlock(&ctx->mr_lock) != 0)
+		return true;
+	pthread_rwlock_unlock(&ctx->mr_lock);
+	return false;
+}
+
 int kinet_wire_ctx_progress(kinet_ctx *ctx)
 {
 	struct kinet_wire *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 	if (!w || pthread_mutex_trylock(&w->lock))
 		return 0;
+	/* reads in flight pin the key table; a writer waiting for it (region
+	 * registration or removal) gets it once they have landed: no new reads
+	 * until a pass has ended with none in flight (the engines let go of
+	 * the table then) */
+	if (atomic_load(&w->rd_inflight) == 0) {
+		w->draining = false;
+		w->epoch++; /* the table may have changed since the last pass */
+	}
 	int work = poll_cq(w);
+	if (!w->draining && atomic_load(&w->rd_inflight) > 0 && writer_waiting(ctx))
+		w->draining = true;
 	for (int i = 0; i < w->nqps; i++) {
 		struct wire_qp *wq = w->qps[i];
-		if (wq->tq) {
-			if (wq->connected && w->peers[wq->peer].dead)
-				tq_drop(w, wq);
-			else
-				work += serve_target(w, wq);
+		if (!wq->tq && !wq->pend && !wq->need_ack)
+			continue;
+		if (wq->connected && w->peers[wq->peer].dead) {
+			tq_drop(w, wq);
+			continue;
 		}
+		if (wq->pend && wq->pend->inflight &&
+		    kn_now_ns() - wq->pend->last_ns > w->timeout_ns) {
+			KLOG_WARN("wire: qp 0x%x: reads from qp 0x%x stalled for %llu ms", wq->qp->qpn,
+				  wq->peer_qpn, (unsigned long long)(w->timeout_ns / 1000000ull));
+			drop_peer(w, wq->peer, "reads stalled");
+			tq_drop(w, wq);
+			continue;
+		}
+		work += serve_target(w, wq);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return work;
+}
+
+int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
+{
+	struct kinet_wire *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	if (!w || w->wait_fd < 0)
+		return -ENOSYS;
+	if (pthread_mutex_trylock(&w->lock))
+		return 0; /* another engine is at it: do not sleep */
+	struct fid *f = &w->cq->fid;
+	int rc = fi_trywait(w->fab, &f, 1);
+	pthread_mutex_unlock(&w->lock);
+	if (rc != FI_SUCCESS)
+		return 0; /* something to read now */
+	struct pollfd pf = {.fd = w->wait_fd, .events = POLLIN};
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	ppoll(&pf, 1, &ts, NULL);
+	return 0;
 }
 
 /* ---- QP lifecycle --------------------------------------------------------------- */
@@ -1276,9 +1945,18 @@ static void peer_unref(struct kinet_wire *w, struct wire_qp *wq)
 	wq->peer = -1;
 }
 
+/* Closes the source registrations of every outstanding request. */
+static void wq_unreg_all(struct wire_qp *wq)
+{
+	for (uint32_t s = wq->head; s != wq->tail; s++)
+		if (ent(wq, s)->nmr)
+			wreq_unreg(ent(wq, s));
+}
+
 static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 {
 	tq_drop(w, wq);
+	wq_unreg_all(wq);
 	peer_unref(w, wq);
 	wq->connected = false;
 	wq->head = wq->txn = wq->tail = 0;
@@ -1287,7 +1965,6 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->tgt_failed = false;
 	wq->gen = new_gen();
 }
-
 int kinet_wire_local_end(kinet_qp *qp, struct kinet_wire_local *out)
 {
 	struct kinet_wire *w;
@@ -1373,6 +2050,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	wq->head = wq->txn = wq->tail = 0;
 	wq->msn_tx = wq->msn_rx = 0;
 	wq->failed = wq->tgt_failed = false;
+	wq->need_ack = false;
 	wq->last_rx_ns = wq->last_tx_ns = kn_now_ns();
 	wq->connected = true;
 	qp->peer = NULL;
@@ -1405,6 +2083,7 @@ void kinet_wire_qp_close(kinet_qp *qp)
 	if (wq->head != wq->tail && wq->connected)
 		drop_peer(w, wq->peer, "QP destroyed with requests outstanding");
 	tq_drop(w, wq);
+	wq_unreg_all(wq);
 	peer_unref(w, wq);
 	for (int i = 0; i < w->nqps; i++)
 		if (w->qps[i] == wq) {
@@ -1468,6 +2147,19 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 {
 	(void)ctx;
 	return 0;
+}
+
+bool kinet_wire_pinned(kinet_ctx *ctx)
+{
+	(void)ctx;
+	return false;
+}
+
+int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
+{
+	(void)ctx;
+	(void)ns;
+	return -ENOSYS;
 }
 
 void kinet_wire_ctx_close(kinet_ctx *ctx)

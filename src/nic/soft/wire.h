@@ -6,11 +6,12 @@
  * (qp->wire != NULL), the engine parses and checks each WQE locally, then
  * calls kinet_wire_post(); the wire carries the request, the remote engine
  * runs the responder (soft_resp_*), and the answer comes back. The wire
- * writes the requester's CQEs strictly in WQE order from
+ * writes the requester's CQEs strictly in WQE order (under its lock) from
  * kinet_wire_progress(), which the engine calls on every pass of the QP (in
- * RTS and in ERR). The target side is served by kinet_wire_ctx_progress(),
- * which every engine calls once per pass of its loop (holding the context's
- * key table like for its QPs).
+ * RTS and in ERR), and as soon as answers are read. The endpoint is polled
+ * and the target side served by kinet_wire_ctx_progress(), which every
+ * engine calls once per pass of its loop (holding the context's key table
+ * like for its QPs).
  */
 #ifndef KINET_WIRE_H
 #define KINET_WIRE_H
@@ -36,6 +37,17 @@ void kinet_wire_qp_close(kinet_qp *qp);
 /* Context level: progress of the endpoint and service of incoming requests
  * (target side). Returns the work done. */
 int kinet_wire_ctx_progress(kinet_ctx *ctx);
+/* Direct placements in flight: the target reads rendezvous writes straight
+ * into regions it has checked. While true, an engine keeps the context's
+ * key table (mr_lock, for reading) across its passes, so that no region is
+ * deregistered under a placement; the wire starts no new reads while a
+ * writer waits for the table, and checks again what it started before the
+ * table could change. */
+bool kinet_wire_pinned(kinet_ctx *ctx);
+/* An idle engine's nap: returns when the endpoint has something to read or
+ * after ns; -ENOSYS when the context has no wire (or no wait object): the
+ * caller sleeps instead. */
+int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns);
 /* Context close (engines stopped): closes the endpoint. */
 void kinet_wire_ctx_close(kinet_ctx *ctx);
 

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wire's rendezvous writes (large writes from host memory: the target
+ * checks them, then reads the data straight into place) on loopback: every
+ * target-side check (key, bounds, access) with RC flushing after the
+ * error; RC order between rendezvous writes and what follows them (a read
+ * sees them, a receive CQE implies them), also with rendezvous off; writes
+ * with immediate (byte count, RNR, two pieces); a region deregistered and unmapped under
+ * incoming writes; a requester killed while the target reads from it.
+ */
+#define _GNU_SOURCE /* setns */
+#include <sys/mman.h>
+#include <criterion/criterion.h>
+#include "test_wire_common.h"
+
+static const int one_link[][2] = {{0, 1}};
+
+static void need_wire(void)
+{
+	int w = tw_have_wire();
+	if (w == 77)
+		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
+	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
+}
+
+static uint64_t direct_bytes(struct tw_side *s)
+{
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(s->ctx, &c));
+	return c.direct_bytes;
+}
+
+/* A write (or write with immediate) gathered from n pieces of this side's
+ * buffer: pieces[i] = {offset, length}. Returns its ticket. */
+static kn_ticket_t post_write_sge(struct tw_side *s, const uint32_t (*pieces)[2], int n,
+				  uint64_t roff, int with_imm, uint32_t imm)
+{
+	uint8_t w[4 * KN_SEND_WQE_BB];
+	memset(w, 0, sizeof(w));
+	uint32_t ds = 2 + (uint32_t)n;
+	uint32_t nbb = (ds * 16 + KN_SEND_WQE_BB - 1) / KN_SEND_WQE_BB;
+	CK(nbb <= 4);
+	kn_ticket_t t;
+	CK0(kn_sq_reserve(s->d, nbb, &t));
+	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), s->peer.addr + roff, s->peer.rkey);
+	for (int i = 0; i < n; i++)
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32 + 16 * i), pieces[i][1],
+				kinet_mr_lkey(s->mr), (uint64_t)(uintptr_t)(s->buf + pieces[i][0]));
+	kn_ctrl(s->d, w, t, with_imm ? KN_OPCODE_RDMA_WRITE_IMM : KN_OPCODE_RDMA_WRITE,
+		(uint8_t)ds, with_imm ? kn_htobe32(imm) : 0);
+	for (uint32_t i = 0; i < nbb; i++)
+		memcpy(kn_wqe_ptr(s->d, t + i), w + i * KN_SEND_WQE_BB, KN_SEND_WQE_BB);
+	kn_sq_submit(s->d, t, nbb);
+	return t + nbb - 1; /* the ticket that completes with it */
+}
+
+/* ---- target-side checks ------------------------------------------------------------- */
+
+#define RO_LEN (256u << 10)
+
+static int prot_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint8_t rod[KINET_MR_DESC_SIZE];
+	struct kinet_mr_info ro;
+	CK(tw_xchg(fd, "", 0, rod, sizeof(rod)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(rod, sizeof(rod), &ro));
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	/* 1: past the end of the region, between two good writes: the first
+	 * lands, the bad one fails, the last is flushed */
+	kn_ticket_t t0 = tw_post_write(&s, TW_Q, TW_P, 100000, 0, 0);
+	kn_ticket_t t1 = tw_post_write(&s, TW_Q, s.peer.len - 65536 + 8, 65536, 0, 0);
+	kn_ticket_t t2 = tw_post_write(&s, TW_Q, TW_P + 200000, 300000, 0, 0);
+	CK0(kn_wait(s.d, t0));
+	tw_expect_fail(&s, t1, KN_SYND_REMOTE_ACCESS_ERR);
+	CK(kn_wait(s.d, t2) == -EIO);
+	CK(tw_sync(fd, 1) == 1); /* b checks what landed */
+	CK(tw_sync(fd, 2) == 2);
+	/* 2: a key that names no region */
+	tw_qp_new(&s);
+	kn_ticket_t t;
+	CK0(kn_put(s.d, s.peer.addr, s.peer.rkey + 0x100, s.buf + TW_Q, lkey, 70000, &t));
+	tw_expect_fail(&s, t, KN_SYND_REMOTE_ACCESS_ERR);
+	/* 3: a region without remote write access, then one that starts before
+	 * the region (a good write pipelined in front of each) */
+	tw_qp_new(&s);
+	t0 = tw_post_write(&s, TW_Q, TW_P, 65536, 0, 0);
+	CK0(kn_put(s.d, ro.addr, ro.rkey, s.buf + TW_Q, lkey, 131072, &t));
+	CK0(kn_wait(s.d, t0));
+	tw_expect_fail(&s, t, KN_SYND_REMOTE_ACCESS_ERR);
+	tw_qp_new(&s);
+	t0 = tw_post_write(&s, TW_Q, TW_P, 65536, 0, 0);
+	CK0(kn_put(s.d, s.peer.addr - 4096, s.peer.rkey, s.buf + TW_Q, lkey, 65536, &t));
+	CK0(kn_wait(s.d, t0));
+	tw_expect_fail(&s, t, KN_SYND_REMOTE_ACCESS_ERR);
+	CK(tw_sync(fd, 3) == 3);
+	tw_close(&s);
+	return 0;
+}
+
+static int prot_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	uint8_t *ro = malloc(RO_LEN);
+	CK(ro);
+	tu_fill_random(ro, RO_LEN, 3);
+	kinet_mr *romr;
+	CK0(kinet_mr_reg(s.pd, ro, RO_LEN, KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_READ,
+			 &romr));
+	uint8_t rod[KINET_MR_DESC_SIZE], dummy[4];
+	CK(kinet_mr_export(romr, rod, sizeof(rod)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd, rod, sizeof(rod), dummy, sizeof(dummy)) == 0);
+	CK(tw_sync(fd, 1) == 1);
+	uint8_t *a = malloc(TW_LEN), *mine = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(mine, TW_LEN, 2);
+	/* the first write landed (read in place), nothing else changed */
+	CK(memcmp(s.buf + TW_P, a + TW_Q, 100000) == 0);
+	CK(memcmp(s.buf + 100000, mine + 100000, TW_LEN - 100000) == 0);
+	CK(direct_bytes(&s) >= 100000);
+	CK(tw_sync(fd, 2) == 2);
+	tw_qp_new(&s); /* 2 */
+	tw_qp_new(&s); /* 3 */
+	tw_qp_new(&s);
+	CK(tw_sync(fd, 3) == 3);
+	uint8_t *exp = malloc(RO_LEN);
+	tu_fill_random(exp, RO_LEN, 3);
+	CK(memcmp(ro, exp, RO_LEN) == 0); /* the read-only region is intact */
+	CK(memcmp(s.buf + 100000, mine + 100000, TW_LEN - 100000) == 0);
+	free(exp);
+	free(a);
+	free(mine);
+	CK0(kinet_mr_dereg(romr));
+	free(ro);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire_rndv, target_checks_and_flush)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = prot_a}, {.fn = prot_b}};
+	tw_run(p, 2, one_link, 1, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* ---- RC order and writes with immediate --------------------------------------------- */
+
+#define NW 24
+static uint32_t ord_len(int i)
+{
+	return 32768u + (uint32_t)i * 37000u; /* 32 KiB .. ~880 KiB */
+}
+static uint32_t ord_dst(int i)
+{
+	return (uint32_t)i * 40000u % (1u << 20); /* overlapping: the later one wins */
+}
+static const uint32_t sge2[2][2] = {{TW_Q + 7, 20000}, {TW_Q + 100000, 80001}};
+#define IMM_BIG 700000u
+#define IMM_OFF (1u << 20)
+#define SGE2_OFF (IMM_OFF + IMM_BIG)
+#define SGE2_LEN 100001u
+#define SMALL_OFF (TW_S + 100000u)
+
+/* What b's P area must hold after a's writes (from a's Q, seed 1). */
+static void ord_model(uint8_t *m)
+{
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(m, TW_LEN, 2);
+	for (int i = 0; i < NW; i++)
+		memcpy(m + TW_P + ord_dst(i), a + TW_Q + (uint32_t)i * 1000u, ord_len(i));
+	memcpy(m + TW_P + IMM_OFF, a + TW_Q + 3, IMM_BIG);
+	uint32_t o = SGE2_OFF;
+	for (int i = 0; i < 2; i++) {
+		memcpy(m + TW_P + o, a + sge2[i][0], sge2[i][1]);
+		o += sge2[i][1];
+	}
+	memcpy(m + SMALL_OFF, a + TW_Q + 5, 8);
+	memcpy(m + TW_S, a + TW_Q + 11, 5000); /* the send */
+	free(a);
+}
+
+/* arg non-NULL: rendezvous off (every write eager, large ones in chunks) */
+static int ord_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	if (arg)
+		setenv("KINET_NET_RNDV_BYTES", "0", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	CK(tw_sync(fd, 1) == 1); /* b has posted its receives */
+	for (int i = 0; i < NW; i++)
+		tw_post_write(&s, TW_Q + (uint32_t)i * 1000u, TW_P + ord_dst(i), ord_len(i), 0, 0);
+	/* a read of what the writes just wrote sees them (RC) */
+	kn_ticket_t r;
+	CK0(kn_get(s.d, s.buf + TW_L, lkey, s.peer.addr + TW_P, s.peer.rkey, 400000, &r));
+	/* a small write and a send behind large writes: b checks, on the
+	 * receive CQE, that everything before it is in place */
+	kn_ticket_t t;
+	CK0(kn_put(s.d, s.peer.addr + SMALL_OFF, s.peer.rkey, s.buf + TW_Q + 5, lkey, 8, &t));
+	tw_post_send(&s, TW_Q + 11, 5000, 1, 0x5eed);
+	/* writes with immediate: one piece (eager: in chunks), two pieces */
+	tw_post_write(&s, TW_Q + 3, TW_P + IMM_OFF, IMM_BIG, 1, 0xabc);
+	kn_ticket_t last = post_write_sge(&s, sge2, 2, TW_P + SGE2_OFF, 1, 0x222);
+	CK0(kn_wait(s.d, r));
+	CK0(kn_wait(s.d, last));
+	CK0(kn_quiet(s.d));
+	uint8_t *m = malloc(TW_LEN);
+	ord_model(m);
+	CK(memcmp(s.buf + TW_L, m + TW_P, 400000) == 0);
+	free(m);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+static int ord_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	kn_ticket_t rt[3];
+	for (int i = 0; i < 3; i++)
+		CK0(kn_recv_post(s.d, s.buf + TW_S + (uint32_t)i * 8192u, lkey, 8192, &rt[i]));
+	CK(tw_sync(fd, 1) == 1);
+	uint8_t *m = malloc(TW_LEN);
+	ord_model(m);
+	kn_recv_info info;
+	CK0(kn_recv_poll(s.d, rt[0], 1, &info));
+	CK(info.opcode == KN_CQE_RESP_SEND_IMM && info.byte_len == 5000 && info.imm == 0x5eed);
+	/* the send came after every large write and the small one */
+	CK(memcmp(s.buf + TW_P, m + TW_P, 1u << 20) == 0);
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s.buf + SMALL_OFF, a + TW_Q + 5, 8) == 0);
+	CK(memcmp(s.buf + TW_S, a + TW_Q + 11, 5000) == 0);
+	free(a);
+	CK0(kn_recv_poll(s.d, rt[1], 1, &info));
+	CK(info.opcode == KN_CQE_RESP_WR_IMM && info.byte_len == IMM_BIG && info.imm == 0xabc);
+	CK(memcmp(s.buf + TW_P + IMM_OFF, m + TW_P + IMM_OFF, IMM_BIG) == 0);
+	CK0(kn_recv_poll(s.d, rt[2], 1, &info));
+	CK(info.opcode == KN_CQE_RESP_WR_IMM && info.byte_len == SGE2_LEN && info.imm == 0x222);
+	CK(memcmp(s.buf + TW_P + SGE2_OFF, m + TW_P + SGE2_OFF, SGE2_LEN) == 0);
+	CK(tw_sync(fd, 2) == 2);
+	CK(memcmp(s.buf, m, TW_LEN) == 0); /* and nothing else changed */
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(s.ctx, &c));
+	CK(c.errors == 0);
+	free(m);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire_rndv, rc_order_and_immediate)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = ord_a}, {.fn = ord_b}};
+	tw_run(p, 2, one_link, 1, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* The same with rendezvous off at the requester (KINET_NET_RNDV_BYTES=0):
+ * the eager path, a write with immediate in several chunks. */
+Test(wire_rndv, rc_order_and_immediate_eager)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = ord_a}, {.fn = ord_b}};
+	tw_run(p, 2, one_link, 1, (void *)1, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* a: a large write with immediate finds no receive WQE: rnr_retry 1 gives
+ * RNR retry exceeded; rnr_retry 7 waits (longer than the network timeout)
+ * until b posts one, and a write behind it waits too. */
+static int rnr_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open2(&s, fd, TW_LEN, 1, 1);
+	kn_ticket_t t = tw_post_write(&s, TW_Q, TW_P, 200000, 1, 1);
+	tw_expect_fail(&s, t, KN_SYND_RNR_RETRY_EXC_ERR);
+	CK(tw_sync(fd, 1) == 1);
+	s.rnr_retry = 7;
+	tw_qp_new(&s);
+	kn_ticket_t t1 = tw_post_write(&s, TW_Q + 1, TW_P, 300000, 1, 2);
+	kn_ticket_t t2 = tw_post_write(&s, TW_Q + 2, TW_P + 400000, 65536, 0, 0);
+	CK(tw_sync(fd, 2) == 2);
+	CK0(kn_wait(s.d, t1));
+	CK0(kn_wait(s.d, t2));
+	CK(tw_sync(fd, 3) == 3);
+	tw_close(&s);
+	return 0;
+}
+
+static int rnr_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open2(&s, fd, TW_LEN, 2, 1);
+	CK(tw_sync(fd, 1) == 1);
+	s.rnr_retry = 7;
+	tw_qp_new(&s);
+	CK(tw_sync(fd, 2) == 2);
+	tw_sleep_ms(2500); /* longer than KINET_NET_TIMEOUT_MS (1500) */
+	uint8_t *a = malloc(TW_LEN), *mine = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(mine, TW_LEN, 2);
+	/* the write behind the waiting one has not landed */
+	CK(memcmp(s.buf + TW_P + 400000, mine + TW_P + 400000, 65536) == 0);
+	kn_ticket_t rt;
+	CK0(kn_recv_post(s.d, s.buf + TW_S, kinet_mr_lkey(s.mr), 64, &rt));
+	kn_recv_info info;
+	CK0(kn_recv_poll(s.d, rt, 1, &info));
+	CK(info.opcode == KN_CQE_RESP_WR_IMM && info.byte_len == 300000 && info.imm == 2);
+	CK(memcmp(s.buf + TW_P, a + TW_Q + 1, 300000) == 0);
+	CK(tw_sync(fd, 3) == 3);
+	CK(memcmp(s.buf + TW_P + 400000, a + TW_Q + 2, 65536) == 0);
+	free(a);
+	free(mine);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire_rndv, immediate_receiver_not_ready)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = rnr_a}, {.fn = rnr_b}};
+	tw_run(p, 2, one_link, 1, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* ---- a region goes away under incoming writes ------------------------------------------ */
+
+#define UM_LEN (8u << 20)
+#define UM_N 400
+
+/* a streams large writes into b's second region; b deregisters and
+ * unmaps it meanwhile (a placement after that would kill b). */
+static int unmap_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint8_t d[KINET_MR_DESC_SIZE];
+	struct kinet_mr_info um;
+	CK(tw_xchg(fd, "", 0, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(d, sizeof(d), &um));
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	static kn_ticket_t t[UM_N];
+	CK(tw_sync(fd, 1) == 1);
+	for (int i = 0; i < UM_N; i++)
+		CK0(kn_put(s.d, um.addr + (uint64_t)(i % 8) * (1u << 20), um.rkey,
+			   s.buf + (uint32_t)(i % 3) * (1u << 20), lkey, 1u << 20, &t[i]));
+	int first_err = -1;
+	for (int i = 0; i < UM_N; i++) {
+		int rc = kn_wait(s.d, t[i]);
+		CK(rc == 0 || rc == -EIO);
+		if (rc && first_err < 0) {
+			first_err = i;
+			CK(kn_qp_error(s.d, NULL) == KN_SYND_REMOTE_ACCESS_ERR);
+		}
+		CK(first_err < 0 || rc == -EIO);
+	}
+	fprintf(stderr, "[unmap] %d of %d writes landed before the region went away\n",
+		first_err, UM_N);
+	CK(first_err >= 0);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+static int unmap_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	uint8_t *um = mmap(NULL, UM_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CK(um != MAP_FAILED);
+	kinet_mr *mr;
+	CK0(kinet_mr_reg(s.pd, um, UM_LEN, KINET_ACCESS_ALL, &mr));
+	uint8_t d[KINET_MR_DESC_SIZE], dummy[4];
+	CK(kinet_mr_export(mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd, d, sizeof(d), dummy, sizeof(dummy)) == 0);
+	CK(tw_sync(fd, 1) == 1);
+	/* wait until data arrives, then take the region away */
+	uint64_t end = tw_ms() + 20000;
+	while (direct_bytes(&s) < (4u << 20) && tw_ms() < end)
+		tw_sleep_ms(1);
+	uint64_t t0 = tw_ms();
+	CK0(kinet_mr_dereg(mr));
+	uint64_t dt = tw_ms() - t0;
+	fprintf(stderr, "[unmap] the region was removed in %llu ms\n", (unsigned long long)dt);
+	CK(dt < 3000); /* the writer waited for reads in flight only */
+	CK(munmap(um, UM_LEN) == 0);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire_rndv, region_removed_under_writes)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = unmap_a}, {.fn = unmap_b}};
+	tw_run(p, 2, one_link, 1, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* ---- the requester dies while the target reads from it ---------------------------------- */
+
+/* b streams large writes into a; a kills b mid-stream, then removes and
+ * unmaps its region (bounded: the reads in flight fail or time out) and
+ * serves c. */
+static int kill_a(int fd, int fd2, void *arg)
+{
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint8_t *um = mmap(NULL, UM_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CK(um != MAP_FAILED);
+	kinet_mr *mr;
+	CK0(kinet_mr_reg(s.pd, um, UM_LEN, KINET_ACCESS_ALL, &mr));
+	uint8_t d[KINET_MR_DESC_SIZE], dummy[4];
+	CK(kinet_mr_export(mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd, d, sizeof(d), dummy, sizeof(dummy)) == 0);
+	long long pid = tw_sync(fd, 0);
+	CK(pid > 0);
+	uint64_t end = tw_ms() + 20000;
+	while (direct_bytes(&s) < (4u << 20) && tw_ms() < end)
+		tw_sleep_ms(1);
+	CK(kill((pid_t)pid, SIGKILL) == 0);
+	uint64_t t0 = tw_ms();
+	CK0(kinet_mr_dereg(mr));
+	uint64_t dt = tw_ms() - t0;
+	fprintf(stderr, "[kill] region removed %llu ms after the requester died\n",
+		(unsigned long long)dt);
+	CK(dt < 2 * 1500 + 1000);
+	CK(munmap(um, UM_LEN) == 0);
+	/* a new QP to c: a large write each way */
+	s.fd = fd2;
+	uint8_t mine[KINET_MR_DESC_SIZE], theirs[KINET_MR_DESC_SIZE];
+	CK(kinet_mr_export(s.mr, mine, sizeof(mine)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd2, mine, sizeof(mine), theirs, sizeof(theirs)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(theirs, sizeof(theirs), &s.peer));
+	tw_qp_new(&s);
+	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q, TW_P, 500000, 0, 0)));
+	CK(tw_sync(fd2, 1) == 1);
+	uint8_t *c = malloc(TW_LEN);
+	tu_fill_random(c, TW_LEN, 3);
+	CK(memcmp(s.buf + TW_P + 600000, c + TW_Q, 400000) == 0);
+	free(c);
+	tw_close(&s);
+	return 0;
+}
+
+static int kill_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	uint8_t d[KINET_MR_DESC_SIZE];
+	struct kinet_mr_info um;
+	CK(tw_xchg(fd, "", 0, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(d, sizeof(d), &um));
+	CK(tw_sync(fd, (long long)getpid()) == 0);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	for (int i = 0;; i++) { /* until killed */
+		kn_ticket_t t;
+		CK0(kn_put(s.d, um.addr + (uint64_t)(i % 8) * (1u << 20), um.rkey,
+			   s.buf + (uint32_t)(i % 3) * (1u << 20), lkey, 1u << 20, &t));
+		if (i > 100000)
+			break;
+	}
+	return 1;
+}
+
+static int kill_c(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 3); /* waits for a to come back */
+	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q, TW_P + 600000, 400000, 0, 0)));
+	CK(tw_sync(fd, 1) == 1);
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s.buf + TW_P, a + TW_Q, 500000) == 0);
+	free(a);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire_rndv, requester_killed_while_target_reads)
+{
+	need_wire();
+	static const int links[][2] = {{0, 1}, {0, 2}};
+	struct tw_proc p[3] = {{.fn = kill_a}, {.fn = kill_b}, {.fn = kill_c}};
+	tw_run(p, 3, links, 2, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(WIFSIGNALED(p[1].status) && WTERMSIG(p[1].status) == SIGKILL,
+		  "side b was to be killed: status 0x%x", p[1].status);
+	cr_assert(tw_exited_ok(&p[2]), "side c: status 0x%x", p[2].status);
+}
