@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 #include <kinet/kinet.h>
@@ -25,15 +26,43 @@
 
 #define MAXSZ (4u << 20)
 
-/* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples */
+/* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
+ * -y: the application thread waits with sched_yield between polls */
 static uint32_t only_size;
-static int no_bw, lat_iters = -1;
+static int no_bw, lat_iters = -1, yield_poll;
 
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define SQ 256
+
+/* Waits for a ticket: kn_wait, or polls with sched_yield (-y). */
+static int wait_ticket(kn_qp *d, kn_ticket_t t)
+{
+	if (!yield_poll)
+		return kn_wait(d, t);
+	uint64_t t0 = now_ns();
+	int rc;
+	while ((rc = kn_test(d, t)) == -EBUSY) {
+		if (now_ns() - t0 > 30000000000ull)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+	return rc;
+}
+
+/* With -y, waits for room in the SQ for the ticket after t. */
+static void wait_room(kn_qp *d, kn_ticket_t t)
+{
+	if (!yield_poll)
+		return;
+	uint64_t t0 = now_ns();
+	while (t + 1 >= kn_cq_progress(d) + SQ && now_ns() - t0 < 30000000000ull)
+		sched_yield();
 }
 
 #define CHK(e)                                                                             \
@@ -94,7 +123,7 @@ int main(int argc, char **argv)
 {
 	int n = 1000, srv = -1, opt;
 	const char *dir = NULL;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:y")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -106,10 +135,12 @@ int main(int argc, char **argv)
 				no_bw = 1;
 		} else if (opt == 'l') {
 			lat_iters = atoi(optarg);
+		} else if (opt == 'y') {
+			yield_poll = 1;
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS]\n");
+		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-y]\n");
 		return 2;
 	}
 	kinet_ctx *ctx;
@@ -122,7 +153,7 @@ int main(int argc, char **argv)
 	uint8_t *buf = aligned_alloc(4096, MAXSZ);
 	memset(buf, 0x5a, MAXSZ);
 	CHK(kinet_mr_reg(pd, buf, MAXSZ, KINET_ACCESS_ALL, &mr));
-	struct kinet_qp_attr qa = {.sq_depth = 256};
+	struct kinet_qp_attr qa = {.sq_depth = SQ};
 	CHK(kinet_qp_create(pd, &qa, &qp));
 	struct blob me, peer;
 	memset(&me, 0, sizeof(me));
@@ -147,11 +178,11 @@ int main(int argc, char **argv)
 		kn_ticket_t t;
 		/* warm up: the connection, the wire's buffers, the caches */
 		for (int i = 0; i < 64; i++)
-			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 65536, NULL));
-		CHK(kn_quiet(d));
+			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 65536, &t));
+		CHK(wait_ticket(d, t));
 		for (int i = 0; i < 100; i++) {
 			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
-			CHK(kn_wait(d, t));
+			CHK(wait_ticket(d, t));
 		}
 		for (uint32_t sz = 65536; sz <= MAXSZ && !no_bw; sz *= 4) {
 			if (only_size && sz != only_size)
@@ -160,9 +191,11 @@ int main(int argc, char **argv)
 			if (cnt < 64)
 				cnt = 64;
 			uint64_t t0 = now_ns();
-			for (int i = 0; i < cnt; i++)
-				CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, sz, NULL));
-			CHK(kn_quiet(d));
+			for (int i = 0; i < cnt; i++) {
+				wait_room(d, t);
+				CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, sz, &t));
+			}
+			CHK(wait_ticket(d, t));
 			double s = (double)(now_ns() - t0) / 1e9;
 			printf("bw %u %.0f\n", sz, (double)cnt * sz / s / 1e6);
 		}
@@ -174,7 +207,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < iters; i++) {
 			uint64_t a = now_ns();
 			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
-			CHK(kn_wait(d, t));
+			CHK(wait_ticket(d, t));
 			lat[i] = now_ns() - a;
 		}
 		double mean = (double)(now_ns() - t0) / 1e3 / iters;
