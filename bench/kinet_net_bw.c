@@ -55,14 +55,21 @@ static int wait_ticket(kn_qp *d, kn_ticket_t t)
 	return rc;
 }
 
-/* With -y, waits for room in the SQ for the ticket after t. */
+/* With -y, waits for room in the SQ for the ticket after t (-Y: naps of
+ * 20 us instead of sched_yield: the SQ holds milliseconds of transfers). */
 static void wait_room(kn_qp *d, kn_ticket_t t)
 {
 	if (!yield_poll)
 		return;
 	uint64_t t0 = now_ns();
-	while (t + 1 >= kn_cq_progress(d) + SQ && now_ns() - t0 < 30000000000ull)
-		sched_yield();
+	while (t + 1 >= kn_cq_progress(d) + SQ && now_ns() - t0 < 30000000000ull) {
+		if (yield_poll > 1) {
+			struct timespec ts = {0, 20000};
+			nanosleep(&ts, NULL);
+		} else {
+			sched_yield();
+		}
+	}
 }
 
 #define CHK(e)                                                                             \
@@ -123,7 +130,7 @@ int main(int argc, char **argv)
 {
 	int n = 1000, srv = -1, opt;
 	const char *dir = NULL;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:y")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:yY")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -137,6 +144,8 @@ int main(int argc, char **argv)
 			lat_iters = atoi(optarg);
 		} else if (opt == 'y') {
 			yield_poll = 1;
+		} else if (opt == 'Y') {
+			yield_poll = 2;
 		}
 	}
 	if (srv < 0 || n <= 0) {

@@ -96,6 +96,8 @@ uint64_t kinet_wire_node(void)
 #define RD_MAX (4u << 20)    /* largest read the target posts */
 #define NRD 64               /* target reads in flight per endpoint */
 #define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
+#define ACK_EVERY 16u        /* while writes are landing: an ACK per this many, */
+#define ACK_DELAY_NS 50000u  /* or once the oldest unacknowledged is this old */
 
 enum { M_REQ = 1, M_RESP = 2, M_KA = 3, M_ACK = 4, M_RTS = 5 };
 enum { F_FIRST = 1, F_LAST = 2, F_FIN = 4 };
@@ -273,7 +275,9 @@ struct wire_qp {
 	bool tgt_failed;    /* answered an error: drop the rest of this connection */
 	struct tpend *pend, *pend_tail; /* rendezvous writes started, in order */
 	uint32_t done_seq;  /* last request done (answered by the next ACK) */
+	uint32_t acked_seq; /* last one acknowledged */
 	bool need_ack;
+	uint64_t ack_due_ns;
 	uint8_t *asm_buf;   /* send reassembly */
 	uint64_t asm_len, asm_total;
 	uint32_t rnr_count;
@@ -1019,6 +1023,16 @@ static int answer(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, uint32
 	return send_ctrl(w, wq, &m);
 }
 
+/* Request seq is done (a write or send: the next ACK covers it). */
+static void mark_done(struct wire_qp *wq, uint32_t seq, bool ack)
+{
+	wq->done_seq = seq;
+	if (ack && !wq->need_ack) {
+		wq->need_ack = true;
+		wq->ack_due_ns = kn_now_ns() + ACK_DELAY_NS;
+	}
+}
+
 /* The cumulative acknowledgement: every request up to done_seq is done. */
 static int flush_ack(struct kinet_wire *w, struct wire_qp *wq)
 {
@@ -1027,8 +1041,10 @@ static int flush_ack(struct kinet_wire *w, struct wire_qp *wq)
 	struct wmsg m = {.type = M_ACK, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
 			 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .seq = wq->done_seq};
 	int rc = send_ctrl(w, wq, &m);
-	if (rc != -EAGAIN)
+	if (rc != -EAGAIN) {
 		wq->need_ack = false; /* sent, or nobody left to tell */
+		wq->acked_seq = wq->done_seq;
+	}
 	return rc;
 }
 
@@ -1441,8 +1457,7 @@ static int pend_progress(struct kinet_wire *w, struct wire_qp *wq)
 		wq->pend = p->next;
 		if (!wq->pend)
 			wq->pend_tail = NULL;
-		wq->done_seq = p->seq;
-		wq->need_ack = true;
+		mark_done(wq, p->seq, true);
 		free(p);
 		work++;
 	}
@@ -1496,11 +1511,10 @@ static int serve_target(struct kinet_wire *w, struct wire_qp *wq)
 			if (rb->status)
 				wq->tgt_failed = true; /* RC: nothing after a NAK executes */
 			else
-				wq->done_seq = rb->m.seq;
+				mark_done(wq, rb->m.seq, false); /* answered */
 		} else if (rb->m.flags & F_LAST) {
-			wq->done_seq = rb->m.seq;
-			if (rb->m.op != KN_OPCODE_RDMA_READ)
-				wq->need_ack = true; /* a read was answered by its data */
+			/* a read was answered by its data */
+			mark_done(wq, rb->m.seq, rb->m.op != KN_OPCODE_RDMA_READ);
 		}
 		wq->tq = rb->next;
 		wq->msn_rx++;
@@ -1513,7 +1527,11 @@ static int serve_target(struct kinet_wire *w, struct wire_qp *wq)
 		if (wq->pend)
 			keepalive(w, wq);
 	}
-	flush_ack(w, wq);
+	/* at once when nothing more is landing (a lone request is answered in
+	 * this pass); while writes stream in, one ACK covers several */
+	if (wq->need_ack && (!wq->pend || wq->done_seq - wq->acked_seq >= ACK_EVERY ||
+			     kn_now_ns() >= wq->ack_due_ns))
+		flush_ack(w, wq);
 	return work;
 }
 
@@ -2051,6 +2069,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	wq->msn_tx = wq->msn_rx = 0;
 	wq->failed = wq->tgt_failed = false;
 	wq->need_ack = false;
+	wq->done_seq = wq->acked_seq = (uint32_t)-1; /* before request 0 */
 	wq->last_rx_ns = wq->last_tx_ns = kn_now_ns();
 	wq->connected = true;
 	qp->peer = NULL;
