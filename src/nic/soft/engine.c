@@ -283,8 +283,10 @@ static void *engine_main(void *arg)
 		}
 		uint64_t idle = kn_now_ns() - last_work;
 		if (idle < nic->spin_ns) {
-			for (int i = 0; i < 64; i++)
-				KN_PAUSE();
+			/* poll again soon: one pause per idle pass (KN_PAUSE gives the
+			 * CPU away every 64th time); each hop of a round trip over the
+			 * wire waits for a pass */
+			KN_PAUSE();
 			continue;
 		}
 		/* with a wire, the nap ends as soon as the network has something */
