@@ -89,10 +89,12 @@ uint64_t kinet_wire_node(void)
 #define NRX 32               /* receive buffers posted */
 #define NTX 512              /* send descriptors */
 #define NBIG 16              /* bounce buffers of HDR + CHUNK */
-#define SMALL 256u           /* inline buffer of a send descriptor (HDR + 192) */
+#define SMALL 1024u          /* inline buffer of a send descriptor (HDR + 960) */
 #define WIN 64u              /* outstanding requests per QP */
 #define MAXPC 8              /* source pieces of a rendezvous write (24 bytes each) */
 #define PCSZ 24u
+#define RTSE 32u             /* fixed part of a rendezvous entry in an RTS message */
+#define RTS_MAX (SMALL - HDR) /* payload of one RTS message (its entries) */
 #define RD_MAX (4u << 20)    /* largest read the target posts */
 #define NRD 64               /* target reads in flight per endpoint */
 #define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
@@ -112,10 +114,9 @@ struct wmsg {
 	uint32_t dst_gen, src_gen;
 	uint32_t msn; /* REQ, RTS: message number on the connection */
 	uint32_t seq; /* request number (REQ, RTS, RESP); ACK: last request done */
-	uint32_t len; /* payload bytes after the header (RTS: the pieces) */
-	uint64_t a;   /* REQ: remote address of this chunk (send: total); RTS: remote address;
-		       * RESP: offset / old value */
-	uint64_t b;   /* REQ: offset of this chunk (read: total length); RTS: total length */
+	uint32_t len; /* payload bytes after the header (RTS: its entries) */
+	uint64_t a;   /* REQ: remote address of this chunk (send: total); RESP: offset / old value */
+	uint64_t b;   /* REQ: offset of this chunk (read: total length) */
 	uint32_t rkey, imm;
 };
 _Static_assert(sizeof(struct wmsg) == 56, "wire header is 56 bytes");
@@ -154,7 +155,11 @@ static void dec(struct wmsg *m, const uint8_t *p)
 	m->rkey = le32toh(m->rkey);
 }
 
-/* A source piece of a rendezvous write: where the target reads it. */
+/* A source piece of a rendezvous write: where the target reads it. An RTS
+ * message carries one or more rendezvous writes of a QP, in order, each an
+ * entry of RTSE bytes (seq u32, opcode u8, pieces u8, 2 zero bytes, rkey
+ * u32, imm u32 (wire order), remote address u64, length u64) followed by
+ * its pieces (key, address, length: u64 each), little-endian. */
 struct wpiece {
 	uint64_t key, addr, len;
 };
@@ -827,8 +832,68 @@ static void fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, boo
 		drop_peer(w, wq->peer, "no answer");
 }
 
-/* Sends what is queued on this QP, in order. */
-static int pump(struct kinet_wire *w, struct wire_qp *wq)
+/* Is the request a rendezvous write not yet sent (registered now if it
+ * was not)? */
+static bool rndv_next(struct kinet_wire *w, struct wreq *e)
+{
+	return !e->done && e->sent == 0 &&
+	       (e->r.opcode == KN_OPCODE_RDMA_WRITE || e->r.opcode == KN_OPCODE_RDMA_WRITE_IMM) &&
+	       (e->rndv || rndv_prepare(w, e));
+}
+
+/* One RTS message for the rendezvous writes from txn on (as many as fit). */
+static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
+{
+	uint8_t buf[RTS_MAX];
+	uint32_t n = 0, k = 0;
+	for (uint32_t s = wq->txn; s != wq->tail; s++) {
+		struct wreq *e = ent(wq, s);
+		if (k && !rndv_next(w, e))
+			break;
+		uint32_t size = RTSE + (uint32_t)e->nmr * PCSZ;
+		if (n + size > RTS_MAX)
+			break;
+		uint8_t *d = buf + n;
+		uint32_t v = htole32(s);
+		memcpy(d, &v, 4);
+		d[4] = e->r.opcode;
+		d[5] = (uint8_t)e->nmr;
+		d[6] = d[7] = 0;
+		v = htole32(e->r.rkey);
+		memcpy(d + 8, &v, 4);
+		memcpy(d + 12, &e->r.imm, 4);
+		put64(d + 16, e->r.raddr);
+		put64(d + 24, e->r.total);
+		for (int i = 0; i < e->nmr; i++) {
+			put64(d + RTSE + i * PCSZ, e->pc[i].key);
+			put64(d + RTSE + i * PCSZ + 8, e->pc[i].addr);
+			put64(d + RTSE + i * PCSZ + 16, e->pc[i].len);
+		}
+		n += size;
+		k++;
+	}
+	struct wmsg m = {.type = M_RTS, .rnr = (uint8_t)wq->qp->attr.rnr_retry,
+			 .flags = F_FIRST | F_LAST, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+			 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .msn = wq->msn_tx,
+			 .seq = wq->txn, .a = k};
+	struct soft_iov piece = {buf, n, KINET_MEM_HOST};
+	int rc = send_data(w, wq, &m, &piece, 1, n); /* copied: n <= SMALL - HDR */
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < k; i++) {
+		struct wreq *e = ent(wq, wq->txn++);
+		e->sent = e->r.total;
+		e->started = true;
+	}
+	wq->msn_tx++;
+	return 0;
+}
+
+/* Sends what is queued on this QP, in order. Called from kinet_wire_post
+ * (posting), rendezvous writes wait for the QP's next progress call: the
+ * engine parses a burst of WQEs in between, and one RTS message then
+ * carries all of them. */
+static int pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 {
 	int work = 0;
 	while (wq->txn != wq->tail && !wq->failed) {
@@ -844,29 +909,25 @@ static int pump(struct kinet_wire *w, struct wire_qp *wq)
 				 .seq = wq->txn, .rkey = r->rkey, .imm = r->imm};
 		int rc;
 		bool all = true;
+		if (rndv_next(w, e)) {
+			/* rendezvous: the keys of the pieces; the target reads */
+			if (posting)
+				break;
+			rc = send_rts(w, wq);
+			if (rc == -EAGAIN)
+				break;
+			if (rc) {
+				fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, true);
+				break;
+			}
+			work++;
+			continue;
+		}
 		switch (r->opcode) {
 		case KN_OPCODE_RDMA_WRITE:
 		case KN_OPCODE_RDMA_WRITE_IMM:
 		case KN_OPCODE_SEND:
 		case KN_OPCODE_SEND_IMM: {
-			if (e->sent == 0 && (e->rndv || rndv_prepare(w, e))) {
-				/* rendezvous: the keys of the pieces; the target reads */
-				uint8_t pcs[MAXPC * PCSZ];
-				for (int i = 0; i < e->nmr; i++) {
-					put64(pcs + i * PCSZ, e->pc[i].key);
-					put64(pcs + i * PCSZ + 8, e->pc[i].addr);
-					put64(pcs + i * PCSZ + 16, e->pc[i].len);
-				}
-				m.type = M_RTS;
-				m.flags = F_FIRST | F_LAST;
-				m.a = r->raddr;
-				m.b = r->total;
-				struct soft_iov piece = {pcs, (uint64_t)e->nmr * PCSZ, KINET_MEM_HOST};
-				rc = send_data(w, wq, &m, &piece, 1, piece.len);
-				if (rc == 0)
-					e->sent = r->total;
-				break;
-			}
 			uint64_t n = r->total - e->sent;
 			if (n > CHUNK)
 				n = CHUNK;
@@ -1231,47 +1292,54 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 	return 1;
 }
 
-/* Starts a rendezvous write: checks it as the responder would (state, rkey,
- * bounds, remote write access) under the key table the engine holds, and
- * queues it; its reads are posted by rd_issue. A request that fails a check
- * is queued too, to be answered with its error in order. 1, or 0 (no
- * memory: later). */
-static int rts_start(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
+/* Starts the rendezvous write of the entry at d (at most n bytes): checks
+ * it as the responder would (state, rkey, bounds, remote write access)
+ * under the key table the engine holds, and queues it; its reads are posted
+ * by rd_issue. A request that fails a check is queued too, to be answered
+ * with its error in order. Returns the entry's size, 0 when it is
+ * malformed (queued as an error: the rest of the message is not looked
+ * at), or -1 (no memory: later). */
+static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, const uint8_t *d,
+		     uint32_t n)
 {
-	const struct wmsg *m = &rb->m;
 	kinet_qp *t = wq->qp;
 	struct tpend *p = calloc(1, sizeof(*p));
 	if (!p)
-		return 0;
-	p->seq = m->seq;
-	p->op = m->op;
-	p->rnr = m->rnr;
-	p->imm = m->imm;
-	p->rkey = m->rkey;
-	p->raddr = m->a;
-	p->total = m->b;
-	p->epoch = w->epoch;
+		return -1;
+	uint32_t st = 0, size = 0;
+	p->rnr = rnr;
 	p->last_ns = kn_now_ns();
-	uint32_t st = 0;
-	int np = (int)(m->len / PCSZ);
-	if (m->len % PCSZ || np < 1 || np > MAXPC ||
-	    (m->op != KN_OPCODE_RDMA_WRITE && m->op != KN_OPCODE_RDMA_WRITE_IMM) || m->b == 0 ||
-	    m->b > SOFT_MAX_MSG) {
+	p->epoch = w->epoch;
+	if (n < RTSE || d[5] < 1 || d[5] > MAXPC || RTSE + d[5] * PCSZ > n) {
 		st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		if (n >= 4)
+			memcpy(&p->seq, d, 4);
+		p->seq = le32toh(p->seq);
 	} else {
+		uint32_t v;
+		memcpy(&v, d, 4);
+		p->seq = le32toh(v);
+		p->op = d[4];
+		p->np = d[5];
+		memcpy(&v, d + 8, 4);
+		p->rkey = le32toh(v);
+		memcpy(&p->imm, d + 12, 4); /* wire order, as is */
+		p->raddr = get64(d + 16);
+		p->total = get64(d + 24);
+		size = RTSE + (uint32_t)p->np * PCSZ;
 		uint64_t sum = 0;
-		const uint8_t *d = rb->buf + HDR;
-		for (int i = 0; i < np; i++) {
-			p->pc[i].key = get64(d + i * PCSZ);
-			p->pc[i].addr = get64(d + i * PCSZ + 8);
-			p->pc[i].len = get64(d + i * PCSZ + 16);
+		for (int i = 0; i < p->np; i++) {
+			const uint8_t *q = d + RTSE + i * PCSZ;
+			p->pc[i].key = get64(q);
+			p->pc[i].addr = get64(q + 8);
+			p->pc[i].len = get64(q + 16);
 			if (p->pc[i].len > SOFT_MAX_MSG)
 				st = KN_SYND_REMOTE_INVAL_REQ_ERR;
 			sum += p->pc[i].len;
 		}
-		if (sum != m->b)
+		if ((p->op != KN_OPCODE_RDMA_WRITE && p->op != KN_OPCODE_RDMA_WRITE_IMM) ||
+		    p->total == 0 || p->total > SOFT_MAX_MSG || sum != p->total)
 			st = KN_SYND_REMOTE_INVAL_REQ_ERR;
-		p->np = np;
 	}
 	if (!st) {
 		int s = atomic_load(&t->state);
@@ -1280,8 +1348,8 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 	}
 	if (!st) {
 		struct kinet_mr_ref ref;
-		if (kinet_mr_check(t->ctx, t->pd, m->rkey, m->a, m->b, KINET_ACCESS_REMOTE_WRITE,
-				   &ref)) {
+		if (kinet_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
+				   KINET_ACCESS_REMOTE_WRITE, &ref)) {
 			st = KN_SYND_REMOTE_ACCESS_ERR;
 		} else {
 			p->dst = ref.ptr;
@@ -1296,7 +1364,7 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 	else
 		wq->pend = p;
 	wq->pend_tail = p;
-	return 1;
+	return (int)size;
 }
 
 /* The key table may have changed since p was checked (its reads were not
@@ -1485,16 +1553,29 @@ static int serve_target(struct kinet_wire *w, struct wire_qp *wq)
 			break; /* an earlier message is still on its way */
 		if (!rb->executed) {
 			if (rb->m.type == M_RTS) {
-				/* behind a write with immediate or an error: wait */
-				struct tpend *last = wq->pend_tail;
-				if (last && (last->op != KN_OPCODE_RDMA_WRITE || last->status))
-					break;
-				if (!rts_start(w, wq, rb))
+				/* its entries, in order; behind a write with immediate
+				 * or an error the next waits */
+				bool stop = false;
+				while (rb->off < rb->m.len) {
+					struct tpend *last = wq->pend_tail;
+					if (last && (last->op != KN_OPCODE_RDMA_WRITE || last->status)) {
+						stop = true;
+						break;
+					}
+					int k = rts_start(w, wq, rb->m.rnr, rb->buf + HDR + rb->off,
+							  (uint32_t)(rb->m.len - rb->off));
+					if (k < 0) {
+						stop = true;
+						break;
+					}
+					rb->off = k ? rb->off + (uint64_t)k : rb->m.len;
+					work++;
+				}
+				if (stop)
 					break;
 				wq->tq = rb->next;
 				wq->msn_rx++;
 				rx_release(w, rb);
-				work++;
 				continue;
 			}
 			if (wq->pend)
@@ -1793,7 +1874,7 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	if (wq->head == wq->tail)
 		wq->busy_since_ns = kn_now_ns();
 	wq->tail++;
-	pump(w, wq); /* out on this very pass */
+	pump(w, wq, true); /* out on this very pass (rendezvous: the next) */
 	pthread_mutex_unlock(&w->lock);
 	return 0;
 }
@@ -1831,7 +1912,7 @@ int kinet_wire_progress(kinet_qp *qp)
 			}
 		}
 	}
-	work += pump(w, wq);
+	work += pump(w, wq, false);
 	work += wire_complete(wq);
 	pthread_mutex_unlock(&w->lock);
 	return work;
