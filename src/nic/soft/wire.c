@@ -1027,11 +1027,29 @@ static int wire_complete(struct wire_qp *wq)
 
 /* ---- target ------------------------------------------------------------------ */
 
+/* A receive buffer is free: posted again at the end of the poll or pass
+ * (answers go out first). */
 static void rx_release(struct kinet_wire *w, struct rxbuf *rb)
 {
 	rb->executed = 0;
 	rb->off = 0;
-	post_rx(w, rb);
+	rb->next = w->repost;
+	w->repost = rb;
+}
+
+static void repost(struct kinet_wire *w)
+{
+	while (w->repost) {
+		struct rxbuf *rb = w->repost;
+		w->repost = rb->next;
+		ssize_t rc = fi_recv(w->ep, rb->buf + HOFF, HSZ + CHUNK, NULL, FI_ADDR_UNSPEC,
+				     &rb->fc);
+		if (rc) {
+			rb->next = w->repost;
+			w->repost = rb;
+			break;
+		}
+	}
 }
 
 /* Forgets the rendezvous writes of a QP (reset, close, dead peer, after a
@@ -1807,17 +1825,7 @@ static int poll_cq(struct kinet_wire *w)
 		if (n < 16)
 			break;
 	}
-	while (w->repost) {
-		struct rxbuf *rb = w->repost;
-		w->repost = rb->next;
-		ssize_t rc = fi_recv(w->ep, rb->buf + HOFF, HSZ + CHUNK, NULL, FI_ADDR_UNSPEC,
-				     &rb->fc);
-		if (rc) {
-			rb->next = w->repost;
-			w->repost = rb;
-			break;
-		}
-	}
+	repost(w);
 	return work;
 }
 
@@ -1887,6 +1895,8 @@ int kinet_wire_progress(kinet_qp *qp)
 		return 0;
 	/* the endpoint itself is polled once per engine pass, by
 	 * kinet_wire_ctx_progress, which also writes CQEs as answers arrive */
+	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail)
+		return 0; /* nothing outstanding (only this engine adds to tail) */
 	pthread_mutex_lock(&w->lock);
 	int work = 0;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR && !wq->failed && wq->head != wq->tail) {
@@ -1974,6 +1984,7 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 		}
 		work += serve_target(w, wq);
 	}
+	repost(w);
 	pthread_mutex_unlock(&w->lock);
 	return work;
 }
