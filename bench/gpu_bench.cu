@@ -4,7 +4,8 @@
  * measured on one GPU (bench/gpu.sh runs it and keeps the tables).
  *
  * usage: gpu_bench [section...]   sections: floors lat rate bw pingpong post
- *                                 (default: all, in that order)
+ *                                 (default: all, in that order), engines (the
+ *                                 engine-thread sweep, host and GPU memory)
  * Prints markdown tables. Every figure comes from CUDA events or the GPU's
  * global timer around many iterations (means); warm-up runs come first.
  */
@@ -539,6 +540,21 @@ static void rate(void)
 	printf("\n");
 }
 
+/* The engine-thread sweep alone (section "engines"): 132 CTAs x 32 threads,
+ * own QP per CTA, payload in host memory and in GPU memory. */
+static void engines(void)
+{
+	printf("#### Message rate against engine threads, 132 CTAs x 32 threads, own QP per CTA [M WQE/s]\n\n");
+	printf("| engine threads (KINET_ENGINE_THREADS) | host memory | GPU memory |\n| ---: | ---: | ---: |\n");
+	static const int engs[] = {1, 2, 4, 8, 12};
+	for (size_t i = 0; i < sizeof(engs) / sizeof(engs[0]); i++) {
+		double h = rate_run(132, 1, engs[i], 1), g = rate_run(132, 1, engs[i], 0);
+		printf("| %d | %.2f | %.3f |\n", engs[i], h, g);
+		fflush(stdout);
+	}
+	printf("\n");
+}
+
 /* ---- bandwidth GPU -> GPU ------------------------------------------------------ */
 
 __global__ void bw_kernel(const kn_qp *qp, uint8_t *src, uint32_t lkey, uint64_t dst,
@@ -862,6 +878,8 @@ int main(int argc, char **argv)
 			lat();
 		else if (!strcmp(s, "rate"))
 			rate();
+		else if (!strcmp(s, "engines"))
+			engines();
 		else if (!strcmp(s, "bw"))
 			bw();
 		else if (!strcmp(s, "pingpong"))

@@ -47,6 +47,19 @@ struct kinet_cuda_ops {
 	int (*pointer_kind)(const void *p); /* enum kinet_mem_kind, or -errno */
 	int (*host_register)(void *p, size_t len);
 	int (*host_unregister)(void *p);
+	/* Copies left in flight (the engine keeps several GPU copies going):
+	 * copy_async enqueues on the calling thread's stream and returns at once
+	 * (the memory on both sides must stay until a later fence completed);
+	 * fence records a point after every copy the calling thread enqueued so
+	 * far; fence_query: 1 completed (the copies before it are visible to
+	 * later kernels and copies), 0 not yet, -EIO a copy failed; fence_wait
+	 * blocks until completed (any thread); fence_free gives it back (any
+	 * thread). NULL hooks: synchronous copies only. */
+	int (*copy_async)(void *dst, int dkind, const void *src, int skind, size_t n);
+	int (*fence)(void **f);
+	int (*fence_query)(void *f);
+	int (*fence_wait)(void *f);
+	void (*fence_free)(void *f);
 };
 extern const struct kinet_cuda_ops *kinet_cuda;
 /* Tries to load the CUDA module once; returns kinet_cuda (NULL when absent). */
@@ -73,11 +86,41 @@ struct kinet_ctx {
 	struct kinet_wire *wire; /* soft: endpoint to other processes (wire.c), lazy */
 	void *mlx5; /* mlx5 backend state (src/nic/mlx5/) */
 	atomic_int pds, cqs; /* live PDs and CQs: kinet_close refuses while any */
-	/* counters: see struct kinet_counters */
+	/* counters: see struct kinet_counters. These are the shared ones, for
+	 * threads without a block of their own (host calls, other contexts'
+	 * engines); each engine thread counts in its own block (below) and
+	 * kinet_ctx_counters() adds them up. */
 	_Atomic uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only,
 		c_bf_wqes, c_staged, c_direct, c_rnr, c_proxy;
 	_Atomic uint64_t c_synd[64];
 };
+
+/* One thread's counters for one context: the same names as kinet_ctx's,
+ * written by their owner thread only (plain increments, relaxed stores: no
+ * locked instruction, no line shared with other writers), read by
+ * kinet_ctx_counters() with relaxed loads. */
+struct kinet_ctr_blk {
+	kinet_ctx *ctx;
+	uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only, c_bf_wqes,
+		c_staged, c_direct, c_rnr, c_proxy;
+	uint64_t c_synd[64];
+} __attribute__((aligned(64)));
+
+/* The calling thread's counter block (engine threads set it), or NULL. */
+extern __thread struct kinet_ctr_blk *kinet_ctr_self __attribute__((tls_model("initial-exec")));
+
+/* Adds n to counter `field` (c_wqes, ...) of ctx: in the thread's own block
+ * when it has one for ctx, otherwise with an atomic add on ctx's. */
+#define KINET_COUNT(ctx_, field, n_)                                                            \
+	do {                                                                                    \
+		kinet_ctx *kc_ctx = (ctx_);                                                     \
+		struct kinet_ctr_blk *kc_b = kinet_ctr_self;                                    \
+		uint64_t kc_n = (n_);                                                           \
+		if (kc_b && kc_b->ctx == kc_ctx)                                                \
+			__atomic_store_n(&kc_b->field, kc_b->field + kc_n, __ATOMIC_RELAXED);   \
+		else                                                                            \
+			atomic_fetch_add_explicit(&kc_ctx->field, kc_n, memory_order_relaxed);  \
+	} while (0)
 
 struct kinet_pd {
 	kinet_ctx *ctx;
@@ -120,7 +163,8 @@ struct kinet_mr_ref {
 /* Checks that [addr, addr+len) lies in the region named by key, that the
  * region belongs to pd and grants `access` (0 = local read). Returns 0 and
  * the translation, or -EACCES (bad key, PD, access) / -ERANGE (bounds).
- * Caller holds ctx->mr_lock for reading across the access. */
+ * Caller holds ctx->mr_lock for reading across the access, or is an engine
+ * thread of ctx inside its pass (writers stop the engines first). */
 int kinet_mr_check(kinet_ctx *ctx, const kinet_pd *pd, uint32_t key, uint64_t addr,
 		   uint64_t len, unsigned access, struct kinet_mr_ref *out);
 
@@ -179,6 +223,16 @@ int kinet_soft_qp_attach(kinet_qp *qp);
 void kinet_soft_qp_detach(kinet_qp *qp);
 /* Called on every state change (flushes on ERR, resets on RESET). */
 void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state);
+/* Stops every engine of ctx between passes (takes their pass locks, in
+ * engine order) and resumes them. While stopped, no engine reads the key
+ * table: writers of the table take this, then mr_lock for writing (lock
+ * order: pass locks, then mr_lock). wait_copies: also waits until the
+ * engines' GPU copies in flight have landed (a region may go away).
+ * No-op without a software NIC. */
+void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies);
+void kinet_soft_start_world(kinet_ctx *ctx);
+/* Adds the engines' counter blocks to the sums (kinet_ctx_counters). */
+void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o);
 /* Connects a QP to a peer in another process (RTR with remote->wire_addr). */
 int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote);
 

@@ -174,7 +174,9 @@ KN_DEVICE uint64_t kn_now_ns(void)
 enum kn_db_mode {
 	KN_DB_AUTO = 0,      /* host-side only: resolved at QP creation */
 	KN_DB_GPU = 1,       /* write the doorbell register directly */
-	KN_DB_BLUEFLAME = 2, /* write the whole 64-byte WQE into the register */
+	KN_DB_BLUEFLAME = 2, /* write the whole 64-byte WQE into the register:
+			      * words 1..7, then the ctrl word; a doorbell
+			      * without the WQE writes a ctrl word with ds 0 */
 	KN_DB_CPU_PROXY = 3, /* publish the producer index; a CPU thread rings */
 };
 
@@ -615,8 +617,10 @@ KN_DEVICE void kn_ring_cu(const kn_qp *qp, uint64_t p, const kn_wqebb *last)
 	KN_FENCE_REL();
 	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
 	/* the software NIC takes the record or the register, whichever it sees
-	 * first, so only hardware needs the record ordered before the register */
-	if (qp->backend != 1)
+	 * first, so only hardware needs the record ordered before the register;
+	 * and a BlueFlame body: the NIC trusts its copy of the register only
+	 * when no later record is visible after it (docs/ordering.md) */
+	if (qp->backend != 1 || (qp->db_mode == KN_DB_BLUEFLAME && last))
 		KN_FENCE_REL();
 	volatile uint64_t *reg = (volatile uint64_t *)qp->db;
 	if (qp->db_mode == KN_DB_BLUEFLAME && last) {

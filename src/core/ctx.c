@@ -138,34 +138,40 @@ const char *kinet_ctx_backend_reason(const kinet_ctx *ctx)
 	return ctx ? ctx->reason : "";
 }
 
+__thread struct kinet_ctr_blk *kinet_ctr_self __attribute__((tls_model("initial-exec")));
+
 void kinet_count_syndrome(kinet_ctx *ctx, uint32_t s)
 {
-	atomic_fetch_add(&ctx->c_synd[s & 63], 1);
+	KINET_COUNT(ctx, c_synd[s & 63], 1);
 	if (s == KN_SYND_WR_FLUSH_ERR)
-		atomic_fetch_add(&ctx->c_flushed, 1);
+		KINET_COUNT(ctx, c_flushed, 1);
 	else
-		atomic_fetch_add(&ctx->c_errors, 1);
+		KINET_COUNT(ctx, c_errors, 1);
 }
+
+#define CTR_LD(p) atomic_load_explicit(p, memory_order_relaxed)
 
 int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *o)
 {
 	if (!ctx || !o)
 		return -EINVAL;
 	memset(o, 0, sizeof(*o));
-	o->wqes = ctx->c_wqes;
-	o->bytes = ctx->c_bytes;
-	o->cqes = ctx->c_cqes;
-	o->errors = ctx->c_errors;
-	o->flushed = ctx->c_flushed;
+	o->wqes = CTR_LD(&ctx->c_wqes);
+	o->bytes = CTR_LD(&ctx->c_bytes);
+	o->cqes = CTR_LD(&ctx->c_cqes);
+	o->errors = CTR_LD(&ctx->c_errors);
+	o->flushed = CTR_LD(&ctx->c_flushed);
 	for (int i = 0; i < 64; i++)
-		o->by_syndrome[i] = ctx->c_synd[i];
-	o->doorbells = ctx->c_doorbells;
-	o->dbr_only = ctx->c_dbr_only;
-	o->bf_wqes = ctx->c_bf_wqes;
-	o->staged_bytes = ctx->c_staged;
-	o->direct_bytes = ctx->c_direct;
-	o->rnr_retries = ctx->c_rnr;
-	o->proxy_rings = ctx->c_proxy;
+		o->by_syndrome[i] = CTR_LD(&ctx->c_synd[i]);
+	o->doorbells = CTR_LD(&ctx->c_doorbells);
+	o->dbr_only = CTR_LD(&ctx->c_dbr_only);
+	o->bf_wqes = CTR_LD(&ctx->c_bf_wqes);
+	o->staged_bytes = CTR_LD(&ctx->c_staged);
+	o->direct_bytes = CTR_LD(&ctx->c_direct);
+	o->rnr_retries = CTR_LD(&ctx->c_rnr);
+	o->proxy_rings = CTR_LD(&ctx->c_proxy);
+	if (ctx->nic)
+		kinet_soft_counters_add(ctx, o); /* the engines' own blocks */
 	return 0;
 }
 
@@ -312,7 +318,7 @@ int kinet_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe)
 	}
 	cq_write(cq, cqe);
 	pthread_spin_unlock(&cq->lock);
-	atomic_fetch_add(&cq->ctx->c_cqes, 1);
+	KINET_COUNT(cq->ctx, c_cqes, 1);
 	return 0;
 }
 
@@ -322,7 +328,7 @@ void kinet_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe)
 	cq->reserved--;
 	cq_write(cq, cqe);
 	pthread_spin_unlock(&cq->lock);
-	atomic_fetch_add(&cq->ctx->c_cqes, 1);
+	KINET_COUNT(cq->ctx, c_cqes, 1);
 }
 
 int kinet_cq_peek(kinet_cq *cq, uint64_t idx, struct kn_cqe64 *out)

@@ -4,10 +4,12 @@
  * (struct kinet_cuda_ops): copies between host and GPU memory, atomics on GPU
  * memory, pointer kinds, mapping of queue memory into the GPU.
  *
- * Every engine thread that calls a hook gets its own non-blocking stream and
- * a pinned staging buffer for small copies and atomics. A hook returns only once its effect is complete and visible to
- * later kernels and copies (the engine writes the CQE after it returns:
- * docs/ordering.md).
+ * Every engine thread that calls a hook gets a non-blocking stream (one of a
+ * few, shared) and a pinned staging buffer for small copies and atomics. A hook returns only
+ * once its effect is complete and visible to later kernels and copies (the
+ * engine writes the CQE after it returns: docs/ordering.md), except
+ * copy_async, which only enqueues on that stream: the engine records a fence
+ * (a CUDA event) after such copies and writes their CQEs once it completed.
  */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -21,17 +23,25 @@ static size_t g_small = 4096;
 static pthread_key_t g_key;
 
 struct cu_thread {
-	cudaStream_t stream;
-	uint8_t *stage; /* pinned, g_stage bytes */
+	cudaStream_t stream; /* one of g_streams */
+	uint8_t *stage;      /* pinned, g_stage bytes */
 };
+
+/* The engine threads' streams: at most CU_STREAMS, shared round-robin. The
+ * GPU has a few hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
+ * default) that streams share; a stream mapped onto the queue of an
+ * application kernel that waits for a CQE would wait for that kernel, and
+ * the CQE would never come. Few streams keep clear of the application's. */
+#define CU_STREAMS 4
+static pthread_mutex_t g_st_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaStream_t g_streams[CU_STREAMS];
+static unsigned g_st_next;
 
 static void cu_thread_free(void *p)
 {
 	struct cu_thread *t = p;
 	if (!t)
 		return;
-	if (t->stream)
-		cudaStreamDestroy(t->stream);
 	if (t->stage)
 		cudaFreeHost(t->stage);
 	free(t);
@@ -46,6 +56,19 @@ static int cu_err(cudaError_t e, const char *what)
 	return -EIO;
 }
 
+static int cu_stream_get(cudaStream_t *out)
+{
+	pthread_mutex_lock(&g_st_lock);
+	unsigned i = g_st_next++ % CU_STREAMS;
+	int rc = 0;
+	if (!g_streams[i])
+		rc = cu_err(cudaStreamCreateWithFlags(&g_streams[i], cudaStreamNonBlocking),
+			    "cudaStreamCreate");
+	*out = g_streams[i];
+	pthread_mutex_unlock(&g_st_lock);
+	return rc;
+}
+
 /* The calling thread's CUDA resources, created on first use. */
 static struct cu_thread *cu_self(void)
 {
@@ -55,9 +78,7 @@ static struct cu_thread *cu_self(void)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	if (cu_err(cudaSetDevice(g_dev), "cudaSetDevice") ||
-	    cu_err(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking),
-		   "cudaStreamCreate") ||
+	if (cu_err(cudaSetDevice(g_dev), "cudaSetDevice") || cu_stream_get(&t->stream) ||
 	    cu_err(cudaHostAlloc((void **)&t->stage, g_small > 64 ? g_small : 64,
 				 cudaHostAllocDefault),
 		   "cudaHostAlloc")) {
@@ -134,6 +155,80 @@ static int cu_atomic64(void *addr, int op, uint64_t a, uint64_t b, uint64_t *old
 	return 0;
 }
 
+/* ---- copies left in flight -------------------------------------------------- */
+
+static int cu_copy_async(void *dst, int dkind, const void *src, int skind, size_t n)
+{
+	(void)dkind;
+	(void)skind;
+	struct cu_thread *t = cu_self();
+	if (!t)
+		return -EIO;
+	if (n == 0)
+		return 0;
+	return cu_err(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, t->stream), "copy (async)");
+}
+
+/* Fences are CUDA events, kept for reuse (creating one costs more than
+ * recording it). */
+static pthread_mutex_t g_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaEvent_t *g_ev_pool;
+static size_t g_ev_n, g_ev_cap;
+
+static int cu_fence(void **f)
+{
+	struct cu_thread *t = cu_self();
+	if (!t)
+		return -EIO;
+	cudaEvent_t ev = NULL;
+	pthread_mutex_lock(&g_ev_lock);
+	if (g_ev_n)
+		ev = g_ev_pool[--g_ev_n];
+	pthread_mutex_unlock(&g_ev_lock);
+	if (!ev && cu_err(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"))
+		return -EIO;
+	if (cu_err(cudaEventRecord(ev, t->stream), "cudaEventRecord")) {
+		cudaEventDestroy(ev);
+		return -EIO;
+	}
+	*f = ev;
+	return 0;
+}
+
+static int cu_fence_query(void *f)
+{
+	cudaError_t e = cudaEventQuery((cudaEvent_t)f);
+	if (e == cudaErrorNotReady)
+		return 0;
+	return cu_err(e, "copy in flight") ? -EIO : 1;
+}
+
+static int cu_fence_wait(void *f)
+{
+	return cu_err(cudaEventSynchronize((cudaEvent_t)f), "copy in flight");
+}
+
+static void cu_fence_free(void *f)
+{
+	cudaEvent_t ev = (cudaEvent_t)f;
+	pthread_mutex_lock(&g_ev_lock);
+	if (g_ev_n == g_ev_cap) {
+		size_t ncap = g_ev_cap ? g_ev_cap * 2 : 64;
+		cudaEvent_t *p = realloc(g_ev_pool, ncap * sizeof(*p));
+		if (p) {
+			g_ev_pool = p;
+			g_ev_cap = ncap;
+		}
+	}
+	if (g_ev_n < g_ev_cap) {
+		g_ev_pool[g_ev_n++] = ev;
+		ev = NULL;
+	}
+	pthread_mutex_unlock(&g_ev_lock);
+	if (ev)
+		cudaEventDestroy(ev);
+}
+
 static int cu_pointer_kind(const void *p)
 {
 	struct cudaPointerAttributes a;
@@ -173,6 +268,11 @@ static const struct kinet_cuda_ops cu_ops = {
 	.pointer_kind = cu_pointer_kind,
 	.host_register = cu_host_register,
 	.host_unregister = cu_host_unregister,
+	.copy_async = cu_copy_async,
+	.fence = cu_fence,
+	.fence_query = cu_fence_query,
+	.fence_wait = cu_fence_wait,
+	.fence_free = cu_fence_free,
 };
 
 static const struct kinet_cuda_ops *g_ops;

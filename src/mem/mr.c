@@ -36,6 +36,10 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 	}
 	/* the software NIC is a CPU: it reaches GPU memory by copies */
 	mr->path = mr->kind == KINET_MEM_CUDA ? KINET_MR_PATH_STAGED : KINET_MR_PATH_HOST;
+	/* engines read the table inside their passes without mr_lock: stop
+	 * them first; other readers (wire, other contexts' responders) hold
+	 * mr_lock for reading */
+	kinet_soft_stop_world(ctx, false);
 	pthread_rwlock_wrlock(&ctx->mr_lock);
 	uint32_t i;
 	for (i = 1; i < ctx->mr_cap; i++)
@@ -46,6 +50,7 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 		kinet_mr **t = ncap <= (1u << 24) ? realloc(ctx->mr_tab, ncap * sizeof(*t)) : NULL;
 		if (!t) {
 			pthread_rwlock_unlock(&ctx->mr_lock);
+			kinet_soft_start_world(ctx);
 			free(mr);
 			return -ENOMEM;
 		}
@@ -61,6 +66,7 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 	mr->rkey = mr->key;
 	ctx->mr_tab[i] = mr;
 	pthread_rwlock_unlock(&ctx->mr_lock);
+	kinet_soft_start_world(ctx);
 	atomic_fetch_add(&pd->refs, 1);
 	*out = mr;
 	return 0;
@@ -73,11 +79,14 @@ int kinet_mr_dereg(kinet_mr *mr)
 	kinet_ctx *ctx = mr->pd->ctx;
 	if (ctx->backend == KINET_BACKEND_MLX5)
 		return kinet_mlx5_mr_dereg(mr);
+	/* no engine in a pass, no GPU copy of theirs still moving bytes of it */
+	kinet_soft_stop_world(ctx, true);
 	pthread_rwlock_wrlock(&ctx->mr_lock);
 	uint32_t i = mr->key >> 8;
 	if (i < ctx->mr_cap && ctx->mr_tab[i] == mr)
 		ctx->mr_tab[i] = NULL;
 	pthread_rwlock_unlock(&ctx->mr_lock);
+	kinet_soft_start_world(ctx);
 	atomic_fetch_sub(&mr->pd->refs, 1);
 	free(mr);
 	return 0;

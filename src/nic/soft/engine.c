@@ -19,17 +19,42 @@
 #include "nic/soft/wire.h"
 
 #define BURST 32 /* WQEs per QP per pass: fairness between QPs */
+#define INFL 64  /* WQEs with GPU copies in flight per QP (power of two) */
 
+/* A WQE executed, its copies (and those of the WQEs before it) possibly
+ * still in flight: completed in WQE order once a fence at or after it has. */
+struct infl {
+	void *fence; /* recorded after this WQE's copies, or NULL (a later one covers it) */
+	uint64_t total;
+	uint16_t wqe_idx;
+	uint8_t opcode, signaled;
+};
+
+/* The engine's own state of one QP (qp->engine_priv), touched by its engine
+ * inside a pass, or by whoever holds that engine's pass lock. */
+struct soft_qp {
+	uint32_t bf_idx;   /* BlueFlame copy below: its WQE index, bit 16 valid */
+	uint32_t head, tail; /* in-flight WQEs ring[head..tail) */
+	uint64_t pub;      /* last sq_ci published in sq_ci_pub */
+	uint8_t bf[KN_SEND_WQE_BB];
+	struct infl ring[INFL];
+};
+
+/* Each engine's lock, counters and state on cache lines of its own: the
+ * engines never write a line another engine or an idle QP's producer uses. */
 struct engine {
 	pthread_t th;
-	pthread_mutex_t lock; /* held during a pass; taken to change the QP list */
+	pthread_mutex_t lock; /* held during a pass; taken to change the QP list,
+			       * and by writers of the key table (stop the world) */
 	kinet_qp **qps;
 	int nqps, cap;
 	atomic_bool stop;
 	atomic_bool kick; /* a QP was added: skip the sleep */
 	struct kinet_soft_nic *nic;
-	struct soft_req req; /* scratch for one WQE */
-};
+	struct kinet_ctr_blk ctr; /* this engine's counters (kinet_ctx_counters) */
+	struct soft_req req;  /* scratch for one WQE */
+	struct soft_req done; /* scratch for a deferred CQE */
+} __attribute__((aligned(64)));
 
 struct kinet_soft_nic {
 	kinet_ctx *ctx;
@@ -58,8 +83,43 @@ static int proxy_ring(kinet_qp *qp)
 	uint64_t w;
 	memcpy(&w, qp->sq + ((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
 	__atomic_store_n((uint64_t *)(qp->uar + KN_BF_OFFSET), w, __ATOMIC_RELEASE);
-	atomic_fetch_add(&qp->ctx->c_proxy, 1);
+	KINET_COUNT(qp->ctx, c_proxy, 1);
 	return 1;
+}
+
+/* BlueFlame: the register holds a new doorbell word w0. When it is the ctrl
+ * word of a complete one-WQEBB WQE (ds 1..4: device code writes words 1..7
+ * first, then the ctrl word; a doorbell without a body has ds 0), keep a copy
+ * of the 64 bytes for the WQE at that index. The copy is only trusted when
+ * the ctrl word is unchanged after it and no later doorbell was published
+ * (every ringer publishes its record before it writes the register): either
+ * could mean that a later ringer was writing the body meanwhile. Otherwise
+ * the WQE is read from the SQ, as always. */
+static void bf_capture(kinet_qp *qp, struct soft_qp *sp, uint64_t w0)
+{
+	sp->bf_idx = 0;
+	uint32_t a, b;
+	memcpy(&a, &w0, 4);
+	memcpy(&b, (const uint8_t *)&w0 + 4, 4);
+	uint32_t qpn_ds = kn_be32toh(b);
+	uint32_t ds = qpn_ds & 0x3f;
+	uint16_t idx = (uint16_t)(kn_be32toh(a) >> 8);
+	if (ds == 0 || ds > KN_SEND_WQE_BB / 16 || (qpn_ds >> 8) != qp->qpn ||
+	    (uint16_t)(idx - (uint16_t)qp->sq_ci) >= qp->sq_cnt)
+		return;
+	const uint64_t *reg = (const uint64_t *)(qp->uar + KN_BF_OFFSET);
+	uint64_t body[KN_SEND_WQE_BB / 8];
+	body[0] = w0;
+	for (unsigned i = 1; i < KN_SEND_WQE_BB / 8; i++)
+		body[i] = __atomic_load_n(&reg[i], __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	uint64_t again = __atomic_load_n(&reg[0], __ATOMIC_RELAXED);
+	uint16_t dbr = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_RELAXED));
+	uint16_t later = (uint16_t)(dbr - (uint16_t)(idx + 1));
+	if (again != w0 || (later != 0 && later <= qp->sq_cnt))
+		return; /* torn or overwritten: the SQ has the WQE */
+	memcpy(sp->bf, body, sizeof(body));
+	sp->bf_idx = idx | 0x10000u;
 }
 
 /* Number of WQEBBs published beyond the consumer index (0 if none). */
@@ -68,10 +128,13 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 	uint16_t ci = (uint16_t)qp->sq_ci;
 	uint16_t dbr = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_ACQUIRE));
 	uint64_t reg = __atomic_load_n((uint64_t *)(qp->uar + KN_BF_OFFSET), __ATOMIC_ACQUIRE);
+	struct soft_qp *sp = qp->engine_priv;
 	if (reg != qp->last_db_word) {
 		/* a doorbell write: the first 8 bytes of the last WQE's ctrl */
 		qp->last_db_word = reg;
-		atomic_fetch_add(&qp->ctx->c_doorbells, 1);
+		KINET_COUNT(qp->ctx, c_doorbells, 1);
+		if (qp->db_mode == KN_DB_BLUEFLAME)
+			bf_capture(qp, sp, reg);
 		uint32_t w0;
 		memcpy(&w0, &reg, 4);
 		uint16_t idx = (uint16_t)(kn_be32toh(w0) >> 8);
@@ -81,6 +144,8 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 		uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
 		qp->db_target = (uint16_t)(idx + nbb) | 0x10000u; /* bit 16: valid */
 	}
+	if ((sp->bf_idx & 0x10000u) && (uint16_t)((uint16_t)sp->bf_idx - ci) >= qp->sq_cnt)
+		sp->bf_idx = 0; /* its WQE was consumed from the SQ */
 	uint32_t d_dbr = (uint16_t)(dbr - ci);
 	if (d_dbr > qp->sq_cnt)
 		d_dbr = 0; /* not a sane producer: ignore */
@@ -114,6 +179,7 @@ static int flush_sq(kinet_qp *qp, struct soft_req *r)
 		r->total = 0;
 		if (soft_req_cqe(qp, r, KN_SYND_WR_FLUSH_ERR))
 			break; /* CQ full: later */
+		((struct soft_qp *)qp->engine_priv)->bf_idx = 0;
 		qp->sq_ci += nbb;
 		avail -= nbb;
 		n++;
@@ -128,13 +194,172 @@ static void to_error(kinet_qp *qp)
 		KLOG_DBG("qp 0x%x: %s -> ERR", qp->qpn, kinet_qp_state_str(old));
 }
 
+/* ---- WQEs with GPU copies in flight ----------------------------------------
+ * A write or read whose local and remote memory are both GPU memory has its
+ * copies only enqueued (copy_async) on the engine thread's stream; the WQE
+ * joins the QP's in-flight ring, and a fence recorded after the last copy of
+ * the pass covers it and the WQEs before it (a stream completes in order).
+ * CQEs are written strictly in WQE order, each once a fence at or after its
+ * WQE completed, i.e. once its data is visible (docs/ordering.md). While the
+ * ring holds anything, only such writes and reads execute: any other WQE
+ * (its effect would be visible at once: host memory, atomics, receive CQEs)
+ * waits until the ring is empty. */
+
+static bool infl_busy(const struct soft_qp *sp)
+{
+	return sp->head != sp->tail;
+}
+
+/* Could this request's copies be left in flight? (The responder decides per
+ * piece: GPU memory on both sides.) */
+static bool infl_candidate(const kinet_qp *qp, const struct soft_req *r)
+{
+	if (qp->wire || !kinet_cuda || !kinet_cuda->copy_async || !r->total ||
+	    (r->opcode != KN_OPCODE_RDMA_WRITE && r->opcode != KN_OPCODE_RDMA_READ))
+		return false;
+	for (int i = 0; i < r->niov; i++)
+		if (r->iov[i].len && r->iov[i].kind != KINET_MEM_CUDA)
+			return false;
+	return true;
+}
+
+static void infl_push(struct soft_qp *sp, const struct soft_req *r)
+{
+	struct infl *f = &sp->ring[sp->tail++ & (INFL - 1)];
+	f->fence = NULL;
+	f->total = r->total;
+	f->wqe_idx = r->wqe_idx;
+	f->opcode = r->opcode;
+	f->signaled = r->signaled;
+}
+
+/* After a pass: one fence after the last WQE enqueued. -EIO: none could be
+ * recorded (the CUDA module reports why). */
+static int infl_fence(struct soft_qp *sp)
+{
+	if (!infl_busy(sp))
+		return 0;
+	struct infl *last = &sp->ring[(sp->tail - 1) & (INFL - 1)];
+	if (last->fence)
+		return 0;
+	return kinet_cuda->fence(&last->fence);
+}
+
+/* Writes the CQEs of ring[head, end) into their reserved slots. synd: 0,
+ * or a copy among them failed: the first completes with that syndrome (the
+ * QP goes to ERR first), the others are flushed (RC: nothing after an error
+ * completes successfully). */
+static void infl_complete(struct engine *e, kinet_qp *qp, struct soft_qp *sp, uint32_t end,
+			  uint32_t synd)
+{
+	struct soft_req *d = &e->done;
+	if (synd)
+		to_error(qp);
+	for (; sp->head != end; sp->head++) {
+		struct infl *f = &sp->ring[sp->head & (INFL - 1)];
+		if (f->fence) {
+			kinet_cuda->fence_free(f->fence);
+			f->fence = NULL;
+		}
+		d->opcode = f->opcode;
+		d->wqe_idx = f->wqe_idx;
+		d->total = f->total;
+		if (f->signaled || synd)
+			soft_req_cqe_reserved(qp, d, synd);
+		else
+			kinet_cq_unreserve(qp->scq);
+		if (synd)
+			synd = KN_SYND_WR_FLUSH_ERR;
+	}
+}
+
+/* Completes what has landed, in order; wait: everything, blocking. Between
+ * passes the last WQE of a non-empty ring always holds a fence. Returns the
+ * number of WQEs completed. */
+static int infl_progress(struct engine *e, kinet_qp *qp, struct soft_qp *sp, bool wait)
+{
+	int n = 0;
+	while (infl_busy(sp)) {
+		uint32_t j = sp->head;
+		while (j != sp->tail && !sp->ring[j & (INFL - 1)].fence)
+			j++;
+		if (j == sp->tail)
+			break; /* not fenced yet (inside a pass) */
+		void *fc = sp->ring[j & (INFL - 1)].fence;
+		int rc = wait ? (kinet_cuda->fence_wait(fc) == 0 ? 1 : -EIO)
+			      : kinet_cuda->fence_query(fc);
+		if (rc == 0)
+			break;
+		n += (int)(j + 1 - sp->head);
+		if (rc < 0) {
+			/* which copy failed is not known: the oldest WQE fails,
+			 * everything after it is flushed */
+			n += (int)(sp->tail - (j + 1));
+			infl_complete(e, qp, sp, sp->tail, KN_SYND_REMOTE_OP_ERR);
+			break;
+		}
+		infl_complete(e, qp, sp, j + 1, 0);
+	}
+	return n;
+}
+
+/* Lets every copy in flight of this QP land and drops the ring without CQEs
+ * (RESET, destruction), giving the reserved CQE slots back. */
+static void infl_drop(kinet_qp *qp, struct soft_qp *sp)
+{
+	for (; infl_busy(sp); sp->head++) {
+		struct infl *f = &sp->ring[sp->head & (INFL - 1)];
+		if (f->fence) {
+			kinet_cuda->fence_wait(f->fence);
+			kinet_cuda->fence_free(f->fence);
+			f->fence = NULL;
+		}
+		kinet_cq_unreserve(qp->scq);
+	}
+}
+
+/* Waits (any thread) until the copies in flight of this QP have landed. */
+static void infl_wait(struct soft_qp *sp)
+{
+	for (uint32_t j = sp->head; j != sp->tail; j++)
+		if (sp->ring[j & (INFL - 1)].fence)
+			kinet_cuda->fence_wait(sp->ring[j & (INFL - 1)].fence);
+}
+
+/* sq_ci for readers outside the engine, stored only when it moved (an idle
+ * pass writes nothing). */
+static void publish_ci(kinet_qp *qp, struct soft_qp *sp)
+{
+	if (sp->pub != qp->sq_ci) {
+		sp->pub = qp->sq_ci;
+		atomic_store(&qp->sq_ci_pub, qp->sq_ci);
+	}
+}
+
+/* The WQE at sq_ci is done with (executed, failed, or handed to the wire). */
+static void consume(kinet_qp *qp, struct soft_qp *sp, const struct soft_req *r, bool from_bf)
+{
+	if (from_bf) {
+		sp->bf_idx = 0;
+		KINET_COUNT(qp->ctx, c_bf_wqes, 1);
+	}
+	qp->sq_ci += r->nbb;
+}
+
 /* One pass over one QP; returns the amount of work done. */
 static int serve_qp(struct engine *e, kinet_qp *qp)
 {
+	struct soft_qp *sp = qp->engine_priv;
 	int work = 0;
 	if (qp->db_mode == KN_DB_CPU_PROXY)
 		work += proxy_ring(qp);
 	int state = atomic_load(&qp->state);
+	if (infl_busy(sp)) {
+		/* copies in flight: complete what landed; stay awake meanwhile.
+		 * In ERR they all complete before the flush CQEs. */
+		work += 1 + infl_progress(e, qp, sp, state == KINET_QPS_ERR);
+		state = atomic_load(&qp->state);
+	}
 	if (state == KINET_QPS_ERR) {
 		/* the wire completes its outstanding WQEs first: CQEs stay in order */
 		bool drained = true;
@@ -149,7 +374,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			work += soft_flush_rq(qp);
 			pthread_mutex_unlock(&qp->rq_lock);
 		}
-		atomic_store(&qp->sq_ci_pub, qp->sq_ci);
+		publish_ci(qp, sp);
 		return work;
 	}
 	if (state != KINET_QPS_RTS)
@@ -161,7 +386,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	bool dbr_only;
 	uint32_t avail = published(qp, &dbr_only);
 	if (avail && dbr_only)
-		atomic_fetch_add(&qp->ctx->c_dbr_only, 1);
+		KINET_COUNT(qp->ctx, c_dbr_only, 1);
 	for (int n = 0; n < BURST && avail > 0; n++) {
 		/* room for the completion, or wait for the consumer. A local WQE
 		 * reserves its CQE slot before it executes: the CQ may be shared
@@ -174,24 +399,35 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		if (qp->wire && !kinet_wire_can_post(qp))
 			break;
 		struct soft_req *r = &e->req;
-		uint32_t synd = soft_parse_wqe(qp, qp->sq_ci, avail, r);
+		/* BlueFlame: the register's copy of this WQE, when it has one */
+		bool bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)qp->sq_ci;
+		uint32_t synd = soft_parse_wqe_bb(qp, qp->sq_ci, avail, bf ? sp->bf : NULL, r);
 		int res = synd;
+		bool cand = !synd && infl_candidate(qp, r);
+		if (infl_busy(sp) && (!cand || sp->tail - sp->head == INFL)) {
+			/* its effect would show before the CQEs of the copies in
+			 * flight: once they have landed (parsing again is harmless) */
+			if (rsv)
+				kinet_cq_unreserve(qp->scq);
+			break;
+		}
 		if (!synd) {
 			if (qp->wire) {
 				res = kinet_wire_post(qp, r); /* completes later, in order */
 				if (res == 0) {
-					qp->sq_ci += r->nbb;
+					consume(qp, sp, r, bf);
 					avail -= r->nbb;
 					work++;
-					atomic_fetch_add(&qp->ctx->c_wqes, 1);
+					KINET_COUNT(qp->ctx, c_wqes, 1);
 					continue;
 				}
 			} else {
+				r->async_ok = cand;
 				res = soft_exec_local(qp, r);
 			}
 		}
 		if (res == SOFT_RNR) {
-			atomic_fetch_add(&qp->ctx->c_rnr, 1);
+			KINET_COUNT(qp->ctx, c_rnr, 1);
 			if (qp->attr.rnr_retry == 7 || qp->rnr_count < qp->attr.rnr_retry) {
 				qp->rnr_count++;
 				qp->rnr_until_ns =
@@ -203,6 +439,24 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			}
 			res = KN_SYND_RNR_RETRY_EXC_ERR;
 		}
+		if (res != 0 && res != SOFT_STALL && res != -EAGAIN &&
+		    (r->in_flight || infl_busy(sp))) {
+			/* failed behind copies in flight (or after enqueuing some
+			 * of its own): those land and complete first */
+			void *f;
+			if (r->in_flight && kinet_cuda->fence(&f) == 0) {
+				kinet_cuda->fence_wait(f);
+				kinet_cuda->fence_free(f);
+			}
+			if (infl_fence(sp) != 0)
+				infl_complete(e, qp, sp, sp->tail, KN_SYND_REMOTE_OP_ERR);
+			infl_progress(e, qp, sp, true);
+			if (infl_busy(sp) || atomic_load(&qp->state) != KINET_QPS_RTS) {
+				if (rsv)
+					kinet_cq_unreserve(qp->scq);
+				break; /* a copy failed: the ERR pass flushes this one */
+			}
+		}
 		if (res == SOFT_STALL || res == -EAGAIN) {
 			if (rsv)
 				kinet_cq_unreserve(qp->scq);
@@ -211,7 +465,9 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		qp->rnr_count = 0;
 		qp->rnr_until_ns = 0;
 		if (res == 0) {
-			if (r->signaled && rsv)
+			if (r->in_flight || infl_busy(sp))
+				infl_push(sp, r); /* its CQE once its copies landed */
+			else if (r->signaled && rsv)
 				soft_req_cqe_reserved(qp, r, 0);
 			else if (rsv)
 				kinet_cq_unreserve(qp->scq);
@@ -228,16 +484,19 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				soft_req_cqe(qp, r, (uint32_t)res);
 			KLOG_DBG("qp 0x%x: WQE %u: %s", qp->qpn, r->wqe_idx,
 				 kinet_syndrome_str((uint32_t)res));
-			qp->sq_ci += r->nbb;
+			consume(qp, sp, r, bf);
 			work++;
 			break;
 		}
-		atomic_fetch_add(&qp->ctx->c_wqes, 1);
-		qp->sq_ci += r->nbb;
+		KINET_COUNT(qp->ctx, c_wqes, 1);
+		consume(qp, sp, r, bf);
 		avail -= r->nbb;
 		work++;
 	}
-	atomic_store(&qp->sq_ci_pub, qp->sq_ci);
+	/* one fence after the copies this pass left in flight */
+	if (infl_fence(sp) != 0)
+		infl_complete(e, qp, sp, sp->tail, KN_SYND_REMOTE_OP_ERR);
+	publish_ci(qp, sp);
 	return work;
 }
 
@@ -251,12 +510,16 @@ static void *engine_main(void *arg)
 	/* naps as long as asked: the default timer slack (50 us) would stretch
 	 * the first steps of the idle policy many times over */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-	while (!atomic_load(&e->stop)) {
+	e->ctr.ctx = nic->ctx;
+	kinet_ctr_self = &e->ctr; /* counts go to this engine's block */
+	while (!atomic_load_explicit(&e->stop, memory_order_relaxed)) {
 		int work = 0;
 		bool own = true;
 		if (!pinned) {
+			/* the pass lock alone: writers of the key table stop every
+			 * engine (kinet_soft_stop_world) before they take mr_lock,
+			 * so a pass reads the table without touching mr_lock */
 			pthread_mutex_lock(&e->lock);
-			pthread_rwlock_rdlock(&nic->ctx->mr_lock);
 		} else {
 			/* holding the key table: never wait for the QP list, whose
 			 * holder may be waiting for the table */
@@ -269,14 +532,20 @@ static void *engine_main(void *arg)
 		work += kinet_wire_ctx_progress(nic->ctx); /* requests from other processes */
 		soft_resp_set_held(NULL);
 		/* the wire reads data straight into regions it has checked: no
-		 * region may go away before those reads have landed (the wire
-		 * starts no new ones while a writer waits for the table) */
-		pinned = kinet_wire_pinned(nic->ctx);
-		if (!pinned)
+		 * region may go away before those reads have landed. Pinning
+		 * starts inside a pass (own is true: no writer holds or waits
+		 * for mr_lock while this engine holds its pass lock) */
+		bool pin = kinet_wire_pinned(nic->ctx);
+		if (pin && !pinned)
+			pthread_rwlock_rdlock(&nic->ctx->mr_lock);
+		else if (!pin && pinned)
 			pthread_rwlock_unlock(&nic->ctx->mr_lock);
+		pinned = pin;
 		if (own)
 			pthread_mutex_unlock(&e->lock);
-		if (work || atomic_exchange(&e->kick, false)) {
+		/* an idle pass writes no shared line: the kick is read first */
+		if (work || (atomic_load_explicit(&e->kick, memory_order_relaxed) &&
+			     atomic_exchange(&e->kick, false))) {
 			last_work = kn_now_ns();
 			nap = 1000;
 			continue;
@@ -299,6 +568,7 @@ static void *engine_main(void *arg)
 	}
 	if (pinned)
 		pthread_rwlock_unlock(&nic->ctx->mr_lock);
+	kinet_ctr_self = NULL;
 	return NULL;
 }
 
@@ -317,7 +587,10 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 	nic->sleep_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SLEEP_US") * 1000ull;
 	if (nic->sleep_ns < 1000)
 		nic->sleep_ns = 1000;
-	nic->eng = calloc((size_t)n, sizeof(struct engine));
+	void *eng = NULL;
+	if (posix_memalign(&eng, 64, (size_t)n * sizeof(struct engine)) == 0)
+		memset(eng, 0, (size_t)n * sizeof(struct engine));
+	nic->eng = eng;
 	if (!nic->eng) {
 		free(nic);
 		return -ENOMEM;
@@ -360,17 +633,22 @@ int kinet_soft_qp_attach(kinet_qp *qp)
 	struct kinet_soft_nic *nic = qp->ctx->nic;
 	int idx = (int)(qp->qpn % (uint32_t)nic->n);
 	struct engine *e = &nic->eng[idx];
+	struct soft_qp *sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
 	pthread_mutex_lock(&e->lock);
 	if (e->nqps == e->cap) {
 		int ncap = e->cap ? e->cap * 2 : 16;
 		kinet_qp **t = realloc(e->qps, (size_t)ncap * sizeof(*t));
 		if (!t) {
 			pthread_mutex_unlock(&e->lock);
+			free(sp);
 			return -ENOMEM;
 		}
 		e->qps = t;
 		e->cap = ncap;
 	}
+	qp->engine_priv = sp;
 	e->qps[e->nqps++] = qp;
 	qp->engine_idx = idx;
 	pthread_mutex_unlock(&e->lock);
@@ -383,8 +661,7 @@ void kinet_soft_qp_detach(kinet_qp *qp)
 	struct kinet_soft_nic *nic = qp->ctx->nic;
 	/* stop the world: no engine may be inside a pass that can reach qp as a
 	 * peer while it goes away */
-	for (int i = 0; i < nic->n; i++)
-		pthread_mutex_lock(&nic->eng[i].lock);
+	kinet_soft_stop_world(qp->ctx, false);
 	struct engine *e = &nic->eng[qp->engine_idx];
 	for (int i = 0; i < e->nqps; i++)
 		if (e->qps[i] == qp) {
@@ -393,8 +670,60 @@ void kinet_soft_qp_detach(kinet_qp *qp)
 		}
 	if (qp->wire || qp->wire_ep)
 		kinet_wire_qp_close(qp);
+	struct soft_qp *sp = qp->engine_priv;
+	if (sp) {
+		infl_drop(qp, sp); /* its copies land before its memory may go */
+		free(sp);
+		qp->engine_priv = NULL;
+	}
+	kinet_soft_start_world(qp->ctx);
+}
+
+void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies)
+{
+	struct kinet_soft_nic *nic = ctx->nic;
+	if (!nic)
+		return;
+	for (int i = 0; i < nic->n; i++)
+		pthread_mutex_lock(&nic->eng[i].lock);
+	if (!wait_copies || !kinet_cuda || !kinet_cuda->fence_wait)
+		return;
+	for (int i = 0; i < nic->n; i++)
+		for (int q = 0; q < nic->eng[i].nqps; q++)
+			infl_wait(nic->eng[i].qps[q]->engine_priv);
+}
+
+void kinet_soft_start_world(kinet_ctx *ctx)
+{
+	struct kinet_soft_nic *nic = ctx->nic;
+	if (!nic)
+		return;
 	for (int i = nic->n - 1; i >= 0; i--)
 		pthread_mutex_unlock(&nic->eng[i].lock);
+}
+
+#define CTR_ADD(dst, f) (dst) += __atomic_load_n(&b->f, __ATOMIC_RELAXED)
+
+void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o)
+{
+	struct kinet_soft_nic *nic = ctx->nic;
+	for (int i = 0; nic && i < nic->n; i++) {
+		const struct kinet_ctr_blk *b = &nic->eng[i].ctr;
+		CTR_ADD(o->wqes, c_wqes);
+		CTR_ADD(o->bytes, c_bytes);
+		CTR_ADD(o->cqes, c_cqes);
+		CTR_ADD(o->errors, c_errors);
+		CTR_ADD(o->flushed, c_flushed);
+		for (int k = 0; k < 64; k++)
+			CTR_ADD(o->by_syndrome[k], c_synd[k]);
+		CTR_ADD(o->doorbells, c_doorbells);
+		CTR_ADD(o->dbr_only, c_dbr_only);
+		CTR_ADD(o->bf_wqes, c_bf_wqes);
+		CTR_ADD(o->staged_bytes, c_staged);
+		CTR_ADD(o->direct_bytes, c_direct);
+		CTR_ADD(o->rnr_retries, c_rnr);
+		CTR_ADD(o->proxy_rings, c_proxy);
+	}
 }
 
 void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
@@ -417,6 +746,11 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		memset((void *)qp->dbrec, 0, 64);
 		memset(qp->uar + KN_BF_OFFSET, 0, 64);
 		atomic_store(&qp->sq_ci_pub, 0);
+		struct soft_qp *sp = qp->engine_priv;
+		infl_drop(qp, sp);
+		sp->head = sp->tail = 0;
+		sp->bf_idx = 0;
+		sp->pub = 0;
 		if (qp->wire_ep)
 			kinet_wire_qp_reset(qp);
 		if (qp->own_scq)

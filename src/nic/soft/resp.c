@@ -9,6 +9,22 @@
 
 static pthread_mutex_t gpu_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* soft_exec_local of a request with async_ok: GPU-to-GPU pieces are only
+ * enqueued (copy_async), and cp_enqueued says that one was. */
+static __thread bool cp_async __attribute__((tls_model("initial-exec")));
+static __thread bool cp_enqueued __attribute__((tls_model("initial-exec")));
+
+static int copy_piece(void *dst, int dkind, const void *src, int skind, size_t n)
+{
+	if (cp_async && dkind == KINET_MEM_CUDA && skind == KINET_MEM_CUDA) {
+		int rc = kinet_cuda->copy_async(dst, dkind, src, skind, n);
+		if (rc == 0)
+			cp_enqueued = true;
+		return rc;
+	}
+	return kinet_mem_copy(dst, dkind, src, skind, n);
+}
+
 int soft_copy_iov(const struct soft_iov *dst, int ndst, const struct soft_iov *src, int nsrc,
 		  uint64_t total)
 {
@@ -30,8 +46,8 @@ int soft_copy_iov(const struct soft_iov *dst, int ndst, const struct soft_iov *s
 			n = src[si].len - soff;
 		if (n > total)
 			n = total;
-		int rc = kinet_mem_copy(dst[di].ptr + doff, dst[di].kind, src[si].ptr + soff,
-					src[si].kind, n);
+		int rc = copy_piece(dst[di].ptr + doff, dst[di].kind, src[si].ptr + soff,
+				    src[si].kind, n);
 		if (rc)
 			return rc;
 		doff += n;
@@ -71,8 +87,8 @@ static void count_move(kinet_ctx *ctx, const struct soft_iov *a, int na, uint64_
 {
 	(void)a;
 	(void)na;
-	atomic_fetch_add(&ctx->c_bytes, total);
-	atomic_fetch_add(&ctx->c_direct, total);
+	KINET_COUNT(ctx, c_bytes, total);
+	KINET_COUNT(ctx, c_direct, total);
 }
 
 /* Responder error on the receive side: QP to ERR, then the receive CQE with
@@ -310,11 +326,28 @@ out:
 	return rc;
 }
 
+static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r);
+
 int soft_exec_local(kinet_qp *qp, struct soft_req *r)
 {
 	kinet_qp *t = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
 	if (!t)
 		return KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* nobody answers */
+	r->in_flight = 0;
+	/* same context only: a writer of the key table waits for the copies in
+	 * flight of its own context's engines */
+	if (!r->async_ok || t->ctx != qp->ctx || !kinet_cuda || !kinet_cuda->copy_async)
+		return exec_local(qp, t, r);
+	cp_async = true;
+	cp_enqueued = false;
+	int rc = exec_local(qp, t, r);
+	cp_async = false;
+	r->in_flight = cp_enqueued;
+	return rc;
+}
+
+static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r)
+{
 	switch (r->opcode) {
 	case KN_OPCODE_NOP:
 		return 0;

@@ -35,6 +35,8 @@ struct soft_req {
 	uint32_t imm;      /* wire order */
 	uint64_t swap_add, compare;
 	uint64_t total;    /* payload bytes */
+	uint8_t async_ok;  /* in: GPU-to-GPU copies may be left in flight (engine) */
+	uint8_t in_flight; /* out: soft_exec_local left a copy in flight */
 	int niov;
 	struct soft_iov iov[SOFT_MAX_SGE]; /* local gather (write/send) or scatter (read/atomic) */
 	const uint8_t *inl[SOFT_MAX_SGE]; /* inline data pieces point into wqe (iov.kind host) */
@@ -76,8 +78,15 @@ int soft_flush_rq(kinet_qp *qp);
  * 0, or a KN_SYND_* (the WQE is malformed or its local side invalid); r->nbb
  * is always set to how many BBs to consume. */
 uint32_t soft_parse_wqe(kinet_qp *qp, uint64_t ci, uint32_t avail, struct soft_req *r);
+/* The same, with the first WQEBB taken from bb (a BlueFlame copy of it, 64
+ * bytes) instead of the SQ; bb NULL: the SQ. */
+uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint8_t *bb,
+			   struct soft_req *r);
 
-/* Executes a parsed request against a same-process peer. */
+/* Executes a parsed request against a same-process peer. With r->async_ok,
+ * copies between GPU buffers are only enqueued (kinet_cuda->copy_async) and
+ * r->in_flight says so: the caller completes the WQE once a later fence of
+ * its thread has completed. */
 int soft_exec_local(kinet_qp *qp, struct soft_req *r);
 
 #endif

@@ -78,9 +78,17 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 
 uint32_t soft_parse_wqe(kinet_qp *qp, uint64_t ci, uint32_t avail, struct soft_req *r)
 {
+	return soft_parse_wqe_bb(qp, ci, avail, NULL, r);
+}
+
+uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint8_t *bb,
+			   struct soft_req *r)
+{
 	uint32_t mask = qp->sq_cnt - 1;
-	const uint8_t *first = qp->sq + (ci & mask) * KN_SEND_WQE_BB;
+	const uint8_t *first = bb ? bb : qp->sq + (ci & mask) * KN_SEND_WQE_BB;
 	memcpy(r->wqe, first, KN_SEND_WQE_BB);
+	r->async_ok = 0;
+	r->in_flight = 0;
 	const struct kn_wqe_ctrl_seg *c = (const struct kn_wqe_ctrl_seg *)r->wqe;
 	uint32_t ds = kn_be32toh(c->qpn_ds) & 0x3f;
 	uint32_t qpn = kn_be32toh(c->qpn_ds) >> 8;
