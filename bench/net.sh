@@ -10,7 +10,9 @@
 #
 # N scales the iterations (N*64 KiB bytes per size, 10*N latency samples).
 # PIN_SRV / PIN_CLI: CPU lists (taskset -c) for the server / client process,
-# applied alike to both programs (default: no pinning).
+# applied alike to both programs (default: no pinning). KINET_ARGS: more
+# options for the kinet client (e.g. -y: its application thread polls with
+# sched_yield between checks).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -38,15 +40,17 @@ PC=()
 [ -n "${PIN_SRV:-}" ] && PS=(taskset -c "$PIN_SRV")
 [ -n "${PIN_CLI:-}" ] && PC=(taskset -c "$PIN_CLI")
 
-# pair PROG SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE: server in the
-# background, client in front; both bounded. The client's lines go to stdout.
+# pair PROG SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE [CLIENT OPTIONS]:
+# server in the background, client in front; both bounded. The client's
+# lines go to stdout.
 pair() {
 	local prog=$1 spre=$2 cpre=$3 sif=$4 cif=$5
+	shift 5
 	rm -rf "$TMP/x"
 	mkdir "$TMP/x"
 	$spre env FI_TCP_IFACE="$sif" timeout 300 "${PS[@]}" "$OUT/$prog" -s "$TMP/x" &
 	local spid=$!
-	$cpre env FI_TCP_IFACE="$cif" timeout 300 "${PC[@]}" "$OUT/$prog" -c "$TMP/x" -n "$N"
+	$cpre env FI_TCP_IFACE="$cif" timeout 300 "${PC[@]}" "$OUT/$prog" -c "$TMP/x" -n "$N" "$@"
 	wait $spid
 }
 
@@ -61,7 +65,7 @@ run_path() {
 	shift
 	for r in $(seq 1 "$REPS"); do
 		pair fabric_bw "$@" >"$TMP/raw.$name.$r"
-		pair kinet_net_bw "$@" >"$TMP/kin.$name.$r"
+		pair kinet_net_bw "$@" ${KINET_ARGS:-} >"$TMP/kin.$name.$r"
 	done
 }
 
@@ -113,7 +117,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 echo "provider ${KINET_FI_PROVIDER:-tcp;ofi_rxm}, N=$N, $REPS rounds (raw then kinet in each), medians;" \
-	"pinning: server ${PIN_SRV:-none}, client ${PIN_CLI:-none}"
+	"pinning: server ${PIN_SRV:-none}, client ${PIN_CLI:-none}; kinet client options: ${KINET_ARGS:-none}"
 echo
 echo "| path | size | raw fi_write MB/s | raw fi_send MB/s | kinet write MB/s | kinet / raw write | per-round ratios |"
 echo "|---|---:|---:|---:|---:|---:|---:|"

@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/wire.h"
 
 #define BURST 32 /* WQEs per QP per pass: fairness between QPs */
+#define YIELD_NS 4000u /* an idle, polling engine gives its CPU away this often */
 #define INFL 64  /* WQEs with GPU copies in flight per QP (power of two) */
 
 /* A WQE executed, its copies (and those of the WQEs before it) possibly
@@ -505,7 +507,7 @@ static void *engine_main(void *arg)
 	struct engine *e = arg;
 	struct kinet_soft_nic *nic = e->nic;
 	uint64_t last_work = kn_now_ns();
-	uint64_t nap = 1000;
+	uint64_t nap = 1000, last_yield = 0;
 	bool pinned = false; /* key table kept across passes: wire placements in flight */
 	/* naps as long as asked: the default timer slack (50 us) would stretch
 	 * the first steps of the idle policy many times over */
@@ -552,10 +554,16 @@ static void *engine_main(void *arg)
 		}
 		uint64_t idle = kn_now_ns() - last_work;
 		if (idle < nic->spin_ns) {
-			/* poll again soon: one pause per idle pass (KN_PAUSE gives the
-			 * CPU away every 64th time); each hop of a round trip over the
-			 * wire waits for a pass */
+			/* poll again soon: one pause per idle pass (each hop of a
+			 * round trip over the wire waits for a pass), and give the CPU
+			 * away every few microseconds: there may be more busy threads
+			 * than cores (the application's, a peer's engine) */
 			KN_PAUSE();
+			uint64_t now = kn_now_ns();
+			if (now - last_yield > YIELD_NS) {
+				sched_yield();
+				last_yield = now;
+			}
 			continue;
 		}
 		/* with a wire, the nap ends as soon as the network has something */
