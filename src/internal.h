@@ -257,5 +257,9 @@ void kinet_count_syndrome(kinet_ctx *ctx, uint32_t synd);
 /* Internal helpers shared by backends */
 uint32_t kinet_pow2(uint32_t v);
 kinet_qp *kinet_ctx_qp_lookup(kinet_ctx *ctx, uint32_t qpn);
+/* Fills qp->desc (the device descriptor) from the QP; every backend uses it so
+ * that device code sees the same descriptor whatever executes the queue. */
+void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *cpu_pi,
+			int backend);
 
 #endif

@@ -101,6 +101,41 @@ static void qp_reset_device_state(kinet_qp *qp)
 	memset(qp->slot_ready, 0, (size_t)qp->sq_cnt * sizeof(uint64_t));
 }
 
+/* Fills the device descriptor from the QP's queues and attributes; db and
+ * cpu_pi are where the backend put the doorbell register and the CPU-proxy
+ * producer word. */
+void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *cpu_pi,
+			int backend)
+{
+	kn_qp *d = &qp->desc;
+	d->sq = qp->sq;
+	d->dbrec = qp->dbrec;
+	d->db = db;
+	d->cpu_pi = cpu_pi;
+	d->cq = qp->scq->buf;
+	d->cq_dbrec = qp->scq->dbrec;
+	d->cq_cqe_cnt = qp->scq->cnt;
+	d->rq = qp->rq;
+	d->rcq = qp->rcq ? qp->rcq->buf : NULL;
+	d->rcq_dbrec = qp->rcq ? qp->rcq->dbrec : NULL;
+	d->rcq_cqe_cnt = qp->rcq ? qp->rcq->cnt : 0;
+	d->st = qp->dstate;
+	d->slot_ready = qp->slot_ready;
+	d->scratch_addr = (uint64_t)(uintptr_t)qp->scratch;
+	d->scratch_lkey = qp->scratch_mr->key;
+	uint64_t tmo = qp->attr.timeout_ms ? qp->attr.timeout_ms
+					   : (uint64_t)kinet_tunable_int("KINET_TIMEOUT_MS");
+	d->timeout_ns = tmo * 1000000ull;
+	d->qpn = qp->qpn;
+	d->sq_wqe_cnt = qp->sq_cnt;
+	d->rq_wqe_cnt = qp->rq_cnt;
+	d->rq_stride = qp->rq_stride;
+	d->db_mode = (uint32_t)qp->db_mode;
+	d->share = (uint32_t)qp->attr.share;
+	d->max_inline = qp->attr.max_inline;
+	d->backend = (uint32_t)backend;
+}
+
 int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp **out)
 {
 	if (!pd || !out)
@@ -193,34 +228,7 @@ int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp 
 		atomic_fetch_add(&qp->rcq->refs, 1);
 	atomic_fetch_add(&pd->refs, 1);
 
-	/* device descriptor */
-	kn_qp *d = &qp->desc;
-	d->sq = qp->sq;
-	d->dbrec = qp->dbrec;
-	d->db = qp->uar + KN_BF_OFFSET;
-	d->cpu_pi = qp->dbrec + 4;
-	d->cq = qp->scq->buf;
-	d->cq_dbrec = qp->scq->dbrec;
-	d->cq_cqe_cnt = qp->scq->cnt;
-	d->rq = qp->rq;
-	d->rcq = qp->rcq ? qp->rcq->buf : NULL;
-	d->rcq_dbrec = qp->rcq ? qp->rcq->dbrec : NULL;
-	d->rcq_cqe_cnt = qp->rcq ? qp->rcq->cnt : 0;
-	d->st = qp->dstate;
-	d->slot_ready = qp->slot_ready;
-	d->scratch_addr = (uint64_t)(uintptr_t)qp->scratch;
-	d->scratch_lkey = qp->scratch_mr->key;
-	uint64_t tmo = attr.timeout_ms ? attr.timeout_ms
-				       : (uint64_t)kinet_tunable_int("KINET_TIMEOUT_MS");
-	d->timeout_ns = tmo * 1000000ull;
-	d->qpn = qp->qpn;
-	d->sq_wqe_cnt = qp->sq_cnt;
-	d->rq_wqe_cnt = qp->rq_cnt;
-	d->rq_stride = qp->rq_stride;
-	d->db_mode = (uint32_t)qp->db_mode;
-	d->share = (uint32_t)attr.share;
-	d->max_inline = attr.max_inline;
-	d->backend = KINET_BACKEND_SOFT;
+	kinet_qp_fill_desc(qp, qp->uar + KN_BF_OFFSET, qp->dbrec + 4, KINET_BACKEND_SOFT);
 
 	rc = kinet_soft_qp_attach(qp);
 	if (rc) {

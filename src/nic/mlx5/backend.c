@@ -1050,33 +1050,7 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 	qp->db_mode = mode;
 
 	/* the descriptor is complete before the proxy can see the QP */
-	kn_qp *d = &qp->desc;
-	d->sq = qp->sq;
-	d->dbrec = qp->dbrec;
-	d->db = x->bf_reg;
-	d->cpu_pi = x->cpu_pi_page;
-	d->cq = qp->scq->buf;
-	d->cq_dbrec = qp->scq->dbrec;
-	d->cq_cqe_cnt = qp->scq->cnt;
-	d->rq = qp->rq;
-	d->rcq = qp->rcq ? qp->rcq->buf : NULL;
-	d->rcq_dbrec = qp->rcq ? qp->rcq->dbrec : NULL;
-	d->rcq_cqe_cnt = qp->rcq ? qp->rcq->cnt : 0;
-	d->st = qp->dstate;
-	d->slot_ready = qp->slot_ready;
-	d->scratch_addr = (uint64_t)(uintptr_t)qp->scratch;
-	d->scratch_lkey = qp->scratch_mr->key;
-	uint64_t tmo = attr->timeout_ms ? attr->timeout_ms
-					: (uint64_t)kinet_tunable_int("KINET_TIMEOUT_MS");
-	d->timeout_ns = tmo * 1000000ull;
-	d->qpn = qp->qpn;
-	d->sq_wqe_cnt = qp->sq_cnt;
-	d->rq_wqe_cnt = qp->rq_cnt;
-	d->rq_stride = qp->rq_stride;
-	d->db_mode = (uint32_t)qp->db_mode;
-	d->share = (uint32_t)attr->share;
-	d->max_inline = attr->max_inline;
-	d->backend = KINET_BACKEND_MLX5;
+	kinet_qp_fill_desc(qp, x->bf_reg, x->cpu_pi_page, KINET_BACKEND_MLX5);
 	pthread_mutex_lock(&m->lock);
 	if (m->nqps == m->qcap) {
 		int ncap = m->qcap ? m->qcap * 2 : 16;
