@@ -744,7 +744,10 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		struct engine *e = &nic->eng[qp->engine_idx];
 		pthread_mutex_lock(&e->lock);
 		qp->sq_ci = 0;
+		/* a peer's engine consumes the receive queue under rq_lock */
+		pthread_mutex_lock(&qp->rq_lock);
 		qp->rq_ci = 0;
+		pthread_mutex_unlock(&qp->rq_lock);
 		qp->last_db_word = 0;
 		qp->db_target = 0;
 		qp->proxy_seen = 0;
