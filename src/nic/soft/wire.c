@@ -1531,6 +1531,11 @@ static int pend_progress(struct kinet_wire *w, struct wire_qp *wq)
 			p->status = (uint32_t)rc;
 			p->op = KN_OPCODE_RDMA_WRITE; /* its receive part is done */
 		}
+		if (!p->status) {
+			int st = atomic_load(&wq->qp->state);
+			if (st != KINET_QPS_RTR && st != KINET_QPS_RTS)
+				p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* as the responder */
+		}
 		if (p->status) {
 			/* earlier successes first, then the NAK; nothing after it runs */
 			if (flush_ack(w, wq) == -EAGAIN || answer(w, wq, p->seq, p->status, 0) == -EAGAIN)
