@@ -405,6 +405,9 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		bool bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)qp->sq_ci;
 		uint32_t synd = soft_parse_wqe_bb(qp, qp->sq_ci, avail, bf ? sp->bf : NULL, r);
 		int res = synd;
+		if (synd && qp->wire && !kinet_wire_drained(qp))
+			break; /* the requests before it complete first (RC order):
+				  its error CQE on a later pass */
 		bool cand = !synd && infl_candidate(qp, r);
 		if (infl_busy(sp) && (!cand || sp->tail - sp->head == INFL)) {
 			/* its effect would show before the CQEs of the copies in
