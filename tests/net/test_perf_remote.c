@@ -32,30 +32,7 @@
 
 #define RUN_MS 120000 /* bound on any process of a test */
 
-static const char *BW_HEADER =
-	" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
-static const char *LAT_HEADER =
-	" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
-	"t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]";
-
-static const char *perf_bin(void)
-{
-	static char path[PATH_MAX];
-	const char *env = getenv("KINET_PERF_BIN");
-	if (env && *env)
-		return env;
-#ifdef KINET_PERF_BIN
-	if (access(KINET_PERF_BIN, X_OK) == 0)
-		return KINET_PERF_BIN;
-#endif
-	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 64);
-	cr_assert(n > 0, "cannot find this program's path");
-	path[n] = 0;
-	char *slash = strrchr(path, '/');
-	cr_assert_not_null(slash);
-	strcpy(slash, "/../tools/perf/kinet-perf");
-	return path;
-}
+#include "../util/perf_bin.h"
 
 /* ---- processes ------------------------------------------------------------------- */
 
