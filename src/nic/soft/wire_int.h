@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wire_int.h - private to the wire (src/nic/soft/wire*.c): the protocol
+ * (constants, message header and its encoding, rendezvous entries) and the
+ * structures the files of the wire share. The wire carries RC QPs of
+ * different processes over libfabric (FI_EP_RDM, FI_MSG and, where the
+ * provider has it, FI_RMA; provider KINET_FI_PROVIDER, tcp;ofi_rxm by
+ * default).
+ *
+ * One endpoint per context carries every QP of the context. Each message
+ * starts with a header naming the target QP, both QP generations (stale or
+ * stray messages are dropped) and a per-connection message number; the
+ * target starts a connection's requests strictly in that order.
+ *
+ * Requester: kinet_wire_post() queues a parsed WQE in the QP's window and
+ * sends it on the spot. Large RDMA writes from host memory (at least
+ * KINET_NET_RNDV_BYTES, in at most MAXPC pieces) go by rendezvous: the
+ * requester registers its source pieces with libfabric (remote read only, a
+ * fresh key per request, closed before the CQE) and sends their keys; the
+ * target checks rkey, bounds and access itself, then reads the data with
+ * fi_read straight into the checked destination (no bounce buffer, no
+ * copy). Everything else is eager: writes and sends in
+ * chunks of at most CHUNK bytes (straight from host memory with fi_sendv
+ * when the pieces allow it, otherwise through a bounce buffer, through
+ * kinet_mem_copy for GPU memory), reads and atomics as one request. CQEs
+ * are written in WQE order as soon as the answer is read (a write
+ * completes only after it was placed).
+ *
+ * Target: kinet_wire_ctx_progress() polls the endpoint and runs each request
+ * through the same responder functions as a local peer (soft_resp_*: rkey,
+ * bounds, access, placement, receive queue). Rendezvous writes are checked
+ * when they start and pipeline (several reads in flight); anything else
+ * waits until the reads before it have landed, so RC order holds (a receive
+ * CQE, a read or an atomic sees every earlier write). Successes are
+ * acknowledged cumulatively, RC style: one ACK names the last request done
+ * and covers every earlier one, sent at the end of each pass (at once when
+ * idle, one for many under load); errors are answered at once (NAK) and end
+ * the connection. While reads into a region are in flight, the engines keep
+ * the context's key table (kinet_wire_pinned): a region cannot be
+ * deregistered under a placement; a waiting writer stops new reads until
+ * those in flight have landed. A send that finds no receive WQE is retried
+ * every KINET_RNR_TIMER_US up to the requester's rnr_retry (7: forever),
+ * then answered with RNR retry exceeded; meanwhile the target keeps the
+ * requester's timer alive.
+ *
+ * Failures: a requester that hears nothing from its peer for
+ * KINET_NET_TIMEOUT_MS while requests are outstanding (dead process, broken
+ * connection, network down), or whose sends fail, completes the oldest
+ * outstanding WQE with transport retry exceeded, flushes the others and
+ * moves the QP to ERR. A target whose reads make no progress for as long
+ * drops the connection. The peer's address is then dropped from the
+ * address vector (closing the provider's connection and whatever it still
+ * queued), so a later connect starts afresh.
+ *
+ * Files: wire.c (entry points the engine calls, QP lifecycle, the stubs of
+ * a build without libfabric), wire_ep.c (endpoint, pools, sending, polling
+ * the libfabric CQ), wire_req.c (requester: window, rendezvous, pump, CQEs,
+ * failure, answers), wire_tgt.c (target: serving requests, rendezvous
+ * reads, answers and ACKs, RNR waits), wire_desc.c (QP and region
+ * descriptors).
+ */
+
+#ifndef KINET_WIRE_INT_H
+#define KINET_WIRE_INT_H
+#include "nic/soft/wire.h"
+
+#if KINET_HAVE_FABRIC
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <endian.h>
+#include <string.h>
+
+#define CHUNK (256u * 1024u) /* largest payload of one message */
+#define HDR 64u              /* payload offset in a buffer; the header ends there */
+#define NRX 32               /* receive buffers posted */
+#define NTX 512              /* send descriptors */
+#define NBIG 16              /* bounce buffers of HDR + CHUNK */
+#define SMALL 1024u          /* inline buffer of a send descriptor (HDR + 960) */
+#define WIN 64u              /* outstanding requests per QP */
+#define MAXPC 8              /* source pieces of a rendezvous write (24 bytes each) */
+#define PCSZ 24u
+#define RTSE 32u             /* fixed part of a rendezvous entry in an RTS message */
+#define RTS_MAX (SMALL - HDR) /* payload of one RTS message (its entries) */
+#define RD_MAX (4u << 20)    /* largest read the target posts */
+#define NRD 64               /* target reads in flight per endpoint */
+#define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
+#define ACK_EVERY 16u        /* while writes are landing: an ACK per this many, */
+#define ACK_DELAY_NS 50000u  /* or once the oldest unacknowledged is this old */
+
+enum { M_REQ = 1, M_RESP = 2, M_KA = 3, M_ACK = 4, M_RTS = 5 };
+enum { F_FIRST = 1, F_LAST = 2, F_FIN = 4 };
+
+/* Message header, little-endian on the wire. */
+struct wmsg {
+	uint8_t type;  /* M_* */
+	uint8_t op;    /* REQ, RTS: KN_OPCODE_*; RESP: syndrome (0: success) */
+	uint8_t rnr;   /* REQ, RTS: requester's rnr_retry */
+	uint8_t flags; /* F_* */
+	uint32_t dst_qpn, src_qpn;
+	uint32_t dst_gen, src_gen;
+	uint32_t msn; /* REQ, RTS: message number on the connection */
+	uint32_t seq; /* request number (REQ, RTS, RESP); ACK: last request done */
+	uint32_t len; /* payload bytes after the header (RTS: its entries) */
+	uint64_t a;   /* REQ: remote address of this chunk (send: total); RESP: offset / old value */
+	uint64_t b;   /* REQ: offset of this chunk (read: total length) */
+	uint32_t rkey, imm;
+};
+_Static_assert(sizeof(struct wmsg) == 56, "wire header is 56 bytes");
+#define HSZ ((uint32_t)sizeof(struct wmsg))
+#define HOFF (HDR - HSZ) /* where the header starts in a buffer */
+
+static inline void wire_enc(uint8_t *p, const struct wmsg *m)
+{
+	struct wmsg x = *m;
+	x.dst_qpn = htole32(m->dst_qpn);
+	x.src_qpn = htole32(m->src_qpn);
+	x.dst_gen = htole32(m->dst_gen);
+	x.src_gen = htole32(m->src_gen);
+	x.msn = htole32(m->msn);
+	x.seq = htole32(m->seq);
+	x.len = htole32(m->len);
+	x.a = htole64(m->a);
+	x.b = htole64(m->b);
+	x.rkey = htole32(m->rkey);
+	x.imm = m->imm; /* already in wire (big-endian) order, carried as is */
+	memcpy(p, &x, sizeof(x));
+}
+
+static inline void wire_dec(struct wmsg *m, const uint8_t *p)
+{
+	memcpy(m, p, sizeof(*m));
+	m->dst_qpn = le32toh(m->dst_qpn);
+	m->src_qpn = le32toh(m->src_qpn);
+	m->dst_gen = le32toh(m->dst_gen);
+	m->src_gen = le32toh(m->src_gen);
+	m->msn = le32toh(m->msn);
+	m->seq = le32toh(m->seq);
+	m->len = le32toh(m->len);
+	m->a = le64toh(m->a);
+	m->b = le64toh(m->b);
+	m->rkey = le32toh(m->rkey);
+}
+
+/* A source piece of a rendezvous write: where the target reads it. An RTS
+ * message carries one or more rendezvous writes of a QP, in order, each an
+ * entry of RTSE bytes (seq u32, opcode u8, pieces u8, 2 zero bytes, rkey
+ * u32, imm u32 (wire order), remote address u64, length u64) followed by
+ * its pieces (key, address, length: u64 each), little-endian. */
+struct wpiece {
+	uint64_t key, addr, len;
+};
+
+static inline void wire_put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static inline uint64_t wire_get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+enum { CTX_RX = 1, CTX_TX = 2, CTX_RD = 3 };
+
+/* A posted receive buffer; while a request waits at the target it stays in
+ * the target QP's queue, then it is posted again. */
+struct rxbuf {
+	struct fi_context fc;
+	int kind;
+	struct rxbuf *next;
+	uint8_t *buf;
+	struct wmsg m;
+	int executed;     /* target: done, the answer is still to be sent */
+	uint32_t status;  /* its result */
+	uint64_t old;     /* atomic result */
+	uint64_t off;     /* read: bytes already sent back */
+};
+
+/* A send in flight; names its QP by number and generation, never by pointer
+ * (the QP may be gone when the completion arrives). */
+struct txd {
+	struct fi_context fc;
+	int kind;
+	struct txd *next;
+	uint32_t qpn, gen;
+	uint8_t *big; /* bounce buffer taken, if any */
+	uint8_t small[SMALL];
+};
+
+/* Target: a rendezvous write that has started (checked), in request order;
+ * done once every read has landed (and, with immediate, the receive CQE is
+ * written). */
+struct tpend {
+	struct tpend *next;
+	uint32_t seq;
+	uint8_t op, rnr;
+	uint32_t status; /* 0, or the syndrome to answer */
+	uint32_t imm, rkey;
+	uint64_t raddr, total;
+	uint8_t *dst;    /* the checked destination */
+	int dkind;
+	uint64_t epoch;  /* w->epoch of the check */
+	int np;
+	struct wpiece pc[MAXPC];
+	int ip;          /* reads posted up to piece ip, offset ioff */
+	uint64_t ioff;
+	uint64_t issued; /* bytes asked for */
+	int inflight;    /* reads in flight */
+	uint64_t last_ns; /* last progress (a read posted or landed) */
+};
+
+/* A target read in flight. p is NULL once its request was dropped (the
+ * bytes still land in the checked region: the key table stays held). */
+struct rdop {
+	struct fi_context fc;
+	int kind;
+	struct rdop *next;
+	struct tpend *p;
+	uint8_t *bounce; /* staging for a destination that is not host memory */
+	uint8_t *dst;
+	int dkind;
+	uint64_t len;
+};
+
+/* One outstanding request of a requester QP. */
+struct wreq {
+	struct soft_req r; /* header fields and r.iov[0..niov) only; r.wqe when inline */
+	uint64_t sent;     /* payload bytes sent */
+	uint64_t got;      /* read: bytes received */
+	bool started;      /* first message sent */
+	bool fin;          /* read: final answer seen (data may still be on its way) */
+	bool done;
+	bool rndv;         /* by rendezvous: mr[] registered for the target to read */
+	uint32_t status;
+	int nmr;
+	struct fid_mr *mr[MAXPC];
+	struct wpiece pc[MAXPC];
+};
+
+struct wpeer {
+	uint8_t addr[128];
+	size_t len;
+	fi_addr_t fa;
+	bool dead;
+	int refs;
+};
+
+struct wire_qp {
+	kinet_qp *qp;
+	uint32_t gen;
+	bool connected;
+	int peer;           /* index in w->peers */
+	uint32_t peer_qpn, peer_gen;
+	/* requester */
+	struct wreq *win;   /* WIN entries */
+	uint32_t head, txn, tail; /* oldest incomplete, next to send, next free */
+	uint32_t msn_tx;
+	uint64_t last_rx_ns, busy_since_ns;
+	bool failed;        /* error seen: everything outstanding is failing */
+	/* target */
+	struct rxbuf *tq;   /* received requests, by message number */
+	uint32_t msn_rx;
+	bool tgt_failed;    /* answered an error: drop the rest of this connection */
+	struct tpend *pend, *pend_tail; /* rendezvous writes started, in order */
+	uint32_t done_seq;  /* last request done (answered by the next ACK) */
+	uint32_t acked_seq; /* last one acknowledged */
+	bool need_ack;
+	uint64_t ack_due_ns;
+	uint8_t *asm_buf;   /* send reassembly */
+	uint64_t asm_len, asm_total;
+	uint32_t rnr_count;
+	uint64_t rnr_next_ns;
+	uint64_t last_tx_ns;
+};
+
+struct kinet_wire {
+	kinet_ctx *ctx;
+	pthread_mutex_t lock;
+	struct fi_info *info;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	char prov[32];
+	uint8_t addr[128];
+	size_t addr_len;
+	size_t inject, iov_limit;
+	bool rma;           /* FI_RMA: rendezvous writes */
+	bool virt_addr;     /* FI_MR_VIRT_ADDR: reads name virtual addresses */
+	bool prov_key;      /* FI_MR_PROV_KEY: the provider picks keys */
+	bool mr_ep;         /* FI_MR_ENDPOINT: regions are bound to the endpoint */
+	uint64_t rndv_min;  /* writes from this size on go by rendezvous (0: never) */
+	uint64_t next_key;
+	int wait_fd;        /* readable when the endpoint has something (-1: none) */
+	struct rxbuf rx[NRX];
+	uint8_t *rxmem, *bigmem, *txmem;
+	struct txd *txfree;
+	uint8_t *bigfree[NBIG];
+	int nbig;
+	struct rxbuf *repost; /* receive buffers to post again */
+	struct rdop rd[NRD];
+	struct rdop *rdfree;
+	_Atomic int rd_inflight; /* reads in flight (kinet_wire_pinned) */
+	uint64_t rd_bytes;
+	bool draining;      /* a key-table writer waits: no new reads */
+	uint64_t epoch;     /* bumped whenever the key table may have changed */
+	struct wire_qp **qps;
+	int nqps, qcap;
+	struct wpeer *peers;
+	int npeers;
+	uint64_t timeout_ns, rnr_ns, ka_ns;
+};
+
+static inline struct wreq *wire_ent(struct wire_qp *wq, uint32_t seq)
+{
+	return &wq->win[seq & (WIN - 1)];
+}
+
+static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp *wq)
+{
+	return w->peers[wq->peer].fa;
+}
+
+/* Shared between the files of the wire only (hidden: not exported from the
+ * library, calls between the files stay direct). */
+#pragma GCC visibility push(hidden)
+
+/* wire_ep.c: endpoint, pools, sending, polling */
+void wire_destroy(struct kinet_wire *w);
+int wire_get(kinet_ctx *ctx, struct kinet_wire **out);
+void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
+void wire_repost(struct kinet_wire *w);
+struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
+void wire_txd_put(struct kinet_wire *w, struct txd *t);
+int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
+		   struct soft_iov *out, int max);
+uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
+int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m);
+int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
+		   const struct soft_iov *data, int nd, uint64_t n);
+void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
+int wire_poll_cq(struct kinet_wire *w);
+
+/* wire_req.c: requester */
+void wire_wreq_unreg(struct wreq *e);
+void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport);
+int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting);
+int wire_complete(struct wire_qp *wq);
+void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m);
+void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
+		  const uint8_t *data);
+
+/* wire_tgt.c: target */
+void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
+int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
+void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
+
+#pragma GCC visibility pop
+#endif /* KINET_HAVE_FABRIC */
+#endif

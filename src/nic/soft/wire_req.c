@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wire_req.c - the requester side of the wire: the QP's window of
+ * outstanding requests, rendezvous writes (registration of the source, RTS
+ * messages), sending in order (pump), CQEs in WQE order, failure of a QP,
+ * and the answers that complete its requests (ACKs, responses).
+ */
+
+#include <string.h>
+#include "nic/soft/wire_int.h"
+#if KINET_HAVE_FABRIC
+
+/* ---- requester ----------------------------------------------------------- */
+
+/* Closes the registrations of a rendezvous write: from then on the target
+ * can no longer read its source (done before its CQE, whatever the result). */
+void wire_wreq_unreg(struct wreq *e)
+{
+	for (int i = 0; i < e->nmr; i++)
+		fi_close(&e->mr[i]->fid);
+	e->nmr = 0;
+	e->rndv = false;
+}
+
+/* Registers the source pieces of a large write from host memory for the
+ * target to read. true: go by rendezvous; false: eager. */
+static bool rndv_prepare(struct kinet_wire *w, struct wreq *e)
+{
+	const struct soft_req *r = &e->r;
+	if (!w->rma || !w->rndv_min || r->total < w->rndv_min || r->niov > MAXPC || r->niov < 1 ||
+	    (r->opcode != KN_OPCODE_RDMA_WRITE && r->opcode != KN_OPCODE_RDMA_WRITE_IMM))
+		return false;
+	for (int i = 0; i < r->niov; i++)
+		if (r->iov[i].kind != KINET_MEM_HOST ||
+		    (r->iov[i].ptr >= r->wqe && r->iov[i].ptr < r->wqe + sizeof(r->wqe)))
+			return false; /* GPU memory or inline data: eager */
+	e->nmr = 0;
+	int k = 0;
+	for (int i = 0; i < r->niov; i++) {
+		if (!r->iov[i].len)
+			continue;
+		struct fid_mr *mr;
+		uint64_t key = w->next_key++;
+		int rc = fi_mr_reg(w->dom, r->iov[i].ptr, r->iov[i].len, FI_REMOTE_READ, 0, key, 0,
+				   &mr, NULL);
+		if (rc == 0 && w->mr_ep) {
+			rc = fi_mr_bind(mr, &w->ep->fid, 0);
+			if (rc == 0)
+				rc = fi_mr_enable(mr);
+			if (rc)
+				fi_close(&mr->fid);
+		}
+		if (rc) {
+			KLOG_DBG("wire: fi_mr_reg: %s (eager instead)", fi_strerror(-rc));
+			wire_wreq_unreg(e);
+			return false;
+		}
+		e->mr[e->nmr++] = mr;
+		e->pc[k].key = w->prov_key ? fi_mr_key(mr) : key;
+		e->pc[k].addr = w->virt_addr ? (uint64_t)(uintptr_t)r->iov[i].ptr : 0;
+		e->pc[k].len = r->iov[i].len;
+		k++;
+	}
+	e->rndv = true;
+	return true;
+}
+
+/* Fails the QP's outstanding requests: the oldest unfinished one gets synd,
+ * every later one a flush; the CQEs follow in order from wire_complete. */
+void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport)
+{
+	if (wq->failed)
+		return;
+	wq->failed = true;
+	bool first = true;
+	for (uint32_t s = wq->head; s != wq->tail; s++) {
+		struct wreq *e = wire_ent(wq, s);
+		if (first && !e->done) {
+			e->done = true;
+			e->status = synd;
+			first = false;
+		} else if (!first) {
+			e->done = true;
+			e->status = KN_SYND_WR_FLUSH_ERR;
+		}
+	}
+	wq->txn = wq->tail;
+	if (transport && wq->connected)
+		wire_drop_peer(w, wq->peer, "no answer");
+}
+
+/* Is the request a rendezvous write not yet sent (registered now if it
+ * was not)? */
+static bool rndv_next(struct kinet_wire *w, struct wreq *e)
+{
+	return !e->done && e->sent == 0 &&
+	       (e->r.opcode == KN_OPCODE_RDMA_WRITE || e->r.opcode == KN_OPCODE_RDMA_WRITE_IMM) &&
+	       (e->rndv || rndv_prepare(w, e));
+}
+
+/* One RTS message for the rendezvous writes from txn on (as many as fit). */
+static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
+{
+	uint8_t buf[RTS_MAX];
+	uint32_t n = 0, k = 0;
+	for (uint32_t s = wq->txn; s != wq->tail; s++) {
+		struct wreq *e = wire_ent(wq, s);
+		if (k && !rndv_next(w, e))
+			break;
+		uint32_t size = RTSE + (uint32_t)e->nmr * PCSZ;
+		if (n + size > RTS_MAX)
+			break;
+		uint8_t *d = buf + n;
+		uint32_t v = htole32(s);
+		memcpy(d, &v, 4);
+		d[4] = e->r.opcode;
+		d[5] = (uint8_t)e->nmr;
+		d[6] = d[7] = 0;
+		v = htole32(e->r.rkey);
+		memcpy(d + 8, &v, 4);
+		memcpy(d + 12, &e->r.imm, 4);
+		wire_put64(d + 16, e->r.raddr);
+		wire_put64(d + 24, e->r.total);
+		for (int i = 0; i < e->nmr; i++) {
+			wire_put64(d + RTSE + i * PCSZ, e->pc[i].key);
+			wire_put64(d + RTSE + i * PCSZ + 8, e->pc[i].addr);
+			wire_put64(d + RTSE + i * PCSZ + 16, e->pc[i].len);
+		}
+		n += size;
+		k++;
+	}
+	struct wmsg m = {.type = M_RTS, .rnr = (uint8_t)wq->qp->attr.rnr_retry,
+			 .flags = F_FIRST | F_LAST, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+			 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .msn = wq->msn_tx,
+			 .seq = wq->txn, .a = k};
+	struct soft_iov piece = {buf, n, KINET_MEM_HOST};
+	int rc = wire_send_data(w, wq, &m, &piece, 1, n); /* copied: n <= SMALL - HDR */
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < k; i++) {
+		struct wreq *e = wire_ent(wq, wq->txn++);
+		e->sent = e->r.total;
+		e->started = true;
+	}
+	wq->msn_tx++;
+	return 0;
+}
+
+/* Sends what is queued on this QP, in order. Called from kinet_wire_post
+ * (posting), rendezvous writes wait for the QP's next progress call: the
+ * engine parses a burst of WQEs in between, and one RTS message then
+ * carries all of them. */
+int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
+{
+	int work = 0;
+	while (wq->txn != wq->tail && !wq->failed) {
+		struct wreq *e = wire_ent(wq, wq->txn);
+		if (e->done) { /* completes without the wire (NOP) */
+			wq->txn++;
+			continue;
+		}
+		struct soft_req *r = &e->r;
+		struct wmsg m = {.type = M_REQ, .op = r->opcode, .rnr = (uint8_t)wq->qp->attr.rnr_retry,
+				 .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+				 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .msn = wq->msn_tx,
+				 .seq = wq->txn, .rkey = r->rkey, .imm = r->imm};
+		int rc;
+		bool all = true;
+		if (rndv_next(w, e)) {
+			/* rendezvous: the keys of the pieces; the target reads */
+			if (posting)
+				break;
+			rc = send_rts(w, wq);
+			if (rc == -EAGAIN)
+				break;
+			if (rc) {
+				wire_fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, true);
+				break;
+			}
+			work++;
+			continue;
+		}
+		switch (r->opcode) {
+		case KN_OPCODE_RDMA_WRITE:
+		case KN_OPCODE_RDMA_WRITE_IMM:
+		case KN_OPCODE_SEND:
+		case KN_OPCODE_SEND_IMM: {
+			uint64_t n = r->total - e->sent;
+			if (n > CHUNK)
+				n = CHUNK;
+			bool send = r->opcode == KN_OPCODE_SEND || r->opcode == KN_OPCODE_SEND_IMM;
+			m.flags = (uint8_t)((e->sent == 0 ? F_FIRST : 0) |
+					    (e->sent + n == r->total ? F_LAST : 0));
+			m.a = send ? r->total : r->raddr + e->sent;
+			m.b = e->sent;
+			struct soft_iov piece[SOFT_MAX_SGE];
+			int np = wire_iov_slice(r->iov, r->niov, e->sent, n, piece, SOFT_MAX_SGE);
+			if (np < 0) {
+				rc = -EFAULT;
+				break;
+			}
+			rc = wire_send_data(w, wq, &m, piece, np, n);
+			if (rc == 0) {
+				e->sent += n;
+				all = e->sent == r->total;
+			}
+			break;
+		}
+		case KN_OPCODE_RDMA_READ:
+			m.flags = F_FIRST | F_LAST;
+			m.a = r->raddr;
+			m.b = r->total;
+			rc = wire_send_data(w, wq, &m, NULL, 0, 0);
+			break;
+		case KN_OPCODE_ATOMIC_CS:
+		case KN_OPCODE_ATOMIC_FA: {
+			uint64_t v[2] = {htole64(r->swap_add), htole64(r->compare)};
+			struct soft_iov piece = {(uint8_t *)v, sizeof(v), KINET_MEM_HOST};
+			m.flags = F_FIRST | F_LAST;
+			m.a = r->raddr;
+			rc = wire_send_data(w, wq, &m, &piece, 1, sizeof(v));
+			break;
+		}
+		default:
+			e->done = true;
+			e->status = KN_SYND_LOCAL_QP_OP_ERR;
+			wq->txn++;
+			continue;
+		}
+		if (rc == -EAGAIN)
+			break;
+		if (rc) {
+			wire_fail_qp(w, wq, rc == -EFAULT ? KN_SYND_LOCAL_PROT_ERR
+						     : KN_SYND_TRANSPORT_RETRY_EXC_ERR,
+				rc != -EFAULT);
+			break;
+		}
+		wq->msn_tx++;
+		e->started = true;
+		work++;
+		if (all)
+			wq->txn++;
+	}
+	return work;
+}
+
+/* Writes the CQEs of finished requests, strictly in order. */
+int wire_complete(struct wire_qp *wq)
+{
+	kinet_qp *qp = wq->qp;
+	int work = 0;
+	while (wq->head != wq->tail) {
+		struct wreq *e = wire_ent(wq, wq->head);
+		if (!e->done)
+			break;
+		/* the target can no longer read the source once the CQE is out */
+		if (e->nmr)
+			wire_wreq_unreg(e);
+		if (e->status) {
+			if (!wq->failed) {
+				wq->failed = true;
+				for (uint32_t s = wq->head + 1; s != wq->tail; s++) {
+					wire_ent(wq, s)->done = true;
+					wire_ent(wq, s)->status = KN_SYND_WR_FLUSH_ERR;
+				}
+				wq->txn = wq->tail;
+			}
+			/* ERR before the error CQE: whoever sees the CQE sees ERR */
+			int old = atomic_exchange(&qp->state, KINET_QPS_ERR);
+			if (old != KINET_QPS_ERR)
+				KLOG_DBG("qp 0x%x: WQE %u: %s; %s -> ERR", qp->qpn, e->r.wqe_idx,
+					 kinet_syndrome_str(e->status), kinet_qp_state_str(old));
+			if (soft_req_cqe(qp, &e->r, e->status))
+				break; /* CQ full: later */
+		} else if (e->r.signaled) {
+			if (soft_req_cqe(qp, &e->r, 0))
+				break;
+		}
+		wq->head++;
+		work++;
+	}
+	return work;
+}
+
+/* ---- receiving -------------------------------------------------------------- */
+
+static bool is_write_or_send(uint8_t op)
+{
+	return op == KN_OPCODE_RDMA_WRITE || op == KN_OPCODE_RDMA_WRITE_IMM ||
+	       op == KN_OPCODE_SEND || op == KN_OPCODE_SEND_IMM;
+}
+
+/* ACK: every write and send up to m->seq (sent in full) is done. Reads and
+ * atomics complete by their own answers, which come first (FI_ORDER_SAS). */
+void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m)
+{
+	uint32_t n = m->seq - wq->head + 1; /* requests covered, from head */
+	if (n > wq->tail - wq->head)
+		return; /* covers nothing outstanding (late, after a flush) */
+	for (uint32_t s = wq->head; s != wq->head + n; s++) {
+		if ((int32_t)(s - wq->txn) >= 0)
+			break; /* not sent in full: cannot be done */
+		struct wreq *e = wire_ent(wq, s);
+		if (e->done || !is_write_or_send(e->r.opcode))
+			continue;
+		e->done = true;
+		e->status = 0;
+		atomic_fetch_add(&w->ctx->c_bytes, e->r.total);
+	}
+}
+
+void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
+		  const uint8_t *data)
+{
+	uint32_t k = m->seq - wq->head;
+	if (k >= wq->tail - wq->head)
+		return; /* not outstanding (late answer after a flush) */
+	struct wreq *e = wire_ent(wq, m->seq);
+	if (e->done)
+		return;
+	struct soft_req *r = &e->r;
+	if (m->len) {
+		struct soft_iov piece[SOFT_MAX_SGE];
+		int np = -1;
+		if (r->opcode == KN_OPCODE_RDMA_READ && m->a + m->len <= r->total)
+			np = wire_iov_slice(r->iov, r->niov, m->a, m->len, piece, SOFT_MAX_SGE);
+		struct soft_iov src = {(uint8_t *)data, m->len, KINET_MEM_HOST};
+		if (np < 0) {
+			e->done = true;
+			e->status = KN_SYND_BAD_RESP_ERR;
+			return;
+		}
+		if (soft_copy_iov(piece, np, &src, 1, m->len)) {
+			e->done = true;
+			e->status = KN_SYND_LOCAL_PROT_ERR;
+			return;
+		}
+		uint64_t g = wire_gpu_bytes(piece, np);
+		if (g)
+			atomic_fetch_add(&w->ctx->c_staged, g);
+		e->got += m->len;
+	}
+	if (m->flags & F_FIN) {
+		e->fin = true;
+		if (m->op) {
+			e->done = true;
+			e->status = m->op;
+			return;
+		}
+	}
+	if (!e->fin)
+		return;
+	if (r->opcode == KN_OPCODE_RDMA_READ) {
+		/* chunks may complete out of order: done once every byte is in */
+		if (e->got < r->total)
+			return;
+		e->done = true;
+		if (e->got != r->total)
+			e->status = KN_SYND_BAD_RESP_ERR;
+		else
+			atomic_fetch_add(&w->ctx->c_bytes, r->total);
+		return;
+	}
+	e->done = true;
+	e->status = 0;
+	if (r->opcode == KN_OPCODE_ATOMIC_CS || r->opcode == KN_OPCODE_ATOMIC_FA) {
+		uint64_t be = kn_htobe64(m->a); /* the NIC returns big-endian */
+		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST};
+		if (soft_copy_iov(r->iov, r->niov, &src, 1, 8))
+			e->status = KN_SYND_LOCAL_PROT_ERR;
+	} else {
+		atomic_fetch_add(&w->ctx->c_bytes, r->total);
+	}
+}
+
+#endif /* KINET_HAVE_FABRIC */

@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wire_tgt.c - the target side of the wire: the queue of received requests
+ * of a QP, run in message order through the responder (soft_resp_*),
+ * rendezvous writes (checks, reads into the region, completion), answers,
+ * cumulative ACKs, keepalives and RNR waits.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include "nic/soft/wire_int.h"
+#if KINET_HAVE_FABRIC
+
+/* ---- target ------------------------------------------------------------------ */
+
+/* Forgets the rendezvous writes of a QP (reset, close, dead peer, after a
+ * NAK): reads still in flight land in their checked region and are then
+ * thrown away. */
+static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (!wq->pend)
+		return;
+	for (int i = 0; i < NRD; i++) {
+		struct tpend *p = w->rd[i].p;
+		if (!p)
+			continue;
+		for (struct tpend *q = wq->pend; q; q = q->next)
+			if (q == p) {
+				w->rd[i].p = NULL;
+				break;
+			}
+	}
+	while (wq->pend) {
+		struct tpend *p = wq->pend;
+		wq->pend = p->next;
+		free(p);
+	}
+	wq->pend_tail = NULL;
+}
+
+void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq)
+{
+	while (wq->tq) {
+		struct rxbuf *rb = wq->tq;
+		wq->tq = rb->next;
+		wire_rx_release(w, rb);
+	}
+	pend_drop(w, wq);
+	wq->need_ack = false;
+	free(wq->asm_buf);
+	wq->asm_buf = NULL;
+	wq->asm_len = wq->asm_total = 0;
+	wq->rnr_count = 0;
+	wq->rnr_next_ns = 0;
+}
+
+static int answer(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, uint32_t status,
+		  uint64_t a)
+{
+	struct wmsg m = {.type = M_RESP, .op = (uint8_t)status, .flags = F_FIN,
+			 .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn, .dst_gen = wq->peer_gen,
+			 .src_gen = wq->gen, .seq = seq, .a = a};
+	return wire_send_ctrl(w, wq, &m);
+}
+
+/* Request seq is done (a write or send: the next ACK covers it). */
+static void mark_done(struct wire_qp *wq, uint32_t seq, bool ack)
+{
+	wq->done_seq = seq;
+	if (ack && !wq->need_ack) {
+		wq->need_ack = true;
+		wq->ack_due_ns = kn_now_ns() + ACK_DELAY_NS;
+	}
+}
+
+/* The cumulative acknowledgement: every request up to done_seq is done. */
+static int flush_ack(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (!wq->need_ack)
+		return 0;
+	struct wmsg m = {.type = M_ACK, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+			 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .seq = wq->done_seq};
+	int rc = wire_send_ctrl(w, wq, &m);
+	if (rc != -EAGAIN) {
+		wq->need_ack = false; /* sent, or nobody left to tell */
+		wq->acked_seq = wq->done_seq;
+	}
+	return rc;
+}
+
+/* Keeps the requester's timer alive while a request waits here. */
+static void keepalive(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (kn_now_ns() - wq->last_tx_ns < w->ka_ns)
+		return;
+	struct wmsg m = {.type = M_KA, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+			 .dst_gen = wq->peer_gen, .src_gen = wq->gen};
+	wire_send_ctrl(w, wq, &m);
+}
+
+/* RNR at the target for the request at the head: true while it is to be
+ * retried later (*rc is then irrelevant), false when it is answered with
+ * *rc (RNR retry exceeded once the requester's budget is spent). */
+static bool rnr_wait(struct kinet_wire *w, struct wire_qp *wq, uint8_t budget, int *rc)
+{
+	uint64_t now = kn_now_ns();
+	if (wq->rnr_next_ns && now < wq->rnr_next_ns) {
+		keepalive(w, wq);
+		return true;
+	}
+	if (budget == 7 || wq->rnr_count < budget) {
+		wq->rnr_count++;
+		wq->rnr_next_ns = now + w->rnr_ns;
+		atomic_fetch_add(&wq->qp->ctx->c_rnr, 1);
+		keepalive(w, wq);
+		return true;
+	}
+	*rc = KN_SYND_RNR_RETRY_EXC_ERR;
+	return false;
+}
+
+/* Read: sends the data back in chunks. 1 done, 0 later. */
+static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
+{
+	const struct wmsg *rq = &rb->m;
+	uint64_t total = rq->b;
+	if (total > SOFT_MAX_MSG) {
+		rb->executed = 1;
+		rb->status = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		return 1;
+	}
+	do {
+		uint64_t n = total - rb->off;
+		if (n > CHUNK)
+			n = CHUNK;
+		struct txd *t = wire_txd_get(w, wq);
+		if (!t)
+			return 0;
+		uint8_t *buf = t->small;
+		if (HDR + n > SMALL) {
+			if (!w->nbig) {
+				wire_txd_put(w, t);
+				return 0;
+			}
+			t->big = buf = w->bigfree[--w->nbig];
+		}
+		struct soft_iov dst = {buf + HDR, n, KINET_MEM_HOST};
+		int rc = soft_resp_read(wq->qp, rq->a + rb->off, rq->rkey, &dst, 1, n);
+		if (rc) {
+			wire_txd_put(w, t);
+			if (rc == SOFT_STALL)
+				return 0;
+			rb->executed = 1;
+			rb->status = (uint32_t)rc;
+			return 1;
+		}
+		bool last = rb->off + n == total;
+		struct wmsg m = {.type = M_RESP, .flags = last ? F_FIN : 0, .dst_qpn = wq->peer_qpn,
+				 .src_qpn = wq->qp->qpn, .dst_gen = wq->peer_gen, .src_gen = wq->gen,
+				 .seq = rq->seq, .len = (uint32_t)n, .a = rb->off};
+		wire_enc(buf + HOFF, &m);
+		ssize_t s = w->peers[wq->peer].dead
+				    ? -FI_ECONNRESET
+				    : fi_send(w->ep, buf + HOFF, HSZ + n, NULL, wire_peer_fa(w, wq),
+					      &t->fc);
+		if (s) {
+			wire_txd_put(w, t);
+			if (s == -FI_EAGAIN)
+				return 0;
+			rb->executed = 2; /* nobody to answer: drop */
+			return 1;
+		}
+		wq->last_tx_ns = kn_now_ns();
+		rb->off += n;
+		if (last) {
+			rb->executed = 2; /* answered by the last data message */
+			return 1;
+		}
+	} while (1);
+}
+
+/* Executes the eager request at the head of the target queue. 1: done
+ * (rb->executed: 1 an answer is due (error, atomic value), 2 none), 0: try
+ * again later. */
+static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
+{
+	kinet_qp *t = wq->qp;
+	const struct wmsg *m = &rb->m;
+	struct soft_iov src = {rb->buf + HDR, m->len, KINET_MEM_HOST};
+	int rc;
+	switch (m->op) {
+	case KN_OPCODE_RDMA_WRITE:
+	case KN_OPCODE_RDMA_WRITE_IMM: {
+		int imm = m->op == KN_OPCODE_RDMA_WRITE_IMM && (m->flags & F_LAST);
+		if (imm && !(m->flags & F_FIRST)) {
+			/* the last of several chunks: its receive CQE counts them all */
+			rc = soft_resp_write(t, m->a, m->rkey, &src, 1, m->len, 0, 0, wq->peer_qpn);
+			if (rc == 0)
+				rc = soft_resp_write_imm(t, m->b + m->len, m->imm, wq->peer_qpn);
+			break;
+		}
+		rc = soft_resp_write(t, m->a, m->rkey, &src, 1, m->len, imm, m->imm, wq->peer_qpn);
+		break;
+	}
+	case KN_OPCODE_SEND:
+	case KN_OPCODE_SEND_IMM: {
+		int imm = m->op == KN_OPCODE_SEND_IMM;
+		if ((m->flags & (F_FIRST | F_LAST)) == (F_FIRST | F_LAST)) {
+			rc = soft_resp_send(t, &src, 1, m->len, imm, m->imm, wq->peer_qpn);
+			break;
+		}
+		if (m->flags & F_FIRST && !rb->executed) {
+			free(wq->asm_buf);
+			wq->asm_buf = NULL;
+			wq->asm_len = 0;
+			wq->asm_total = m->a;
+			if (m->a > SOFT_MAX_MSG || !(wq->asm_buf = malloc(m->a ? m->a : 1))) {
+				rc = KN_SYND_REMOTE_OP_ERR;
+				break;
+			}
+		}
+		if (!(m->flags & F_LAST) || wq->asm_len < wq->asm_total) {
+			if (!wq->asm_buf || m->b != wq->asm_len ||
+			    wq->asm_len + m->len > wq->asm_total) {
+				rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
+				break;
+			}
+			memcpy(wq->asm_buf + wq->asm_len, src.ptr, m->len);
+			wq->asm_len += m->len;
+			rb->m.len = 0; /* consumed: a retry of the last chunk copies nothing */
+		}
+		if (!(m->flags & F_LAST)) {
+			rc = 0;
+			break;
+		}
+		struct soft_iov whole = {wq->asm_buf, wq->asm_len, KINET_MEM_HOST};
+		rc = soft_resp_send(t, &whole, 1, wq->asm_len, imm, m->imm, wq->peer_qpn);
+		if (rc != SOFT_RNR && rc != SOFT_STALL) {
+			free(wq->asm_buf);
+			wq->asm_buf = NULL;
+		}
+		break;
+	}
+	case KN_OPCODE_RDMA_READ:
+		return tgt_read(w, wq, rb);
+	case KN_OPCODE_ATOMIC_CS:
+	case KN_OPCODE_ATOMIC_FA: {
+		uint64_t v[2] = {0, 0};
+		if (m->len != sizeof(v)) {
+			rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
+			break;
+		}
+		memcpy(v, src.ptr, sizeof(v));
+		rc = soft_resp_atomic(t, m->op, m->a, m->rkey, le64toh(v[0]), le64toh(v[1]),
+				      &rb->old);
+		break;
+	}
+	default:
+		rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		break;
+	}
+	if (rc == SOFT_STALL) {
+		keepalive(w, wq);
+		return 0;
+	}
+	if (rc == SOFT_RNR && rnr_wait(w, wq, m->rnr, &rc))
+		return 0;
+	wq->rnr_count = 0;
+	wq->rnr_next_ns = 0;
+	rb->status = (uint32_t)rc;
+	rb->executed = (rc || m->op == KN_OPCODE_ATOMIC_CS || m->op == KN_OPCODE_ATOMIC_FA) ? 1 : 2;
+	return 1;
+}
+
+/* Starts the rendezvous write of the entry at d (at most n bytes): checks
+ * it as the responder would (state, rkey, bounds, remote write access)
+ * under the key table the engine holds, and queues it; its reads are posted
+ * by rd_issue. A request that fails a check is queued too, to be answered
+ * with its error in order. Returns the entry's size, 0 when it is
+ * malformed (queued as an error: the rest of the message is not looked
+ * at), or -1 (no memory: later). */
+static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, const uint8_t *d,
+		     uint32_t n)
+{
+	kinet_qp *t = wq->qp;
+	struct tpend *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -1;
+	uint32_t st = 0, size = 0;
+	p->rnr = rnr;
+	p->last_ns = kn_now_ns();
+	p->epoch = w->epoch;
+	if (n < RTSE || d[5] < 1 || d[5] > MAXPC || RTSE + d[5] * PCSZ > n) {
+		st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		if (n >= 4)
+			memcpy(&p->seq, d, 4);
+		p->seq = le32toh(p->seq);
+	} else {
+		uint32_t v;
+		memcpy(&v, d, 4);
+		p->seq = le32toh(v);
+		p->op = d[4];
+		p->np = d[5];
+		memcpy(&v, d + 8, 4);
+		p->rkey = le32toh(v);
+		memcpy(&p->imm, d + 12, 4); /* wire order, as is */
+		p->raddr = wire_get64(d + 16);
+		p->total = wire_get64(d + 24);
+		size = RTSE + (uint32_t)p->np * PCSZ;
+		uint64_t sum = 0;
+		for (int i = 0; i < p->np; i++) {
+			const uint8_t *q = d + RTSE + i * PCSZ;
+			p->pc[i].key = wire_get64(q);
+			p->pc[i].addr = wire_get64(q + 8);
+			p->pc[i].len = wire_get64(q + 16);
+			if (p->pc[i].len > SOFT_MAX_MSG)
+				st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+			sum += p->pc[i].len;
+		}
+		if ((p->op != KN_OPCODE_RDMA_WRITE && p->op != KN_OPCODE_RDMA_WRITE_IMM) ||
+		    p->total == 0 || p->total > SOFT_MAX_MSG || sum != p->total)
+			st = KN_SYND_REMOTE_INVAL_REQ_ERR;
+	}
+	if (!st) {
+		int s = atomic_load(&t->state);
+		if (s != KINET_QPS_RTR && s != KINET_QPS_RTS)
+			st = KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* as the responder: not accepting */
+	}
+	if (!st) {
+		struct kinet_mr_ref ref;
+		if (kinet_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
+				   KINET_ACCESS_REMOTE_WRITE, &ref)) {
+			st = KN_SYND_REMOTE_ACCESS_ERR;
+		} else {
+			p->dst = ref.ptr;
+			p->dkind = ref.kind;
+		}
+	}
+	p->status = st;
+	if (st)
+		p->issued = p->total; /* nothing to read */
+	if (wq->pend_tail)
+		wq->pend_tail->next = p;
+	else
+		wq->pend = p;
+	wq->pend_tail = p;
+	return (int)size;
+}
+
+/* The key table may have changed since p was checked (its reads were not
+ * all posted then): checks the rest again. false: it fails now. */
+static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
+{
+	kinet_qp *t = wq->qp;
+	int s = atomic_load(&t->state);
+	struct kinet_mr_ref ref;
+	if (s != KINET_QPS_RTR && s != KINET_QPS_RTS) {
+		p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return false;
+	}
+	if (kinet_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued, p->total - p->issued,
+			   KINET_ACCESS_REMOTE_WRITE, &ref)) {
+		p->status = KN_SYND_REMOTE_ACCESS_ERR;
+		return false;
+	}
+	p->dst = ref.ptr - p->issued;
+	p->dkind = ref.kind;
+	p->epoch = w->epoch;
+	return true;
+}
+
+/* Posts the reads of the started rendezvous writes, in order, as far as
+ * the endpoint's budget allows (none while a key-table writer waits). */
+static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
+{
+	int work = 0;
+	if (w->draining || w->peers[wq->peer].dead)
+		return 0;
+	for (struct tpend *p = wq->pend; p; p = p->next) {
+		if (!p->status && p->issued < p->total && p->epoch != w->epoch && !recheck(w, wq, p))
+			continue;
+		while (!p->status && p->issued < p->total) {
+			if (p->ip >= p->np) {
+				p->status = KN_SYND_REMOTE_INVAL_REQ_ERR; /* cannot happen: checked */
+				break;
+			}
+			struct wpiece *pc = &p->pc[p->ip];
+			if (p->ioff == pc->len) {
+				p->ip++;
+				p->ioff = 0;
+				continue;
+			}
+			bool host = p->dkind == KINET_MEM_HOST;
+			uint64_t n = pc->len - p->ioff;
+			uint64_t lim = host ? RD_MAX : CHUNK;
+			if (n > lim)
+				n = lim;
+			if (!w->rdfree || (w->rd_bytes && w->rd_bytes + n > RD_BYTES))
+				return work;
+			uint8_t *bounce = NULL;
+			if (!host) {
+				if (!w->nbig)
+					return work;
+				bounce = w->bigfree[--w->nbig];
+			}
+			struct rdop *op = w->rdfree;
+			uint8_t *dst = p->dst + p->issued;
+			ssize_t rc = fi_read(w->ep, bounce ? bounce : dst, n, NULL,
+					     wire_peer_fa(w, wq), pc->addr + p->ioff, pc->key,
+					     &op->fc);
+			if (rc) {
+				if (bounce)
+					w->bigfree[w->nbig++] = bounce;
+				if (rc == -FI_EAGAIN)
+					return work;
+				KLOG_DBG("wire: qp 0x%x: fi_read: %s", wq->qp->qpn,
+					 fi_strerror((int)-rc));
+				p->status = KN_SYND_REMOTE_OP_ERR;
+				break;
+			}
+			w->rdfree = op->next;
+			op->next = NULL;
+			op->p = p;
+			op->bounce = bounce;
+			op->dst = dst;
+			op->dkind = p->dkind;
+			op->len = n;
+			atomic_fetch_add(&w->rd_inflight, 1);
+			w->rd_bytes += n;
+			p->inflight++;
+			p->issued += n;
+			p->ioff += n;
+			p->last_ns = kn_now_ns();
+			work++;
+		}
+	}
+	return work;
+}
+
+/* A target read has completed (ok) or failed. */
+void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
+{
+	struct tpend *p = op->p;
+	if (p) {
+		p->inflight--;
+		p->last_ns = kn_now_ns();
+		if (!ok) {
+			if (!p->status)
+				p->status = KN_SYND_REMOTE_OP_ERR; /* the source went away */
+		} else if (op->bounce) {
+			if (kinet_mem_copy(op->dst, op->dkind, op->bounce, KINET_MEM_HOST,
+					   op->len)) {
+				if (!p->status)
+					p->status = KN_SYND_REMOTE_OP_ERR;
+			} else {
+				atomic_fetch_add(&w->ctx->c_staged, op->len);
+				atomic_fetch_add(&w->ctx->c_bytes, op->len);
+			}
+		} else {
+			atomic_fetch_add(&w->ctx->c_direct, op->len);
+			atomic_fetch_add(&w->ctx->c_bytes, op->len);
+		}
+	}
+	if (op->bounce)
+		w->bigfree[w->nbig++] = op->bounce;
+	op->bounce = NULL;
+	op->p = NULL;
+	w->rd_bytes -= op->len;
+	op->next = w->rdfree;
+	w->rdfree = op;
+	atomic_fetch_sub(&w->rd_inflight, 1);
+}
+
+/* Completes the rendezvous writes whose reads have landed, in order: the
+ * receive CQE of a write with immediate (RNR as for a send), then the ACK
+ * (later, cumulative) or the error answer. */
+static int pend_progress(struct kinet_wire *w, struct wire_qp *wq)
+{
+	int work = 0;
+	struct tpend *p;
+	while ((p = wq->pend)) {
+		if (p->inflight || (!p->status && p->issued < p->total))
+			break;
+		if (!p->status && p->op == KN_OPCODE_RDMA_WRITE_IMM) {
+			int rc = soft_resp_write_imm(wq->qp, p->total, p->imm, wq->peer_qpn);
+			if (rc == SOFT_STALL) {
+				keepalive(w, wq);
+				break;
+			}
+			if (rc == SOFT_RNR && rnr_wait(w, wq, p->rnr, &rc))
+				break;
+			wq->rnr_count = 0;
+			wq->rnr_next_ns = 0;
+			p->status = (uint32_t)rc;
+			p->op = KN_OPCODE_RDMA_WRITE; /* its receive part is done */
+		}
+		if (!p->status) {
+			int st = atomic_load(&wq->qp->state);
+			if (st != KINET_QPS_RTR && st != KINET_QPS_RTS)
+				p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* as the responder */
+		}
+		if (p->status) {
+			/* earlier successes first, then the NAK; nothing after it runs */
+			if (flush_ack(w, wq) == -EAGAIN || answer(w, wq, p->seq, p->status, 0) == -EAGAIN)
+				break;
+			wq->tgt_failed = true;
+			pend_drop(w, wq);
+			work++;
+			break;
+		}
+		wq->pend = p->next;
+		if (!wq->pend)
+			wq->pend_tail = NULL;
+		mark_done(wq, p->seq, true);
+		free(p);
+		work++;
+	}
+	return work;
+}
+
+/* Serves the target side of a QP: in message order, rendezvous writes
+ * start (and pipeline), other requests once the reads before them have
+ * landed; then the cumulative ACK. */
+int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (!wq->connected)
+		return 0; /* the QP is still connecting: the requester waits */
+	int work = pend_progress(w, wq);
+	while (wq->tq) {
+		struct rxbuf *rb = wq->tq;
+		if (rb->m.src_qpn != wq->peer_qpn || rb->m.src_gen != wq->peer_gen ||
+		    wq->tgt_failed) {
+			wq->tq = rb->next; /* not (or no longer) our connection */
+			wire_rx_release(w, rb);
+			work++;
+			continue;
+		}
+		if (rb->m.msn != wq->msn_rx)
+			break; /* an earlier message is still on its way */
+		if (!rb->executed) {
+			if (rb->m.type == M_RTS) {
+				/* its entries, in order; behind a write with immediate
+				 * or an error the next waits */
+				bool stop = false;
+				while (rb->off < rb->m.len) {
+					struct tpend *last = wq->pend_tail;
+					if (last && (last->op != KN_OPCODE_RDMA_WRITE || last->status)) {
+						stop = true;
+						break;
+					}
+					int k = rts_start(w, wq, rb->m.rnr, rb->buf + HDR + rb->off,
+							  (uint32_t)(rb->m.len - rb->off));
+					if (k < 0) {
+						stop = true;
+						break;
+					}
+					rb->off = k ? rb->off + (uint64_t)k : rb->m.len;
+					work++;
+				}
+				if (stop)
+					break;
+				wq->tq = rb->next;
+				wq->msn_rx++;
+				wire_rx_release(w, rb);
+				continue;
+			}
+			if (wq->pend)
+				break; /* RC order: after the writes before it have landed */
+			if (!tgt_exec(w, wq, rb))
+				break;
+		}
+		if (rb->executed == 1) {
+			if (rb->status && flush_ack(w, wq) == -EAGAIN)
+				break;
+			int rc = answer(w, wq, rb->m.seq, rb->status, rb->old);
+			if (rc == -EAGAIN)
+				break;
+			if (rb->status)
+				wq->tgt_failed = true; /* RC: nothing after a NAK executes */
+			else
+				mark_done(wq, rb->m.seq, false); /* answered */
+		} else if (rb->m.flags & F_LAST) {
+			/* a read was answered by its data */
+			mark_done(wq, rb->m.seq, rb->m.op != KN_OPCODE_RDMA_READ);
+		}
+		wq->tq = rb->next;
+		wq->msn_rx++;
+		wire_rx_release(w, rb);
+		work++;
+	}
+	if (wq->pend) {
+		work += rd_issue(w, wq);
+		work += pend_progress(w, wq);
+		if (wq->pend)
+			keepalive(w, wq);
+	}
+	/* at once when nothing more is landing (a lone request is answered in
+	 * this pass); while writes stream in, one ACK covers several */
+	if (wq->need_ack && (!wq->pend || wq->done_seq - wq->acked_seq >= ACK_EVERY ||
+			     kn_now_ns() >= wq->ack_due_ns))
+		flush_ack(w, wq);
+	return work;
+}
+
+#endif /* KINET_HAVE_FABRIC */
