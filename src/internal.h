@@ -67,29 +67,26 @@ const struct kinet_cuda_ops *kinet_cuda_load(void);
 
 /* ---- objects -------------------------------------------------------------------- */
 
-struct kinet_soft_nic; /* src/nic/soft/ */
+/* The core objects. A backend embeds each in an object of its own (first
+ * member or not: container_of) whose size it declares in its ops table; the
+ * core allocates that size, zeroed, fills the core fields and hands it to the
+ * backend. Nothing here belongs to one backend. */
+
+#define kinet_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
+
+struct kinet_backend_ops; /* src/core/backend.h */
 
 struct kinet_ctx {
-	int backend;
+	const struct kinet_backend_ops *ops;
+	int backend; /* enum kinet_backend (ops->id) */
 	char reason[256]; /* why this backend (auto) */
 	pthread_mutex_t lock;
-	/* memory regions: key = index << 8 | tag; tag never 0 */
-	pthread_rwlock_t mr_lock;
-	struct kinet_mr **mr_tab;
-	uint32_t mr_cap;
-	uint32_t mr_tag;
-	/* queue pairs by number */
-	struct kinet_qp **qp_tab;
-	uint32_t qp_cap;
 	uint32_t next_pdn;
-	struct kinet_soft_nic *nic;
-	struct kinet_wire *wire; /* soft: endpoint to other processes (wire.c), lazy */
-	void *mlx5; /* mlx5 backend state (src/nic/mlx5/) */
-	atomic_int pds, cqs; /* live PDs and CQs: kinet_close refuses while any */
+	atomic_int pds, cqs, qps; /* live objects: kinet_close refuses while any */
 	/* counters: see struct kinet_counters. These are the shared ones, for
 	 * threads without a block of their own (host calls, other contexts'
-	 * engines); each engine thread counts in its own block (below) and
-	 * kinet_ctx_counters() adds them up. */
+	 * engines); a backend may count in blocks of its own (ops->counters
+	 * adds them up). */
 	_Atomic uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only,
 		c_bf_wqes, c_staged, c_direct, c_rnr, c_proxy;
 	_Atomic uint64_t c_synd[64];
@@ -121,12 +118,13 @@ extern __thread struct kinet_ctr_blk *kinet_ctr_self __attribute__((tls_model("i
 		else                                                                            \
 			atomic_fetch_add_explicit(&kc_ctx->field, kc_n, memory_order_relaxed);  \
 	} while (0)
+/* Adds a counter block to the sums of kinet_ctx_counters. */
+void kinet_ctr_blk_add(const struct kinet_ctr_blk *b, struct kinet_counters *o);
 
 struct kinet_pd {
 	kinet_ctx *ctx;
 	uint32_t pdn;
 	atomic_int refs; /* regions and QPs using it */
-	void *priv;      /* mlx5: the verbs PD */
 };
 
 struct kinet_mr {
@@ -134,132 +132,118 @@ struct kinet_mr {
 	void *addr;
 	size_t len;
 	unsigned access;
-	uint32_t key;
-	int kind; /* enum kinet_mem_kind */
-	int path; /* enum kinet_mr_path: how it was registered */
-	uint32_t rkey; /* remote key (soft: == key; mlx5: the verbs rkey) */
-	void *priv;    /* mlx5: the verbs MR */
+	uint32_t key;  /* local key */
+	uint32_t rkey; /* remote key */
+	int kind;      /* enum kinet_mem_kind */
+	int path;      /* enum kinet_mr_path: how it was registered */
 };
 
+/* A completion queue as its consumer sees it. The producer side (who writes
+ * CQEs) belongs to the backend: the software NIC's engine, or the hardware. */
 struct kinet_cq {
 	kinet_ctx *ctx;
 	uint8_t *buf;              /* cnt CQEs */
 	uint32_t cnt;              /* power of two */
 	volatile uint32_t *dbrec;  /* [0] consumer index (big-endian, 24 bits) */
-	void *dbrec_page;
-	pthread_spinlock_t lock;   /* producers (engine threads) */
-	uint64_t pi;               /* next CQE index the NIC writes */
 	uint64_t host_ci;          /* kinet_cq_poll consumer */
-	uint32_t reserved;         /* slots promised by kinet_cq_reserve (under lock) */
-	atomic_int refs;
+	atomic_int refs;           /* QPs using it */
+	kinet_qp *sq_owner;        /* the QP whose dedicated send CQ this is, or NULL */
 };
 
-/* Result of a memory check by the NIC. */
-struct kinet_mr_ref {
-	uint8_t *ptr; /* translated address */
-	int kind;     /* enum kinet_mem_kind */
+/* QP flags (kinet_qp.flags). */
+enum {
+	KINET_QPF_QUEUES_ON_GPU = 1u << 0, /* SQ and records in GPU memory: no host access */
+	/* hardware doorbell: the NIC acts on a register write that follows the
+	 * record (both needed, in that order); without it (the software NIC)
+	 * either alone is enough */
+	KINET_QPF_HW_DOORBELL = 1u << 1,
+	KINET_QPF_USED = 1u << 2, /* work was posted before a RESET */
 };
-
-/* Checks that [addr, addr+len) lies in the region named by key, that the
- * region belongs to pd and grants `access` (0 = local read). Returns 0 and
- * the translation, or -EACCES (bad key, PD, access) / -ERANGE (bounds).
- * Caller holds ctx->mr_lock for reading across the access, or is an engine
- * thread of ctx inside its pass (writers stop the engines first). */
-int kinet_mr_check(kinet_ctx *ctx, const kinet_pd *pd, uint32_t key, uint64_t addr,
-		   uint64_t len, unsigned access, struct kinet_mr_ref *out);
-
-/* Wire hooks: filled by the wire (src/nic/soft/wire*.c) for QPs whose peer
- * is in another process. See engine.c: the engine hands each WQE for a remote
- * peer to wire->submit() and completes it when the wire reports back. */
-struct kinet_wire;
 
 struct kinet_qp {
 	kinet_ctx *ctx;
 	kinet_pd *pd;
 	uint32_t qpn;
+	uint32_t flags;     /* KINET_QPF_* */
 	_Atomic int state;
 	struct kinet_qp_attr attr;
 	kinet_cq *scq, *rcq;
 	bool own_scq, own_rcq;
-	/* queues */
+	/* queues, set up by the backend */
 	uint8_t *sq; /* sq_cnt * 64 */
 	uint32_t sq_cnt;
 	uint8_t *rq; /* rq_cnt * rq_stride */
 	uint32_t rq_cnt, rq_stride;
-	volatile uint32_t *dbrec; /* [0] RQ, [1] SQ; also holds cpu_pi at [4] */
-	void *dbrec_page;
-	uint8_t *uar; /* 4 KiB doorbell page, register at KN_BF_OFFSET */
+	volatile uint32_t *dbrec;  /* [KN_RCV_DBR], [KN_SND_DBR] */
+	volatile uint8_t *db;      /* doorbell / BlueFlame register (64 bytes) */
+	volatile uint32_t *cpu_pi; /* KN_DB_CPU_PROXY: the producer's published index */
 	int db_mode;
-	/* device descriptor (host executor copy) */
+	/* device descriptor (host executor copy) and its state */
 	kn_qp desc;
 	kn_qp_state *dstate;
 	uint64_t *slot_ready;
 	uint64_t *scratch; /* 8 bytes, registered as scratch_mr */
 	kinet_mr *scratch_mr;
 	/* remote end */
-	struct kinet_qp *peer; /* same process */
 	uint32_t peer_qpn;
-	struct kinet_wire *wire; /* other process (NULL: local) */
-	void *wire_ep;
-	/* engine side (touched by the serving engine thread only, unless noted) */
-	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
-	uint64_t last_db_word;      /* last doorbell register value seen */
-	uint32_t db_target;         /* producer named by the register */
-	uint32_t proxy_seen;        /* CPU proxy: last cpu_pi rung */
-	pthread_mutex_t rq_lock;    /* receive queue consumer (any engine) */
-	uint32_t rq_ci;             /* receive WQEs consumed */
-	uint32_t rnr_count;
-	uint64_t rnr_until_ns;
-	_Atomic uint64_t sq_ci_pub; /* sq_ci for readers outside the engine */
-	int engine_idx;
-	void *engine_priv; /* engine/wire per-QP data */
-	uint64_t host_pi;  /* kinet_qp_post_raw producer */
+	/* the CPU proxy (kinet_proxy_ring) */
+	uint32_t proxy_seen;
+	/* kinet_qp_post_raw: producer, and the SQ consumer learned from CQEs */
+	pthread_mutex_t raw_lock;
+	uint64_t raw_pi, raw_ci;
+	uint8_t *raw_nbb; /* per slot: WQEBBs of the raw WQE that starts there */
 };
 
-/* ---- the software NIC (src/nic/soft/) ----------------------------------------- */
-int kinet_soft_open(kinet_ctx *ctx, int engine_threads);
-void kinet_soft_close(kinet_ctx *ctx);
-int kinet_soft_qp_attach(kinet_qp *qp);
-void kinet_soft_qp_detach(kinet_qp *qp);
-/* Called on every state change (flushes on ERR, resets on RESET). */
-void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state);
-/* Stops every engine of ctx between passes (takes their pass locks, in
- * engine order) and resumes them. While stopped, no engine reads the key
- * table: writers of the table take this, then mr_lock for writing (lock
- * order: pass locks, then mr_lock). wait_copies: also waits until the
- * engines' GPU copies in flight have landed (a region may go away).
- * No-op without a software NIC. */
-void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies);
-void kinet_soft_start_world(kinet_ctx *ctx);
-/* Adds the engines' counter blocks to the sums (kinet_ctx_counters). */
-void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o);
-/* Connects a QP to a peer in another process (RTR with remote->wire_addr). */
-int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote);
+/* ---- helpers of the core for backends ------------------------------------------- */
 
-/* Writes one CQE (64 bytes prepared by the caller, op_own's owner bit is set
- * here) to a CQ: -EAGAIN when the CQ is full (consumer index behind). */
-int kinet_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe);
-/* Free CQE slots as seen from the NIC side (reserved ones are not free). */
-uint32_t kinet_cq_space(kinet_cq *cq);
-/* Promises the caller one CQE slot before it executes a WQE, so that the
- * CQE can always be written (another engine may share the CQ): 0, or -EAGAIN
- * when the CQ is full. Every promise ends in exactly one
- * kinet_cq_push_reserved or kinet_cq_unreserve. */
-int kinet_cq_reserve(kinet_cq *cq);
-void kinet_cq_unreserve(kinet_cq *cq);
-/* kinet_cq_push into a promised slot: cannot fail. */
-void kinet_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe);
-/* Empties a CQ (all CQEs invalid, indexes 0): a dedicated CQ of a QP reset. */
-void kinet_cq_reset(kinet_cq *cq);
-
+uint32_t kinet_pow2(uint32_t v);
 void kinet_count_syndrome(kinet_ctx *ctx, uint32_t synd);
 
-/* Internal helpers shared by backends */
-uint32_t kinet_pow2(uint32_t v);
-kinet_qp *kinet_ctx_qp_lookup(kinet_ctx *ctx, uint32_t qpn);
-/* Fills qp->desc (the device descriptor) from the QP; every backend uses it so
- * that device code sees the same descriptor whatever executes the queue. */
-void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *cpu_pi,
-			int backend);
+/* CQ memory in host memory (mapped into the GPU when the CUDA module is
+ * loaded), CQEs invalid (op_own 0xF1: opcode invalid, owner 1), consumer
+ * index 0: used by backends whose CQs live in host memory. */
+int kinet_cq_host_init(kinet_cq *cq, uint32_t depth);
+void kinet_cq_host_fini(kinet_cq *cq);
+/* All CQEs invalid again, indexes 0. */
+void kinet_cq_host_clear(kinet_cq *cq);
+
+/* Doorbell mode for a requested one (KN_DB_AUTO: the tunable, else the
+ * plain doorbell). */
+int kinet_db_mode_resolve(int requested);
+/* IB state machine: is from -> to a legal modify? */
+bool kinet_qp_legal(int from, int to);
+/* Fills qp->desc (the device descriptor) from the QP's queues and
+ * attributes: every backend's QPs get the same descriptor. */
+void kinet_qp_fill_desc(kinet_qp *qp);
+/* Device state of a QP back to its creation values (RESET). */
+void kinet_qp_reset_device_state(kinet_qp *qp);
+
+/* The CPU proxy's ring of one QP (doorbell mode cpu): when the producer
+ * published a new index in qp->cpu_pi, writes the doorbell record, then the
+ * first 8 bytes of the last WQE to the register. Queues in GPU memory are
+ * reached through io (NULL: host memory). Returns 1 when it rang. */
+struct kinet_qmem_io {
+	int (*read)(void *dst, const void *src, size_t n);  /* queue memory to host */
+	int (*write)(void *dst, const void *src, size_t n); /* host to queue memory */
+};
+int kinet_proxy_ring(kinet_qp *qp, const struct kinet_qmem_io *io);
+
+/* Idle policy of a polling service thread (the software NIC's engines, the
+ * mlx5 CPU proxy): poll for spin_ns after the last work, then nap in
+ * doubling steps from 1 us up to sleep_ns. */
+struct kinet_idle {
+	uint64_t spin_ns, sleep_ns;
+	uint64_t last_work, nap;
+};
+void kinet_idle_init(struct kinet_idle *s, uint64_t spin_ns, uint64_t sleep_ns);
+/* After a pass: 0 to poll again at once (work done, or still spinning),
+ * else the nap to take before the next pass. */
+uint64_t kinet_idle_next(struct kinet_idle *s, bool worked);
+void kinet_sleep_ns(uint64_t ns);
+
+/* Incarnation of this process (random, never 0): descriptors carry it. */
+uint64_t kinet_node(void);
+/* Random bytes from the kernel (getrandom), or a clock-based fallback. */
+void kinet_random(void *buf, size_t n);
 
 #endif

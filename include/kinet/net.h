@@ -2,7 +2,9 @@
 /*
  * kinet/net.h - endpoint descriptors: how a QP and a memory region of one
  * process are described to another process, and connecting QPs across
- * processes (software NIC: the wire over libfabric).
+ * processes. The same calls and format on every backend: a software-NIC QP
+ * is reached over its wire (libfabric), a ConnectX QP (mlx5) through its
+ * own addressing (QPN, first PSN, GID/LID, MTU), carried in the descriptor.
  *
  * A descriptor is a small, versioned byte string in a fixed byte order, so
  * it can travel over any bootstrap (kinet/boot.h, a socket, a file) between
@@ -46,8 +48,10 @@ struct kinet_qp_info {
 	uint32_t qpn;           /* QP number in its process */
 	uint64_t gen;           /* generation of the QP: changes on every RESET */
 	uint64_t node;          /* incarnation of the owning process (random) */
-	char provider[32];      /* libfabric provider of its wire, e.g. "tcp;ofi_rxm" */
-	uint8_t addr[128];      /* wire address (fi_getname of its endpoint) */
+	char provider[32];      /* transport: the libfabric provider of a software-NIC
+				 * QP's wire ("tcp;ofi_rxm"), or "mlx5" */
+	uint8_t addr[128];      /* how to reach it: the wire address (fi_getname of its
+				 * endpoint), or the mlx5 QP's addressing */
 	uint32_t addr_len;
 };
 
@@ -62,12 +66,13 @@ struct kinet_mr_info {
 	uint32_t kind; /* enum kinet_mem_kind of the region */
 };
 
-/* Serialises the descriptor of a software-NIC QP into buf (cap bytes;
- * KINET_QP_DESC_MAX always suffices). Creates the context's wire endpoint on
- * first use. The descriptor stays valid until the QP is reset or destroyed.
- * Returns the length written, -E2BIG when cap is too small, -ENOSYS when the
- * build has no libfabric, -ENODEV when the provider (KINET_FI_PROVIDER) is not
- * available, -ENOTSUP for an mlx5 context. */
+/* Serialises the descriptor of a QP into buf (cap bytes; KINET_QP_DESC_MAX
+ * always suffices). Software NIC: creates the context's wire endpoint on
+ * first use. The descriptor stays valid until the QP is reset or destroyed
+ * (its generation changes then: a peer holding the old one cannot reach the
+ * new incarnation). Returns the length written, -E2BIG when cap is too small;
+ * software NIC: -EOPNOTSUPP when the build has no libfabric, -ENODEV when
+ * the provider (KINET_FI_PROVIDER) is not available. */
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap);
 
 /* Decodes a QP descriptor: 0, -KINET_EVERSION (another version, logged with
@@ -77,8 +82,9 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
 /* Connects qp (in RESET or INIT) to the QP of another process described by
  * desc and moves it to RTS (INIT -> RTR -> RTS with kinet_qp_modify). Both
  * sides call it with the other's descriptor. Errors: those of
- * kinet_qp_desc_parse, -EPROTO when the peer uses another libfabric provider,
- * -EINVAL (bad state or arguments), -ENOSYS (no libfabric in this build).
+ * kinet_qp_desc_parse, -EPROTO when the peer uses another transport (another
+ * libfabric provider, or a QP of the other backend), -EINVAL (bad state or
+ * arguments), -EOPNOTSUPP (software NIC: no libfabric in this build).
  * Operations posted before the peer has connected wait for it, at most
  * KINET_NET_TIMEOUT_MS, then fail with transport retry exceeded. */
 int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len);

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Context, protection domains, CQs, QPs, state machine, export. */
+/* Context (backend choice), protection domains, counters, CQs (consumer side). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
-#include "nic/mlx5/mlx5.h"
+#include "core/backend.h"
 
 uint32_t kinet_pow2(uint32_t v)
 {
@@ -16,23 +15,57 @@ uint32_t kinet_pow2(uint32_t v)
 
 const char *kinet_backend_name(int b)
 {
-	switch (b) {
-	case KINET_BACKEND_AUTO: return "auto";
-	case KINET_BACKEND_SOFT: return "soft";
-	case KINET_BACKEND_MLX5: return "mlx5";
-	default: return "unknown";
-	}
+	if (b == KINET_BACKEND_AUTO)
+		return "auto";
+	for (int i = 0; kinet_backends[i]; i++)
+		if (kinet_backends[i]->id == b)
+			return kinet_backends[i]->name;
+	return "unknown";
 }
 
 static int backend_from_str(const char *s)
 {
 	if (!s || !*s || !strcmp(s, "auto"))
 		return KINET_BACKEND_AUTO;
-	if (!strcmp(s, "soft"))
-		return KINET_BACKEND_SOFT;
-	if (!strcmp(s, "mlx5"))
-		return KINET_BACKEND_MLX5;
+	for (int i = 0; kinet_backends[i]; i++)
+		if (!strcmp(s, kinet_backends[i]->name))
+			return kinet_backends[i]->id;
 	return -1;
+}
+
+static const struct kinet_backend_ops *backend_by_id(int id)
+{
+	for (int i = 0; kinet_backends[i]; i++)
+		if (kinet_backends[i]->id == id)
+			return kinet_backends[i];
+	return NULL;
+}
+
+int kinet_backend_unsupported(const kinet_ctx *ctx, const char *op)
+{
+	KLOG_ERR("%s: not supported by the %s backend", op, ctx->ops->name);
+	return -EOPNOTSUPP;
+}
+
+/* A context of backend b, or a negative errno (b's open failed). */
+static int ctx_open(const struct kinet_backend_ops *b, const struct kinet_ctx_attr *attr,
+		    kinet_ctx **out)
+{
+	kinet_ctx *ctx = calloc(1, b->ctx_size);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->ops = b;
+	ctx->backend = b->id;
+	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->next_pdn = 1;
+	int rc = b->open(ctx, attr);
+	if (rc) {
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
 }
 
 int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
@@ -40,8 +73,8 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	int backend = attr ? attr->backend : backend_from_str(kinet_tunable_str("KINET_BACKEND"));
-	if (backend < KINET_BACKEND_AUTO || backend > KINET_BACKEND_MLX5) {
+	int want = attr ? attr->backend : backend_from_str(kinet_tunable_str("KINET_BACKEND"));
+	if (want != KINET_BACKEND_AUTO && !backend_by_id(want)) {
 		if (attr)
 			KLOG_ERR("kinet_open: unknown backend %d", attr->backend);
 		else
@@ -49,80 +82,56 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 				 kinet_tunable_str("KINET_BACKEND"));
 		return -EINVAL;
 	}
-	kinet_ctx *ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
-		return -ENOMEM;
-	pthread_mutex_init(&ctx->lock, NULL);
-	/* writers first: engines re-take the read side after every pass */
-	pthread_rwlockattr_t rwa;
-	pthread_rwlockattr_init(&rwa);
-	pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&ctx->mr_lock, &rwa);
-	pthread_rwlockattr_destroy(&rwa);
-	ctx->mr_tag = (uint32_t)time(NULL) & 0xff;
-	ctx->next_pdn = 1;
-	int rc = 0;
-	if (backend == KINET_BACKEND_AUTO || backend == KINET_BACKEND_MLX5) {
-		char why[200];
-		rc = kinet_mlx5_probe(attr ? attr->device : NULL, why, sizeof(why));
+	char notes[256] = "";
+	int rc = -KINET_ENOBACKEND;
+	for (int i = 0; kinet_backends[i]; i++) {
+		const struct kinet_backend_ops *b = kinet_backends[i];
+		if (want != KINET_BACKEND_AUTO && b->id != want)
+			continue;
+		char why[200] = "";
+		rc = b->probe(attr, why, sizeof(why));
+		kinet_ctx *ctx = NULL;
 		if (rc == 0) {
-			rc = kinet_mlx5_open(ctx, attr ? attr->device : NULL);
-			if (rc == 0) {
-				ctx->backend = KINET_BACKEND_MLX5;
-				snprintf(ctx->reason, sizeof(ctx->reason), "mlx5: %s", why);
-			} else {
-				snprintf(why, sizeof(why), "mlx5 device open failed: %s",
+			rc = ctx_open(b, attr, &ctx);
+			if (rc)
+				snprintf(why, sizeof(why), "%s device open failed: %s", b->name,
 					 kinet_strerror(rc));
-			}
 		}
-		if (rc != 0 && backend == KINET_BACKEND_MLX5) {
-			KLOG_ERR("mlx5 backend not available: %s", why);
-			kinet_close(ctx);
+		if (rc == 0) {
+			if (want != KINET_BACKEND_AUTO)
+				snprintf(ctx->reason, sizeof(ctx->reason), "%s: requested (%s)",
+					 b->name, why);
+			else if (notes[0])
+				snprintf(ctx->reason, sizeof(ctx->reason), "%s: %s", b->name, notes);
+			else
+				snprintf(ctx->reason, sizeof(ctx->reason), "%s: %s", b->name, why);
+			if (notes[0])
+				KLOG_INFO("backend auto: %s", ctx->reason);
+			*out = ctx;
+			return 0;
+		}
+		if (want != KINET_BACKEND_AUTO) {
+			KLOG_ERR("%s backend not available: %s", b->name, why);
 			return rc;
 		}
-		if (rc != 0) {
-			snprintf(ctx->reason, sizeof(ctx->reason),
-				 "soft: mlx5 not available (%s)", why);
-			KLOG_INFO("backend auto: %s", ctx->reason);
-		}
+		size_t l = strlen(notes);
+		snprintf(notes + l, sizeof(notes) - l, "%s%s not available (%s)", l ? "; " : "",
+			 b->name, why);
 	}
-	if (ctx->backend != KINET_BACKEND_MLX5) {
-		if (backend == KINET_BACKEND_SOFT)
-			snprintf(ctx->reason, sizeof(ctx->reason), "soft: requested");
-		ctx->backend = KINET_BACKEND_SOFT;
-		rc = kinet_soft_open(ctx, attr && attr->engine_threads > 0
-						  ? attr->engine_threads
-						  : (int)kinet_tunable_int("KINET_ENGINE_THREADS"));
-		if (rc) {
-			kinet_close(ctx);
-			return rc;
-		}
-	}
-	*out = ctx;
-	return 0;
+	KLOG_ERR("kinet_open: no usable backend: %s", notes);
+	return rc;
 }
 
 int kinet_close(kinet_ctx *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
-	for (uint32_t i = 0; i < ctx->qp_cap; i++)
-		if (ctx->qp_tab[i]) {
-			KLOG_WARN("kinet_close: QP 0x%x still exists", ctx->qp_tab[i]->qpn);
-			return -EBUSY;
-		}
-	if (atomic_load(&ctx->pds) || atomic_load(&ctx->cqs)) {
-		KLOG_WARN("kinet_close: %d protection domains and %d CQs still exist",
-			  atomic_load(&ctx->pds), atomic_load(&ctx->cqs));
+	if (atomic_load(&ctx->qps) || atomic_load(&ctx->pds) || atomic_load(&ctx->cqs)) {
+		KLOG_WARN("kinet_close: %d QPs, %d protection domains and %d CQs still exist",
+			  atomic_load(&ctx->qps), atomic_load(&ctx->pds), atomic_load(&ctx->cqs));
 		return -EBUSY;
 	}
-	if (ctx->nic)
-		kinet_soft_close(ctx);
-	if (ctx->mlx5)
-		kinet_mlx5_close(ctx);
-	free(ctx->mr_tab);
-	free(ctx->qp_tab);
-	pthread_rwlock_destroy(&ctx->mr_lock);
+	ctx->ops->close(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return 0;
@@ -150,6 +159,25 @@ void kinet_count_syndrome(kinet_ctx *ctx, uint32_t s)
 }
 
 #define CTR_LD(p) atomic_load_explicit(p, memory_order_relaxed)
+#define BLK_LD(f) __atomic_load_n(&b->f, __ATOMIC_RELAXED)
+
+void kinet_ctr_blk_add(const struct kinet_ctr_blk *b, struct kinet_counters *o)
+{
+	o->wqes += BLK_LD(c_wqes);
+	o->bytes += BLK_LD(c_bytes);
+	o->cqes += BLK_LD(c_cqes);
+	o->errors += BLK_LD(c_errors);
+	o->flushed += BLK_LD(c_flushed);
+	for (int k = 0; k < 64; k++)
+		o->by_syndrome[k] += BLK_LD(c_synd[k]);
+	o->doorbells += BLK_LD(c_doorbells);
+	o->dbr_only += BLK_LD(c_dbr_only);
+	o->bf_wqes += BLK_LD(c_bf_wqes);
+	o->staged_bytes += BLK_LD(c_staged);
+	o->direct_bytes += BLK_LD(c_direct);
+	o->rnr_retries += BLK_LD(c_rnr);
+	o->proxy_rings += BLK_LD(c_proxy);
+}
 
 int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *o)
 {
@@ -170,8 +198,8 @@ int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *o)
 	o->direct_bytes = CTR_LD(&ctx->c_direct);
 	o->rnr_retries = CTR_LD(&ctx->c_rnr);
 	o->proxy_rings = CTR_LD(&ctx->c_proxy);
-	if (ctx->nic)
-		kinet_soft_counters_add(ctx, o); /* the engines' own blocks */
+	if (ctx->ops->counters)
+		ctx->ops->counters(ctx, o);
 	return 0;
 }
 
@@ -181,15 +209,15 @@ int kinet_pd_alloc(kinet_ctx *ctx, kinet_pd **out)
 {
 	if (!ctx || !out)
 		return -EINVAL;
-	kinet_pd *pd = calloc(1, sizeof(*pd));
+	kinet_pd *pd = calloc(1, ctx->ops->pd_size);
 	if (!pd)
 		return -ENOMEM;
 	pd->ctx = ctx;
 	pthread_mutex_lock(&ctx->lock);
 	pd->pdn = ctx->next_pdn++;
 	pthread_mutex_unlock(&ctx->lock);
-	if (ctx->backend == KINET_BACKEND_MLX5) {
-		int rc = kinet_mlx5_pd_alloc(pd);
+	if (ctx->ops->pd_alloc) {
+		int rc = ctx->ops->pd_alloc(pd);
 		if (rc) {
 			free(pd);
 			return rc;
@@ -209,36 +237,68 @@ int kinet_pd_free(kinet_pd *pd)
 			  pd->pdn);
 		return -EBUSY;
 	}
-	if (pd->ctx->backend == KINET_BACKEND_MLX5)
-		kinet_mlx5_pd_free(pd);
-	atomic_fetch_sub(&pd->ctx->pds, 1);
+	kinet_ctx *ctx = pd->ctx;
+	if (ctx->ops->pd_free)
+		ctx->ops->pd_free(pd);
+	atomic_fetch_sub(&ctx->pds, 1);
 	free(pd);
 	return 0;
 }
 
 /* ---- completion queues -------------------------------------------------------- */
 
+int kinet_cq_host_init(kinet_cq *cq, uint32_t cnt)
+{
+	cq->cnt = cnt;
+	cq->buf = kinet_queue_alloc((size_t)cnt * KN_CQE_SIZE);
+	void *db = kinet_queue_alloc(4096);
+	if (!cq->buf || !db) {
+		kinet_queue_free(cq->buf, (size_t)cnt * KN_CQE_SIZE);
+		kinet_queue_free(db, 4096);
+		cq->buf = NULL;
+		return -ENOMEM;
+	}
+	cq->dbrec = db;
+	kinet_cq_host_clear(cq);
+	return 0;
+}
+
+void kinet_cq_host_fini(kinet_cq *cq)
+{
+	kinet_queue_free(cq->buf, (size_t)cq->cnt * KN_CQE_SIZE);
+	kinet_queue_free((void *)cq->dbrec, 4096);
+	cq->buf = NULL;
+	cq->dbrec = NULL;
+}
+
+void kinet_cq_host_clear(kinet_cq *cq)
+{
+	/* opcode invalid, owner bit 1: a poller that checks only the owner bit
+	 * sees no CQE on the first lap (it expects owner 0 there) */
+	for (uint32_t i = 0; i < cq->cnt; i++)
+		((struct kn_cqe64 *)cq->buf)[i].op_own = (uint8_t)(KN_CQE_INVALID << 4) | 1u;
+	cq->host_ci = 0;
+	cq->dbrec[0] = 0;
+	cq->dbrec[1] = 0;
+}
+
 int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out)
 {
 	if (!ctx || !out || depth == 0 || depth > (1u << 22))
 		return -EINVAL;
-	kinet_cq *cq = calloc(1, sizeof(*cq));
+	*out = NULL;
+	if (!ctx->ops->cq_create)
+		return kinet_backend_unsupported(ctx, "kinet_cq_create");
+	kinet_cq *cq = calloc(1, ctx->ops->cq_size);
 	if (!cq)
 		return -ENOMEM;
 	cq->ctx = ctx;
 	cq->cnt = kinet_pow2(depth);
-	cq->buf = kinet_queue_alloc((size_t)cq->cnt * KN_CQE_SIZE);
-	cq->dbrec_page = kinet_queue_alloc(4096);
-	if (!cq->buf || !cq->dbrec_page) {
-		kinet_queue_free(cq->buf, (size_t)cq->cnt * KN_CQE_SIZE);
-		kinet_queue_free(cq->dbrec_page, 4096);
+	int rc = ctx->ops->cq_create(cq);
+	if (rc) {
 		free(cq);
-		return -ENOMEM;
+		return rc;
 	}
-	cq->dbrec = cq->dbrec_page;
-	for (uint32_t i = 0; i < cq->cnt; i++)
-		((struct kn_cqe64 *)cq->buf)[i].op_own = KN_CQE_INVALID << 4;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	atomic_fetch_add(&ctx->cqs, 1);
 	*out = cq;
 	return 0;
@@ -250,85 +310,16 @@ int kinet_cq_destroy(kinet_cq *cq)
 		return -EINVAL;
 	if (atomic_load(&cq->refs))
 		return -EBUSY;
-	kinet_queue_free(cq->buf, (size_t)cq->cnt * KN_CQE_SIZE);
-	kinet_queue_free(cq->dbrec_page, 4096);
-	pthread_spin_destroy(&cq->lock);
-	atomic_fetch_sub(&cq->ctx->cqs, 1);
+	kinet_ctx *ctx = cq->ctx;
+	ctx->ops->cq_destroy(cq);
+	atomic_fetch_sub(&ctx->cqs, 1);
 	free(cq);
 	return 0;
-}
-
-void kinet_cq_reset(kinet_cq *cq)
-{
-	pthread_spin_lock(&cq->lock);
-	for (uint32_t i = 0; i < cq->cnt; i++)
-		((struct kn_cqe64 *)cq->buf)[i].op_own = KN_CQE_INVALID << 4;
-	cq->pi = 0;
-	cq->host_ci = 0;
-	cq->dbrec[0] = 0;
-	cq->dbrec[1] = 0;
-	pthread_spin_unlock(&cq->lock);
 }
 
 uint32_t kinet_cq_depth(const kinet_cq *cq)
 {
 	return cq ? cq->cnt : 0;
-}
-
-uint32_t kinet_cq_space(kinet_cq *cq)
-{
-	uint32_t ci = kn_be32toh(__atomic_load_n(&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-	uint32_t used = (((uint32_t)cq->pi - ci) & 0xffffff) + cq->reserved;
-	return used >= cq->cnt ? 0 : cq->cnt - used;
-}
-
-int kinet_cq_reserve(kinet_cq *cq)
-{
-	pthread_spin_lock(&cq->lock);
-	int rc = kinet_cq_space(cq) ? 0 : -EAGAIN;
-	if (!rc)
-		cq->reserved++;
-	pthread_spin_unlock(&cq->lock);
-	return rc;
-}
-
-void kinet_cq_unreserve(kinet_cq *cq)
-{
-	pthread_spin_lock(&cq->lock);
-	cq->reserved--;
-	pthread_spin_unlock(&cq->lock);
-}
-
-/* Writes the CQE at the producer index (lock held, a slot known free). */
-static void cq_write(kinet_cq *cq, struct kn_cqe64 *cqe)
-{
-	uint64_t idx = cq->pi++;
-	struct kn_cqe64 *dst = (struct kn_cqe64 *)(cq->buf + (idx & (cq->cnt - 1)) * KN_CQE_SIZE);
-	uint8_t op_own = (uint8_t)((cqe->op_own & 0xfe) | ((idx / cq->cnt) & 1));
-	memcpy(dst, cqe, KN_CQE_SIZE - 1);
-	__atomic_store_n(&dst->op_own, op_own, __ATOMIC_RELEASE);
-}
-
-int kinet_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe)
-{
-	pthread_spin_lock(&cq->lock);
-	if (kinet_cq_space(cq) == 0) {
-		pthread_spin_unlock(&cq->lock);
-		return -EAGAIN;
-	}
-	cq_write(cq, cqe);
-	pthread_spin_unlock(&cq->lock);
-	KINET_COUNT(cq->ctx, c_cqes, 1);
-	return 0;
-}
-
-void kinet_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe)
-{
-	pthread_spin_lock(&cq->lock);
-	cq->reserved--;
-	cq_write(cq, cqe);
-	pthread_spin_unlock(&cq->lock);
-	KINET_COUNT(cq->ctx, c_cqes, 1);
 }
 
 int kinet_cq_peek(kinet_cq *cq, uint64_t idx, struct kn_cqe64 *out)
@@ -343,6 +334,25 @@ int kinet_cq_peek(kinet_cq *cq, uint64_t idx, struct kn_cqe64 *out)
 	return 0;
 }
 
+/* A send CQE consumed on a QP's dedicated CQ tells how far the NIC has read
+ * the SQ (kinet_qp_post_raw's room on backends that report it only so). */
+static void note_sq_progress(kinet_qp *qp, const struct kn_cqe64 *c)
+{
+	uint8_t op = kn_cqe_opcode(c);
+	if (op != KN_CQE_REQ && op != KN_CQE_REQ_ERR)
+		return;
+	uint16_t w = kn_be16toh(c->wqe_counter);
+	pthread_mutex_lock(&qp->raw_lock);
+	/* the 64-bit index of WQE w: the last raw index with those low bits */
+	uint64_t t = qp->raw_pi - (uint16_t)((uint16_t)qp->raw_pi - w);
+	if (t < qp->raw_pi && qp->raw_nbb) {
+		uint64_t end = t + (qp->raw_nbb[t & (qp->sq_cnt - 1)] ?: 1);
+		if (end > qp->raw_ci)
+			qp->raw_ci = end;
+	}
+	pthread_mutex_unlock(&qp->raw_lock);
+}
+
 int kinet_cq_poll(kinet_cq *cq, struct kn_cqe64 *out)
 {
 	int rc = kinet_cq_peek(cq, cq ? cq->host_ci : 0, out);
@@ -351,6 +361,8 @@ int kinet_cq_poll(kinet_cq *cq, struct kn_cqe64 *out)
 	cq->host_ci++;
 	__atomic_store_n(&cq->dbrec[0], kn_htobe32((uint32_t)(cq->host_ci & 0xffffff)),
 			 __ATOMIC_RELEASE);
+	if (cq->sq_owner)
+		note_sq_progress(cq->sq_owner, out);
 	return 0;
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Queue pairs: creation, the RC state machine, device descriptor export. */
+/* Queue pairs: validation, the RC state machine, the device descriptor and
+ * state, host-side posting. The queues themselves are the backend's. */
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#include "nic/mlx5/mlx5.h"
+#include <time.h>
+#include "core/backend.h"
 
 const char *kinet_qp_state_str(int s)
 {
@@ -28,90 +29,49 @@ const char *kinet_db_mode_str(int m)
 	}
 }
 
-static int resolve_db_mode(int requested)
+int kinet_db_mode_resolve(int requested)
 {
 	if (requested != KN_DB_AUTO)
 		return requested;
 	const char *t = kinet_tunable_str("KINET_DB_MODE");
-	if (t && !strcmp(t, "gpu"))
-		return KN_DB_GPU;
 	if (t && !strcmp(t, "blueflame"))
 		return KN_DB_BLUEFLAME;
 	if (t && !strcmp(t, "cpu"))
 		return KN_DB_CPU_PROXY;
-	/* software NIC: the doorbell page is host memory every executor can
-	 * write, and the engine takes the doorbell record alone, so the plain
-	 * doorbell is the cheapest producer path. */
+	/* auto, gpu: the plain doorbell. On the software NIC the doorbell page is
+	 * host memory every executor can write and the engine takes the record
+	 * alone; on hardware a backend that cannot map the register into the GPU
+	 * changes it to cpu. */
 	return KN_DB_GPU;
 }
 
-static int qp_table_insert(kinet_ctx *ctx, kinet_qp *qp)
+bool kinet_qp_legal(int from, int to)
 {
-	pthread_mutex_lock(&ctx->lock);
-	uint32_t i;
-	for (i = 0; i < ctx->qp_cap; i++)
-		if (!ctx->qp_tab[i])
-			break;
-	if (i == ctx->qp_cap) {
-		uint32_t ncap = ctx->qp_cap ? ctx->qp_cap * 2 : 64;
-		if (ncap > (1u << 23)) {
-			pthread_mutex_unlock(&ctx->lock);
-			return -ENOMEM;
-		}
-		kinet_qp **t = realloc(ctx->qp_tab, ncap * sizeof(*t));
-		if (!t) {
-			pthread_mutex_unlock(&ctx->lock);
-			return -ENOMEM;
-		}
-		memset(t + ctx->qp_cap, 0, (ncap - ctx->qp_cap) * sizeof(*t));
-		ctx->qp_tab = t;
-		ctx->qp_cap = ncap;
+	if (to == KINET_QPS_RESET || to == KINET_QPS_ERR)
+		return true;
+	switch (from) {
+	case KINET_QPS_RESET: return to == KINET_QPS_INIT;
+	case KINET_QPS_INIT: return to == KINET_QPS_INIT || to == KINET_QPS_RTR;
+	case KINET_QPS_RTR: return to == KINET_QPS_RTS;
+	case KINET_QPS_RTS: return to == KINET_QPS_RTS;
+	default: return false;
 	}
-	ctx->qp_tab[i] = qp;
-	qp->qpn = 0x100 + i; /* low QP numbers are reserved on real NICs */
-	pthread_mutex_unlock(&ctx->lock);
-	return 0;
 }
 
-kinet_qp *kinet_ctx_qp_lookup(kinet_ctx *ctx, uint32_t qpn)
-{
-	kinet_qp *qp = NULL;
-	pthread_mutex_lock(&ctx->lock);
-	if (qpn >= 0x100 && qpn - 0x100 < ctx->qp_cap)
-		qp = ctx->qp_tab[qpn - 0x100];
-	pthread_mutex_unlock(&ctx->lock);
-	return qp;
-}
-
-static void qp_free_mem(kinet_qp *qp)
-{
-	kinet_queue_free(qp->sq, (size_t)qp->sq_cnt * KN_SEND_WQE_BB);
-	kinet_queue_free(qp->rq, (size_t)qp->rq_cnt * qp->rq_stride);
-	kinet_queue_free(qp->dbrec_page, 4096);
-	kinet_queue_free(qp->uar, KN_UAR_PAGE_SIZE);
-	free(qp->dstate);
-	free(qp->slot_ready);
-	free(qp->scratch);
-}
-
-static void qp_reset_device_state(kinet_qp *qp)
+void kinet_qp_reset_device_state(kinet_qp *qp)
 {
 	memset(qp->dstate, 0, sizeof(*qp->dstate));
 	qp->dstate->err_ticket = KN_NO_ERROR;
 	memset(qp->slot_ready, 0, (size_t)qp->sq_cnt * sizeof(uint64_t));
 }
 
-/* Fills the device descriptor from the QP's queues and attributes; db and
- * cpu_pi are where the backend put the doorbell register and the CPU-proxy
- * producer word. */
-void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *cpu_pi,
-			int backend)
+void kinet_qp_fill_desc(kinet_qp *qp)
 {
 	kn_qp *d = &qp->desc;
 	d->sq = qp->sq;
 	d->dbrec = qp->dbrec;
-	d->db = db;
-	d->cpu_pi = cpu_pi;
+	d->db = qp->db;
+	d->cpu_pi = qp->cpu_pi;
 	d->cq = qp->scq->buf;
 	d->cq_dbrec = qp->scq->dbrec;
 	d->cq_cqe_cnt = qp->scq->cnt;
@@ -133,7 +93,98 @@ void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *c
 	d->db_mode = (uint32_t)qp->db_mode;
 	d->share = (uint32_t)qp->attr.share;
 	d->max_inline = qp->attr.max_inline;
-	d->backend = (uint32_t)backend;
+	d->backend = (uint32_t)qp->ctx->backend;
+}
+
+/* Validates and completes the attributes (defaults, IB encodings). */
+static int qp_attr_check(kinet_ctx *ctx, const struct kinet_qp_attr *in, struct kinet_qp_attr *a)
+{
+	if (in)
+		*a = *in;
+	else
+		memset(a, 0, sizeof(*a));
+	if (!a->sq_depth)
+		a->sq_depth = (uint32_t)kinet_tunable_int("KINET_SQ_DEPTH");
+	if (a->sq_depth > 32768 || a->rq_depth > 32768) {
+		KLOG_ERR("qp_create: queue depth above 32768 (sq %u, rq %u)", a->sq_depth,
+			 a->rq_depth);
+		return -EINVAL;
+	}
+	if (a->max_inline > KN_MAX_INLINE_WRITE) {
+		KLOG_ERR("qp_create: max_inline %u above %u", a->max_inline, KN_MAX_INLINE_WRITE);
+		return -EINVAL;
+	}
+	if (!a->max_inline)
+		a->max_inline = KN_MAX_INLINE_WRITE;
+	if (a->db_mode < KN_DB_AUTO || a->db_mode > KN_DB_CPU_PROXY || a->share < 0 ||
+	    a->share > KN_SHARE_GPU ||
+	    (a->rnr_retry > 7 && a->rnr_retry != KINET_RNR_RETRY_NONE))
+		return -EINVAL;
+	if ((a->send_cq && a->send_cq->ctx != ctx) || (a->recv_cq && a->recv_cq->ctx != ctx)) {
+		KLOG_ERR("qp_create: a CQ of another context");
+		return -EINVAL;
+	}
+	if ((a->send_cq || a->recv_cq) && !(ctx->ops->caps & KINET_CAP_SHARED_CQ)) {
+		KLOG_ERR("qp_create: the %s backend creates each QP's CQs itself (the device API "
+			 "needs dedicated ones): pass send_cq = recv_cq = NULL",
+			 ctx->ops->name);
+		return -EOPNOTSUPP;
+	}
+	/* from here on rnr_retry is the IB count: 0 none, 1..6, 7 forever */
+	if (a->rnr_retry == 0)
+		a->rnr_retry = 7;
+	else if (a->rnr_retry == KINET_RNR_RETRY_NONE)
+		a->rnr_retry = 0;
+	return 0;
+}
+
+/* Device state, scratch word and descriptor: the same for every backend. */
+static int qp_common_init(kinet_qp *qp)
+{
+	qp->dstate = calloc(1, sizeof(*qp->dstate));
+	qp->slot_ready = calloc(qp->sq_cnt, sizeof(uint64_t));
+	qp->raw_nbb = calloc(qp->sq_cnt, 1);
+	qp->scratch = calloc(1, 64);
+	if (!qp->dstate || !qp->slot_ready || !qp->raw_nbb || !qp->scratch)
+		return -ENOMEM;
+	kinet_qp_reset_device_state(qp);
+	int rc = kinet_mr_reg(qp->pd, qp->scratch, 64, KINET_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
+	if (rc)
+		return rc;
+	if (qp->own_scq)
+		qp->scq->sq_owner = qp;
+	kinet_qp_fill_desc(qp);
+	return 0;
+}
+
+static void qp_common_fini(kinet_qp *qp)
+{
+	if (qp->scratch_mr && kinet_mr_dereg(qp->scratch_mr))
+		KLOG_WARN("qp 0x%x: its scratch region could not be deregistered", qp->qpn);
+	qp->scratch_mr = NULL;
+	free(qp->dstate);
+	free(qp->slot_ready);
+	free(qp->raw_nbb);
+	free(qp->scratch);
+	qp->dstate = NULL;
+	qp->slot_ready = NULL;
+	qp->raw_nbb = NULL;
+	qp->scratch = NULL;
+}
+
+/* The end of a QP whose backend no longer serves it. */
+static void qp_destroy_common(kinet_qp *qp)
+{
+	kinet_ctx *ctx = qp->ctx;
+	if (qp->scq)
+		atomic_fetch_sub(&qp->scq->refs, 1);
+	if (qp->rcq)
+		atomic_fetch_sub(&qp->rcq->refs, 1);
+	ctx->ops->qp_destroy(qp);
+	atomic_fetch_sub(&qp->pd->refs, 1);
+	atomic_fetch_sub(&ctx->qps, 1);
+	pthread_mutex_destroy(&qp->raw_lock);
+	free(qp);
 }
 
 int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp **out)
@@ -142,147 +193,53 @@ int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp 
 		return -EINVAL;
 	*out = NULL;
 	kinet_ctx *ctx = pd->ctx;
+	const struct kinet_backend_ops *ops = ctx->ops;
 	struct kinet_qp_attr attr;
-	if (attr_in)
-		attr = *attr_in;
-	else
-		memset(&attr, 0, sizeof(attr));
-	if (!attr.sq_depth)
-		attr.sq_depth = (uint32_t)kinet_tunable_int("KINET_SQ_DEPTH");
-	if (attr.sq_depth > 32768 || attr.rq_depth > 32768) {
-		KLOG_ERR("qp_create: queue depth above 32768 (sq %u, rq %u)", attr.sq_depth,
-			 attr.rq_depth);
-		return -EINVAL;
-	}
-	if (attr.max_inline > KN_MAX_INLINE_WRITE) {
-		KLOG_ERR("qp_create: max_inline %u above %u", attr.max_inline, KN_MAX_INLINE_WRITE);
-		return -EINVAL;
-	}
-	if (!attr.max_inline)
-		attr.max_inline = KN_MAX_INLINE_WRITE;
-	if (attr.db_mode < KN_DB_AUTO || attr.db_mode > KN_DB_CPU_PROXY || attr.share < 0 ||
-	    attr.share > KN_SHARE_GPU ||
-	    (attr.rnr_retry > 7 && attr.rnr_retry != KINET_RNR_RETRY_NONE))
-		return -EINVAL;
-	/* from here on rnr_retry is the IB count: 0 none, 1..6, 7 forever */
-	if (attr.rnr_retry == 0)
-		attr.rnr_retry = 7;
-	else if (attr.rnr_retry == KINET_RNR_RETRY_NONE)
-		attr.rnr_retry = 0;
-	if (ctx->backend == KINET_BACKEND_MLX5)
-		return kinet_mlx5_qp_create(pd, &attr, out);
-
-	kinet_qp *qp = calloc(1, sizeof(*qp));
+	int rc = qp_attr_check(ctx, attr_in, &attr);
+	if (rc)
+		return rc;
+	kinet_qp *qp = calloc(1, ops->qp_size);
 	if (!qp)
 		return -ENOMEM;
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->attr = attr;
-	qp->sq_cnt = kinet_pow2(attr.sq_depth < 2 ? 2 : attr.sq_depth);
-	qp->rq_cnt = attr.rq_depth ? kinet_pow2(attr.rq_depth) : 0;
-	qp->rq_stride = 16;
-	qp->db_mode = resolve_db_mode(attr.db_mode);
-	pthread_mutex_init(&qp->rq_lock, NULL);
-	int rc = -ENOMEM;
-	qp->sq = kinet_queue_alloc((size_t)qp->sq_cnt * KN_SEND_WQE_BB);
-	qp->dbrec_page = kinet_queue_alloc(4096);
-	qp->uar = kinet_queue_alloc(KN_UAR_PAGE_SIZE);
-	qp->dstate = calloc(1, sizeof(*qp->dstate));
-	qp->slot_ready = calloc(qp->sq_cnt, sizeof(uint64_t));
-	qp->scratch = calloc(1, 64);
-	if (qp->rq_cnt)
-		qp->rq = kinet_queue_alloc((size_t)qp->rq_cnt * qp->rq_stride);
-	if (!qp->sq || !qp->dbrec_page || !qp->uar || !qp->dstate || !qp->slot_ready ||
-	    !qp->scratch || (qp->rq_cnt && !qp->rq))
-		goto fail;
-	qp->dbrec = qp->dbrec_page;
-	qp_reset_device_state(qp);
-
-	/* completion queues: dedicated ones unless given */
-	if (attr.send_cq) {
-		qp->scq = attr.send_cq;
-	} else {
-		rc = kinet_cq_create(ctx, qp->sq_cnt, &qp->scq);
-		if (rc)
-			goto fail;
-		qp->own_scq = true;
+	qp->db_mode = kinet_db_mode_resolve(attr.db_mode);
+	pthread_mutex_init(&qp->raw_lock, NULL);
+	rc = ops->qp_create(qp);
+	if (rc) {
+		pthread_mutex_destroy(&qp->raw_lock);
+		free(qp);
+		return rc;
 	}
-	if (qp->rq_cnt) {
-		if (attr.recv_cq) {
-			qp->rcq = attr.recv_cq;
-		} else {
-			rc = kinet_cq_create(ctx, qp->rq_cnt, &qp->rcq);
-			if (rc)
-				goto fail;
-			qp->own_rcq = true;
-		}
-	}
-	rc = kinet_mr_reg(pd, qp->scratch, 64, KINET_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
-	if (rc)
-		goto fail;
-	rc = qp_table_insert(ctx, qp);
-	if (rc)
-		goto fail;
-	atomic_fetch_add(&qp->scq->refs, 1);
+	if (qp->scq)
+		atomic_fetch_add(&qp->scq->refs, 1);
 	if (qp->rcq)
 		atomic_fetch_add(&qp->rcq->refs, 1);
 	atomic_fetch_add(&pd->refs, 1);
-
-	kinet_qp_fill_desc(qp, qp->uar + KN_BF_OFFSET, qp->dbrec + 4, KINET_BACKEND_SOFT);
-
-	rc = kinet_soft_qp_attach(qp);
+	atomic_fetch_add(&ctx->qps, 1);
+	rc = qp_common_init(qp);
+	if (rc == 0 && ops->qp_attach)
+		rc = ops->qp_attach(qp);
 	if (rc) {
-		kinet_qp_destroy(qp);
+		qp_common_fini(qp);
+		qp_destroy_common(qp);
 		return rc;
 	}
-	KLOG_DBG("qp 0x%x created: sq %u rq %u db %s", qp->qpn, qp->sq_cnt, qp->rq_cnt,
-		 kinet_db_mode_str(qp->db_mode));
+	KLOG_DBG("qp 0x%x created (%s): sq %u rq %u db %s", qp->qpn, ops->name, qp->sq_cnt,
+		 qp->rq_cnt, kinet_db_mode_str(qp->db_mode));
 	*out = qp;
 	return 0;
-fail:
-	if (qp->scratch_mr)
-		kinet_mr_dereg(qp->scratch_mr);
-	if (qp->own_scq && qp->scq)
-		kinet_cq_destroy(qp->scq);
-	if (qp->own_rcq && qp->rcq)
-		kinet_cq_destroy(qp->rcq);
-	qp_free_mem(qp);
-	free(qp);
-	return rc;
 }
 
 int kinet_qp_destroy(kinet_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
-	kinet_ctx *ctx = qp->ctx;
-	if (ctx->backend == KINET_BACKEND_MLX5)
-		return kinet_mlx5_qp_destroy(qp);
-	kinet_soft_qp_detach(qp);
-	pthread_mutex_lock(&ctx->lock);
-	/* a local peer must forget us */
-	for (uint32_t i = 0; i < ctx->qp_cap; i++) {
-		kinet_qp *o = ctx->qp_tab[i];
-		if (o && o->peer == qp)
-			__atomic_store_n(&o->peer, NULL, __ATOMIC_RELEASE);
-	}
-	if (qp->qpn >= 0x100 && qp->qpn - 0x100 < ctx->qp_cap && ctx->qp_tab[qp->qpn - 0x100] == qp)
-		ctx->qp_tab[qp->qpn - 0x100] = NULL;
-	pthread_mutex_unlock(&ctx->lock);
-	if (qp->scratch_mr)
-		kinet_mr_dereg(qp->scratch_mr);
-	if (qp->scq)
-		atomic_fetch_sub(&qp->scq->refs, 1);
-	if (qp->rcq)
-		atomic_fetch_sub(&qp->rcq->refs, 1);
-	if (qp->own_scq)
-		kinet_cq_destroy(qp->scq);
-	if (qp->own_rcq)
-		kinet_cq_destroy(qp->rcq);
-	atomic_fetch_sub(&qp->pd->refs, 1);
-	pthread_mutex_destroy(&qp->rq_lock);
-	qp_free_mem(qp);
-	free(qp);
+	if (qp->ctx->ops->qp_detach)
+		qp->ctx->ops->qp_detach(qp);
+	qp_common_fini(qp);
+	qp_destroy_common(qp);
 	return 0;
 }
 
@@ -301,27 +258,12 @@ int kinet_qp_db_mode(const kinet_qp *qp)
 	return qp ? qp->db_mode : -EINVAL;
 }
 
-static bool legal(int from, int to)
-{
-	if (to == KINET_QPS_RESET || to == KINET_QPS_ERR)
-		return true;
-	switch (from) {
-	case KINET_QPS_RESET: return to == KINET_QPS_INIT;
-	case KINET_QPS_INIT: return to == KINET_QPS_INIT || to == KINET_QPS_RTR;
-	case KINET_QPS_RTR: return to == KINET_QPS_RTS;
-	case KINET_QPS_RTS: return to == KINET_QPS_RTS;
-	default: return false;
-	}
-}
-
 int kinet_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remote)
 {
 	if (!qp)
 		return -EINVAL;
-	if (qp->ctx->backend == KINET_BACKEND_MLX5)
-		return kinet_mlx5_qp_modify(qp, state, remote);
 	int from = atomic_load(&qp->state);
-	if (!legal(from, state)) {
+	if (!kinet_qp_legal(from, state)) {
 		KLOG_ERR("qp 0x%x: illegal transition %s -> %s", qp->qpn, kinet_qp_state_str(from),
 			 kinet_qp_state_str(state));
 		return -EINVAL;
@@ -331,24 +273,37 @@ int kinet_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remot
 			KLOG_ERR("qp 0x%x: RTR needs the remote end", qp->qpn);
 			return -EINVAL;
 		}
-		if (remote->local) {
-			if (remote->local->ctx != qp->ctx) {
-				/* different contexts in one process: still reachable
-				 * directly, each side checks its own keys */
-			}
-			qp->peer = remote->local;
-			qp->peer_qpn = remote->local->qpn;
-			qp->wire = NULL;
-		} else {
-			int rc = kinet_soft_wire_connect(qp, remote);
-			if (rc)
-				return rc;
+		if (remote->local && remote->local->ctx->ops != qp->ctx->ops) {
+			KLOG_ERR("qp 0x%x: the remote QP 0x%x belongs to the %s backend, this one to "
+				 "%s",
+				 qp->qpn, remote->local->qpn, remote->local->ctx->ops->name,
+				 qp->ctx->ops->name);
+			return -EINVAL;
 		}
 	}
-	if (state == KINET_QPS_RESET)
-		qp_reset_device_state(qp);
-	int old = atomic_exchange(&qp->state, state);
-	kinet_soft_qp_state_changed(qp, old, state);
+	if (state == KINET_QPS_INIT && from == KINET_QPS_RESET &&
+	    !(qp->ctx->ops->caps & KINET_CAP_RESET_REUSE) &&
+	    ((qp->flags & KINET_QPF_USED) || qp->dstate->resv)) {
+		/* hardware keeps its CQ index across a QP reset, and the device
+		 * API numbers CQEs from the QP's first WQE */
+		KLOG_ERR("qp 0x%x: a %s QP cannot be reused after RESET: create a new one",
+			 qp->qpn, qp->ctx->ops->name);
+		return -EOPNOTSUPP;
+	}
+	int rc = qp->ctx->ops->qp_modify(qp, from, state, remote);
+	if (rc)
+		return rc;
+	if (state == KINET_QPS_RTR)
+		qp->peer_qpn = remote->local ? remote->local->qpn : remote->qpn;
+	if (state == KINET_QPS_RESET) {
+		if (qp->dstate->resv || qp->raw_pi)
+			qp->flags |= KINET_QPF_USED;
+		kinet_qp_reset_device_state(qp);
+		pthread_mutex_lock(&qp->raw_lock);
+		qp->raw_pi = qp->raw_ci = 0;
+		memset(qp->raw_nbb, 0, qp->sq_cnt);
+		pthread_mutex_unlock(&qp->raw_lock);
+	}
 	return 0;
 }
 
@@ -387,25 +342,65 @@ int kinet_qp_device(kinet_qp *qp, kn_qp **out)
 	return 0;
 }
 
+/* The NIC's SQ consumer index, as far as the host can know it. */
+static uint64_t sq_consumed(kinet_qp *qp)
+{
+	if (qp->ctx->ops->sq_consumed)
+		return qp->ctx->ops->sq_consumed(qp);
+	return qp->raw_ci; /* caller holds raw_lock */
+}
+
 long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb)
 {
 	if (!qp || !wqe || nbb == 0 || nbb > KN_MAX_WQE_BBS || nbb > qp->sq_cnt)
 		return -EINVAL;
-	/* room: judged by the NIC's consumer index */
+	if (qp->flags & KINET_QPF_QUEUES_ON_GPU) {
+		KLOG_ERR("qp 0x%x: kinet_qp_post_raw writes the SQ from the host, and this QP's "
+			 "queues are in GPU memory (KINET_MLX5_QUEUES=verbs keeps them in host "
+			 "memory)",
+			 qp->qpn);
+		return -EOPNOTSUPP;
+	}
+	pthread_mutex_lock(&qp->raw_lock);
+	/* room: judged by the NIC's consumer index (where the backend has no
+	 * view of it, by the send CQEs consumed with kinet_cq_poll) */
 	uint64_t t0 = kn_now_ns();
-	while (qp->host_pi + nbb - atomic_load(&qp->sq_ci_pub) > qp->sq_cnt) {
-		if (kn_now_ns() - t0 > qp->desc.timeout_ns)
+	while (qp->raw_pi + nbb - sq_consumed(qp) > qp->sq_cnt) {
+		if (kn_now_ns() - t0 > qp->desc.timeout_ns) {
+			pthread_mutex_unlock(&qp->raw_lock);
+			KLOG_ERR("qp 0x%x: kinet_qp_post_raw: the SQ stayed full for %llu ms%s",
+				 qp->qpn, (unsigned long long)(qp->desc.timeout_ns / 1000000),
+				 qp->ctx->ops->sq_consumed
+					 ? ""
+					 : " (room is learned from send CQEs consumed with "
+					   "kinet_cq_poll: sign a WQE at least once per SQ depth)");
 			return -ETIMEDOUT;
+		}
+		pthread_mutex_unlock(&qp->raw_lock);
 		struct timespec ts = {0, 1000};
 		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&qp->raw_lock);
 	}
-	uint64_t t = qp->host_pi;
+	uint64_t t = qp->raw_pi;
 	for (uint32_t i = 0; i < nbb; i++)
 		memcpy(qp->sq + ((t + i) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB,
 		       (const uint8_t *)wqe + i * KN_SEND_WQE_BB, KN_SEND_WQE_BB);
-	qp->host_pi = t + nbb;
+	qp->raw_nbb[t & (qp->sq_cnt - 1)] = (uint8_t)nbb;
+	qp->raw_pi = t + nbb;
+	/* WQE before the record; on hardware, as rdma-core rings, the record
+	 * before the register, which gets the first 8 bytes of the WQE's ctrl
+	 * (the software NIC serves the record alone: a raw WQE may be malformed
+	 * on purpose, and the record says exactly what was posted) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&qp->dbrec[KN_SND_DBR], kn_htobe32((uint32_t)(qp->host_pi & 0xffff)),
+	__atomic_store_n(&qp->dbrec[KN_SND_DBR], kn_htobe32((uint32_t)(qp->raw_pi & 0xffff)),
 			 __ATOMIC_RELEASE);
+	if (qp->flags & KINET_QPF_HW_DOORBELL) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		uint64_t w;
+		memcpy(&w, qp->sq + (t & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
+		__atomic_store_n((volatile uint64_t *)qp->db, w, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_unlock(&qp->raw_lock);
 	return (long long)t;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kinet_config.h"
+#include <kinet/net.h>
 #include "../util/testutil.h"
 
 #if KINET_HAVE_RDMA_HEADERS
@@ -524,7 +525,7 @@ Test(mlx5_host, gpu_memory_without_path_refused) { gpu_reg(0, 0, -EOPNOTSUPP, 0)
 
 /* ---- connection ---------------------------------------------------------------------------- */
 
-Test(mlx5_host, two_devices_two_contexts_by_endpoint)
+Test(mlx5_host, two_devices_two_contexts_by_descriptor)
 {
 	struct kinet_mlx5_emu_cfg c = defaults();
 	emulate(&c);
@@ -535,19 +536,28 @@ Test(mlx5_host, two_devices_two_contexts_by_endpoint)
 	cr_assert_eq(kinet_pd_alloc(c1, &p1), 0);
 	cr_assert_eq(kinet_qp_create(p0, NULL, &a), 0);
 	cr_assert_eq(kinet_qp_create(p1, NULL, &b), 0);
-	/* as two processes would: exchange endpoints, no pointers */
+	/* as two processes would: exchange descriptors (kinet/net.h), no pointers */
+	uint8_t da_[KINET_QP_DESC_MAX], db_[KINET_QP_DESC_MAX];
+	int na = kinet_qp_export(a, da_, sizeof(da_));
+	int nb = kinet_qp_export(b, db_, sizeof(db_));
+	cr_assert_gt(na, 0);
+	cr_assert_gt(nb, 0);
+	struct kinet_qp_info ia, ib;
+	cr_assert_eq(kinet_qp_desc_parse(da_, (size_t)na, &ia), 0);
+	cr_assert_eq(kinet_qp_desc_parse(db_, (size_t)nb, &ib), 0);
+	cr_assert_str_eq(ia.provider, "mlx5");
+	cr_assert_eq(ia.qpn, kinet_qp_num(a));
+	cr_assert_eq(ia.version, KINET_NET_VERSION);
+	cr_assert_neq(ia.gen, ib.gen);
+	/* the addressing a ConnectX peer needs: the GIDs of the two devices differ */
 	struct kinet_mlx5_ep ea, eb;
-	cr_assert_eq(kinet_mlx5_qp_endpoint(a, &ea), 0);
-	cr_assert_eq(kinet_mlx5_qp_endpoint(b, &eb), 0);
+	cr_assert_eq(kinet_mlx5_ep_decode(ia.addr, ia.addr_len, &ea), 0);
+	cr_assert_eq(kinet_mlx5_ep_decode(ib.addr, ib.addr_len, &eb), 0);
 	cr_assert_neq(memcmp(ea.gid, eb.gid, 16), 0);
-	struct kinet_qp_remote ra = {.wire_addr = &eb, .wire_addr_len = sizeof(eb)};
-	struct kinet_qp_remote rb = {.wire_addr = &ea, .wire_addr_len = sizeof(ea)};
-	cr_assert_eq(kinet_qp_modify(a, KINET_QPS_INIT, NULL), 0);
-	cr_assert_eq(kinet_qp_modify(b, KINET_QPS_INIT, NULL), 0);
-	cr_assert_eq(kinet_qp_modify(a, KINET_QPS_RTR, &ra), 0);
-	cr_assert_eq(kinet_qp_modify(b, KINET_QPS_RTR, &rb), 0);
-	cr_assert_eq(kinet_qp_modify(a, KINET_QPS_RTS, NULL), 0);
-	cr_assert_eq(kinet_qp_modify(b, KINET_QPS_RTS, NULL), 0);
+	cr_assert_eq(ea.qpn, kinet_qp_num(a));
+	cr_assert_eq(kinet_qp_connect_remote(a, db_, (size_t)nb), 0);
+	cr_assert_eq(kinet_qp_connect_remote(b, da_, (size_t)na), 0);
+	cr_assert_eq(kinet_qp_get_state(a), KINET_QPS_RTS);
 	kn_qp *da;
 	cr_assert_eq(kinet_qp_device(a, &da), 0);
 	size_t n = 10000;
@@ -562,17 +572,20 @@ Test(mlx5_host, two_devices_two_contexts_by_endpoint)
 			    (uint32_t)n, &t), 0);
 	cr_assert_eq(kn_wait(da, t), 0);
 	cr_assert_eq(memcmp(src, dst, n), 0);
-	/* a bad endpoint is refused */
-	struct kinet_mlx5_ep bad = eb;
-	bad.magic = 0;
-	struct kinet_qp_remote rbad = {.wire_addr = &bad, .wire_addr_len = sizeof(bad)};
+	/* bad descriptors are refused: another version, a truncated address, a
+	 * descriptor of another transport (a software-NIC QP) */
 	kinet_qp *x;
 	cr_assert_eq(kinet_qp_create(p0, NULL, &x), 0);
-	cr_assert_eq(kinet_qp_modify(x, KINET_QPS_INIT, NULL), 0);
-	cr_assert_eq(kinet_qp_modify(x, KINET_QPS_RTR, &rbad), -EINVAL);
-	bad = eb;
-	bad.version = 99;
-	cr_assert_eq(kinet_qp_modify(x, KINET_QPS_RTR, &rbad), -2002 /* KINET_EVERSION */);
+	uint8_t bad[KINET_QP_DESC_MAX];
+	memcpy(bad, db_, (size_t)nb);
+	bad[5] ^= 0x40; /* version (big-endian u16 at offset 4) */
+	cr_assert_eq(kinet_qp_connect_remote(x, bad, (size_t)nb), -KINET_EVERSION);
+	memcpy(bad, db_, (size_t)nb);
+	memcpy(bad + 32, "tcp;ofi_rxm", 12);
+	cr_assert_eq(kinet_qp_connect_remote(x, bad, (size_t)nb), -EPROTO);
+	memcpy(bad, db_, (size_t)nb);
+	bad[64 + 26] = 9; /* mtu out of range */
+	cr_assert_eq(kinet_qp_connect_remote(x, bad, (size_t)nb), -EPROTO);
 	cr_assert_eq(kinet_qp_destroy(x), 0);
 	kinet_mr_dereg(ms);
 	kinet_mr_dereg(md);
@@ -593,12 +606,19 @@ Test(mlx5_host, state_machine_and_refusals)
 	kinet_ctx *ctx = open_mlx5(NULL);
 	kinet_pd *pd;
 	cr_assert_eq(kinet_pd_alloc(ctx, &pd), 0);
+	/* QPs create their own CQs on this backend: a CQ apart is refused, and
+	 * so is a QP given a CQ (here one of another context) */
 	kinet_cq *cq;
-	cr_assert_eq(kinet_cq_create(ctx, 64, &cq), 0);
+	cr_assert_eq(kinet_cq_create(ctx, 64, &cq), -EOPNOTSUPP);
+	kinet_ctx *soft;
+	struct kinet_ctx_attr sa = {.backend = KINET_BACKEND_SOFT};
+	cr_assert_eq(kinet_open(&sa, &soft), 0);
+	cr_assert_eq(kinet_cq_create(soft, 64, &cq), 0);
 	struct kinet_qp_attr qa = {.send_cq = cq};
 	kinet_qp *q, *r;
-	cr_assert_eq(kinet_qp_create(pd, &qa, &q), -EOPNOTSUPP);
+	cr_assert_eq(kinet_qp_create(pd, &qa, &q), -EINVAL);
 	cr_assert_eq(kinet_cq_destroy(cq), 0);
+	cr_assert_eq(kinet_close(soft), 0);
 	qa.send_cq = NULL;
 	qa.sq_depth = 1u << 20;
 	cr_assert_eq(kinet_qp_create(pd, &qa, &q), -EINVAL);

@@ -18,6 +18,8 @@
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/priv.h"
+#include "core/backend.h"
+#include <kinet/net.h>
 
 /* ---- selection helpers (no rdma-core needed) ---------------------------- */
 
@@ -77,6 +79,40 @@ int kinet_mlx5_family(const char *s)
 	return -1;
 }
 
+void kinet_mlx5_ep_encode(const struct kinet_mlx5_ep *ep, uint8_t out[KINET_MLX5_EP_BYTES])
+{
+	uint16_t lid = kn_htobe16(ep->lid);
+	uint32_t qpn = kn_htobe32(ep->qpn), psn = kn_htobe32(ep->psn);
+	memcpy(out, &lid, 2);
+	memcpy(out + 2, ep->gid, 16);
+	memcpy(out + 18, &qpn, 4);
+	memcpy(out + 22, &psn, 4);
+	out[26] = ep->mtu;
+	out[27] = ep->link_layer;
+	out[28] = ep->port;
+}
+
+int kinet_mlx5_ep_decode(const uint8_t *in, size_t len, struct kinet_mlx5_ep *ep)
+{
+	if (len != KINET_MLX5_EP_BYTES)
+		return -EPROTO;
+	uint16_t lid;
+	uint32_t qpn, psn;
+	memcpy(&lid, in, 2);
+	memcpy(ep->gid, in + 2, 16);
+	memcpy(&qpn, in + 18, 4);
+	memcpy(&psn, in + 22, 4);
+	ep->lid = kn_be16toh(lid);
+	ep->qpn = kn_be32toh(qpn) & 0xffffff;
+	ep->psn = kn_be32toh(psn) & 0xffffff;
+	ep->mtu = in[26];
+	ep->link_layer = in[27];
+	ep->port = in[28];
+	if (!ep->qpn || ep->mtu < 1 || ep->mtu > 5 || (ep->link_layer != 1 && ep->link_layer != 2))
+		return -EPROTO;
+	return 0;
+}
+
 #if !KINET_HAVE_RDMA_HEADERS
 
 /* Built without rdma-core headers: the backend reports itself absent. */
@@ -86,46 +122,19 @@ int kinet_mlx5_probe(const char *device, char *why, size_t whylen)
 	snprintf(why, whylen, "kinet was built without the rdma-core headers");
 	return -ENODEV;
 }
-int kinet_mlx5_open(kinet_ctx *ctx, const char *device)
+
+static int m5_probe(const struct kinet_ctx_attr *attr, char *why, size_t wl)
 {
-	(void)ctx;
-	(void)device;
-	return -ENODEV;
+	return kinet_mlx5_probe(attr ? attr->device : NULL, why, wl);
 }
-void kinet_mlx5_close(kinet_ctx *ctx) { (void)ctx; }
-int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_qp **out)
-{
-	(void)pd;
-	(void)attr;
-	(void)out;
-	return -ENODEV;
-}
-int kinet_mlx5_qp_destroy(kinet_qp *qp) { (void)qp; return -ENODEV; }
-int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remote)
-{
-	(void)qp;
-	(void)state;
-	(void)remote;
-	return -ENODEV;
-}
-int kinet_mlx5_pd_alloc(kinet_pd *pd) { (void)pd; return -ENODEV; }
-void kinet_mlx5_pd_free(kinet_pd *pd) { (void)pd; }
-int kinet_mlx5_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out)
-{
-	(void)pd;
-	(void)addr;
-	(void)len;
-	(void)access;
-	(void)out;
-	return -ENODEV;
-}
-int kinet_mlx5_mr_dereg(kinet_mr *mr) { (void)mr; return -ENODEV; }
+
 int kinet_mlx5_qp_endpoint(const kinet_qp *qp, struct kinet_mlx5_ep *ep)
 {
 	(void)qp;
 	(void)ep;
-	return -ENODEV;
+	return -EINVAL;
 }
+
 int kinet_mlx5_list_nics(struct kinet_nic_info *out, int max, char *why, size_t whylen)
 {
 	(void)out;
@@ -134,6 +143,19 @@ int kinet_mlx5_list_nics(struct kinet_nic_info *out, int max, char *why, size_t 
 	return -ENODEV;
 }
 const char *kinet_mlx5_ops_name(void) { return NULL; }
+
+/* Never opened (the probe refuses): only the table's required entries. */
+const struct kinet_backend_ops kinet_mlx5_backend = {
+	.name = "mlx5",
+	.id = KINET_BACKEND_MLX5,
+	.priority = 10,
+	.ctx_size = sizeof(kinet_ctx),
+	.pd_size = sizeof(kinet_pd),
+	.mr_size = sizeof(kinet_mr),
+	.cq_size = sizeof(kinet_cq),
+	.qp_size = sizeof(kinet_qp),
+	.probe = m5_probe,
+};
 
 #else
 
@@ -402,80 +424,46 @@ int kinet_mlx5_probe(const char *device, char *why, size_t whylen)
 
 /* ---- the CPU proxy: rings the doorbell for QPs in doorbell mode cpu ------- */
 
-static void sleep_ns(uint64_t ns)
+/* DevX queues in GPU memory: the proxy reaches them through the driver
+ * (the ops table's GPU entries; one table per process). */
+static const struct kinet_qmem_io *qmem_io(const struct m5 *m)
 {
-	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-	nanosleep(&ts, NULL);
-}
-
-/* One ring: the producer index the device published in cpu_pi goes to the
- * doorbell record, then the first 8 bytes of the last WQE to the register. */
-static int proxy_ring(kinet_qp *qp)
-{
-	struct m5_qp *x = qp->engine_priv;
-	uint32_t pi = __atomic_load_n(qp->desc.cpu_pi, __ATOMIC_ACQUIRE);
-	if (pi == x->proxy_seen)
-		return 0;
-	x->proxy_seen = pi;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	uint32_t dbr = kn_htobe32(pi & 0xffff);
-	uint64_t w = 0;
-	const uint8_t *last = qp->sq + (size_t)((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB;
-	if (x->on_gpu) {
-		/* DevX queues in GPU memory: reach them through the driver */
-		const struct kinet_mlx5_ops *ops = ((struct m5 *)qp->ctx->mlx5)->ops;
-		if (ops->gpu_write((void *)&qp->desc.dbrec[KN_SND_DBR], &dbr, 4) ||
-		    ops->gpu_read(&w, last, 8)) {
-			KLOG_ERR("qp 0x%x: the CPU proxy cannot reach the queues in GPU memory",
-				 qp->qpn);
-			return 0;
-		}
-	} else {
-		__atomic_store_n(&qp->desc.dbrec[KN_SND_DBR], dbr, __ATOMIC_RELEASE);
-		memcpy(&w, last, 8);
-	}
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	*(volatile uint64_t *)x->bf_reg = w;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	atomic_fetch_add(&qp->ctx->c_proxy, 1);
-	return 1;
+	static struct kinet_qmem_io io;
+	io.read = m->ops->gpu_read;
+	io.write = m->ops->gpu_write;
+	return &io;
 }
 
 static void *proxy_main(void *arg)
 {
-	kinet_ctx *ctx = arg;
-	struct m5 *m = ctx->mlx5;
-	uint64_t last = kn_now_ns(), nap = 1000;
+	struct m5 *m = arg;
+	struct kinet_idle idle;
+	kinet_idle_init(&idle, m->spin_ns, m->sleep_ns);
 	while (!atomic_load(&m->proxy_stop)) {
 		int work = 0;
 		pthread_mutex_lock(&m->lock);
-		for (int i = 0; i < m->nqps; i++)
-			if (m->qps[i]->db_mode == KN_DB_CPU_PROXY)
-				work += proxy_ring(m->qps[i]);
-		pthread_mutex_unlock(&m->lock);
-		if (work) {
-			last = kn_now_ns();
-			nap = 1000;
-			continue;
+		for (int i = 0; i < m->nqps; i++) {
+			kinet_qp *qp = m->qps[i];
+			if (qp->db_mode == KN_DB_CPU_PROXY)
+				work += kinet_proxy_ring(qp, m5_qp(qp)->on_gpu ? qmem_io(m) : NULL);
 		}
-		if (kn_now_ns() - last < m->spin_ns) {
+		pthread_mutex_unlock(&m->lock);
+		uint64_t nap = kinet_idle_next(&idle, work > 0);
+		if (nap)
+			kinet_sleep_ns(nap);
+		else if (!work)
 			for (int i = 0; i < 64; i++)
 				KN_PAUSE();
-			continue;
-		}
-		sleep_ns(nap);
-		nap = nap * 2 > m->sleep_ns ? m->sleep_ns : nap * 2;
 	}
 	return NULL;
 }
 
-static int proxy_start(kinet_ctx *ctx)
+static int proxy_start(struct m5 *m)
 {
-	struct m5 *m = ctx->mlx5;
 	if (m->proxy_started)
 		return 0;
 	atomic_store(&m->proxy_stop, false);
-	if (pthread_create(&m->proxy_th, NULL, proxy_main, ctx))
+	if (pthread_create(&m->proxy_th, NULL, proxy_main, m))
 		return -EAGAIN;
 	m->proxy_started = true;
 	KLOG_INFO("mlx5 %s: CPU doorbell proxy thread started", m->name);
@@ -484,28 +472,30 @@ static int proxy_start(kinet_ctx *ctx)
 
 /* ---- context ---------------------------------------------------------------- */
 
-int kinet_mlx5_open(kinet_ctx *ctx, const char *device)
+static int m5_probe(const struct kinet_ctx_attr *attr, char *why, size_t wl)
 {
+	return kinet_mlx5_probe(attr ? attr->device : NULL, why, wl);
+}
+
+static int m5_open(kinet_ctx *ctx, const struct kinet_ctx_attr *attr)
+{
+	const char *device = attr ? attr->device : NULL;
 	char why[200] = "";
 	const struct kinet_mlx5_ops *ops = kinet_mlx5_ops_get(why, sizeof(why));
 	if (!ops)
 		return -ENODEV;
-	struct m5 *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
+	struct m5 *m = m5_of(ctx);
 	struct m5_sel sel;
 	const char *qm = kinet_tunable_str("KINET_MLX5_QUEUES");
 	int want_devx = qm && !strcmp(qm, "devx") ? 2 : qm && !strcmp(qm, "auto") ? 1 : 0;
 	if (qm && !want_devx && strcmp(qm, "verbs")) {
 		KLOG_ERR("mlx5: KINET_MLX5_QUEUES must be verbs, devx or auto (not %s)", qm);
-		free(m);
 		return -EINVAL;
 	}
 	int rc = find_device(ops, device, true, want_devx > 0, &m->ib, &m->dattr, &sel, m->name,
 			     sizeof(m->name), why, sizeof(why));
 	if (rc) {
 		KLOG_ERR("mlx5: %s", why);
-		free(m);
 		return rc;
 	}
 	m->ops = ops;
@@ -516,8 +506,6 @@ int kinet_mlx5_open(kinet_ctx *ctx, const char *device)
 	m->gpu = ops->gpu_count && ops->gpu_count() > 0 && ops->gpu_map && ops->gpu_unmap;
 	m->spin_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SPIN_US") * 1000ull;
 	m->sleep_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SLEEP_US") * 1000ull;
-	if (m->sleep_ns < 1000)
-		m->sleep_ns = 1000;
 	pthread_mutex_init(&m->lock, NULL);
 	/* queues: DevX objects (fast path; auto: only with a GPU to put them in) */
 	if (want_devx == 2 || (want_devx == 1 && m->gpu)) {
@@ -525,48 +513,37 @@ int kinet_mlx5_open(kinet_ctx *ctx, const char *device)
 		if (rc && want_devx == 2) {
 			ops->close_device(m->ib);
 			pthread_mutex_destroy(&m->lock);
-			free(m);
 			return rc;
 		}
 		if (rc)
 			KLOG_INFO("mlx5 %s: DevX unavailable (%s): verbs queues", m->name,
 				  kinet_strerror(rc));
 	}
-	ctx->mlx5 = m;
 	describe(why, sizeof(why), ops, m->name, &sel);
 	KLOG_INFO("mlx5: %s%s, %s queues", why, m->gpu ? "" : " (no GPU: host executor)",
 		  m->devx ? "DevX" : "verbs");
 	return 0;
 }
 
-void kinet_mlx5_close(kinet_ctx *ctx)
+static void m5_close(kinet_ctx *ctx)
 {
-	struct m5 *m = ctx->mlx5;
-	if (!m)
-		return;
+	struct m5 *m = m5_of(ctx);
 	if (m->proxy_started) {
 		atomic_store(&m->proxy_stop, true);
 		pthread_join(m->proxy_th, NULL);
 		m->proxy_started = false;
 	}
-	if (m->nqps) {
-		KLOG_ERR("mlx5 %s: closing with %d QP(s) still open: device left open", m->name,
-			 m->nqps);
-		return;
-	}
 	m->ops->close_device(m->ib);
 	pthread_mutex_destroy(&m->lock);
 	free(m->pages);
 	free(m->qps);
-	free(m);
-	ctx->mlx5 = NULL;
 }
 
 /* ---- protection domains and memory ----------------------------------------- */
 
-int kinet_mlx5_pd_alloc(kinet_pd *pd)
+static int m5_pd_alloc(kinet_pd *pd)
 {
-	struct m5 *m = pd->ctx->mlx5;
+	struct m5 *m = m5_of(pd->ctx);
 	errno = 0;
 	struct ibv_pd *ipd = m->ops->alloc_pd(m->ib);
 	if (!ipd) {
@@ -574,16 +551,17 @@ int kinet_mlx5_pd_alloc(kinet_pd *pd)
 		KLOG_ERR("mlx5 %s: ibv_alloc_pd: %s", m->name, strerror(e));
 		return -e;
 	}
-	pd->priv = ipd;
+	kinet_container_of(pd, struct m5_pd, p)->ipd = ipd;
 	return 0;
 }
 
-void kinet_mlx5_pd_free(kinet_pd *pd)
+static void m5_pd_free(kinet_pd *pd)
 {
-	struct m5 *m = pd->ctx->mlx5;
-	if (pd->priv && m->ops->dealloc_pd(pd->priv))
+	struct m5 *m = m5_of(pd->ctx);
+	struct m5_pd *p = kinet_container_of(pd, struct m5_pd, p);
+	if (p->ipd && m->ops->dealloc_pd(p->ipd))
 		KLOG_WARN("mlx5 %s: ibv_dealloc_pd failed", m->name);
-	pd->priv = NULL;
+	p->ipd = NULL;
 }
 
 /* GPU memory: dma-buf first, then the peer-memory path. */
@@ -624,19 +602,22 @@ static struct ibv_mr *reg_gpu(struct m5 *m, struct ibv_pd *ipd, void *addr, size
 	return NULL;
 }
 
-int kinet_mlx5_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out)
+static int m5_mr_reg(kinet_mr *mr)
 {
-	struct m5 *m = pd->ctx->mlx5;
+	kinet_pd *pd = mr->pd;
+	struct m5 *m = m5_of(pd->ctx);
 	const struct kinet_mlx5_ops *ops = m->ops;
+	void *addr = mr->addr;
+	size_t len = mr->len;
 	int kind = ops->mem_kind ? ops->mem_kind(addr) : KINET_MEM_HOST;
 	if (kind < 0)
 		kind = KINET_MEM_HOST;
-	int acc = (int)access; /* kinet_access values equal ibv_access_flags */
+	int acc = (int)mr->access; /* kinet_access values equal ibv_access_flags */
 	int path = KINET_MR_PATH_HOST;
 	struct ibv_mr *imr;
 	char why[256] = "";
 	if (kind == KINET_MEM_CUDA) {
-		imr = reg_gpu(m, pd->priv, addr, len, acc, &path, why, sizeof(why));
+		imr = reg_gpu(m, m5_ipd(pd), addr, len, acc, &path, why, sizeof(why));
 		if (!imr) {
 			if (kinet_tunable_int("KINET_ALLOW_HOST_STAGING"))
 				KLOG_ERR("mlx5 %s: GPU memory %p+%zu cannot be registered (%s). "
@@ -651,45 +632,32 @@ int kinet_mlx5_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kin
 		}
 	} else {
 		errno = 0;
-		imr = ops->reg_mr(pd->priv, addr, len, acc);
+		imr = ops->reg_mr(m5_ipd(pd), addr, len, acc);
 		if (!imr) {
 			int e = errno ? errno : EIO;
 			KLOG_ERR("mlx5 %s: ibv_reg_mr(%p, %zu): %s", m->name, addr, len, strerror(e));
 			return -e;
 		}
 	}
-	kinet_mr *mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		ops->dereg_mr(imr);
-		return -ENOMEM;
-	}
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->len = len;
-	mr->access = access;
 	mr->key = imr->lkey;
 	mr->rkey = imr->rkey;
 	mr->kind = kind;
 	mr->path = path;
-	mr->priv = imr;
-	atomic_fetch_add(&pd->refs, 1);
+	kinet_container_of(mr, struct m5_mr, m)->imr = imr;
 	KLOG_DBG("mlx5 %s: region %p+%zu %s lkey 0x%x rkey 0x%x", m->name, addr, len,
 		 kinet_mr_path_str(path), imr->lkey, imr->rkey);
-	*out = mr;
 	return 0;
 }
 
-int kinet_mlx5_mr_dereg(kinet_mr *mr)
+static int m5_mr_dereg(kinet_mr *mr)
 {
-	struct m5 *m = mr->pd->ctx->mlx5;
-	int rc = m->ops->dereg_mr(mr->priv);
+	struct m5 *m = m5_of(mr->pd->ctx);
+	int rc = m->ops->dereg_mr(kinet_container_of(mr, struct m5_mr, m)->imr);
 	if (rc) {
 		rc = err_of(rc);
 		KLOG_ERR("mlx5 %s: ibv_dereg_mr: %s", m->name, kinet_strerror(rc));
 		return rc;
 	}
-	atomic_fetch_sub(&mr->pd->refs, 1);
-	free(mr);
 	return 0;
 }
 
@@ -776,15 +744,24 @@ void kinet_m5_cq_view(kinet_cq *v, kinet_ctx *ctx, uint8_t *buf, uint32_t cnt,
 	v->buf = buf;
 	v->cnt = cnt;
 	v->dbrec = dbrec;
-	pthread_spin_init(&v->lock, PTHREAD_PROCESS_PRIVATE);
-	atomic_store(&v->refs, 1);
 }
 
-static void qp_release(struct m5 *m, kinet_qp *qp)
+static void qps_remove(struct m5 *m, kinet_qp *qp)
 {
-	struct m5_qp *x = qp->engine_priv;
-	if (!x)
-		return;
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->nqps; i++)
+		if (m->qps[i] == qp) {
+			m->qps[i] = m->qps[--m->nqps];
+			break;
+		}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Frees what m5_qp_create built (any part of it). */
+static void m5_qp_destroy(kinet_qp *qp)
+{
+	struct m5 *m = m5_of(qp->ctx);
+	struct m5_qp *x = m5_qp(qp);
 	pthread_mutex_lock(&m->lock);
 	for (int i = 0; i < x->nmaps; i++)
 		range_unmap(m, x->maps[i].p, x->maps[i].len);
@@ -798,23 +775,15 @@ static void qp_release(struct m5 *m, kinet_qp *qp)
 		KLOG_WARN("mlx5 %s: ibv_destroy_cq failed", m->name);
 	if (x->ibrcq && m->ops->destroy_cq(x->ibrcq))
 		KLOG_WARN("mlx5 %s: ibv_destroy_cq failed", m->name);
-	if (qp->scq == &x->scq)
-		pthread_spin_destroy(&x->scq.lock);
-	if (qp->rcq == &x->rcq)
-		pthread_spin_destroy(&x->rcq.lock);
+	x->ibqp = NULL;
+	x->ibscq = x->ibrcq = NULL;
 	kinet_queue_free(x->cpu_pi_page, 4096);
-	if (qp->scratch_mr)
-		kinet_mlx5_mr_dereg(qp->scratch_mr);
-	free(qp->scratch);
-	free(qp->dstate);
-	free(qp->slot_ready);
-	free(x);
-	qp->engine_priv = NULL;
+	x->cpu_pi_page = NULL;
 }
 
 /* Creates the verbs CQs and QP and exposes them; sizes are retried once so
  * that the send CQ has exactly as many CQEs as the SQ has WQEBBs. */
-static int create_queues(struct m5 *m, kinet_qp *qp, struct m5_qp *x, struct ibv_pd *ipd,
+static int create_queues(struct m5 *m, struct m5_qp *x, struct ibv_pd *ipd,
 			 uint32_t sq_cnt, uint32_t rq_cnt, struct mlx5dv_qp *dq,
 			 struct mlx5dv_cq *dscq, struct mlx5dv_cq *drcq)
 {
@@ -890,43 +859,15 @@ verbs_fail:;
 	int e = errno ? errno : ENOMEM;
 	KLOG_ERR("mlx5 %s: creating the %s failed: %s", m->name,
 		 !x->ibscq ? "send CQ" : (rq_cnt && !x->ibrcq) ? "receive CQ" : "QP", strerror(e));
-	(void)qp;
 	return -e;
 }
 
-static void qps_remove(struct m5 *m, kinet_qp *qp)
+static int m5_qp_create(kinet_qp *qp)
 {
-	pthread_mutex_lock(&m->lock);
-	for (int i = 0; i < m->nqps; i++)
-		if (m->qps[i] == qp) {
-			m->qps[i] = m->qps[--m->nqps];
-			break;
-		}
-	pthread_mutex_unlock(&m->lock);
-}
-
-static int resolve_db_mode(int req)
-{
-	if (req != KN_DB_AUTO)
-		return req;
-	const char *t = kinet_tunable_str("KINET_DB_MODE");
-	if (t && !strcmp(t, "blueflame"))
-		return KN_DB_BLUEFLAME;
-	if (t && !strcmp(t, "cpu"))
-		return KN_DB_CPU_PROXY;
-	return KN_DB_GPU; /* auto, gpu */
-}
-
-int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_qp **out)
-{
-	kinet_ctx *ctx = pd->ctx;
-	struct m5 *m = ctx->mlx5;
-	if (attr->send_cq || attr->recv_cq) {
-		KLOG_ERR("mlx5 %s: QPs create their own CQs (the device API needs dedicated ones); "
-			 "pass send_cq = recv_cq = NULL",
-			 m->name);
-		return -EOPNOTSUPP;
-	}
+	kinet_ctx *ctx = qp->ctx;
+	struct m5 *m = m5_of(ctx);
+	struct m5_qp *x = m5_qp(qp);
+	const struct kinet_qp_attr *attr = &qp->attr;
 	uint32_t sq_cnt = kinet_pow2(attr->sq_depth < 2 ? 2 : attr->sq_depth);
 	uint32_t rq_cnt = attr->rq_depth ? kinet_pow2(attr->rq_depth < 2 ? 2 : attr->rq_depth) : 0;
 	if (sq_cnt > (uint32_t)m->dattr.max_qp_wr || rq_cnt > (uint32_t)m->dattr.max_qp_wr ||
@@ -935,18 +876,6 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 			 m->dattr.max_qp_wr, m->dattr.max_cqe);
 		return -EINVAL;
 	}
-	kinet_qp *qp = calloc(1, sizeof(*qp));
-	struct m5_qp *x = calloc(1, sizeof(*x));
-	if (!qp || !x) {
-		free(qp);
-		free(x);
-		return -ENOMEM;
-	}
-	qp->ctx = ctx;
-	qp->pd = pd;
-	qp->attr = *attr;
-	qp->engine_priv = x;
-	pthread_mutex_init(&qp->rq_lock, NULL);
 	struct mlx5dv_qp dq;
 	struct mlx5dv_cq dscq, drcq;
 	memset(&dq, 0, sizeof(dq));
@@ -955,11 +884,11 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 	int rc;
 	if (m->devx) {
 		/* the fast path: DevX objects, queues in GPU memory when there is a GPU */
-		rc = kinet_m5_devx_create(m, qp, x, pd, sq_cnt, rq_cnt);
+		rc = kinet_m5_devx_create(m, qp, x, sq_cnt, rq_cnt);
 		if (rc)
 			goto fail;
 	} else {
-		rc = create_queues(m, qp, x, pd->priv, sq_cnt, rq_cnt, &dq, &dscq, &drcq);
+		rc = create_queues(m, x, m5_ipd(qp->pd), sq_cnt, rq_cnt, &dq, &dscq, &drcq);
 		if (rc)
 			goto fail;
 		qp->qpn = x->ibqp->qp_num;
@@ -975,28 +904,29 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 		if (rq_cnt)
 			kinet_m5_cq_view(&x->rcq, ctx, drcq.buf, drcq.cqe_cnt, drcq.dbrec);
 	}
-	qp->uar = (uint8_t *)((uintptr_t)x->bf_reg & ~(uintptr_t)(KN_UAR_PAGE_SIZE - 1));
+	if (x->on_gpu)
+		qp->flags |= KINET_QPF_QUEUES_ON_GPU;
+	qp->flags |= KINET_QPF_HW_DOORBELL;
+	uint8_t *uar = (uint8_t *)((uintptr_t)x->bf_reg & ~(uintptr_t)(KN_UAR_PAGE_SIZE - 1));
+	qp->db = x->bf_reg;
 	qp->scq = &x->scq;
 	if (qp->rq_cnt)
 		qp->rcq = &x->rcq;
-	/* a random first PSN per QP (24 bits) */
-	x->psn = (uint32_t)((kn_now_ns() ^ ((uint64_t)qp->qpn * 0x9e3779b97f4a7c15ull)) & 0xffffff);
+	/* a random first PSN per QP (24 bits), a random generation */
+	kinet_random(&x->psn, sizeof(x->psn));
+	x->psn &= 0xffffff;
+	kinet_random(&x->gen, sizeof(x->gen));
 
 	rc = -ENOMEM;
-	qp->dstate = calloc(1, sizeof(*qp->dstate));
-	qp->slot_ready = calloc(qp->sq_cnt, sizeof(uint64_t));
-	qp->scratch = calloc(1, 64);
 	x->cpu_pi_page = kinet_queue_alloc(4096);
-	if (!qp->dstate || !qp->slot_ready || !qp->scratch || !x->cpu_pi_page)
+	if (!x->cpu_pi_page)
 		goto fail;
-	qp->dstate->err_ticket = KN_NO_ERROR;
-	rc = kinet_mlx5_mr_reg(pd, qp->scratch, 64, KINET_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
-	if (rc)
-		goto fail;
+	qp->cpu_pi = x->cpu_pi_page;
 
 	/* the GPU must reach the queues; the doorbell register is optional
 	 * (without it a CPU thread rings for the GPU) */
 	bool uar_mapped = true;
+	rc = 0;
 	if (m->gpu) {
 		pthread_mutex_lock(&m->lock);
 		/* the CPU proxy's producer word (kinet_queue_alloc maps it already
@@ -1019,7 +949,7 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 		if (!rc && qp->rcq)
 			rc = kinet_m5_range_map(m, x, (void *)x->rcq.dbrec, 8, 0);
 	map_uar:
-		if (!rc && kinet_m5_range_map(m, x, qp->uar, KN_UAR_PAGE_SIZE, 1) != 0)
+		if (!rc && kinet_m5_range_map(m, x, uar, KN_UAR_PAGE_SIZE, 1) != 0)
 			uar_mapped = false;
 		pthread_mutex_unlock(&m->lock);
 		if (rc) {
@@ -1029,7 +959,7 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 		}
 	}
 
-	int want = resolve_db_mode(attr->db_mode);
+	int want = qp->db_mode;
 	int mode = want;
 	if (mode == KN_DB_BLUEFLAME && x->bf_size < KN_SEND_WQE_BB) {
 		KLOG_WARN("mlx5 %s: QP 0x%x: no BlueFlame register (size %u): plain doorbell",
@@ -1048,61 +978,50 @@ int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_q
 				  m->name, qp->qpn);
 	}
 	qp->db_mode = mode;
+	return 0;
+fail:
+	m5_qp_destroy(qp);
+	return rc;
+}
 
-	/* the descriptor is complete before the proxy can see the QP */
-	kinet_qp_fill_desc(qp, x->bf_reg, x->cpu_pi_page, KINET_BACKEND_MLX5);
+/* The descriptor is complete: the proxy may see the QP. */
+static int m5_qp_attach(kinet_qp *qp)
+{
+	struct m5 *m = m5_of(qp->ctx);
 	pthread_mutex_lock(&m->lock);
 	if (m->nqps == m->qcap) {
 		int ncap = m->qcap ? m->qcap * 2 : 16;
 		kinet_qp **t = realloc(m->qps, (size_t)ncap * sizeof(*t));
 		if (!t) {
 			pthread_mutex_unlock(&m->lock);
-			rc = -ENOMEM;
-			goto fail;
+			return -ENOMEM;
 		}
 		m->qps = t;
 		m->qcap = ncap;
 	}
 	m->qps[m->nqps++] = qp;
 	pthread_mutex_unlock(&m->lock);
-	if (mode == KN_DB_CPU_PROXY && (rc = proxy_start(ctx)) != 0) {
+	int rc = qp->db_mode == KN_DB_CPU_PROXY ? proxy_start(m) : 0;
+	if (rc)
 		qps_remove(m, qp);
-		goto fail;
-	}
-	atomic_fetch_add(&pd->refs, 1);
-
 	KLOG_DBG("mlx5 %s: QP 0x%x: SQ %u, RQ %u x %u B, CQ %u, doorbell %s%s", m->name, qp->qpn,
-		 qp->sq_cnt, qp->rq_cnt, qp->rq_stride, qp->scq->cnt, kinet_db_mode_str(mode),
+		 qp->sq_cnt, qp->rq_cnt, qp->rq_stride, qp->scq->cnt, kinet_db_mode_str(qp->db_mode),
 		 m->gpu ? " (mapped into the GPU)" : "");
-	*out = qp;
-	return 0;
-fail:
-	qp_release(m, qp);
-	pthread_mutex_destroy(&qp->rq_lock);
-	free(qp);
 	return rc;
 }
 
-int kinet_mlx5_qp_destroy(kinet_qp *qp)
+static void m5_qp_detach(kinet_qp *qp)
 {
-	struct m5 *m = qp->ctx->mlx5;
-	qps_remove(m, qp);
-	qp_release(m, qp);
-	atomic_fetch_sub(&qp->pd->refs, 1);
-	pthread_mutex_destroy(&qp->rq_lock);
-	free(qp);
-	return 0;
+	qps_remove(m5_of(qp->ctx), qp);
 }
 
 int kinet_mlx5_qp_endpoint(const kinet_qp *qp, struct kinet_mlx5_ep *ep)
 {
 	if (!qp || !ep || qp->ctx->backend != KINET_BACKEND_MLX5)
 		return -EINVAL;
-	const struct m5 *m = qp->ctx->mlx5;
-	const struct m5_qp *x = qp->engine_priv;
+	const struct m5 *m = m5_of(qp->ctx);
+	const struct m5_qp *x = m5_qp((kinet_qp *)qp);
 	memset(ep, 0, sizeof(*ep));
-	ep->magic = KINET_MLX5_EP_MAGIC;
-	ep->version = KINET_MLX5_EP_VERSION;
 	ep->lid = m->pattr.lid;
 	memcpy(ep->gid, m->gid.raw, 16);
 	ep->qpn = qp->qpn;
@@ -1113,46 +1032,36 @@ int kinet_mlx5_qp_endpoint(const kinet_qp *qp, struct kinet_mlx5_ep *ep)
 	return 0;
 }
 
-static bool legal(int from, int to)
+static int m5_qp_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 {
-	if (to == KINET_QPS_RESET || to == KINET_QPS_ERR)
-		return true;
-	switch (from) {
-	case KINET_QPS_RESET: return to == KINET_QPS_INIT;
-	case KINET_QPS_INIT: return to == KINET_QPS_INIT || to == KINET_QPS_RTR;
-	case KINET_QPS_RTR: return to == KINET_QPS_RTS;
-	case KINET_QPS_RTS: return to == KINET_QPS_RTS;
-	default: return false;
-	}
+	struct kinet_mlx5_ep ep;
+	int rc = kinet_mlx5_qp_endpoint(qp, &ep);
+	if (rc)
+		return rc;
+	out->gen = m5_qp(qp)->gen;
+	snprintf(out->transport, sizeof(out->transport), "%s", KINET_MLX5_TRANSPORT);
+	kinet_mlx5_ep_encode(&ep, out->addr);
+	out->addr_len = KINET_MLX5_EP_BYTES;
+	return 0;
 }
 
+/* The remote end for RTR: a QP of this process, or its descriptor. */
 static int remote_ep(kinet_qp *qp, const struct kinet_qp_remote *r, struct kinet_mlx5_ep *ep)
 {
-	if (!r) {
-		KLOG_ERR("qp 0x%x: RTR needs the remote end", qp->qpn);
-		return -EINVAL;
-	}
-	if (r->local) {
-		if (r->local->ctx->backend != KINET_BACKEND_MLX5) {
-			KLOG_ERR("qp 0x%x: the remote QP is not an mlx5 QP", qp->qpn);
-			return -EINVAL;
-		}
+	if (r->local)
 		return kinet_mlx5_qp_endpoint(r->local, ep);
+	struct kinet_qp_info pi;
+	int rc = kinet_qp_desc_parse(r->wire_addr, r->wire_addr_len, &pi);
+	if (rc)
+		return rc;
+	if (strcmp(pi.provider, KINET_MLX5_TRANSPORT)) {
+		KLOG_ERR("qp 0x%x: the peer's descriptor is for transport \"%s\", not an mlx5 QP",
+			 qp->qpn, pi.provider);
+		return -EPROTO;
 	}
-	if (!r->wire_addr || r->wire_addr_len != sizeof(*ep)) {
-		KLOG_ERR("qp 0x%x: RTR needs the remote QP or its mlx5 endpoint (%zu bytes)",
-			 qp->qpn, sizeof(*ep));
-		return -EINVAL;
-	}
-	memcpy(ep, r->wire_addr, sizeof(*ep));
-	if (ep->magic != KINET_MLX5_EP_MAGIC) {
-		KLOG_ERR("qp 0x%x: the remote endpoint is not an mlx5 endpoint", qp->qpn);
-		return -EINVAL;
-	}
-	if (ep->version != KINET_MLX5_EP_VERSION) {
-		KLOG_ERR("qp 0x%x: mlx5 endpoint version %u, expected %u", qp->qpn, ep->version,
-			 KINET_MLX5_EP_VERSION);
-		return -KINET_EVERSION;
+	if (kinet_mlx5_ep_decode(pi.addr, pi.addr_len, ep) || ep->qpn != pi.qpn) {
+		KLOG_ERR("qp 0x%x: the peer's mlx5 addressing is malformed", qp->qpn);
+		return -EPROTO;
 	}
 	return 0;
 }
@@ -1162,16 +1071,10 @@ static uint8_t clamp_rd_atomic(int dev)
 	return (uint8_t)(dev < 1 ? 1 : dev > 16 ? 16 : dev);
 }
 
-int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remote)
+static int m5_qp_modify(kinet_qp *qp, int from, int state, const struct kinet_qp_remote *remote)
 {
-	struct m5 *m = qp->ctx->mlx5;
-	struct m5_qp *x = qp->engine_priv;
-	int from = atomic_load(&qp->state);
-	if (!legal(from, state)) {
-		KLOG_ERR("qp 0x%x: illegal transition %s -> %s", qp->qpn, kinet_qp_state_str(from),
-			 kinet_qp_state_str(state));
-		return -EINVAL;
-	}
+	struct m5 *m = m5_of(qp->ctx);
+	struct m5_qp *x = m5_qp(qp);
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
 	int mask = IBV_QP_STATE;
@@ -1179,13 +1082,6 @@ int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *
 	memset(&ep, 0, sizeof(ep));
 	switch (state) {
 	case KINET_QPS_INIT:
-		if (from == KINET_QPS_RESET && (x->used || qp->dstate->resv)) {
-			/* hardware keeps its CQ index across a QP reset, and the
-			 * device API numbers CQEs from the QP's first WQE */
-			KLOG_ERR("qp 0x%x: an mlx5 QP cannot be reused after RESET: create a new one",
-				 qp->qpn);
-			return -EOPNOTSUPP;
-		}
 		a.qp_state = IBV_QPS_INIT;
 		a.pkey_index = 0;
 		a.port_num = m->port;
@@ -1246,15 +1142,8 @@ int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *
 			 kinet_qp_state_str(from), kinet_qp_state_str(state), kinet_strerror(rc));
 		return rc;
 	}
-	if (state == KINET_QPS_RTR)
-		qp->peer_qpn = ep.qpn;
-	if (state == KINET_QPS_RESET) {
-		if (qp->dstate->resv)
-			x->used = true;
-		memset(qp->dstate, 0, sizeof(*qp->dstate));
-		qp->dstate->err_ticket = KN_NO_ERROR;
-		memset(qp->slot_ready, 0, (size_t)qp->sq_cnt * sizeof(uint64_t));
-	}
+	if (state == KINET_QPS_RESET)
+		kinet_random(&x->gen, sizeof(x->gen));
 	atomic_store(&qp->state, state);
 	KLOG_DBG("mlx5 %s: qp 0x%x: %s -> %s", m->name, qp->qpn, kinet_qp_state_str(from),
 		 kinet_qp_state_str(state));
@@ -1337,5 +1226,30 @@ int kinet_mlx5_list_nics(struct kinet_nic_info *out, int max, char *why, size_t 
 	ops->free_device_list(list);
 	return k;
 }
+
+const struct kinet_backend_ops kinet_mlx5_backend = {
+	.name = "mlx5",
+	.id = KINET_BACKEND_MLX5,
+	.priority = 10,
+	.caps = 0, /* dedicated CQs, no reuse after RESET, no staging */
+	.ctx_size = sizeof(struct m5),
+	.pd_size = sizeof(struct m5_pd),
+	.mr_size = sizeof(struct m5_mr),
+	.cq_size = sizeof(kinet_cq),
+	.qp_size = sizeof(struct m5_qp),
+	.probe = m5_probe,
+	.open = m5_open,
+	.close = m5_close,
+	.pd_alloc = m5_pd_alloc,
+	.pd_free = m5_pd_free,
+	.mr_reg = m5_mr_reg,
+	.mr_dereg = m5_mr_dereg,
+	.qp_create = m5_qp_create,
+	.qp_attach = m5_qp_attach,
+	.qp_detach = m5_qp_detach,
+	.qp_destroy = m5_qp_destroy,
+	.qp_modify = m5_qp_modify,
+	.qp_local_end = m5_qp_local_end,
+};
 
 #endif /* KINET_HAVE_RDMA_HEADERS */

@@ -197,8 +197,8 @@ static int create_cq(struct m5 *m, struct m5_qp *x, uint32_t cnt, size_t off, si
 	return (int)cqn;
 }
 
-int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, kinet_pd *pd,
-			 uint32_t sq_cnt, uint32_t rq_cnt)
+int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, uint32_t sq_cnt,
+			 uint32_t rq_cnt)
 {
 	const struct kinet_mlx5_ops *o = m->ops;
 	x->devx = true;
@@ -233,7 +233,7 @@ int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, kinet_pd *
 	struct mlx5dv_pd dpd = {0};
 	struct mlx5dv_obj obj;
 	memset(&obj, 0, sizeof(obj));
-	obj.pd.in = pd->priv;
+	obj.pd.in = m5_ipd(qp->pd);
 	obj.pd.out = &dpd;
 	if ((rc = o->mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD)) != 0) {
 		KLOG_ERR("mlx5 %s: no PD number (mlx5dv_init_obj)", m->name);

@@ -841,7 +841,7 @@ static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 		o->rq.buf = s->rq;
 		o->rq.wqe_cnt = s->rq_cnt;
 		o->rq.stride = s->rq_stride;
-		o->bf.reg = s->uar + KN_BF_OFFSET;
+		o->bf.reg = (void *)s->db;
 		o->bf.size = 256;
 	}
 	if (types & MLX5DV_OBJ_CQ) {
@@ -1073,7 +1073,8 @@ struct mlx5dv_devx_obj {
 	uint8_t *orig_buf;
 	volatile uint32_t *orig_dbrec;
 	struct emu_qp *q; /* QP: an emulated QP whose queues are the umem's */
-	uint8_t *orig_sq, *orig_rq, *orig_uar;
+	uint8_t *orig_sq, *orig_rq;
+	volatile uint8_t *orig_db;
 	volatile uint32_t *orig_qdbr;
 	struct mlx5dv_devx_obj *next;
 };
@@ -1382,12 +1383,12 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	/* the QP is in RESET: its engine does not look at it yet */
 	o->orig_sq = s->sq;
 	o->orig_rq = s->rq;
-	o->orig_uar = s->uar;
+	o->orig_db = s->db;
 	o->orig_qdbr = s->dbrec;
 	s->sq = wq + rq_bytes;
 	s->rq = rq_cnt ? wq : NULL;
 	s->dbrec = (volatile uint32_t *)dbr;
-	s->uar = uar->page;
+	s->db = (uint8_t *)uar->page + KN_BF_OFFSET;
 	q->d = d;
 	q->qp.context = ib;
 	q->qp.qp_num = s->qpn;
@@ -1569,7 +1570,7 @@ static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 		kinet_qp_modify(s, KINET_QPS_RESET, NULL);
 		s->sq = o->orig_sq;
 		s->rq = o->orig_rq;
-		s->uar = o->orig_uar;
+		s->db = o->orig_db;
 		s->dbrec = o->orig_qdbr;
 		int rc = emu_destroy_qp(&o->q->qp);
 		if (rc)

@@ -6,39 +6,29 @@
 
 /* 0 when a usable mlx5 device is present; else a negative errno and, in why,
  * the reason (no rdma-core, no device, ...). On success `why` describes the
- * device that would be used. */
+ * device that would be used. (The backend's probe; kinet-info asks too.) */
 int kinet_mlx5_probe(const char *device, char *why, size_t whylen);
-int kinet_mlx5_open(kinet_ctx *ctx, const char *device);
-void kinet_mlx5_close(kinet_ctx *ctx);
-int kinet_mlx5_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr, kinet_qp **out);
-int kinet_mlx5_qp_destroy(kinet_qp *qp);
-int kinet_mlx5_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remote);
 
-/* Protection domains and memory regions of an mlx5 context (called by the
- * core's kinet_pd_alloc/free and kinet_mr_reg/dereg). */
-int kinet_mlx5_pd_alloc(kinet_pd *pd);
-void kinet_mlx5_pd_free(kinet_pd *pd);
-int kinet_mlx5_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out);
-int kinet_mlx5_mr_dereg(kinet_mr *mr);
-
-/* ---- endpoint of an mlx5 RC QP: what the remote side needs for RTR ---- */
-#define KINET_MLX5_EP_MAGIC 0x354d4e4bu /* "KNM5" */
-#define KINET_MLX5_EP_VERSION 1u
+/* ---- what a peer needs to connect to an mlx5 RC QP (RTR) ----
+ * Carried in the QP descriptor (kinet/net.h, transport "mlx5") as
+ * KINET_MLX5_EP_BYTES bytes, big-endian: lid u16 | gid[16] | qpn u32 |
+ * psn u32 | mtu u8 | link_layer u8 | port u8. */
+#define KINET_MLX5_TRANSPORT "mlx5"
+#define KINET_MLX5_EP_BYTES 29u
 struct kinet_mlx5_ep {
-	uint32_t magic;   /* KINET_MLX5_EP_MAGIC */
-	uint16_t version; /* KINET_MLX5_EP_VERSION */
-	uint16_t lid;     /* InfiniBand: the port's LID */
-	uint8_t gid[16];  /* RoCE: the GID (IB: the port GID, for routing) */
+	uint16_t lid;       /* InfiniBand: the port's LID */
+	uint8_t gid[16];    /* RoCE: the GID (IB: the port GID, for routing) */
 	uint32_t qpn;
-	uint32_t psn;     /* the first PSN this QP sends */
-	uint8_t mtu;      /* enum ibv_mtu of the port */
+	uint32_t psn;       /* the first PSN this QP sends */
+	uint8_t mtu;        /* enum ibv_mtu of the port */
 	uint8_t link_layer; /* 1 InfiniBand, 2 Ethernet (ibv values) */
 	uint8_t port;
-	uint8_t rsvd;
 };
-/* Fills the endpoint of an mlx5 QP; pass it as kinet_qp_remote.wire_addr
- * (wire_addr_len = sizeof) to connect a QP of another process. */
+/* The endpoint of an mlx5 QP: 0 or -EINVAL (not an mlx5 QP). */
 int kinet_mlx5_qp_endpoint(const kinet_qp *qp, struct kinet_mlx5_ep *ep);
+/* Serialised form (the descriptor's address) and back: 0, or -EPROTO. */
+void kinet_mlx5_ep_encode(const struct kinet_mlx5_ep *ep, uint8_t out[KINET_MLX5_EP_BYTES]);
+int kinet_mlx5_ep_decode(const uint8_t *in, size_t len, struct kinet_mlx5_ep *ep);
 
 /* ---- selection helpers (pure functions, unit tested) ---- */
 enum { KINET_AF_ANY = 0, KINET_AF_IPV4 = 4, KINET_AF_IPV6 = 6 };

@@ -5,6 +5,7 @@
 
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/mlx5.h"
+#include "core/backend.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 
@@ -14,7 +15,9 @@ struct m5_page {
 	bool owned; /* registered by us (else it was registered already) */
 };
 
+/* An mlx5 context (embeds the core's). */
 struct m5 {
+	kinet_ctx c;
 	const struct kinet_mlx5_ops *ops;
 	struct ibv_context *ib;
 	char name[64];
@@ -38,7 +41,19 @@ struct m5 {
 	uint64_t spin_ns, sleep_ns;
 };
 
+struct m5_pd {
+	kinet_pd p;
+	struct ibv_pd *ipd;
+};
+
+struct m5_mr {
+	kinet_mr m;
+	struct ibv_mr *imr;
+};
+
 struct m5_qp {
+	kinet_qp q;
+	uint64_t gen; /* generation of its descriptors (new on every RESET) */
 	struct ibv_qp *ibqp;
 	struct ibv_cq *ibscq, *ibrcq;
 	kinet_cq scq, rcq; /* views of the verbs CQs for the core */
@@ -46,8 +61,6 @@ struct m5_qp {
 	uint8_t *bf_reg;
 	uint32_t bf_size;
 	uint32_t *cpu_pi_page;
-	uint32_t proxy_seen;
-	bool used; /* WQEs were posted since creation (RESET cannot recycle) */
 	/* ranges mapped into the GPU (unmapped on destroy) */
 	struct {
 		void *p;
@@ -65,6 +78,19 @@ struct m5_qp {
 	struct mlx5dv_devx_obj *oqp, *oscq, *orcq;
 };
 
+static inline struct m5 *m5_of(kinet_ctx *c)
+{
+	return kinet_container_of(c, struct m5, c);
+}
+static inline struct m5_qp *m5_qp(kinet_qp *q)
+{
+	return kinet_container_of(q, struct m5_qp, q);
+}
+static inline struct ibv_pd *m5_ipd(kinet_pd *p)
+{
+	return kinet_container_of(p, struct m5_pd, p)->ipd;
+}
+
 /* Maps [p, p+len) into the GPU page by page (refcounted); records it on x. */
 int kinet_m5_range_map(struct m5 *m, struct m5_qp *x, void *p, size_t len, int io);
 /* A kinet_cq view of a CQ buffer (not owned by the core). */
@@ -73,8 +99,8 @@ void kinet_m5_cq_view(kinet_cq *v, kinet_ctx *ctx, uint8_t *buf, uint32_t cnt,
 
 /* DevX (devx.c) */
 int kinet_m5_devx_open(struct m5 *m);
-int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, kinet_pd *pd,
-			 uint32_t sq_cnt, uint32_t rq_cnt);
+int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, uint32_t sq_cnt,
+			 uint32_t rq_cnt);
 /* from -> to with the remote endpoint (RTR). */
 int kinet_m5_devx_modify(struct m5 *m, kinet_qp *qp, struct m5_qp *x, int to,
 			 const struct kinet_mlx5_ep *ep);

@@ -32,9 +32,9 @@ struct infl {
 	uint8_t opcode, signaled;
 };
 
-/* The engine's own state of one QP (qp->engine_priv), touched by its engine
+/* The engine's own state of one QP (soft_qp(qp)->engine_priv), touched by its engine
  * inside a pass, or by whoever holds that engine's pass lock. */
-struct soft_qp {
+struct eng_qp {
 	uint32_t bf_idx;   /* BlueFlame copy below: its WQE index, bit 16 valid */
 	uint32_t head, tail; /* in-flight WQEs ring[head..tail) */
 	uint64_t pub;      /* last sq_ci published in sq_ci_pub */
@@ -67,28 +67,6 @@ struct kinet_soft_nic {
 
 void soft_resp_set_held(kinet_ctx *ctx);
 
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-	nanosleep(&ts, NULL);
-}
-
-/* CPU-assisted doorbell: the producer published its index in host memory;
- * this CPU thread writes the doorbell record and the register for it. */
-static int proxy_ring(kinet_qp *qp)
-{
-	uint32_t pi = __atomic_load_n(&qp->dbrec[4], __ATOMIC_ACQUIRE);
-	if (pi == qp->proxy_seen)
-		return 0;
-	qp->proxy_seen = pi;
-	__atomic_store_n(&qp->dbrec[KN_SND_DBR], kn_htobe32(pi & 0xffff), __ATOMIC_RELEASE);
-	uint64_t w;
-	memcpy(&w, qp->sq + ((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
-	__atomic_store_n((uint64_t *)(qp->uar + KN_BF_OFFSET), w, __ATOMIC_RELEASE);
-	KINET_COUNT(qp->ctx, c_proxy, 1);
-	return 1;
-}
-
 /* BlueFlame: the register holds a new doorbell word w0. When it is the ctrl
  * word of a complete one-WQEBB WQE (ds 1..4: device code writes words 1..7
  * first, then the ctrl word; a doorbell without a body has ds 0), keep a copy
@@ -97,8 +75,9 @@ static int proxy_ring(kinet_qp *qp)
  * (every ringer publishes its record before it writes the register): either
  * could mean that a later ringer was writing the body meanwhile. Otherwise
  * the WQE is read from the SQ, as always. */
-static void bf_capture(kinet_qp *qp, struct soft_qp *sp, uint64_t w0)
+static void bf_capture(kinet_qp *qp, struct eng_qp *sp, uint64_t w0)
 {
+	struct soft_qp *s = soft_qp(qp);
 	sp->bf_idx = 0;
 	uint32_t a, b;
 	memcpy(&a, &w0, 4);
@@ -107,9 +86,9 @@ static void bf_capture(kinet_qp *qp, struct soft_qp *sp, uint64_t w0)
 	uint32_t ds = qpn_ds & 0x3f;
 	uint16_t idx = (uint16_t)(kn_be32toh(a) >> 8);
 	if (ds == 0 || ds > KN_SEND_WQE_BB / 16 || (qpn_ds >> 8) != qp->qpn ||
-	    (uint16_t)(idx - (uint16_t)qp->sq_ci) >= qp->sq_cnt)
+	    (uint16_t)(idx - (uint16_t)s->sq_ci) >= qp->sq_cnt)
 		return;
-	const uint64_t *reg = (const uint64_t *)(qp->uar + KN_BF_OFFSET);
+	const uint64_t *reg = (const uint64_t *)qp->db;
 	uint64_t body[KN_SEND_WQE_BB / 8];
 	body[0] = w0;
 	for (unsigned i = 1; i < KN_SEND_WQE_BB / 8; i++)
@@ -127,13 +106,14 @@ static void bf_capture(kinet_qp *qp, struct soft_qp *sp, uint64_t w0)
 /* Number of WQEBBs published beyond the consumer index (0 if none). */
 static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 {
-	uint16_t ci = (uint16_t)qp->sq_ci;
+	struct soft_qp *s = soft_qp(qp);
+	uint16_t ci = (uint16_t)s->sq_ci;
 	uint16_t dbr = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_ACQUIRE));
-	uint64_t reg = __atomic_load_n((uint64_t *)(qp->uar + KN_BF_OFFSET), __ATOMIC_ACQUIRE);
-	struct soft_qp *sp = qp->engine_priv;
-	if (reg != qp->last_db_word) {
+	uint64_t reg = __atomic_load_n((uint64_t *)qp->db, __ATOMIC_ACQUIRE);
+	struct eng_qp *sp = s->engine_priv;
+	if (reg != s->last_db_word) {
 		/* a doorbell write: the first 8 bytes of the last WQE's ctrl */
-		qp->last_db_word = reg;
+		s->last_db_word = reg;
 		KINET_COUNT(qp->ctx, c_doorbells, 1);
 		if (qp->db_mode == KN_DB_BLUEFLAME)
 			bf_capture(qp, sp, reg);
@@ -144,7 +124,7 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 			(const void *)(qp->sq + (idx & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB);
 		uint32_t ds = kn_be32toh(__atomic_load_n(&c->qpn_ds, __ATOMIC_ACQUIRE)) & 0x3f;
 		uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
-		qp->db_target = (uint16_t)(idx + nbb) | 0x10000u; /* bit 16: valid */
+		s->db_target = (uint16_t)(idx + nbb) | 0x10000u; /* bit 16: valid */
 	}
 	if ((sp->bf_idx & 0x10000u) && (uint16_t)((uint16_t)sp->bf_idx - ci) >= qp->sq_cnt)
 		sp->bf_idx = 0; /* its WQE was consumed from the SQ */
@@ -152,10 +132,10 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 	if (d_dbr > qp->sq_cnt)
 		d_dbr = 0; /* not a sane producer: ignore */
 	uint32_t d_reg = 0;
-	if (qp->db_target & 0x10000u) {
-		d_reg = (uint16_t)((uint16_t)qp->db_target - ci);
+	if (s->db_target & 0x10000u) {
+		d_reg = (uint16_t)((uint16_t)s->db_target - ci);
 		if (d_reg == 0 || d_reg > qp->sq_cnt) {
-			qp->db_target = 0; /* consumed (or bogus): forget it */
+			s->db_target = 0; /* consumed (or bogus): forget it */
 			d_reg = 0;
 		}
 	}
@@ -166,23 +146,24 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 /* Flushes every published WQE of a QP in ERR. */
 static int flush_sq(kinet_qp *qp, struct soft_req *r)
 {
+	struct soft_qp *s = soft_qp(qp);
 	bool dummy;
 	uint32_t avail = published(qp, &dummy);
 	int n = 0;
 	while (avail > 0) {
 		const struct kn_wqe_ctrl_seg *c =
-			(const void *)(qp->sq + (qp->sq_ci & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB);
+			(const void *)(qp->sq + (s->sq_ci & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB);
 		uint32_t ds = kn_be32toh(c->qpn_ds) & 0x3f;
 		uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
 		if (nbb > avail)
 			nbb = avail;
 		r->opcode = kn_wqe_opcode_of(c);
-		r->wqe_idx = (uint16_t)qp->sq_ci; /* the slot's own index */
+		r->wqe_idx = (uint16_t)s->sq_ci; /* the slot's own index */
 		r->total = 0;
 		if (soft_req_cqe(qp, r, KN_SYND_WR_FLUSH_ERR))
 			break; /* CQ full: later */
-		((struct soft_qp *)qp->engine_priv)->bf_idx = 0;
-		qp->sq_ci += nbb;
+		((struct eng_qp *)s->engine_priv)->bf_idx = 0;
+		s->sq_ci += nbb;
 		avail -= nbb;
 		n++;
 	}
@@ -207,16 +188,16 @@ static void to_error(kinet_qp *qp)
  * (its effect would be visible at once: host memory, atomics, receive CQEs)
  * waits until the ring is empty. */
 
-static bool infl_busy(const struct soft_qp *sp)
+static bool infl_busy(const struct eng_qp *sp)
 {
 	return sp->head != sp->tail;
 }
 
 /* Could this request's copies be left in flight? (The responder decides per
  * piece: GPU memory on both sides.) */
-static bool infl_candidate(const kinet_qp *qp, const struct soft_req *r)
+static bool infl_candidate(kinet_qp *qp, const struct soft_req *r)
 {
-	if (qp->wire || !kinet_cuda || !kinet_cuda->copy_async || !r->total ||
+	if (soft_qp(qp)->wire || !kinet_cuda || !kinet_cuda->copy_async || !r->total ||
 	    (r->opcode != KN_OPCODE_RDMA_WRITE && r->opcode != KN_OPCODE_RDMA_READ))
 		return false;
 	for (int i = 0; i < r->niov; i++)
@@ -225,7 +206,7 @@ static bool infl_candidate(const kinet_qp *qp, const struct soft_req *r)
 	return true;
 }
 
-static void infl_push(struct soft_qp *sp, const struct soft_req *r)
+static void infl_push(struct eng_qp *sp, const struct soft_req *r)
 {
 	struct infl *f = &sp->ring[sp->tail++ & (INFL - 1)];
 	f->fence = NULL;
@@ -237,7 +218,7 @@ static void infl_push(struct soft_qp *sp, const struct soft_req *r)
 
 /* After a pass: one fence after the last WQE enqueued. -EIO: none could be
  * recorded (the CUDA module reports why). */
-static int infl_fence(struct soft_qp *sp)
+static int infl_fence(struct eng_qp *sp)
 {
 	if (!infl_busy(sp))
 		return 0;
@@ -251,7 +232,7 @@ static int infl_fence(struct soft_qp *sp)
  * or a copy among them failed: the first completes with that syndrome (the
  * QP goes to ERR first), the others are flushed (RC: nothing after an error
  * completes successfully). */
-static void infl_complete(struct engine *e, kinet_qp *qp, struct soft_qp *sp, uint32_t end,
+static void infl_complete(struct engine *e, kinet_qp *qp, struct eng_qp *sp, uint32_t end,
 			  uint32_t synd)
 {
 	struct soft_req *d = &e->done;
@@ -269,7 +250,7 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct soft_qp *sp, ui
 		if (f->signaled || synd)
 			soft_req_cqe_reserved(qp, d, synd);
 		else
-			kinet_cq_unreserve(qp->scq);
+			soft_cq_unreserve(qp->scq);
 		if (synd)
 			synd = KN_SYND_WR_FLUSH_ERR;
 	}
@@ -278,7 +259,7 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct soft_qp *sp, ui
 /* Completes what has landed, in order; wait: everything, blocking. Between
  * passes the last WQE of a non-empty ring always holds a fence. Returns the
  * number of WQEs completed. */
-static int infl_progress(struct engine *e, kinet_qp *qp, struct soft_qp *sp, bool wait)
+static int infl_progress(struct engine *e, kinet_qp *qp, struct eng_qp *sp, bool wait)
 {
 	int n = 0;
 	while (infl_busy(sp)) {
@@ -307,7 +288,7 @@ static int infl_progress(struct engine *e, kinet_qp *qp, struct soft_qp *sp, boo
 
 /* Lets every copy in flight of this QP land and drops the ring without CQEs
  * (RESET, destruction), giving the reserved CQE slots back. */
-static void infl_drop(kinet_qp *qp, struct soft_qp *sp)
+static void infl_drop(kinet_qp *qp, struct eng_qp *sp)
 {
 	for (; infl_busy(sp); sp->head++) {
 		struct infl *f = &sp->ring[sp->head & (INFL - 1)];
@@ -316,12 +297,12 @@ static void infl_drop(kinet_qp *qp, struct soft_qp *sp)
 			kinet_cuda->fence_free(f->fence);
 			f->fence = NULL;
 		}
-		kinet_cq_unreserve(qp->scq);
+		soft_cq_unreserve(qp->scq);
 	}
 }
 
 /* Waits (any thread) until the copies in flight of this QP have landed. */
-static void infl_wait(struct soft_qp *sp)
+static void infl_wait(struct eng_qp *sp)
 {
 	for (uint32_t j = sp->head; j != sp->tail; j++)
 		if (sp->ring[j & (INFL - 1)].fence)
@@ -330,31 +311,33 @@ static void infl_wait(struct soft_qp *sp)
 
 /* sq_ci for readers outside the engine, stored only when it moved (an idle
  * pass writes nothing). */
-static void publish_ci(kinet_qp *qp, struct soft_qp *sp)
+static void publish_ci(kinet_qp *qp, struct eng_qp *sp)
 {
-	if (sp->pub != qp->sq_ci) {
-		sp->pub = qp->sq_ci;
-		atomic_store(&qp->sq_ci_pub, qp->sq_ci);
+	struct soft_qp *s = soft_qp(qp);
+	if (sp->pub != s->sq_ci) {
+		sp->pub = s->sq_ci;
+		atomic_store(&s->sq_ci_pub, s->sq_ci);
 	}
 }
 
 /* The WQE at sq_ci is done with (executed, failed, or handed to the wire). */
-static void consume(kinet_qp *qp, struct soft_qp *sp, const struct soft_req *r, bool from_bf)
+static void consume(kinet_qp *qp, struct eng_qp *sp, const struct soft_req *r, bool from_bf)
 {
 	if (from_bf) {
 		sp->bf_idx = 0;
 		KINET_COUNT(qp->ctx, c_bf_wqes, 1);
 	}
-	qp->sq_ci += r->nbb;
+	soft_qp(qp)->sq_ci += r->nbb;
 }
 
 /* One pass over one QP; returns the amount of work done. */
 static int serve_qp(struct engine *e, kinet_qp *qp)
 {
-	struct soft_qp *sp = qp->engine_priv;
+	struct soft_qp *s = soft_qp(qp);
+	struct eng_qp *sp = s->engine_priv;
 	int work = 0;
 	if (qp->db_mode == KN_DB_CPU_PROXY)
-		work += proxy_ring(qp);
+		work += kinet_proxy_ring(qp, NULL);
 	int state = atomic_load(&qp->state);
 	if (infl_busy(sp)) {
 		/* copies in flight: complete what landed; stay awake meanwhile.
@@ -365,25 +348,25 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	if (state == KINET_QPS_ERR) {
 		/* the wire completes its outstanding WQEs first: CQEs stay in order */
 		bool drained = true;
-		if (qp->wire) {
+		if (s->wire) {
 			work += kinet_wire_progress(qp);
 			drained = kinet_wire_drained(qp);
 		}
 		if (drained)
 			work += flush_sq(qp, &e->req);
 		if (qp->rq_cnt) {
-			pthread_mutex_lock(&qp->rq_lock);
+			pthread_mutex_lock(&s->rq_lock);
 			work += soft_flush_rq(qp);
-			pthread_mutex_unlock(&qp->rq_lock);
+			pthread_mutex_unlock(&s->rq_lock);
 		}
 		publish_ci(qp, sp);
 		return work;
 	}
 	if (state != KINET_QPS_RTS)
 		return work;
-	if (qp->wire)
+	if (s->wire)
 		work += kinet_wire_progress(qp);
-	if (qp->rnr_until_ns && kn_now_ns() < qp->rnr_until_ns)
+	if (s->rnr_until_ns && kn_now_ns() < s->rnr_until_ns)
 		return work;
 	bool dbr_only;
 	uint32_t avail = published(qp, &dbr_only);
@@ -395,17 +378,17 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		 * with QPs of other engines, and a WQE that has executed must
 		 * get its CQE (never run again for want of room). The wire
 		 * writes its CQEs later, when room allows. */
-		bool rsv = !qp->wire;
-		if (rsv ? kinet_cq_reserve(qp->scq) != 0 : kinet_cq_space(qp->scq) == 0)
+		bool rsv = !s->wire;
+		if (rsv ? soft_cq_reserve(qp->scq) != 0 : soft_cq_space(qp->scq) == 0)
 			break;
-		if (qp->wire && !kinet_wire_can_post(qp))
+		if (s->wire && !kinet_wire_can_post(qp))
 			break;
 		struct soft_req *r = &e->req;
 		/* BlueFlame: the register's copy of this WQE, when it has one */
-		bool bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)qp->sq_ci;
-		uint32_t synd = soft_parse_wqe_bb(qp, qp->sq_ci, avail, bf ? sp->bf : NULL, r);
+		bool bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)s->sq_ci;
+		uint32_t synd = soft_parse_wqe_bb(qp, s->sq_ci, avail, bf ? sp->bf : NULL, r);
 		int res = synd;
-		if (synd && qp->wire && !kinet_wire_drained(qp))
+		if (synd && s->wire && !kinet_wire_drained(qp))
 			break; /* the requests before it complete first (RC order):
 				  its error CQE on a later pass */
 		bool cand = !synd && infl_candidate(qp, r);
@@ -413,11 +396,11 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			/* its effect would show before the CQEs of the copies in
 			 * flight: once they have landed (parsing again is harmless) */
 			if (rsv)
-				kinet_cq_unreserve(qp->scq);
+				soft_cq_unreserve(qp->scq);
 			break;
 		}
 		if (!synd) {
-			if (qp->wire) {
+			if (s->wire) {
 				res = kinet_wire_post(qp, r); /* completes later, in order */
 				if (res == 0) {
 					consume(qp, sp, r, bf);
@@ -433,13 +416,13 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		}
 		if (res == SOFT_RNR) {
 			KINET_COUNT(qp->ctx, c_rnr, 1);
-			if (qp->attr.rnr_retry == 7 || qp->rnr_count < qp->attr.rnr_retry) {
-				qp->rnr_count++;
-				qp->rnr_until_ns =
+			if (qp->attr.rnr_retry == 7 || s->rnr_count < qp->attr.rnr_retry) {
+				s->rnr_count++;
+				s->rnr_until_ns =
 					kn_now_ns() +
 					(uint64_t)kinet_tunable_int("KINET_RNR_TIMER_US") * 1000ull;
 				if (rsv)
-					kinet_cq_unreserve(qp->scq);
+					soft_cq_unreserve(qp->scq);
 				break;
 			}
 			res = KN_SYND_RNR_RETRY_EXC_ERR;
@@ -458,31 +441,31 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			infl_progress(e, qp, sp, true);
 			if (infl_busy(sp) || atomic_load(&qp->state) != KINET_QPS_RTS) {
 				if (rsv)
-					kinet_cq_unreserve(qp->scq);
+					soft_cq_unreserve(qp->scq);
 				break; /* a copy failed: the ERR pass flushes this one */
 			}
 		}
 		if (res == SOFT_STALL || res == -EAGAIN) {
 			if (rsv)
-				kinet_cq_unreserve(qp->scq);
+				soft_cq_unreserve(qp->scq);
 			break;
 		}
-		qp->rnr_count = 0;
-		qp->rnr_until_ns = 0;
+		s->rnr_count = 0;
+		s->rnr_until_ns = 0;
 		if (res == 0) {
 			if (r->in_flight || infl_busy(sp))
 				infl_push(sp, r); /* its CQE once its copies landed */
 			else if (r->signaled && rsv)
 				soft_req_cqe_reserved(qp, r, 0);
 			else if (rsv)
-				kinet_cq_unreserve(qp->scq);
+				soft_cq_unreserve(qp->scq);
 			else if (r->signaled && soft_req_cqe(qp, r, 0))
 				break; /* cannot happen: space was checked */
 		} else {
 			/* ERR first (whoever sees the error CQE sees ERR); the CQE
 			 * names the slot's own index, whatever the WQE said */
 			to_error(qp);
-			r->wqe_idx = (uint16_t)qp->sq_ci;
+			r->wqe_idx = (uint16_t)s->sq_ci;
 			if (rsv)
 				soft_req_cqe_reserved(qp, r, (uint32_t)res);
 			else
@@ -509,8 +492,9 @@ static void *engine_main(void *arg)
 {
 	struct engine *e = arg;
 	struct kinet_soft_nic *nic = e->nic;
-	uint64_t last_work = kn_now_ns();
-	uint64_t nap = 1000, last_yield = 0;
+	struct kinet_idle idle;
+	kinet_idle_init(&idle, nic->spin_ns, nic->sleep_ns);
+	uint64_t last_yield = 0;
 	bool pinned = false; /* key table kept across passes: wire placements in flight */
 	/* naps as long as asked: the default timer slack (50 us) would stretch
 	 * the first steps of the idle policy many times over */
@@ -522,8 +506,8 @@ static void *engine_main(void *arg)
 		bool own = true;
 		if (!pinned) {
 			/* the pass lock alone: writers of the key table stop every
-			 * engine (kinet_soft_stop_world) before they take mr_lock,
-			 * so a pass reads the table without touching mr_lock */
+			 * engine (kinet_soft_stop_world) before they take the table lock,
+			 * so a pass reads the table without touching its lock */
 			pthread_mutex_lock(&e->lock);
 		} else {
 			/* holding the key table: never wait for the QP list, whose
@@ -539,24 +523,22 @@ static void *engine_main(void *arg)
 		/* the wire reads data straight into regions it has checked: no
 		 * region may go away before those reads have landed. Pinning
 		 * starts inside a pass (own is true: no writer holds or waits
-		 * for mr_lock while this engine holds its pass lock) */
+		 * for the table lock while this engine holds its pass lock) */
 		bool pin = kinet_wire_pinned(nic->ctx);
 		if (pin && !pinned)
-			pthread_rwlock_rdlock(&nic->ctx->mr_lock);
+			pthread_rwlock_rdlock(&soft_ctx(nic->ctx)->keys.lock);
 		else if (!pin && pinned)
-			pthread_rwlock_unlock(&nic->ctx->mr_lock);
+			pthread_rwlock_unlock(&soft_ctx(nic->ctx)->keys.lock);
 		pinned = pin;
 		if (own)
 			pthread_mutex_unlock(&e->lock);
 		/* an idle pass writes no shared line: the kick is read first */
-		if (work || (atomic_load_explicit(&e->kick, memory_order_relaxed) &&
-			     atomic_exchange(&e->kick, false))) {
-			last_work = kn_now_ns();
-			nap = 1000;
+		bool kicked = !work && atomic_load_explicit(&e->kick, memory_order_relaxed) &&
+			      atomic_exchange(&e->kick, false);
+		uint64_t nap = kinet_idle_next(&idle, work || kicked);
+		if (work || kicked)
 			continue;
-		}
-		uint64_t idle = kn_now_ns() - last_work;
-		if (idle < nic->spin_ns) {
+		if (!nap) {
 			/* poll again soon: one pause per idle pass (each hop of a
 			 * round trip over the wire waits for a pass), and give the CPU
 			 * away every few microseconds: there may be more busy threads
@@ -571,14 +553,10 @@ static void *engine_main(void *arg)
 		}
 		/* with a wire, the nap ends as soon as the network has something */
 		if (kinet_wire_ctx_wait(nic->ctx, nap) == -ENOSYS)
-			sleep_ns(nap);
-		if (nap < nic->sleep_ns)
-			nap *= 2;
-		if (nap > nic->sleep_ns)
-			nap = nic->sleep_ns;
+			kinet_sleep_ns(nap);
 	}
 	if (pinned)
-		pthread_rwlock_unlock(&nic->ctx->mr_lock);
+		pthread_rwlock_unlock(&soft_ctx(nic->ctx)->keys.lock);
 	kinet_ctr_self = NULL;
 	return NULL;
 }
@@ -596,8 +574,6 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 	nic->n = n;
 	nic->spin_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SPIN_US") * 1000ull;
 	nic->sleep_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SLEEP_US") * 1000ull;
-	if (nic->sleep_ns < 1000)
-		nic->sleep_ns = 1000;
 	void *eng = NULL;
 	if (posix_memalign(&eng, 64, (size_t)n * sizeof(struct engine)) == 0)
 		memset(eng, 0, (size_t)n * sizeof(struct engine));
@@ -606,7 +582,7 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 		free(nic);
 		return -ENOMEM;
 	}
-	ctx->nic = nic;
+	soft_ctx(ctx)->nic = nic;
 	for (int i = 0; i < n; i++) {
 		struct engine *e = &nic->eng[i];
 		e->nic = nic;
@@ -623,7 +599,7 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 
 void kinet_soft_close(kinet_ctx *ctx)
 {
-	struct kinet_soft_nic *nic = ctx->nic;
+	struct kinet_soft_nic *nic = soft_ctx(ctx)->nic;
 	if (!nic)
 		return;
 	for (int i = 0; i < nic->n; i++)
@@ -636,15 +612,16 @@ void kinet_soft_close(kinet_ctx *ctx)
 	kinet_wire_ctx_close(ctx);
 	free(nic->eng);
 	free(nic);
-	ctx->nic = NULL;
+	soft_ctx(ctx)->nic = NULL;
 }
 
 int kinet_soft_qp_attach(kinet_qp *qp)
 {
-	struct kinet_soft_nic *nic = qp->ctx->nic;
+	struct soft_qp *s = soft_qp(qp);
+	struct kinet_soft_nic *nic = soft_ctx(qp->ctx)->nic;
 	int idx = (int)(qp->qpn % (uint32_t)nic->n);
 	struct engine *e = &nic->eng[idx];
-	struct soft_qp *sp = calloc(1, sizeof(*sp));
+	struct eng_qp *sp = calloc(1, sizeof(*sp));
 	if (!sp)
 		return -ENOMEM;
 	pthread_mutex_lock(&e->lock);
@@ -659,9 +636,10 @@ int kinet_soft_qp_attach(kinet_qp *qp)
 		e->qps = t;
 		e->cap = ncap;
 	}
-	qp->engine_priv = sp;
+	s->engine_priv = sp;
+	s->engine_slot = e->nqps;
 	e->qps[e->nqps++] = qp;
-	qp->engine_idx = idx;
+	s->engine_idx = idx;
 	pthread_mutex_unlock(&e->lock);
 	atomic_store(&e->kick, true);
 	return 0;
@@ -669,30 +647,31 @@ int kinet_soft_qp_attach(kinet_qp *qp)
 
 void kinet_soft_qp_detach(kinet_qp *qp)
 {
-	struct kinet_soft_nic *nic = qp->ctx->nic;
+	struct soft_qp *s = soft_qp(qp);
+	struct kinet_soft_nic *nic = soft_ctx(qp->ctx)->nic;
 	/* stop the world: no engine may be inside a pass that can reach qp as a
 	 * peer while it goes away */
 	kinet_soft_stop_world(qp->ctx, false);
-	struct engine *e = &nic->eng[qp->engine_idx];
-	for (int i = 0; i < e->nqps; i++)
-		if (e->qps[i] == qp) {
-			e->qps[i] = e->qps[--e->nqps];
-			break;
-		}
-	if (qp->wire || qp->wire_ep)
+	struct engine *e = &nic->eng[s->engine_idx];
+	if (s->engine_slot < e->nqps && e->qps[s->engine_slot] == qp) {
+		kinet_qp *last = e->qps[--e->nqps];
+		e->qps[s->engine_slot] = last;
+		soft_qp(last)->engine_slot = s->engine_slot;
+	}
+	if (s->wire || s->wire_ep)
 		kinet_wire_qp_close(qp);
-	struct soft_qp *sp = qp->engine_priv;
+	struct eng_qp *sp = s->engine_priv;
 	if (sp) {
 		infl_drop(qp, sp); /* its copies land before its memory may go */
 		free(sp);
-		qp->engine_priv = NULL;
+		s->engine_priv = NULL;
 	}
 	kinet_soft_start_world(qp->ctx);
 }
 
 void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies)
 {
-	struct kinet_soft_nic *nic = ctx->nic;
+	struct kinet_soft_nic *nic = soft_ctx(ctx)->nic;
 	if (!nic)
 		return;
 	for (int i = 0; i < nic->n; i++)
@@ -701,77 +680,60 @@ void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies)
 		return;
 	for (int i = 0; i < nic->n; i++)
 		for (int q = 0; q < nic->eng[i].nqps; q++)
-			infl_wait(nic->eng[i].qps[q]->engine_priv);
+			infl_wait(soft_qp(nic->eng[i].qps[q])->engine_priv);
 }
 
 void kinet_soft_start_world(kinet_ctx *ctx)
 {
-	struct kinet_soft_nic *nic = ctx->nic;
+	struct kinet_soft_nic *nic = soft_ctx(ctx)->nic;
 	if (!nic)
 		return;
 	for (int i = nic->n - 1; i >= 0; i--)
 		pthread_mutex_unlock(&nic->eng[i].lock);
 }
 
-#define CTR_ADD(dst, f) (dst) += __atomic_load_n(&b->f, __ATOMIC_RELAXED)
-
 void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o)
 {
-	struct kinet_soft_nic *nic = ctx->nic;
-	for (int i = 0; nic && i < nic->n; i++) {
-		const struct kinet_ctr_blk *b = &nic->eng[i].ctr;
-		CTR_ADD(o->wqes, c_wqes);
-		CTR_ADD(o->bytes, c_bytes);
-		CTR_ADD(o->cqes, c_cqes);
-		CTR_ADD(o->errors, c_errors);
-		CTR_ADD(o->flushed, c_flushed);
-		for (int k = 0; k < 64; k++)
-			CTR_ADD(o->by_syndrome[k], c_synd[k]);
-		CTR_ADD(o->doorbells, c_doorbells);
-		CTR_ADD(o->dbr_only, c_dbr_only);
-		CTR_ADD(o->bf_wqes, c_bf_wqes);
-		CTR_ADD(o->staged_bytes, c_staged);
-		CTR_ADD(o->direct_bytes, c_direct);
-		CTR_ADD(o->rnr_retries, c_rnr);
-		CTR_ADD(o->proxy_rings, c_proxy);
-	}
+	struct kinet_soft_nic *nic = soft_ctx(ctx)->nic;
+	for (int i = 0; nic && i < nic->n; i++)
+		kinet_ctr_blk_add(&nic->eng[i].ctr, o);
 }
 
 void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 {
-	struct kinet_soft_nic *nic = qp->ctx->nic;
+	struct soft_qp *s = soft_qp(qp);
+	struct kinet_soft_nic *nic = soft_ctx(qp->ctx)->nic;
 	if (!nic)
 		return;
 	(void)old_state;
 	if (new_state == KINET_QPS_RESET) {
-		struct engine *e = &nic->eng[qp->engine_idx];
+		struct engine *e = &nic->eng[s->engine_idx];
 		pthread_mutex_lock(&e->lock);
-		qp->sq_ci = 0;
+		s->sq_ci = 0;
 		/* a peer's engine consumes the receive queue under rq_lock */
-		pthread_mutex_lock(&qp->rq_lock);
-		qp->rq_ci = 0;
-		pthread_mutex_unlock(&qp->rq_lock);
-		qp->last_db_word = 0;
-		qp->db_target = 0;
+		pthread_mutex_lock(&s->rq_lock);
+		s->rq_ci = 0;
+		pthread_mutex_unlock(&s->rq_lock);
+		s->last_db_word = 0;
+		s->db_target = 0;
 		qp->proxy_seen = 0;
-		qp->host_pi = 0;
-		qp->rnr_count = 0;
-		qp->rnr_until_ns = 0;
+		s->rnr_count = 0;
+		s->rnr_until_ns = 0;
 		memset((void *)qp->dbrec, 0, 64);
-		memset(qp->uar + KN_BF_OFFSET, 0, 64);
-		atomic_store(&qp->sq_ci_pub, 0);
-		struct soft_qp *sp = qp->engine_priv;
+		memset((void *)qp->db, 0, 64);
+		atomic_store(&s->sq_ci_pub, 0);
+		struct eng_qp *sp = s->engine_priv;
 		infl_drop(qp, sp);
 		sp->head = sp->tail = 0;
 		sp->bf_idx = 0;
 		sp->pub = 0;
-		if (qp->wire_ep)
+		if (s->wire_ep)
 			kinet_wire_qp_reset(qp);
 		if (qp->own_scq)
-			kinet_cq_reset(qp->scq);
+			soft_cq_reset(qp->scq);
 		if (qp->own_rcq)
-			kinet_cq_reset(qp->rcq);
+			soft_cq_reset(qp->rcq);
 		pthread_mutex_unlock(&e->lock);
 	}
-	atomic_store(&nic->eng[qp->engine_idx].kick, true);
+	atomic_store(&nic->eng[s->engine_idx].kick, true);
 }

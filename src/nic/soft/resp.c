@@ -68,12 +68,12 @@ static bool accepting(kinet_qp *t)
  * other's table (the caller retries the WQE later). */
 static bool tgt_lock(kinet_qp *t, kinet_ctx *held)
 {
-	return t->ctx == held || pthread_rwlock_tryrdlock(&t->ctx->mr_lock) == 0;
+	return t->ctx == held || pthread_rwlock_tryrdlock(&soft_ctx(t->ctx)->keys.lock) == 0;
 }
 static void tgt_unlock(kinet_qp *t, kinet_ctx *held)
 {
 	if (t->ctx != held)
-		pthread_rwlock_unlock(&t->ctx->mr_lock);
+		pthread_rwlock_unlock(&soft_ctx(t->ctx)->keys.lock);
 }
 
 /* The engine thread's context, whose key table it holds (NULL: none). */
@@ -101,13 +101,13 @@ static void resp_fail(kinet_qp *t, uint32_t synd, uint32_t src_qpn)
 	struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
 	e->syndrome = (uint8_t)synd;
 	e->s_wqe_opcode_qpn = kn_htobe32(t->qpn);
-	e->wqe_counter = kn_htobe16((uint16_t)t->rq_ci);
+	e->wqe_counter = kn_htobe16((uint16_t)soft_qp(t)->rq_ci);
 	e->op_own = KN_CQE_RESP_ERR << 4;
 	(void)src_qpn;
 	atomic_store(&t->state, KINET_QPS_ERR);
-	kinet_cq_push_reserved(t->rcq, &cqe);
+	soft_cq_push_reserved(t->rcq, &cqe);
 	kinet_count_syndrome(t->ctx, synd);
-	t->rq_ci++;
+	soft_qp(t)->rq_ci++;
 }
 
 /* Takes the next receive WQE of t (rq_lock held): scatter list into iov.
@@ -119,12 +119,12 @@ static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap
 	if (!t->rq_cnt)
 		return SOFT_RNR;
 	uint16_t pi = (uint16_t)kn_be32toh(__atomic_load_n(&t->dbrec[KN_RCV_DBR], __ATOMIC_ACQUIRE));
-	uint16_t avail = (uint16_t)(pi - (uint16_t)t->rq_ci);
+	uint16_t avail = (uint16_t)(pi - (uint16_t)soft_qp(t)->rq_ci);
 	if (avail == 0 || avail > t->rq_cnt)
 		return SOFT_RNR;
-	if (kinet_cq_reserve(t->rcq)) /* the receive CQ may be shared: reserve */
+	if (soft_cq_reserve(t->rcq)) /* the receive CQ may be shared: reserve */
 		return SOFT_STALL;
-	const uint8_t *w = t->rq + (t->rq_ci & (t->rq_cnt - 1)) * t->rq_stride;
+	const uint8_t *w = t->rq + (soft_qp(t)->rq_ci & (t->rq_cnt - 1)) * t->rq_stride;
 	*niov = 0;
 	*cap = 0;
 	for (uint32_t off = 0; off + 16 <= t->rq_stride; off += 16) {
@@ -141,7 +141,7 @@ static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap
 		if (bc == 0)
 			continue;
 		struct kinet_mr_ref ref;
-		if (kinet_mr_check(t->ctx, t->pd, lkey, addr, bc, KINET_ACCESS_LOCAL_WRITE, &ref)) {
+		if (soft_mr_check(t->ctx, t->pd, lkey, addr, bc, KINET_ACCESS_LOCAL_WRITE, &ref)) {
 			resp_fail(t, KN_SYND_LOCAL_PROT_ERR, src_qpn);
 			return KN_SYND_REMOTE_OP_ERR;
 		}
@@ -163,10 +163,10 @@ static void recv_cqe(kinet_qp *t, uint8_t op, uint64_t total, int with_imm, uint
 	cqe.imm_inval_pkey = with_imm ? imm : 0;
 	cqe.flags_rqpn = kn_htobe32(src_qpn & 0xffffff);
 	cqe.sop_drop_qpn = kn_htobe32(t->qpn & 0xffffff);
-	cqe.wqe_counter = kn_htobe16((uint16_t)t->rq_ci);
+	cqe.wqe_counter = kn_htobe16((uint16_t)soft_qp(t)->rq_ci);
 	cqe.op_own = (uint8_t)(op << 4);
-	kinet_cq_push_reserved(t->rcq, &cqe); /* reserved by take_recv */
-	t->rq_ci++;
+	soft_cq_push_reserved(t->rcq, &cqe); /* reserved by take_recv */
+	soft_qp(t)->rq_ci++;
 }
 
 int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *src,
@@ -178,19 +178,19 @@ int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct sof
 	struct kinet_mr_ref ref = {0};
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (total && kinet_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_WRITE,
+	if (total && soft_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_WRITE,
 				    &ref)) {
 		rc = KN_SYND_REMOTE_ACCESS_ERR;
 		goto out;
 	}
 	if (with_imm) {
-		pthread_mutex_lock(&t->rq_lock);
+		pthread_mutex_lock(&soft_qp(t)->rq_lock);
 		struct soft_iov riov[SOFT_MAX_SGE];
 		int rn;
 		uint64_t cap;
 		rc = take_recv(t, riov, &rn, &cap, src_qpn);
 		if (rc) {
-			pthread_mutex_unlock(&t->rq_lock);
+			pthread_mutex_unlock(&soft_qp(t)->rq_lock);
 			goto out;
 		}
 	}
@@ -203,7 +203,7 @@ int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct sof
 	}
 	if (with_imm) {
 		recv_cqe(t, KN_CQE_RESP_WR_IMM, total, 1, imm, src_qpn);
-		pthread_mutex_unlock(&t->rq_lock);
+		pthread_mutex_unlock(&soft_qp(t)->rq_lock);
 	}
 out:
 	tgt_unlock(t, held_ctx);
@@ -216,14 +216,14 @@ int soft_resp_write_imm(kinet_qp *t, uint64_t len, uint32_t imm, uint32_t src_qp
 		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	pthread_mutex_lock(&t->rq_lock);
+	pthread_mutex_lock(&soft_qp(t)->rq_lock);
 	struct soft_iov riov[SOFT_MAX_SGE];
 	int rn;
 	uint64_t cap;
 	int rc = take_recv(t, riov, &rn, &cap, src_qpn);
 	if (rc == 0)
 		recv_cqe(t, KN_CQE_RESP_WR_IMM, len, 1, imm, src_qpn);
-	pthread_mutex_unlock(&t->rq_lock);
+	pthread_mutex_unlock(&soft_qp(t)->rq_lock);
 	tgt_unlock(t, held_ctx);
 	return rc;
 }
@@ -237,7 +237,7 @@ int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft
 	struct kinet_mr_ref ref = {0};
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (total && kinet_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_READ,
+	if (total && soft_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_READ,
 				    &ref)) {
 		rc = KN_SYND_REMOTE_ACCESS_ERR;
 		goto out;
@@ -265,7 +265,7 @@ int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,
 	struct kinet_mr_ref ref;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (kinet_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref)) {
+	if (soft_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref)) {
 		rc = KN_SYND_REMOTE_ACCESS_ERR;
 		goto out;
 	}
@@ -301,7 +301,7 @@ int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t t
 	int rc;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	pthread_mutex_lock(&t->rq_lock);
+	pthread_mutex_lock(&soft_qp(t)->rq_lock);
 	struct soft_iov riov[SOFT_MAX_SGE];
 	int rn;
 	uint64_t cap;
@@ -321,7 +321,7 @@ int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t t
 	count_move(t->ctx, src, niov, total);
 	recv_cqe(t, with_imm ? KN_CQE_RESP_SEND_IMM : KN_CQE_RESP_SEND, total, with_imm, imm, src_qpn);
 out:
-	pthread_mutex_unlock(&t->rq_lock);
+	pthread_mutex_unlock(&soft_qp(t)->rq_lock);
 	tgt_unlock(t, held_ctx);
 	return rc;
 }
@@ -330,7 +330,7 @@ static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r);
 
 int soft_exec_local(kinet_qp *qp, struct soft_req *r)
 {
-	kinet_qp *t = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
+	kinet_qp *t = __atomic_load_n(&soft_qp(qp)->peer, __ATOMIC_ACQUIRE);
 	if (!t)
 		return KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* nobody answers */
 	r->in_flight = 0;

@@ -13,6 +13,113 @@
 #define KINET_SOFT_H
 
 #include "internal.h"
+#include "core/backend.h"
+#include "mem/keytab.h"
+
+/* ---- the software NIC's objects (each embeds the core's) ------------------------ */
+
+struct kinet_soft_nic; /* engine.c */
+struct kinet_wire;     /* wire*.c */
+
+struct soft_ctx {
+	kinet_ctx c;
+	struct kinet_keytab keys;  /* the regions the engines check every access against */
+	struct kinet_soft_nic *nic; /* engine threads */
+	struct kinet_wire *wire;    /* endpoint to other processes, created on first use */
+	/* QPs by number (qpn = 0x100 + index), under c.lock */
+	kinet_qp **qp_tab;
+	uint32_t qp_cap;
+	uint32_t *qp_free; /* free indexes (a stack) */
+	uint32_t nfree;
+};
+
+/* A CQ and its producer side: engine threads (possibly of several QPs). */
+struct soft_cq {
+	kinet_cq c;
+	pthread_spinlock_t lock; /* producers */
+	uint64_t pi;             /* next CQE index the NIC writes */
+	uint32_t reserved;       /* slots promised by soft_cq_reserve (under lock) */
+};
+
+struct soft_qp {
+	kinet_qp q;
+	void *dbrec_page;
+	uint8_t *uar; /* 4 KiB doorbell page, register at KN_BF_OFFSET */
+	/* the peer in this process (any context), and who has us as their peer:
+	 * under soft_peer_lock; readers are engines inside a pass */
+	kinet_qp *peer;
+	struct soft_qp *ref_head, *ref_next, **ref_pprev;
+	/* the peer in another process */
+	struct kinet_wire *wire;
+	void *wire_ep;
+	/* engine side (touched by the serving engine thread only, unless noted) */
+	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
+	uint64_t last_db_word;      /* last doorbell register value seen */
+	uint32_t db_target;         /* producer named by the register */
+	pthread_mutex_t rq_lock;    /* receive queue consumer (any engine) */
+	uint32_t rq_ci;             /* receive WQEs consumed */
+	uint32_t rnr_count;
+	uint64_t rnr_until_ns;
+	_Atomic uint64_t sq_ci_pub; /* sq_ci for readers outside the engine */
+	int engine_idx, engine_slot;
+	void *engine_priv; /* engine.c's per-QP state */
+};
+
+static inline struct soft_ctx *soft_ctx(kinet_ctx *c)
+{
+	return kinet_container_of(c, struct soft_ctx, c);
+}
+static inline struct soft_qp *soft_qp(kinet_qp *q)
+{
+	return kinet_container_of(q, struct soft_qp, q);
+}
+static inline struct soft_cq *soft_cq(kinet_cq *c)
+{
+	return kinet_container_of(c, struct soft_cq, c);
+}
+
+/* The region checks of the NIC against ctx's key table (keytab.h). */
+static inline int soft_mr_check(kinet_ctx *ctx, const kinet_pd *pd, uint32_t key, uint64_t addr,
+				uint64_t len, unsigned access, struct kinet_mr_ref *out)
+{
+	return kinet_keytab_check(&soft_ctx(ctx)->keys, pd, key, addr, len, access, out);
+}
+/* The QP of ctx with number qpn, or NULL. */
+kinet_qp *soft_qp_lookup(kinet_ctx *ctx, uint32_t qpn);
+
+/* ---- engines (engine.c) ---- */
+int kinet_soft_open(kinet_ctx *ctx, int engine_threads);
+void kinet_soft_close(kinet_ctx *ctx);
+int kinet_soft_qp_attach(kinet_qp *qp);
+void kinet_soft_qp_detach(kinet_qp *qp);
+/* Called on every state change (flushes on ERR, resets on RESET). */
+void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state);
+/* Stops every engine of ctx between passes (takes their pass locks, in
+ * engine order) and resumes them. While stopped, no engine reads the key
+ * table: writers of the table take this, then the table's lock for writing
+ * (lock order: pass locks, then the table). wait_copies: also waits until
+ * the engines' GPU copies in flight have landed (a region may go away). */
+void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies);
+void kinet_soft_start_world(kinet_ctx *ctx);
+/* Adds the engines' counter blocks to the sums (kinet_ctx_counters). */
+void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o);
+
+/* ---- CQ producer (cq.c) ---- */
+/* Writes one CQE (64 bytes prepared by the caller, op_own's owner bit is set
+ * here) to a CQ: -EAGAIN when the CQ is full (consumer index behind). */
+int soft_cq_push(kinet_cq *cq, struct kn_cqe64 *cqe);
+/* Free CQE slots as seen from the NIC side (reserved ones are not free). */
+uint32_t soft_cq_space(kinet_cq *cq);
+/* Promises the caller one CQE slot before it executes a WQE, so that the
+ * CQE can always be written (another engine may share the CQ): 0, or -EAGAIN
+ * when the CQ is full. Every promise ends in exactly one
+ * soft_cq_push_reserved or soft_cq_unreserve. */
+int soft_cq_reserve(kinet_cq *cq);
+void soft_cq_unreserve(kinet_cq *cq);
+/* soft_cq_push into a promised slot: cannot fail. */
+void soft_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe);
+/* Empties a CQ (all CQEs invalid, indexes 0): a dedicated CQ of a QP reset. */
+void soft_cq_reset(kinet_cq *cq);
 
 #define SOFT_MAX_SGE 64
 #define SOFT_MAX_MSG (1ull << 30) /* largest message (1 GiB) */

@@ -16,37 +16,20 @@
 #include <kinet/net.h>
 #include "nic/soft/wire_int.h"
 
-static uint64_t node_nonce;
-static pthread_once_t node_once = PTHREAD_ONCE_INIT;
-
-static void node_init(void)
-{
-	uint64_t v = 0;
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		v = kn_now_ns() ^ ((uint64_t)getpid() << 32);
-	node_nonce = v ? v : 1;
-}
-
-uint64_t kinet_wire_node(void)
-{
-	pthread_once(&node_once, node_init);
-	return node_nonce;
-}
-
 #if KINET_HAVE_FABRIC
 
 /* ---- engine entry points ---------------------------------------------------- */
 
 bool kinet_wire_can_post(kinet_qp *qp)
 {
-	struct wire_qp *wq = qp->wire_ep;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	return wq && !wq->failed && wq->tail - wq->head < WIN;
 }
 
 int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 {
-	struct kinet_wire *w = qp->wire;
-	struct wire_qp *wq = qp->wire_ep;
+	struct kinet_wire *w = soft_qp(qp)->wire;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	if (!w || !wq)
 		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
 	pthread_mutex_lock(&w->lock);
@@ -95,8 +78,8 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 
 int kinet_wire_progress(kinet_qp *qp)
 {
-	struct kinet_wire *w = qp->wire;
-	struct wire_qp *wq = qp->wire_ep;
+	struct kinet_wire *w = soft_qp(qp)->wire;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	if (!w || !wq)
 		return 0;
 	/* the endpoint itself is polled once per engine pass, by
@@ -136,13 +119,13 @@ int kinet_wire_progress(kinet_qp *qp)
 
 bool kinet_wire_drained(kinet_qp *qp)
 {
-	struct wire_qp *wq = qp->wire_ep;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	return !wq || wq->head == wq->tail;
 }
 
 bool kinet_wire_pinned(kinet_ctx *ctx)
 {
-	struct kinet_wire *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
 	return w && atomic_load(&w->rd_inflight) > 0;
 }
 
@@ -150,15 +133,15 @@ bool kinet_wire_pinned(kinet_ctx *ctx)
  * reading; with writers preferred, another read lock is refused then.) */
 static bool writer_waiting(kinet_ctx *ctx)
 {
-	if (pthread_rwlock_tryrdlock(&ctx->mr_lock) != 0)
+	if (pthread_rwlock_tryrdlock(&soft_ctx(ctx)->keys.lock) != 0)
 		return true;
-	pthread_rwlock_unlock(&ctx->mr_lock);
+	pthread_rwlock_unlock(&soft_ctx(ctx)->keys.lock);
 	return false;
 }
 
 int kinet_wire_ctx_progress(kinet_ctx *ctx)
 {
-	struct kinet_wire *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
 	if (!w || pthread_mutex_trylock(&w->lock))
 		return 0;
 	/* reads in flight pin the key table; a writer waiting for it (region
@@ -197,7 +180,7 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 
 int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 {
-	struct kinet_wire *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
 	if (!w || w->wait_fd < 0)
 		return -ENOSYS;
 	if (pthread_mutex_trylock(&w->lock))
@@ -225,7 +208,7 @@ static uint32_t new_gen(void)
 
 static int wq_get(struct kinet_wire *w, kinet_qp *qp, struct wire_qp **out)
 {
-	struct wire_qp *wq = qp->wire_ep;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	if (wq) {
 		*out = wq;
 		return 0;
@@ -253,7 +236,7 @@ static int wq_get(struct kinet_wire *w, kinet_qp *qp, struct wire_qp **out)
 	wq->gen = new_gen();
 	wq->peer = -1;
 	w->qps[w->nqps++] = wq;
-	qp->wire_ep = wq;
+	soft_qp(qp)->wire_ep = wq;
 	*out = wq;
 	return 0;
 }
@@ -290,7 +273,7 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->gen = new_gen();
 }
 
-int kinet_wire_local_end(kinet_qp *qp, struct kinet_wire_local *out)
+int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 {
 	struct kinet_wire *w;
 	int rc = wire_get(qp->ctx, &w);
@@ -299,12 +282,12 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_wire_local *out)
 	pthread_mutex_lock(&w->lock);
 	struct wire_qp *wq;
 	rc = wq_get(w, qp, &wq);
+	if (rc == 0 && w->addr_len > sizeof(out->addr))
+		rc = -EOVERFLOW;
 	if (rc == 0) {
-		out->qpn = qp->qpn;
 		out->gen = wq->gen;
-		out->node = kinet_wire_node();
-		out->provider = w->prov;
-		out->addr = w->addr;
+		snprintf(out->transport, sizeof(out->transport), "%s", w->prov);
+		memcpy(out->addr, w->addr, w->addr_len);
 		out->addr_len = w->addr_len;
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -379,9 +362,9 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	wq->done_seq = wq->acked_seq = (uint32_t)-1; /* before request 0 */
 	wq->last_rx_ns = wq->last_tx_ns = kn_now_ns();
 	wq->connected = true;
-	qp->peer = NULL;
+	soft_qp(qp)->peer = NULL;
 	qp->peer_qpn = pi.qpn;
-	__atomic_store_n(&qp->wire, w, __ATOMIC_RELEASE);
+	__atomic_store_n(&soft_qp(qp)->wire, w, __ATOMIC_RELEASE);
 	KLOG_DBG("qp 0x%x: connected to qp 0x%x over %s", qp->qpn, pi.qpn, w->prov);
 out:
 	pthread_mutex_unlock(&w->lock);
@@ -390,8 +373,8 @@ out:
 
 void kinet_wire_qp_reset(kinet_qp *qp)
 {
-	struct wire_qp *wq = qp->wire_ep;
-	struct kinet_wire *w = qp->ctx->wire;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
+	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
 	if (!wq || !w)
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -401,8 +384,8 @@ void kinet_wire_qp_reset(kinet_qp *qp)
 
 void kinet_wire_qp_close(kinet_qp *qp)
 {
-	struct wire_qp *wq = qp->wire_ep;
-	struct kinet_wire *w = qp->ctx->wire;
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
+	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
 	if (!wq || !w)
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -417,95 +400,19 @@ void kinet_wire_qp_close(kinet_qp *qp)
 			break;
 		}
 	pthread_mutex_unlock(&w->lock);
-	qp->wire_ep = NULL;
-	qp->wire = NULL;
+	soft_qp(qp)->wire_ep = NULL;
+	soft_qp(qp)->wire = NULL;
 	free(wq->win);
 	free(wq);
 }
 
 void kinet_wire_ctx_close(kinet_ctx *ctx)
 {
-	struct kinet_wire *w = ctx->wire;
+	struct kinet_wire *w = soft_ctx(ctx)->wire;
 	if (!w)
 		return;
-	ctx->wire = NULL;
+	soft_ctx(ctx)->wire = NULL;
 	wire_destroy(w);
 }
 
-#else /* no libfabric in this build */
-
-bool kinet_wire_can_post(kinet_qp *qp)
-{
-	(void)qp;
-	return false;
-}
-
-int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
-{
-	(void)qp;
-	(void)r;
-	return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
-}
-
-int kinet_wire_progress(kinet_qp *qp)
-{
-	(void)qp;
-	return 0;
-}
-
-bool kinet_wire_drained(kinet_qp *qp)
-{
-	(void)qp;
-	return true;
-}
-
-void kinet_wire_qp_reset(kinet_qp *qp)
-{
-	(void)qp;
-}
-
-void kinet_wire_qp_close(kinet_qp *qp)
-{
-	(void)qp;
-}
-
-int kinet_wire_ctx_progress(kinet_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
-
-bool kinet_wire_pinned(kinet_ctx *ctx)
-{
-	(void)ctx;
-	return false;
-}
-
-int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
-{
-	(void)ctx;
-	(void)ns;
-	return -ENOSYS;
-}
-
-void kinet_wire_ctx_close(kinet_ctx *ctx)
-{
-	(void)ctx;
-}
-
-int kinet_wire_local_end(kinet_qp *qp, struct kinet_wire_local *out)
-{
-	(void)qp;
-	(void)out;
-	KLOG_ERR("QP descriptors need the wire, and this build has no libfabric");
-	return -ENOSYS;
-}
-
-int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
-{
-	(void)qp;
-	(void)remote;
-	KLOG_ERR("connecting to another process needs the wire, and this build has no libfabric");
-	return -ENOSYS;
-}
 #endif

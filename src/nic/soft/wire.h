@@ -3,8 +3,8 @@
  * wire.h - the software NIC's wire to QPs in other processes.
  *
  * Contract with the engine (engine.c): for a QP whose peer is remote
- * (qp->wire != NULL), the engine parses and checks each WQE locally, then
- * calls kinet_wire_post(); the wire carries the request, the remote engine
+ * (soft_qp(qp)->wire != NULL), the engine parses and checks each WQE
+ * locally, then calls kinet_wire_post(); the wire carries the request, the remote engine
  * runs the responder (soft_resp_*), and the answer comes back. The wire
  * writes the requester's CQEs strictly in WQE order (under its lock) from
  * kinet_wire_progress(), which the engine calls on every pass of the QP (in
@@ -17,6 +17,7 @@
 #define KINET_WIRE_H
 #include "nic/soft/soft.h"
 
+#if KINET_HAVE_FABRIC
 /* Room for one more outstanding request on this QP? */
 bool kinet_wire_can_post(kinet_qp *qp);
 /* Hands a parsed request to the wire: 0 (it completes later, in order, even
@@ -39,7 +40,7 @@ void kinet_wire_qp_close(kinet_qp *qp);
 int kinet_wire_ctx_progress(kinet_ctx *ctx);
 /* Direct placements in flight: the target reads rendezvous writes straight
  * into regions it has checked. While true, an engine keeps the context's
- * key table (mr_lock, for reading) across its passes, so that no region is
+ * key table (its lock, for reading) across its passes, so that no region is
  * deregistered under a placement; the wire starts no new reads while a
  * writer waits for the table, and checks again what it started before the
  * table could change. */
@@ -51,17 +52,37 @@ int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns);
 /* Context close (engines stopped): closes the endpoint. */
 void kinet_wire_ctx_close(kinet_ctx *ctx);
 
-/* Local end of a QP for its descriptor (wire_desc.c): creates the context's
- * endpoint on first use. Returns 0 or a negative errno. */
-struct kinet_wire_local {
-	uint32_t qpn;
-	uint64_t gen;
-	uint64_t node;
-	const char *provider;
-	const void *addr;
-	size_t addr_len;
-};
-int kinet_wire_local_end(kinet_qp *qp, struct kinet_wire_local *out);
-/* Incarnation of this process (random, never 0). */
-uint64_t kinet_wire_node(void);
+/* Local end of a QP for its descriptor (kinet_qp_export): generation,
+ * provider and endpoint address; creates the context's endpoint on first
+ * use. Returns 0 or a negative errno. */
+int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out);
+/* RTR of a QP whose peer is in another process: remote->wire_addr holds the
+ * peer's descriptor (kinet/net.h). */
+int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote);
+
+#else
+/* A build without libfabric has no wire: no QP ever gets one (the backend
+ * refuses descriptors and remote peers), so what the engine asks of it per
+ * pass is always nothing. */
+static inline bool kinet_wire_can_post(kinet_qp *qp) { (void)qp; return false; }
+static inline int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
+{
+	(void)qp;
+	(void)r;
+	return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+}
+static inline int kinet_wire_progress(kinet_qp *qp) { (void)qp; return 0; }
+static inline bool kinet_wire_drained(kinet_qp *qp) { (void)qp; return true; }
+static inline void kinet_wire_qp_reset(kinet_qp *qp) { (void)qp; }
+static inline void kinet_wire_qp_close(kinet_qp *qp) { (void)qp; }
+static inline int kinet_wire_ctx_progress(kinet_ctx *ctx) { (void)ctx; return 0; }
+static inline bool kinet_wire_pinned(kinet_ctx *ctx) { (void)ctx; return false; }
+static inline int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
+{
+	(void)ctx;
+	(void)ns;
+	return -ENOSYS;
+}
+static inline void kinet_wire_ctx_close(kinet_ctx *ctx) { (void)ctx; }
+#endif
 #endif

@@ -233,13 +233,13 @@ fail:
 /* The context's wire, created on first use. */
 int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
 {
-	if (ctx->backend != KINET_BACKEND_SOFT || !ctx->nic)
+	if (ctx->backend != KINET_BACKEND_SOFT || !soft_ctx(ctx)->nic)
 		return -ENOTSUP;
 	pthread_mutex_lock(&ctx->lock);
 	int rc = 0;
-	if (!ctx->wire)
-		rc = wire_create(ctx, &ctx->wire);
-	*out = ctx->wire;
+	if (!soft_ctx(ctx)->wire)
+		rc = wire_create(ctx, &soft_ctx(ctx)->wire);
+	*out = soft_ctx(ctx)->wire;
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
 }

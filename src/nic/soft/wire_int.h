@@ -52,12 +52,11 @@
  * address vector (closing the provider's connection and whatever it still
  * queued), so a later connect starts afresh.
  *
- * Files: wire.c (entry points the engine calls, QP lifecycle, the stubs of
- * a build without libfabric), wire_ep.c (endpoint, pools, sending, polling
+ * Files: wire.c (entry points the engine calls, QP lifecycle), wire_ep.c (endpoint, pools, sending, polling
  * the libfabric CQ), wire_req.c (requester: window, rendezvous, pump, CQEs,
  * failure, answers), wire_tgt.c (target: serving requests, rendezvous
- * reads, answers and ACKs, RNR waits), wire_desc.c (QP and region
- * descriptors).
+ * reads, answers and ACKs, RNR waits); the descriptors are the core's
+ * (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H

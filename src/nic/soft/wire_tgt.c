@@ -328,7 +328,7 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, cons
 	}
 	if (!st) {
 		struct kinet_mr_ref ref;
-		if (kinet_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
+		if (soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
 				   KINET_ACCESS_REMOTE_WRITE, &ref)) {
 			st = KN_SYND_REMOTE_ACCESS_ERR;
 		} else {
@@ -358,7 +358,7 @@ static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
 		p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR;
 		return false;
 	}
-	if (kinet_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued, p->total - p->issued,
+	if (soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued, p->total - p->issued,
 			   KINET_ACCESS_REMOTE_WRITE, &ref)) {
 		p->status = KN_SYND_REMOTE_ACCESS_ERR;
 		return false;

@@ -31,7 +31,7 @@ static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t l
 		iov->kind = KINET_MEM_HOST;
 		return 0;
 	}
-	if (kinet_mr_check(qp->ctx, qp->pd, lkey, addr, len, access, &ref))
+	if (soft_mr_check(qp->ctx, qp->pd, lkey, addr, len, access, &ref))
 		return KN_SYND_LOCAL_PROT_ERR;
 	iov->ptr = ref.ptr;
 	iov->len = len;
@@ -168,9 +168,9 @@ static int req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome, bo
 	}
 	int rc = 0;
 	if (reserved)
-		kinet_cq_push_reserved(qp->scq, &cqe);
+		soft_cq_push_reserved(qp->scq, &cqe);
 	else
-		rc = kinet_cq_push(qp->scq, &cqe);
+		rc = soft_cq_push(qp->scq, &cqe);
 	if (rc == 0 && syndrome)
 		kinet_count_syndrome(qp->ctx, syndrome);
 	return rc;
@@ -193,20 +193,20 @@ int soft_flush_rq(kinet_qp *qp)
 		return 0;
 	uint16_t pi = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_RCV_DBR], __ATOMIC_ACQUIRE));
 	int n = 0;
-	while ((uint16_t)(pi - (uint16_t)qp->rq_ci) != 0 &&
-	       (uint16_t)(pi - (uint16_t)qp->rq_ci) <= qp->rq_cnt) {
+	while ((uint16_t)(pi - (uint16_t)soft_qp(qp)->rq_ci) != 0 &&
+	       (uint16_t)(pi - (uint16_t)soft_qp(qp)->rq_ci) <= qp->rq_cnt) {
 		struct kn_cqe64 cqe;
 		memset(&cqe, 0, sizeof(cqe));
 		struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
 		e->syndrome = KN_SYND_WR_FLUSH_ERR;
 		e->vendor_err_synd = 0xf9;
 		e->s_wqe_opcode_qpn = kn_htobe32(qp->qpn);
-		e->wqe_counter = kn_htobe16((uint16_t)qp->rq_ci);
+		e->wqe_counter = kn_htobe16((uint16_t)soft_qp(qp)->rq_ci);
 		e->op_own = KN_CQE_RESP_ERR << 4;
-		if (kinet_cq_push(qp->rcq, &cqe))
+		if (soft_cq_push(qp->rcq, &cqe))
 			break;
 		kinet_count_syndrome(qp->ctx, KN_SYND_WR_FLUSH_ERR);
-		qp->rq_ci++;
+		soft_qp(qp)->rq_ci++;
 		n++;
 	}
 	return n;

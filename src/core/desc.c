@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_desc.c - endpoint descriptors (kinet/net.h): serialised QP and memory
- * region descriptions for other processes, and connecting a QP to one.
+ * desc.c - endpoint descriptors (kinet/net.h): serialised QP and memory
+ * region descriptions for other processes, and connecting a QP to one. The
+ * same format for every backend; what a peer needs to reach the QP (a wire
+ * address, or a ConnectX QP's addressing) is the backend's, carried as the
+ * address with the transport that names it.
  *
  * Layout, every integer big-endian:
  *   QP: "KNQP" | u16 version | u16 length | u32 qpn | u32 addr_len |
- *       u64 gen | u64 node | char provider[32] | addr[addr_len]
+ *       u64 gen | u64 node | char transport[32] | addr[addr_len]
  *   MR: "KNMR" | u16 version | u16 length | u32 rkey | u32 kind |
  *       u64 addr | u64 len | u64 gen | u64 reserved (0)
  * The version is checked before anything else is trusted.
  */
 #include <string.h>
 #include <kinet/net.h>
-#include "nic/soft/wire.h"
+#include "core/backend.h"
 
 #define QP_FIXED 64u /* bytes before the address */
 
@@ -73,17 +76,35 @@ static int check_head(const uint8_t *b, size_t len, const char *magic, const cha
 	return 0;
 }
 
+static uint64_t node_nonce;
+static pthread_once_t node_once = PTHREAD_ONCE_INIT;
+
+static void node_init(void)
+{
+	uint64_t v = 0;
+	kinet_random(&v, sizeof(v));
+	node_nonce = v ? v : 1;
+}
+
+uint64_t kinet_node(void)
+{
+	pthread_once(&node_once, node_init);
+	return node_nonce;
+}
+
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 {
 	if (!qp || !buf)
 		return -EINVAL;
-	if (qp->ctx->backend != KINET_BACKEND_SOFT)
-		return -ENOTSUP;
-	struct kinet_wire_local l;
-	int rc = kinet_wire_local_end(qp, &l);
+	if (!qp->ctx->ops->qp_local_end)
+		return kinet_backend_unsupported(qp->ctx, "kinet_qp_export");
+	struct kinet_qp_local l;
+	memset(&l, 0, sizeof(l));
+	l.node = kinet_node();
+	int rc = qp->ctx->ops->qp_local_end(qp, &l);
 	if (rc)
 		return rc;
-	if (l.addr_len > 128)
+	if (l.addr_len == 0 || l.addr_len > 128)
 		return -EOVERFLOW;
 	size_t n = QP_FIXED + l.addr_len;
 	if (cap < n)
@@ -93,11 +114,11 @@ int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 	memcpy(b, "KNQP", 4);
 	put16(b + 4, KINET_NET_VERSION);
 	put16(b + 6, (uint16_t)n);
-	put32(b + 8, l.qpn);
+	put32(b + 8, qp->qpn);
 	put32(b + 12, (uint32_t)l.addr_len);
 	put64(b + 16, l.gen);
 	put64(b + 24, l.node);
-	snprintf((char *)b + 32, 32, "%s", l.provider);
+	snprintf((char *)b + 32, 32, "%s", l.transport);
 	memcpy(b + QP_FIXED, l.addr, l.addr_len);
 	return (int)n;
 }
@@ -130,8 +151,6 @@ int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len)
 {
 	if (!qp || !desc)
 		return -EINVAL;
-	if (qp->ctx->backend != KINET_BACKEND_SOFT)
-		return -ENOTSUP;
 	struct kinet_qp_info pi;
 	int rc = kinet_qp_desc_parse(desc, len, &pi);
 	if (rc)
@@ -166,7 +185,7 @@ int kinet_mr_export(const kinet_mr *mr, void *buf, size_t cap)
 	put32(b + 12, (uint32_t)kinet_mr_kind(mr));
 	put64(b + 16, (uint64_t)(uintptr_t)kinet_mr_addr(mr));
 	put64(b + 24, (uint64_t)kinet_mr_len(mr));
-	put64(b + 32, kinet_wire_node());
+	put64(b + 32, kinet_node());
 	return KINET_MR_DESC_SIZE;
 }
 

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backend.h - how a backend plugs into the core.
+ *
+ * A backend (src/nic/<name>/) is one table of operations, listed in
+ * src/nic/backends.c; kinet_open picks one and the core reaches it only
+ * through ctx->ops. The core validates every argument, keeps the state
+ * machine, the device descriptor and the objects' lifetimes; a backend
+ * builds and runs the queues. Objects: the core allocates each object with
+ * the size the backend declares (*_size, at least the core struct), zeroed,
+ * and fills the core fields before it calls the backend; a backend embeds
+ * the core struct in its own and reaches its part with kinet_container_of.
+ *
+ * Every operation is optional unless marked required: where a backend has
+ * none, the core answers -EOPNOTSUPP with a log line naming the backend and
+ * the operation (kinet_backend_unsupported). Backends return 0 or a
+ * negative errno, and log what went wrong with the detail only they know.
+ */
+#ifndef KINET_CORE_BACKEND_H
+#define KINET_CORE_BACKEND_H
+
+#include "internal.h"
+
+/* Capabilities (kinet_backend_ops.caps). */
+enum {
+	KINET_CAP_SHARED_CQ = 1u << 0, /* send/receive CQs created apart and shared by QPs */
+	KINET_CAP_RESET_REUSE = 1u << 1, /* a QP may be used again after RESET */
+	KINET_CAP_HOST_STAGING = 1u << 2, /* can stage GPU memory through host memory */
+};
+
+/* The local end of a QP, for its descriptor (kinet_qp_export). */
+struct kinet_qp_local {
+	uint64_t gen;          /* generation: changes on every RESET */
+	uint64_t node;         /* incarnation of this process */
+	char transport[32];    /* "tcp;ofi_rxm" (the wire's provider), "mlx5", ... */
+	uint8_t addr[128];     /* what a peer needs to reach the QP */
+	size_t addr_len;
+};
+
+struct kinet_backend_ops {
+	const char *name; /* required: "soft", "mlx5" */
+	int id;           /* required: enum kinet_backend */
+	int priority;     /* auto picks the usable backend of highest priority */
+	unsigned caps;    /* KINET_CAP_* */
+	size_t ctx_size, pd_size, mr_size, cq_size, qp_size; /* required: sizes of the objects */
+
+	/* Is the backend usable (device present, libraries loadable)? 0, or a
+	 * negative errno with the reason in why; on success why describes what
+	 * would be used. Required. */
+	int (*probe)(const struct kinet_ctx_attr *attr, char *why, size_t wl);
+	/* Opens the backend's part of a context / closes it (no object left). Required. */
+	int (*open)(kinet_ctx *ctx, const struct kinet_ctx_attr *attr);
+	void (*close)(kinet_ctx *ctx);
+
+	int (*pd_alloc)(kinet_pd *pd);
+	void (*pd_free)(kinet_pd *pd);
+
+	/* Registers mr->addr, len, access (validated): sets key, rkey, kind, path. */
+	int (*mr_reg)(kinet_mr *mr);
+	/* Deregisters; may wait (bounded) or refuse with -EBUSY as its contract says. */
+	int (*mr_dereg)(kinet_mr *mr);
+
+	/* A CQ of cq->cnt CQEs (power of two, set by the core). */
+	int (*cq_create)(kinet_cq *cq);
+	void (*cq_destroy)(kinet_cq *cq);
+
+	/* Builds the queues of a QP (qp->attr holds the validated attributes, the
+	 * doorbell mode resolved in qp->db_mode): sets qpn, sq/sq_cnt, rq/rq_cnt/
+	 * rq_stride, dbrec, db, cpu_pi, scq/rcq (own_* when it created them),
+	 * flags, and may change db_mode (saying why). Required. */
+	int (*qp_create)(kinet_qp *qp);
+	/* The descriptor is complete: start serving the QP. */
+	int (*qp_attach)(kinet_qp *qp);
+	/* Stop serving it (nothing of the backend touches it afterwards). */
+	void (*qp_detach)(kinet_qp *qp);
+	/* Frees what qp_create built. Required. */
+	void (*qp_destroy)(kinet_qp *qp);
+	/* Moves the QP from `from` to `to` (a legal step, checked by the core;
+	 * RTR with the remote end: a local QP or a descriptor). The core sets
+	 * qp->state once this returns 0 (unless the backend did). Required. */
+	int (*qp_modify)(kinet_qp *qp, int from, int to, const struct kinet_qp_remote *remote);
+	/* The local end for a descriptor (kinet_qp_export). */
+	int (*qp_local_end)(kinet_qp *qp, struct kinet_qp_local *out);
+	/* SQ consumer index as the NIC sees it (WQEBBs it has read), for
+	 * kinet_qp_post_raw; NULL: learned from the send CQEs consumed with
+	 * kinet_cq_poll, as hardware reports it. */
+	uint64_t (*sq_consumed)(kinet_qp *qp);
+
+	/* Adds the backend's own counters to o (kinet_ctx_counters). */
+	void (*counters)(kinet_ctx *ctx, struct kinet_counters *o);
+};
+
+/* Every backend of this build, highest priority first, NULL-terminated
+ * (src/nic/backends.c). */
+extern const struct kinet_backend_ops *const kinet_backends[];
+
+/* Logs that backend b lacks operation `op` and returns -EOPNOTSUPP. */
+int kinet_backend_unsupported(const kinet_ctx *ctx, const char *op);
+
+#endif

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Helpers every backend's service threads share: the CPU proxy's ring, the
+ * idle policy, random numbers, the process incarnation. */
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include "internal.h"
+
+void kinet_random(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t r = getrandom(p, n, 0);
+		if (r <= 0)
+			break;
+		p += r;
+		n -= (size_t)r;
+	}
+	/* no entropy source (never seen on Linux >= 3.17): a clock and pid mix,
+	 * unpredictable enough to keep processes apart */
+	for (uint64_t x = kn_now_ns() ^ ((uint64_t)getpid() << 32); n; n--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		*p++ = (uint8_t)x;
+	}
+}
+
+int kinet_proxy_ring(kinet_qp *qp, const struct kinet_qmem_io *io)
+{
+	uint32_t pi = __atomic_load_n(qp->cpu_pi, __ATOMIC_ACQUIRE);
+	if (pi == qp->proxy_seen)
+		return 0;
+	uint32_t dbr = kn_htobe32(pi & 0xffff);
+	uint64_t w = 0;
+	const uint8_t *last = qp->sq + (size_t)((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (io) {
+		if (io->write((void *)&qp->dbrec[KN_SND_DBR], &dbr, 4) || io->read(&w, last, 8)) {
+			KLOG_ERR("qp 0x%x: the CPU proxy cannot reach the queues in GPU memory",
+				 qp->qpn);
+			return 0;
+		}
+	} else {
+		__atomic_store_n(&qp->dbrec[KN_SND_DBR], dbr, __ATOMIC_RELEASE);
+		memcpy(&w, last, 8);
+	}
+	qp->proxy_seen = pi;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n((volatile uint64_t *)qp->db, w, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	KINET_COUNT(qp->ctx, c_proxy, 1);
+	return 1;
+}
+
+void kinet_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}
+
+void kinet_idle_init(struct kinet_idle *s, uint64_t spin_ns, uint64_t sleep_ns)
+{
+	s->spin_ns = spin_ns;
+	s->sleep_ns = sleep_ns < 1000 ? 1000 : sleep_ns;
+	s->last_work = kn_now_ns();
+	s->nap = 1000;
+}
+
+uint64_t kinet_idle_next(struct kinet_idle *s, bool worked)
+{
+	if (worked) {
+		s->last_work = kn_now_ns();
+		s->nap = 1000;
+		return 0;
+	}
+	if (kn_now_ns() - s->last_work < s->spin_ns)
+		return 0;
+	uint64_t n = s->nap;
+	s->nap = s->nap * 2 > s->sleep_ns ? s->sleep_ns : s->nap * 2;
+	return n;
+}

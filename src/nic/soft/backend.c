@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backend.c - the software NIC as a kinet backend: contexts (engines, key
+ * table, QP numbers), regions, CQs and QPs, the state machine's effects and
+ * local peers, whichever context they belong to.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "nic/soft/soft.h"
+#include "nic/soft/wire.h"
+
+/* Every soft QP's peer link (soft_qp.peer and the referrer lists), process
+ * wide: a peer may belong to another context. Lock order: this, then the
+ * engines' pass locks (kinet_soft_stop_world). */
+static pthread_mutex_t soft_peer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int soft_probe(const struct kinet_ctx_attr *attr, char *why, size_t wl)
+{
+	(void)attr;
+	snprintf(why, wl, "software NIC");
+	return 0;
+}
+
+static int soft_open(kinet_ctx *c, const struct kinet_ctx_attr *attr)
+{
+	struct soft_ctx *ctx = soft_ctx(c);
+	kinet_keytab_init(&ctx->keys);
+	int n = attr && attr->engine_threads > 0 ? attr->engine_threads
+						 : (int)kinet_tunable_int("KINET_ENGINE_THREADS");
+	int rc = kinet_soft_open(c, n);
+	if (rc)
+		kinet_keytab_fini(&ctx->keys);
+	return rc;
+}
+
+static void soft_close(kinet_ctx *c)
+{
+	struct soft_ctx *ctx = soft_ctx(c);
+	kinet_soft_close(c);
+	kinet_keytab_fini(&ctx->keys);
+	free(ctx->qp_tab);
+	free(ctx->qp_free);
+}
+
+/* ---- memory regions ---------------------------------------------------------- */
+
+static int soft_mr_reg(kinet_mr *mr)
+{
+	kinet_ctx *c = mr->pd->ctx;
+	struct soft_ctx *ctx = soft_ctx(c);
+	const struct kinet_cuda_ops *cu = kinet_cuda_load();
+	if (cu && cu->pointer_kind) {
+		int k = cu->pointer_kind(mr->addr);
+		if (k >= 0)
+			mr->kind = k;
+	}
+	/* the software NIC is a CPU: it reaches GPU memory by copies */
+	mr->path = mr->kind == KINET_MEM_CUDA ? KINET_MR_PATH_STAGED : KINET_MR_PATH_HOST;
+	/* engines read the table inside their passes without its lock: stop
+	 * them first; other readers (wire, other contexts' responders) hold
+	 * the lock for reading */
+	kinet_soft_stop_world(c, false);
+	pthread_rwlock_wrlock(&ctx->keys.lock);
+	int rc = kinet_keytab_insert(&ctx->keys, mr);
+	pthread_rwlock_unlock(&ctx->keys.lock);
+	kinet_soft_start_world(c);
+	return rc;
+}
+
+static int soft_mr_dereg(kinet_mr *mr)
+{
+	kinet_ctx *c = mr->pd->ctx;
+	struct soft_ctx *ctx = soft_ctx(c);
+	/* no engine in a pass, no GPU copy of theirs still moving bytes of it */
+	kinet_soft_stop_world(c, true);
+	pthread_rwlock_wrlock(&ctx->keys.lock);
+	kinet_keytab_remove(&ctx->keys, mr);
+	pthread_rwlock_unlock(&ctx->keys.lock);
+	kinet_soft_start_world(c);
+	return 0;
+}
+
+/* ---- completion queues --------------------------------------------------------- */
+
+static int soft_cq_create(kinet_cq *c)
+{
+	struct soft_cq *cq = soft_cq(c);
+	int rc = kinet_cq_host_init(c, c->cnt);
+	if (rc)
+		return rc;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
+static void soft_cq_destroy(kinet_cq *c)
+{
+	kinet_cq_host_fini(c);
+	pthread_spin_destroy(&soft_cq(c)->lock);
+}
+
+/* ---- QP numbers ------------------------------------------------------------------- */
+
+static int qpn_alloc(struct soft_ctx *ctx, kinet_qp *qp)
+{
+	pthread_mutex_lock(&ctx->c.lock);
+	if (!ctx->nfree) {
+		uint32_t ocap = ctx->qp_cap, ncap = ocap ? ocap * 2 : 64;
+		kinet_qp **t = ncap <= (1u << 23) ? realloc(ctx->qp_tab, ncap * sizeof(*t)) : NULL;
+		uint32_t *f = t ? realloc(ctx->qp_free, ncap * sizeof(*f)) : NULL;
+		if (t)
+			ctx->qp_tab = t;
+		if (!f) {
+			pthread_mutex_unlock(&ctx->c.lock);
+			return -ENOMEM;
+		}
+		ctx->qp_free = f;
+		memset(t + ocap, 0, (ncap - ocap) * sizeof(*t));
+		for (uint32_t i = ncap; i > ocap; i--)
+			ctx->qp_free[ctx->nfree++] = i - 1; /* lowest index on top */
+		ctx->qp_cap = ncap;
+	}
+	uint32_t i = ctx->qp_free[--ctx->nfree];
+	ctx->qp_tab[i] = qp;
+	qp->qpn = 0x100 + i; /* low QP numbers are reserved on real NICs */
+	pthread_mutex_unlock(&ctx->c.lock);
+	return 0;
+}
+
+static void qpn_free(struct soft_ctx *ctx, kinet_qp *qp)
+{
+	pthread_mutex_lock(&ctx->c.lock);
+	uint32_t i = qp->qpn - 0x100;
+	if (qp->qpn >= 0x100 && i < ctx->qp_cap && ctx->qp_tab[i] == qp) {
+		ctx->qp_tab[i] = NULL;
+		ctx->qp_free[ctx->nfree++] = i;
+	}
+	pthread_mutex_unlock(&ctx->c.lock);
+}
+
+kinet_qp *soft_qp_lookup(kinet_ctx *c, uint32_t qpn)
+{
+	struct soft_ctx *ctx = soft_ctx(c);
+	kinet_qp *qp = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (qpn >= 0x100 && qpn - 0x100 < ctx->qp_cap)
+		qp = ctx->qp_tab[qpn - 0x100];
+	pthread_mutex_unlock(&c->lock);
+	return qp;
+}
+
+/* ---- queue pairs ------------------------------------------------------------------- */
+
+static void qp_free_queues(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	kinet_queue_free(qp->sq, (size_t)qp->sq_cnt * KN_SEND_WQE_BB);
+	kinet_queue_free(qp->rq, (size_t)qp->rq_cnt * qp->rq_stride);
+	kinet_queue_free(s->dbrec_page, 4096);
+	kinet_queue_free(s->uar, KN_UAR_PAGE_SIZE);
+	qp->sq = qp->rq = NULL;
+	s->dbrec_page = NULL;
+	s->uar = NULL;
+}
+
+static void qp_free_cqs(kinet_qp *qp)
+{
+	if (qp->own_scq && qp->scq)
+		kinet_cq_destroy(qp->scq);
+	if (qp->own_rcq && qp->rcq)
+		kinet_cq_destroy(qp->rcq);
+	qp->scq = qp->rcq = NULL;
+}
+
+static int soft_qp_create(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	kinet_ctx *ctx = qp->ctx;
+	qp->sq_cnt = kinet_pow2(qp->attr.sq_depth < 2 ? 2 : qp->attr.sq_depth);
+	qp->rq_cnt = qp->attr.rq_depth ? kinet_pow2(qp->attr.rq_depth) : 0;
+	qp->rq_stride = 16;
+	pthread_mutex_init(&s->rq_lock, NULL);
+	int rc = -ENOMEM;
+	qp->sq = kinet_queue_alloc((size_t)qp->sq_cnt * KN_SEND_WQE_BB);
+	s->dbrec_page = kinet_queue_alloc(4096);
+	s->uar = kinet_queue_alloc(KN_UAR_PAGE_SIZE);
+	if (qp->rq_cnt)
+		qp->rq = kinet_queue_alloc((size_t)qp->rq_cnt * qp->rq_stride);
+	if (!qp->sq || !s->dbrec_page || !s->uar || (qp->rq_cnt && !qp->rq))
+		goto fail;
+	qp->dbrec = s->dbrec_page;
+	qp->db = s->uar + KN_BF_OFFSET;
+	qp->cpu_pi = qp->dbrec + 4;
+	/* completion queues: dedicated ones unless given */
+	if (qp->attr.send_cq) {
+		qp->scq = qp->attr.send_cq;
+	} else {
+		rc = kinet_cq_create(ctx, qp->sq_cnt, &qp->scq);
+		if (rc)
+			goto fail;
+		qp->own_scq = true;
+	}
+	if (qp->rq_cnt) {
+		if (qp->attr.recv_cq) {
+			qp->rcq = qp->attr.recv_cq;
+		} else {
+			rc = kinet_cq_create(ctx, qp->rq_cnt, &qp->rcq);
+			if (rc)
+				goto fail;
+			qp->own_rcq = true;
+		}
+	}
+	rc = qpn_alloc(soft_ctx(ctx), qp);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	qp_free_cqs(qp);
+	qp_free_queues(qp);
+	pthread_mutex_destroy(&s->rq_lock);
+	return rc;
+}
+
+/* Links s to its local peer p (soft_peer_lock held). */
+static void peer_link(struct soft_qp *s, kinet_qp *p)
+{
+	struct soft_qp *t = soft_qp(p);
+	s->ref_next = t->ref_head;
+	if (t->ref_head)
+		t->ref_head->ref_pprev = &s->ref_next;
+	t->ref_head = s;
+	s->ref_pprev = &t->ref_head;
+	__atomic_store_n(&s->peer, p, __ATOMIC_RELEASE);
+}
+
+/* Forgets s's local peer (soft_peer_lock held; s's engine stopped). */
+static void peer_unlink(struct soft_qp *s)
+{
+	if (!s->peer)
+		return;
+	*s->ref_pprev = s->ref_next;
+	if (s->ref_next)
+		s->ref_next->ref_pprev = s->ref_pprev;
+	s->ref_next = NULL;
+	s->ref_pprev = NULL;
+	__atomic_store_n(&s->peer, NULL, __ATOMIC_RELEASE);
+}
+
+static void soft_qp_detach(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	/* every QP that has this one as its peer, in whatever context, forgets
+	 * it while its engines are stopped: none of them is inside a pass that
+	 * can reach qp as it goes away */
+	pthread_mutex_lock(&soft_peer_lock);
+	while (s->ref_head) {
+		struct soft_qp *x = s->ref_head;
+		kinet_ctx *xc = x->q.ctx;
+		kinet_soft_stop_world(xc, false);
+		peer_unlink(x);
+		kinet_soft_start_world(xc);
+	}
+	kinet_soft_stop_world(qp->ctx, false);
+	peer_unlink(s);
+	kinet_soft_start_world(qp->ctx);
+	pthread_mutex_unlock(&soft_peer_lock);
+	kinet_soft_qp_detach(qp); /* off its engine, wire closed, copies landed */
+	qpn_free(soft_ctx(qp->ctx), qp);
+}
+
+static void soft_qp_destroy(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	qp_free_cqs(qp);
+	qp_free_queues(qp);
+	pthread_mutex_destroy(&s->rq_lock);
+}
+
+static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_remote *remote)
+{
+	struct soft_qp *s = soft_qp(qp);
+	if (to == KINET_QPS_RTR) {
+		if (remote->local) {
+			pthread_mutex_lock(&soft_peer_lock);
+			kinet_soft_stop_world(qp->ctx, false);
+			peer_unlink(s);
+			peer_link(s, remote->local);
+			kinet_soft_start_world(qp->ctx);
+			pthread_mutex_unlock(&soft_peer_lock);
+			s->wire = NULL;
+		} else {
+#if KINET_HAVE_FABRIC
+			int rc = kinet_soft_wire_connect(qp, remote);
+			if (rc)
+				return rc;
+#else
+			return kinet_backend_unsupported(
+				qp->ctx, "a peer in another process (this build has no libfabric)");
+#endif
+		}
+	}
+	int old = atomic_exchange(&qp->state, to);
+	(void)from;
+	kinet_soft_qp_state_changed(qp, old, to);
+	return 0;
+}
+
+static uint64_t soft_sq_consumed(kinet_qp *qp)
+{
+	return atomic_load(&soft_qp(qp)->sq_ci_pub);
+}
+
+
+const struct kinet_backend_ops kinet_soft_backend = {
+	.name = "soft",
+	.id = KINET_BACKEND_SOFT,
+	.priority = 0,
+	.caps = KINET_CAP_SHARED_CQ | KINET_CAP_RESET_REUSE | KINET_CAP_HOST_STAGING,
+	.ctx_size = sizeof(struct soft_ctx),
+	.pd_size = sizeof(kinet_pd),
+	.mr_size = sizeof(kinet_mr),
+	.cq_size = sizeof(struct soft_cq),
+	.qp_size = sizeof(struct soft_qp),
+	.probe = soft_probe,
+	.open = soft_open,
+	.close = soft_close,
+	.mr_reg = soft_mr_reg,
+	.mr_dereg = soft_mr_dereg,
+	.cq_create = soft_cq_create,
+	.cq_destroy = soft_cq_destroy,
+	.qp_create = soft_qp_create,
+	.qp_attach = kinet_soft_qp_attach,
+	.qp_detach = soft_qp_detach,
+	.qp_destroy = soft_qp_destroy,
+	.qp_modify = soft_qp_modify,
+#if KINET_HAVE_FABRIC
+	.qp_local_end = kinet_wire_local_end, /* without libfabric: no descriptors */
+#endif
+	.sq_consumed = soft_sq_consumed,
+	.counters = kinet_soft_counters_add,
+};
