@@ -205,8 +205,19 @@ const char *kinet_db_mode_str(int mode);
 
 /* Copies one raw mlx5 WQE of `nbb` basic blocks into the SQ at the producer
  * index and rings the doorbell: lets any producer of mlx5 WQEs (and tests)
- * drive the NIC. Returns the ticket of the WQE, or a negative errno. */
+ * drive the NIC, on every backend. Returns the ticket of the WQE (its first
+ * WQEBB's index), or a negative errno: -EINVAL, -ETIMEDOUT when the SQ stays
+ * full for the QP's timeout, -EOPNOTSUPP when the QP's queues are in GPU
+ * memory. Room in the SQ is judged by the NIC's consumer index; a ConnectX
+ * reports it only in CQEs, so on mlx5 room comes back as the caller consumes
+ * send CQEs with kinet_cq_poll (kinet_qp_send_cq): request a CQE at least
+ * once per SQ depth. Do not mix with the device API on one QP. */
 long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb);
+
+/* The send / receive CQ of a QP (the one given at creation, or the one it
+ * created), NULL for a QP without a receive queue (recv) or NULL qp. */
+kinet_cq *kinet_qp_send_cq(const kinet_qp *qp);
+kinet_cq *kinet_qp_recv_cq(const kinet_qp *qp);
 
 /* Reads the CQE at index `idx` of a CQ into *out when it is there: 0, or
  * -EBUSY. Does not consume it. */

@@ -151,8 +151,8 @@ static int qp_common_init(kinet_qp *qp)
 	int rc = kinet_mr_reg(qp->pd, qp->scratch, 64, KINET_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
 	if (rc)
 		return rc;
-	if (qp->own_scq)
-		qp->scq->sq_owner = qp;
+	if (qp->own_scq || !(qp->ctx->ops->caps & KINET_CAP_SHARED_CQ))
+		qp->scq->sq_owner = qp; /* dedicated: its CQEs tell how far the NIC read */
 	kinet_qp_fill_desc(qp);
 	return 0;
 }
@@ -251,6 +251,16 @@ uint32_t kinet_qp_num(const kinet_qp *qp)
 int kinet_qp_get_state(const kinet_qp *qp)
 {
 	return qp ? atomic_load(&((kinet_qp *)qp)->state) : -EINVAL;
+}
+
+kinet_cq *kinet_qp_send_cq(const kinet_qp *qp)
+{
+	return qp ? qp->scq : NULL;
+}
+
+kinet_cq *kinet_qp_recv_cq(const kinet_qp *qp)
+{
+	return qp ? qp->rcq : NULL;
 }
 
 int kinet_qp_db_mode(const kinet_qp *qp)

@@ -599,6 +599,67 @@ Test(mlx5_host, two_devices_two_contexts_by_descriptor)
 	free(dst);
 }
 
+/* kinet_qp_post_raw on mlx5: the WQE goes to the SQ, the doorbell record and
+ * the register (as rdma-core rings); room comes back only through the send
+ * CQEs the host consumes, so a producer of unsignaled WQEs alone runs out of
+ * room and is told so after the QP's timeout. */
+Test(mlx5_host, post_raw_room_from_cqes)
+{
+	struct kinet_mlx5_emu_cfg c = defaults();
+	c.devx = 0; /* verbs queues: host memory the host may write */
+	emulate(&c);
+	struct kinet_qp_attr qa = {.sq_depth = 16, .timeout_ms = 300};
+	struct pair p;
+	pair_open(&p, &qa);
+	enum { N = 200, LEN = 256 };
+	uint8_t *src = malloc(N * LEN), *dst = malloc(N * LEN);
+	tu_fill_random(src, N * LEN, 91);
+	tu_fill_random(dst, N * LEN, 92);
+	kinet_mr *ms, *md;
+	cr_assert_eq(kinet_mr_reg(p.pd, src, N * LEN, KINET_ACCESS_LOCAL_WRITE, &ms), 0);
+	cr_assert_eq(kinet_mr_reg(p.pd, dst, N * LEN, KINET_ACCESS_ALL, &md), 0);
+	kinet_cq *cq = kinet_qp_send_cq(p.a);
+	cr_assert_not_null(cq);
+	uint32_t depth = p.da->sq_wqe_cnt;
+	uint64_t done = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		uint8_t w[64] = {0};
+		kn_prep_write(p.da, w, i, (uint64_t)(uintptr_t)(src + i * LEN), kinet_mr_lkey(ms),
+			      (uint64_t)(uintptr_t)(dst + i * LEN), kinet_mr_rkey(md), LEN);
+		/* consume completions when the SQ would be full: the room they make */
+		while (i - done >= depth) {
+			struct kn_cqe64 cqe;
+			cr_assert_eq(kinet_cq_poll_wait(cq, &cqe, 2000), 0);
+			cr_assert_eq(kn_cqe_opcode(&cqe), KN_CQE_REQ);
+			cr_assert_eq(kn_be16toh(cqe.wqe_counter), (uint16_t)done);
+			done++;
+		}
+		cr_assert_eq(kinet_qp_post_raw(p.a, w, 1), (long long)i);
+	}
+	while (done < N) {
+		struct kn_cqe64 cqe;
+		cr_assert_eq(kinet_cq_poll_wait(cq, &cqe, 2000), 0);
+		cr_assert_eq(kn_be16toh(cqe.wqe_counter), (uint16_t)done);
+		done++;
+	}
+	cr_assert_eq(memcmp(src, dst, N * LEN), 0);
+	/* unsignaled WQEs: no CQE ever says the NIC read them */
+	for (uint32_t i = 0; i < depth; i++) {
+		uint8_t w[64] = {0};
+		kn_prep_nop(p.da, w, N + i);
+		((struct kn_wqe_ctrl_seg *)w)->fm_ce_se = 0;
+		cr_assert_eq(kinet_qp_post_raw(p.a, w, 1), (long long)(N + i));
+	}
+	uint8_t w[64] = {0};
+	kn_prep_nop(p.da, w, N + depth);
+	cr_assert_eq(kinet_qp_post_raw(p.a, w, 1), -ETIMEDOUT);
+	kinet_mr_dereg(ms);
+	kinet_mr_dereg(md);
+	pair_close(&p);
+	free(src);
+	free(dst);
+}
+
 Test(mlx5_host, state_machine_and_refusals)
 {
 	struct kinet_mlx5_emu_cfg c = defaults();
