@@ -40,13 +40,15 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	int backend = attr ? attr->backend : backend_from_str(kinet_tunable_str("KINET_BACKEND"));
+	if (kinet_tun_refused(KT_OPEN, "kinet_open"))
+		return -EINVAL;
+	int backend = attr ? attr->backend : backend_from_str(KT(BACKEND));
 	if (backend < KINET_BACKEND_AUTO || backend > KINET_BACKEND_MLX5) {
 		if (attr)
 			KLOG_ERR("kinet_open: unknown backend %d", attr->backend);
 		else
 			KLOG_ERR("kinet_open: unknown backend KINET_BACKEND=%s",
-				 kinet_tunable_str("KINET_BACKEND"));
+				 KT(BACKEND));
 		return -EINVAL;
 	}
 	kinet_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -92,7 +94,7 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 		ctx->backend = KINET_BACKEND_SOFT;
 		rc = kinet_soft_open(ctx, attr && attr->engine_threads > 0
 						  ? attr->engine_threads
-						  : (int)kinet_tunable_int("KINET_ENGINE_THREADS"));
+						  : (int)KT(ENGINE_THREADS));
 		if (rc) {
 			kinet_close(ctx);
 			return rc;

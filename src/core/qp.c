@@ -32,7 +32,7 @@ static int resolve_db_mode(int requested)
 {
 	if (requested != KN_DB_AUTO)
 		return requested;
-	const char *t = kinet_tunable_str("KINET_DB_MODE");
+	const char *t = KT(DB_MODE);
 	if (t && !strcmp(t, "gpu"))
 		return KN_DB_GPU;
 	if (t && !strcmp(t, "blueflame"))
@@ -124,7 +124,7 @@ void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *c
 	d->scratch_addr = (uint64_t)(uintptr_t)qp->scratch;
 	d->scratch_lkey = qp->scratch_mr->key;
 	uint64_t tmo = qp->attr.timeout_ms ? qp->attr.timeout_ms
-					   : (uint64_t)kinet_tunable_int("KINET_TIMEOUT_MS");
+					   : KT(TIMEOUT_MS);
 	d->timeout_ns = tmo * 1000000ull;
 	d->qpn = qp->qpn;
 	d->sq_wqe_cnt = qp->sq_cnt;
@@ -148,7 +148,7 @@ int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp 
 	else
 		memset(&attr, 0, sizeof(attr));
 	if (!attr.sq_depth)
-		attr.sq_depth = (uint32_t)kinet_tunable_int("KINET_SQ_DEPTH");
+		attr.sq_depth = (uint32_t)KT(SQ_DEPTH);
 	if (attr.sq_depth > 32768 || attr.rq_depth > 32768) {
 		KLOG_ERR("qp_create: queue depth above 32768 (sq %u, rq %u)", attr.sq_depth,
 			 attr.rq_depth);

@@ -437,7 +437,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				qp->rnr_count++;
 				qp->rnr_until_ns =
 					kn_now_ns() +
-					(uint64_t)kinet_tunable_int("KINET_RNR_TIMER_US") * 1000ull;
+					KT(RNR_TIMER_US) * 1000ull;
 				if (rsv)
 					kinet_cq_unreserve(qp->scq);
 				break;
@@ -594,8 +594,8 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 		return -ENOMEM;
 	nic->ctx = ctx;
 	nic->n = n;
-	nic->spin_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SPIN_US") * 1000ull;
-	nic->sleep_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SLEEP_US") * 1000ull;
+	nic->spin_ns = KT(ENGINE_SPIN_US) * 1000ull;
+	nic->sleep_ns = KT(ENGINE_SLEEP_US) * 1000ull;
 	if (nic->sleep_ns < 1000)
 		nic->sleep_ns = 1000;
 	void *eng = NULL;
