@@ -392,7 +392,10 @@ static void load_one(int i)
 		      : d->type == T_ENUM ? KINET_TUNABLE_ENUM
 		      : d->type == T_STR  ? KINET_TUNABLE_STRING
 					  : KINET_TUNABLE_DURATION;
-	e->pub.unit = d->type == T_MS ? "ms" : d->type == T_US ? "us" : d->type == T_SIZE ? "bytes" : "";
+	e->pub.unit = d->type == T_MS   ? "ms"
+		      : d->type == T_US   ? "us"
+		      : d->type == T_SIZE ? "bytes"
+					  : "";
 	e->pub.refused_by = refuser(d->flags);
 	e->pub.flags = (d->flags & KT_SECRET) ? KINET_TUNABLE_SECRET : 0;
 	describe_allowed(d, e->allowed, sizeof(e->allowed));
@@ -425,14 +428,14 @@ static void load_one(int i)
 			quote(d, env, e->shown, sizeof(e->shown));
 			const char *r = refuser(d->flags);
 			char instead[160];
+			bool boot = d->flags & KT_BOOT;
 			if (r)
 				snprintf(instead, sizeof(instead),
 					 "%s fail%s with -EINVAL until it is fixed (other readers "
 					 "see %s%s)",
-					 (d->flags & KT_BOOT) ? "kinet_boot_init and kinet_boot_init_env"
-							      : r,
-					 (d->flags & KT_BOOT) ? "" : "s",
-					 d->def[0] ? "the default " : "it not set", d->def);
+					 boot ? "kinet_boot_init and kinet_boot_init_env" : r,
+					 boot ? "" : "s", d->def[0] ? "the default " : "it not set",
+					 d->def);
 			else
 				snprintf(instead, sizeof(instead), "using the default %s",
 					 d->def[0] ? d->def : "(not set)");

@@ -253,7 +253,8 @@ ParameterizedTest(struct bad *c, tunables, malformed)
 	cr_assert_eq(captured(head), 1, "%d reports of %s", captured(head), head);
 	for (int i = 0; i < cap_n; i++)
 		if (strstr(cap_msg[i], head))
-			cr_assert_eq(cap_level[i], t->refused_by ? KINET_LOG_ERROR : KINET_LOG_WARN);
+			cr_assert_eq(cap_level[i],
+				     t->refused_by ? KINET_LOG_ERROR : KINET_LOG_WARN);
 
 	/* refused where declared: every call fails, with a line saying why;
 	 * otherwise the library works on the default */
