@@ -51,7 +51,7 @@ struct kt_ent {
 	char allowed[160];
 	char shown[96];  /* the environment's value as quoted in reports */
 	char why[128];   /* what is wrong with it */
-	char error[512]; /* the report */
+	char error[640]; /* the report (fits every part at its longest) */
 };
 
 static struct kt_ent ent[KT_COUNT];
