@@ -19,6 +19,9 @@ void kinet_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define KLOG_INFO(...) kinet_log(KINET_LOG_INFO, __VA_ARGS__)
 #define KLOG_DBG(...) kinet_log(KINET_LOG_DEBUG, __VA_ARGS__)
 #define KLOG_TRACE(...) kinet_log(KINET_LOG_TRACE, __VA_ARGS__)
+/* The rank shown in the prefix of log lines, set by the bootstrap once it
+ * knows it (-1: unknown). Process-wide: the last one set. */
+void kinet_log_set_rank(int rank);
 
 /* kinet-specific error codes beyond errno (negative, see kinet_strerror). */
 #define KINET_ERR_BASE 2000
@@ -26,8 +29,8 @@ void kinet_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define KINET_EVERSION (KINET_ERR_BASE + 2)   /* descriptor version mismatch */
 #define KINET_ESECRET (KINET_ERR_BASE + 3)    /* wrong job secret */
 
-/* ---- tunables (src/core/tunables.c) ---------------------------------------- */
-/* Registry is static: add an entry to the table in tunables.c. */
+/* ---- tunables (src/core/tunables.c): declared in src/core/tunables.def ------ */
+#include "core/tunables.h"
 
 /* ---- memory helpers (src/mem/) ---------------------------------------------- */
 /* Page-aligned, zeroed memory for queues and doorbell pages. When a GPU is

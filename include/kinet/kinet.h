@@ -36,7 +36,8 @@ const char *kinet_strerror(int err);
 /* Name of an mlx5 CQE syndrome (KN_SYND_*), e.g. "remote access error". */
 const char *kinet_syndrome_str(uint32_t syndrome);
 
-/* Log levels; KINET_LOG=error|warn|info|debug|trace sets the initial one. */
+/* Log levels; KINET_LOG=error|warn|info|debug|trace (or 0 .. 4) sets the
+ * initial one (default warn). */
 enum kinet_log_level {
 	KINET_LOG_ERROR = 0,
 	KINET_LOG_WARN = 1,
@@ -44,26 +45,120 @@ enum kinet_log_level {
 	KINET_LOG_DEBUG = 3,
 	KINET_LOG_TRACE = 4,
 };
+/* Sets / returns the current level; messages less severe than it are not
+ * produced. A level outside error .. trace is clamped. */
 void kinet_log_set_level(int level);
 int kinet_log_get_level(void);
 
+/*
+ * Where log messages go. Without a callback, each message is one line on
+ * stderr, prefixed with the host (up to its first dot), the process id and,
+ * once a bootstrap in this process knows it, the rank:
+ *
+ *   node1:4242:3 kinet[warn]: ...          (rank 3)
+ *   node1:4242 kinet[warn]: ...            (rank not known)
+ *
+ * kinet_log_set_callback(fn, user) sends every message instead to fn(level,
+ * msg, user): level is an enum kinet_log_level, msg the message without the
+ * prefix and without a newline (NUL-terminated, valid only during the call),
+ * user the pointer given here. Only messages at or above the current level's
+ * severity are passed. While a callback is installed kinet writes nothing to
+ * stderr; fn = NULL restores the stderr lines.
+ *
+ * Thread safety: fn is called from whichever kinet thread logs (application
+ * threads, engine and wire threads), possibly from several at once, so it must
+ * be thread-safe. It must not call back into kinet (in particular not
+ * kinet_log_set_callback, which would wait for it forever). Once
+ * kinet_log_set_callback returns, no call of the previous callback is running
+ * and none is made later: the user pointer may be freed.
+ */
+typedef void (*kinet_log_fn)(int level, const char *msg, void *user);
+void kinet_log_set_callback(kinet_log_fn fn, void *user);
+
 /* ---- tunables ------------------------------------------------------------------ */
 
+/*
+ * Tunables are environment variables, KINET_*; docs/tunables.md lists every
+ * one with its type, default, allowed values and what a malformed value does.
+ * The environment is read once, at the first use of any tunable (a later
+ * setenv() changes nothing). An empty variable counts as not set.
+ *
+ * Values by type:
+ *   int       decimal, optional '-': no leading zeros (010 is not read as
+ *             octal nor as ten: it is refused), no 0x, nothing after the digits
+ *   bool      1, 0, true, false, yes, no, on, off (any case)
+ *   size      bytes: decimal with an optional suffix K, M or G (2^10, 2^20,
+ *             2^30, any case)
+ *   duration  a plain decimal number is in the unit the name ends with
+ *             (_MS: milliseconds, _US: microseconds); a suffix ns, us, ms or
+ *             s gives another unit, as long as the value is a whole number of
+ *             the tunable's unit (KINET_TIMEOUT_MS=2s is 2000)
+ *   enum      one of the allowed words (any case)
+ *   string    any text up to the stated length
+ * and every number must lie within the stated bounds.
+ *
+ * A malformed value is reported once, at error level, naming the variable,
+ * the value, what is allowed and what happens instead, and it is never used
+ * in part (never read as 0 or as its leading digits):
+ *   - tunables of the context (most): every kinet_open() of the process
+ *     fails with -EINVAL;
+ *   - tunables of the bootstrap (KINET_BOOT_*): kinet_boot_init() and
+ *     kinet_boot_init_env() fail with -EINVAL;
+ *   - KINET_LOG: the default is used, with a warning.
+ * Code that reads a refused tunable outside those calls (kinet-info, a probe)
+ * sees the default.
+ *
+ * Secrets (KINET_BOOT_SECRET) are never shown: their value here, in
+ * kinet_tunable_str() and in every listing is "(set, N characters)".
+ */
+enum kinet_tunable_type {
+	KINET_TUNABLE_INT = 0,
+	KINET_TUNABLE_BOOL = 1,
+	KINET_TUNABLE_SIZE = 2,
+	KINET_TUNABLE_DURATION = 3,
+	KINET_TUNABLE_ENUM = 4,
+	KINET_TUNABLE_STRING = 5,
+};
+#define KINET_TUNABLE_SECRET 0x1u /* flags: the value is masked */
+#define KINET_TUNABLE_SET 0x2u    /* flags: the environment sets it (not empty) */
+
 /* A tunable: name (also the environment variable that sets it), its default,
- * its current value and what it does. */
+ * its current value and what it does (the fields after desc came later:
+ * code that knows only the first four still works). Every string is owned by
+ * the library and stays valid while it is loaded. */
 struct kinet_tunable {
 	const char *name;
-	const char *def;
-	const char *value; /* current value: from the environment or the default */
+	const char *def;   /* default, as text ("": not set) */
+	const char *value; /* value in use, as text: the environment's when well
+			    * formed (canonical: decimal in the unit, 0/1,
+			    * lower-case word), else the default; masked for
+			    * secrets */
 	const char *desc;
+	int type;            /* enum kinet_tunable_type */
+	unsigned flags;      /* KINET_TUNABLE_SECRET, KINET_TUNABLE_SET */
+	const char *allowed; /* what a value may be, in words ("1 .. 64",
+			      * "auto, soft, mlx5", "0 .. 1M bytes") */
+	const char *unit;    /* "ms", "us" or "bytes"; "" for the other types */
+	const char *refused_by; /* what fails while the value is malformed:
+				 * "kinet_open", or "kinet_boot_init" (and
+				 * kinet_boot_init_env); NULL when the default
+				 * is used instead */
+	const char *error; /* NULL, or why the environment's value is not used
+			    * and what happens instead (the report logged) */
 };
 /* Number of registered tunables; kinet_tunable_at(i) returns one, or NULL. */
 int kinet_tunable_count(void);
 const struct kinet_tunable *kinet_tunable_at(int i);
-/* Current value of a tunable as an integer / string (NULL if unknown). */
+/* The tunable of that name, or NULL if there is none. */
+const struct kinet_tunable *kinet_tunable_get(const char *name);
+/* Current value of a tunable. _int: int and size as the number, duration in
+ * its unit, bool 0/1, enum the position of the word in allowed (0 first);
+ * 0 for strings, secrets and unknown names. _str: the value text (NULL if
+ * unknown). */
 long long kinet_tunable_int(const char *name);
 const char *kinet_tunable_str(const char *name);
-/* Prints every tunable (name, value, default, description). */
+/* Prints every tunable (name, value, default, allowed values, description,
+ * and the report of a malformed value); secrets are masked. */
 void kinet_tunables_print(FILE *f);
 
 /* ---- context ---------------------------------------------------------------- */

@@ -6,23 +6,17 @@
 #include <string.h>
 #include "boot/boot_int.h"
 
+/* tunables.def bounds it to 1 .. INT_MAX */
 static int default_timeout_ms(void)
 {
-	long long v = kinet_tunable_int("KINET_BOOT_TIMEOUT_MS");
-	return v > 0 && v <= INT_MAX ? (int)v : 30000;
-}
-
-static const char *str_or_tunable(const char *s, const char *name)
-{
-	if (s)
-		return s;
-	s = kinet_tunable_str(name);
-	return s ? s : "";
+	return (int)KT(BOOT_TIMEOUT_MS);
 }
 
 int kinet_boot_init(const struct kinet_boot_attr *attr, kinet_boot **out)
 {
 	if (!attr || !out)
+		return -EINVAL;
+	if (kinet_tun_refused(KT_BOOT, "kinet_boot_init"))
 		return -EINVAL;
 	if (attr->size < 1 || attr->rank < 0 || attr->rank >= attr->size || attr->timeout_ms < 0) {
 		KLOG_ERR("boot: invalid attributes: rank %d, size %d, timeout %d ms", attr->rank,
@@ -37,10 +31,11 @@ int kinet_boot_init(const struct kinet_boot_attr *attr, kinet_boot **out)
 	b->timeout_ms = attr->timeout_ms ? attr->timeout_ms : default_timeout_ms();
 	if (b->size == 1) {
 		b->transport = KBOOT_SINGLE;
+		kinet_log_set_rank(b->rank);
 		*out = b;
 		return 0;
 	}
-	const char *addr = str_or_tunable(attr->addr, "KINET_BOOT_ADDR");
+	const char *addr = attr->addr ? attr->addr : KT(BOOT_ADDR);
 	if (!*addr) {
 		KLOG_ERR("boot: a job of %d processes needs rank 0's address (host:port; "
 			 "KINET_BOOT_ADDR)", b->size);
@@ -48,13 +43,14 @@ int kinet_boot_init(const struct kinet_boot_attr *attr, kinet_boot **out)
 		return -EINVAL;
 	}
 	b->transport = KBOOT_TCP;
-	int rc = kboot_tcp_init(b, addr, str_or_tunable(attr->secret, "KINET_BOOT_SECRET"),
+	int rc = kboot_tcp_init(b, addr, attr->secret ? attr->secret : KT(BOOT_SECRET),
 				attr->listening, attr->listening_arg);
 	if (rc) {
 		kboot_tcp_close(b);
 		free(b);
 		return rc;
 	}
+	kinet_log_set_rank(b->rank);
 	KLOG_DBG("boot: rank %d of %d joined through %s", b->rank, b->size, b->addr);
 	*out = b;
 	return 0;
@@ -77,18 +73,18 @@ int kinet_boot_init_env(kinet_boot **out)
 {
 	if (!out)
 		return -EINVAL;
-	const char *mode = str_or_tunable(NULL, "KINET_BOOT_MODE");
-	bool want_mpi = !strcmp(mode, "mpi"), want_tcp = !strcmp(mode, "tcp");
-	if (!want_mpi && !want_tcp && strcmp(mode, "auto")) {
-		KLOG_ERR("boot: KINET_BOOT_MODE=%s: want auto, tcp or mpi", mode);
+	if (kinet_tun_refused(KT_BOOT, "kinet_boot_init_env"))
 		return -EINVAL;
-	}
+	const char *mode = KT(BOOT_MODE); /* auto, tcp or mpi: tunables.def */
+	bool want_mpi = !strcmp(mode, "mpi"), want_tcp = !strcmp(mode, "tcp");
+	/* Open MPI's launcher variables are not kinet's: read as they are, not
+	 * through the registry of KINET_* tunables */
 	const char *orank = getenv("OMPI_COMM_WORLD_RANK");
 	const char *osize = getenv("OMPI_COMM_WORLD_SIZE");
 	bool launched = orank && *orank && osize && *osize;
-	const char *addr = str_or_tunable(NULL, "KINET_BOOT_ADDR");
-	const char *rs = str_or_tunable(NULL, "KINET_BOOT_RANK");
-	const char *ss = str_or_tunable(NULL, "KINET_BOOT_SIZE");
+	const char *addr = KT(BOOT_ADDR);
+	const char *rs = KT_STR(BOOT_RANK); /* "" or a checked decimal */
+	const char *ss = KT_STR(BOOT_SIZE);
 
 	if (want_mpi || (launched && !want_tcp)) {
 		if (kboot_mpi_built()) {
@@ -102,6 +98,7 @@ int kinet_boot_init_env(kinet_boot **out)
 				free(b);
 				return rc;
 			}
+			kinet_log_set_rank(b->rank);
 			KLOG_DBG("boot: rank %d of %d through MPI", b->rank, b->size);
 			*out = b;
 			return 0;
@@ -143,7 +140,7 @@ int kinet_boot_init_env(kinet_boot **out)
 		return -EINVAL;
 	}
 	attr.addr = addr;
-	const char *secret = str_or_tunable(NULL, "KINET_BOOT_SECRET");
+	const char *secret = KT(BOOT_SECRET);
 	if (!*secret && attr.size > 1)
 		KLOG_WARN("boot: KINET_BOOT_SECRET is not set: any process that reaches %s can "
 			  "join this job", addr);

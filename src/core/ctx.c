@@ -73,13 +73,15 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	int want = attr ? attr->backend : backend_from_str(kinet_tunable_str("KINET_BACKEND"));
+	if (kinet_tun_refused(KT_OPEN, "kinet_open"))
+		return -EINVAL;
+	int want = attr ? attr->backend : backend_from_str(KT(BACKEND));
 	if (want != KINET_BACKEND_AUTO && !backend_by_id(want)) {
 		if (attr)
 			KLOG_ERR("kinet_open: unknown backend %d", attr->backend);
 		else
 			KLOG_ERR("kinet_open: unknown backend KINET_BACKEND=%s",
-				 kinet_tunable_str("KINET_BACKEND"));
+				 KT(BACKEND));
 		return -EINVAL;
 	}
 	char notes[256] = "";

@@ -33,7 +33,7 @@ int kinet_db_mode_resolve(int requested)
 {
 	if (requested != KN_DB_AUTO)
 		return requested;
-	const char *t = kinet_tunable_str("KINET_DB_MODE");
+	const char *t = KT(DB_MODE);
 	if (t && !strcmp(t, "blueflame"))
 		return KN_DB_BLUEFLAME;
 	if (t && !strcmp(t, "cpu"))
@@ -84,7 +84,7 @@ void kinet_qp_fill_desc(kinet_qp *qp)
 	d->scratch_addr = (uint64_t)(uintptr_t)qp->scratch;
 	d->scratch_lkey = qp->scratch_mr->key;
 	uint64_t tmo = qp->attr.timeout_ms ? qp->attr.timeout_ms
-					   : (uint64_t)kinet_tunable_int("KINET_TIMEOUT_MS");
+					   : (uint64_t)KT(TIMEOUT_MS);
 	d->timeout_ns = tmo * 1000000ull;
 	d->qpn = qp->qpn;
 	d->sq_wqe_cnt = qp->sq_cnt;
@@ -104,7 +104,7 @@ static int qp_attr_check(kinet_ctx *ctx, const struct kinet_qp_attr *in, struct 
 	else
 		memset(a, 0, sizeof(*a));
 	if (!a->sq_depth)
-		a->sq_depth = (uint32_t)kinet_tunable_int("KINET_SQ_DEPTH");
+		a->sq_depth = (uint32_t)KT(SQ_DEPTH);
 	if (a->sq_depth > 32768 || a->rq_depth > 32768) {
 		KLOG_ERR("qp_create: queue depth above 32768 (sq %u, rq %u)", a->sq_depth,
 			 a->rq_depth);

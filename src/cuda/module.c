@@ -301,7 +301,7 @@ static void cu_init(void)
 	}
 	if (pthread_key_create(&g_key, cu_thread_free) != 0)
 		return;
-	long long s = kinet_tunable_int("KINET_GPU_SMALL_COPY");
+	long long s = (long long)KT(GPU_SMALL_COPY);
 	g_small = s > 0 ? (size_t)s : 0;
 	if (g_small > (1u << 20))
 		g_small = 1u << 20;

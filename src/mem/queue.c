@@ -31,7 +31,7 @@ static void cuda_load_once(void)
 
 const struct kinet_cuda_ops *kinet_cuda_load(void)
 {
-	if (getenv("KINET_NO_CUDA"))
+	if (KT(NO_CUDA))
 		return NULL;
 	pthread_once(&cuda_once, cuda_load_once);
 	return kinet_cuda;

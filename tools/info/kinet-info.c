@@ -6,6 +6,8 @@
  *   PCIe distance of each GPU to each NIC (hwloc), for each GPU the backend,
  *   memory path and doorbell mode kinet would choose and why, and the
  *   tunables with their current values. --json prints the same as JSON.
+ *   --tunables-md prints the table of docs/tunables.md (generated from the
+ *   registry; test_tunables checks that the file holds exactly this).
  *
  * The backend and doorbell mode are not guessed: kinet-info opens a context
  * the way an application would (kinet_open(NULL)), creates a QP and
@@ -78,7 +80,7 @@ static void gather(int trial)
 	I.dmabuf_mr = ops && ops->reg_dmabuf_mr;
 #endif
 	I.peermem = kinet_peermem_module();
-	I.staging = (int)kinet_tunable_int("KINET_ALLOW_HOST_STAGING");
+	I.staging = KT(ALLOW_HOST_STAGING);
 	I.topo_rc = kinet_topo_load(NULL, I.topo_why, sizeof(I.topo_why));
 	for (int n = 0; n < I.nnic; n++)
 		if (!I.nic[n].pci[0] && I.topo_rc == 0)
@@ -311,6 +313,51 @@ static void js(const char *s)
 	putchar('"');
 }
 
+static const char *tunable_type(const struct kinet_tunable *t)
+{
+	static const char *names[] = {"int", "bool", "size", "duration", "enum", "string"};
+	return t->type >= 0 && t->type < 6 ? names[t->type] : "?";
+}
+
+/* A table cell: '|' escaped, newlines never occur in the registry. */
+static void md(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			putchar('\\');
+		putchar(*s);
+	}
+}
+
+/* The table of docs/tunables.md, from the registry. */
+static void print_tunables_md(void)
+{
+	printf("| variable | type | default | allowed | if malformed | meaning |\n");
+	printf("| --- | --- | --- | --- | --- | --- |\n");
+	for (int i = 0; i < kinet_tunable_count(); i++) {
+		const struct kinet_tunable *t = kinet_tunable_at(i);
+		printf("| `%s` | %s%s%s%s | ", t->name, tunable_type(t), t->unit[0] ? " (" : "",
+		       t->unit, t->unit[0] ? ")" : "");
+		if (t->def[0]) {
+			printf("`");
+			md(t->def);
+			printf("`");
+		} else {
+			printf("not set");
+		}
+		printf(" | ");
+		md(t->allowed);
+		if (t->refused_by && !strcmp(t->refused_by, "kinet_boot_init"))
+			printf(" | `kinet_boot_init`, `kinet_boot_init_env` fail | ");
+		else if (t->refused_by)
+			printf(" | `%s` fails | ", t->refused_by);
+		else
+			printf(" | default, with a warning | ");
+		md(t->desc);
+		printf("%s |\n", (t->flags & KINET_TUNABLE_SECRET) ? " (secret: never shown)" : "");
+	}
+}
+
 static void print_json(void)
 {
 	printf("{\n  \"version\": ");
@@ -413,6 +460,24 @@ static void print_json(void)
 		js(t->def);
 		printf(", \"description\": ");
 		js(t->desc);
+		printf(", \"type\": ");
+		js(tunable_type(t));
+		printf(", \"unit\": ");
+		js(t->unit);
+		printf(", \"allowed\": ");
+		js(t->allowed);
+		printf(", \"set\": %s, \"secret\": %s, \"refused_by\": ",
+		       (t->flags & KINET_TUNABLE_SET) ? "true" : "false",
+		       (t->flags & KINET_TUNABLE_SECRET) ? "true" : "false");
+		if (t->refused_by)
+			js(t->refused_by);
+		else
+			printf("null");
+		printf(", \"error\": ");
+		if (t->error)
+			js(t->error);
+		else
+			printf("null");
 		printf("}");
 	}
 	printf("\n  ]\n}\n");
@@ -420,11 +485,12 @@ static void print_json(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kinet-info [--json] [--no-trial]\n"
+	fprintf(f, "usage: kinet-info [--json] [--no-trial] | --tunables-md\n"
 		   "  GPUs, RDMA NICs, peer memory, GPU-NIC PCIe distances, and the backend,\n"
 		   "  memory path and doorbell mode kinet chooses, with the tunables.\n"
 		   "  --json      machine-readable output\n"
-		   "  --no-trial  do not open a context, create a QP or register GPU memory\n");
+		   "  --no-trial  do not open a context, create a QP or register GPU memory\n"
+		   "  --tunables-md  only the table of tunables, in Markdown (docs/tunables.md)\n");
 }
 
 int main(int argc, char **argv)
@@ -435,6 +501,10 @@ int main(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "--no-trial"))
 			trial = 0;
+		else if (!strcmp(argv[i], "--tunables-md")) {
+			print_tunables_md();
+			return 0;
+		}
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
@@ -445,7 +515,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* the trial reports its failures itself: only errors are logged */
-	if (!getenv("KINET_LOG"))
+	if (!(kinet_tunable_get("KINET_LOG")->flags & KINET_TUNABLE_SET))
 		kinet_log_set_level(KINET_LOG_ERROR);
 	gather(trial);
 	if (json)

@@ -880,7 +880,8 @@ static int boot_timeout(const struct perf_opts *o)
 {
 	if (o->timeout_ms)
 		return o->timeout_ms;
-	return getenv("KINET_BOOT_TIMEOUT_MS") ? 0 : RMT_TIMEOUT_MS;
+	return (kinet_tunable_get("KINET_BOOT_TIMEOUT_MS")->flags & KINET_TUNABLE_SET) ? 0
+										: RMT_TIMEOUT_MS;
 }
 
 /* Runs one side to its end; the exit status. addr: rank 0's "host:port". */
@@ -1145,8 +1146,8 @@ int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x)
 		char addr[32];
 		int port = o->port >= 0 ? o->port : RMT_PORT;
 		snprintf(addr, sizeof(addr), "*:%d", port);
-		const char *env = getenv("KINET_BOOT_SECRET");
-		if (!o->secret && (!env || !*env))
+		bool env = kinet_tunable_get("KINET_BOOT_SECRET")->flags & KINET_TUNABLE_SET;
+		if (!o->secret && !env)
 			fprintf(stderr, "kinet-perf: %s: server: no job secret (--secret or "
 					"KINET_BOOT_SECRET): any process that reaches its port can "
 					"join\n",

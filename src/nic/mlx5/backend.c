@@ -202,7 +202,7 @@ static int select_gid(const struct kinet_mlx5_ops *ops, struct ibv_context *ib, 
 		      const struct ibv_port_attr *pa, int *idx, union ibv_gid *gid, char *why,
 		      size_t wl)
 {
-	long long want = kinet_tunable_int("KINET_MLX5_GID_INDEX");
+	long long want = KT(MLX5_GID_INDEX);
 	int n = pa->gid_tbl_len > 256 ? 256 : pa->gid_tbl_len;
 	struct ibv_gid_entry e;
 	if (want >= 0) {
@@ -223,7 +223,7 @@ static int select_gid(const struct kinet_mlx5_ops *ops, struct ibv_context *ib, 
 		*gid = e.gid;
 		return 0;
 	}
-	int fam = kinet_mlx5_family(kinet_tunable_str("KINET_MLX5_ADDR_FAMILY"));
+	int fam = kinet_mlx5_family(KT(MLX5_ADDR_FAMILY));
 	if (fam < 0) {
 		snprintf(why, wl, "KINET_MLX5_ADDR_FAMILY must be ipv4, ipv6 or any");
 		return -EINVAL;
@@ -252,7 +252,7 @@ static int select_gid(const struct kinet_mlx5_ops *ops, struct ibv_context *ib, 
 	free(types);
 	if (i < 0) {
 		snprintf(why, wl, "port %u: no RoCE v2 GID for address family %s", port,
-			 kinet_tunable_str("KINET_MLX5_ADDR_FAMILY"));
+			 KT(MLX5_ADDR_FAMILY));
 		return -ENODEV;
 	}
 	return 0;
@@ -262,7 +262,7 @@ static int select_gid(const struct kinet_mlx5_ops *ops, struct ibv_context *ib, 
 static int select_port(const struct kinet_mlx5_ops *ops, struct ibv_context *ib,
 		       const struct ibv_device_attr *da, struct m5_sel *s, char *why, size_t wl)
 {
-	long long want = kinet_tunable_int("KINET_MLX5_PORT");
+	long long want = KT(MLX5_PORT);
 	char last[160] = "no port";
 	for (int p = 1; p <= da->phys_port_cnt; p++) {
 		if (want > 0 && p != want)
@@ -309,7 +309,7 @@ static int find_device(const struct kinet_mlx5_ops *ops, const char *device, boo
 		       struct m5_sel *sel, char *name, size_t namelen, char *why, size_t wl)
 {
 	if (!device || !*device) {
-		device = kinet_tunable_str("KINET_MLX5_DEVICE");
+		device = KT(MLX5_DEVICE);
 		if (device && !*device)
 			device = NULL;
 	}
@@ -411,7 +411,7 @@ int kinet_mlx5_probe(const char *device, char *why, size_t whylen)
 	/* with a GPU that the NIC cannot reach and host staging allowed, the
 	 * software NIC (which stages) is the better choice */
 	bool gpu = ops->gpu_count && ops->gpu_count() > 0;
-	if (gpu && !gpu_direct_possible(ops) && kinet_tunable_int("KINET_ALLOW_HOST_STAGING")) {
+	if (gpu && !gpu_direct_possible(ops) && KT(ALLOW_HOST_STAGING)) {
 		snprintf(why, whylen,
 			 "%s cannot reach GPU memory (no dma-buf export, no peer-memory module) "
 			 "and host staging is allowed: the software NIC stages",
@@ -486,7 +486,7 @@ static int m5_open(kinet_ctx *ctx, const struct kinet_ctx_attr *attr)
 		return -ENODEV;
 	struct m5 *m = m5_of(ctx);
 	struct m5_sel sel;
-	const char *qm = kinet_tunable_str("KINET_MLX5_QUEUES");
+	const char *qm = KT(MLX5_QUEUES);
 	int want_devx = qm && !strcmp(qm, "devx") ? 2 : qm && !strcmp(qm, "auto") ? 1 : 0;
 	if (qm && !want_devx && strcmp(qm, "verbs")) {
 		KLOG_ERR("mlx5: KINET_MLX5_QUEUES must be verbs, devx or auto (not %s)", qm);
@@ -504,8 +504,8 @@ static int m5_open(kinet_ctx *ctx, const struct kinet_ctx_attr *attr)
 	m->gid_index = sel.gid_index;
 	m->gid = sel.gid;
 	m->gpu = ops->gpu_count && ops->gpu_count() > 0 && ops->gpu_map && ops->gpu_unmap;
-	m->spin_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SPIN_US") * 1000ull;
-	m->sleep_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SLEEP_US") * 1000ull;
+	m->spin_ns = (uint64_t)KT(ENGINE_SPIN_US) * 1000ull;
+	m->sleep_ns = (uint64_t)KT(ENGINE_SLEEP_US) * 1000ull;
 	pthread_mutex_init(&m->lock, NULL);
 	/* queues: DevX objects (fast path; auto: only with a GPU to put them in) */
 	if (want_devx == 2 || (want_devx == 1 && m->gpu)) {
@@ -619,7 +619,7 @@ static int m5_mr_reg(kinet_mr *mr)
 	if (kind == KINET_MEM_CUDA) {
 		imr = reg_gpu(m, m5_ipd(pd), addr, len, acc, &path, why, sizeof(why));
 		if (!imr) {
-			if (kinet_tunable_int("KINET_ALLOW_HOST_STAGING"))
+			if (KT(ALLOW_HOST_STAGING))
 				KLOG_ERR("mlx5 %s: GPU memory %p+%zu cannot be registered (%s). "
 					 "Host staging needs a CPU on the data path, which only "
 					 "the soft backend has: use KINET_BACKEND=soft",
@@ -1117,7 +1117,7 @@ static int m5_qp_modify(kinet_qp *qp, int from, int state, const struct kinet_qp
 	case KINET_QPS_RTS:
 		a.qp_state = IBV_QPS_RTS;
 		a.sq_psn = x->psn;
-		a.timeout = (uint8_t)kinet_tunable_int("KINET_MLX5_ACK_TIMEOUT");
+		a.timeout = (uint8_t)KT(MLX5_ACK_TIMEOUT);
 		a.retry_cnt = 7;
 		a.rnr_retry = (uint8_t)qp->attr.rnr_retry;
 		a.max_rd_atomic = clamp_rd_atomic(m->dattr.max_qp_init_rd_atom);

@@ -70,7 +70,7 @@ static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
 static void cu_load_once(void)
 {
-	if (getenv("KINET_NO_CUDA")) {
+	if (KT(NO_CUDA)) {
 		snprintf(cu.why, sizeof(cu.why), "CUDA disabled (KINET_NO_CUDA)");
 		return;
 	}

@@ -376,7 +376,7 @@ int kinet_m5_devx_modify(struct m5 *m, kinet_qp *qp, struct m5_qp *x, int to,
 		p.log_sra_max = log_rd_atomic(m->dattr.max_qp_init_rd_atom);
 		p.retry_count = 7;
 		p.rnr_retry = qp->attr.rnr_retry;
-		p.ack_timeout = (uint32_t)kinet_tunable_int("KINET_MLX5_ACK_TIMEOUT");
+		p.ack_timeout = (uint32_t)KT(MLX5_ACK_TIMEOUT);
 		break;
 	default: return -EINVAL;
 	}

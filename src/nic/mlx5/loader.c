@@ -195,7 +195,7 @@ const struct kinet_mlx5_ops *kinet_mlx5_ops_get(char *why, size_t whylen)
 	const struct kinet_mlx5_ops *o = atomic_load(&installed);
 	if (o)
 		return o;
-	if (kinet_tunable_int("KINET_MLX5_EMULATE") == 1)
+	if (KT(MLX5_EMULATE))
 		return kinet_mlx5_emu_ops();
 	return kinet_mlx5_real_ops(why, whylen);
 }

@@ -26,7 +26,7 @@ static int soft_open(kinet_ctx *c, const struct kinet_ctx_attr *attr)
 	struct soft_ctx *ctx = soft_ctx(c);
 	kinet_keytab_init(&ctx->keys);
 	int n = attr && attr->engine_threads > 0 ? attr->engine_threads
-						 : (int)kinet_tunable_int("KINET_ENGINE_THREADS");
+						 : (int)KT(ENGINE_THREADS);
 	int rc = kinet_soft_open(c, n);
 	if (rc)
 		kinet_keytab_fini(&ctx->keys);

@@ -420,7 +420,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				s->rnr_count++;
 				s->rnr_until_ns =
 					kn_now_ns() +
-					(uint64_t)kinet_tunable_int("KINET_RNR_TIMER_US") * 1000ull;
+					(uint64_t)KT(RNR_TIMER_US) * 1000ull;
 				if (rsv)
 					soft_cq_unreserve(qp->scq);
 				break;
@@ -572,8 +572,8 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 		return -ENOMEM;
 	nic->ctx = ctx;
 	nic->n = n;
-	nic->spin_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SPIN_US") * 1000ull;
-	nic->sleep_ns = (uint64_t)kinet_tunable_int("KINET_ENGINE_SLEEP_US") * 1000ull;
+	nic->spin_ns = (uint64_t)KT(ENGINE_SPIN_US) * 1000ull;
+	nic->sleep_ns = (uint64_t)KT(ENGINE_SLEEP_US) * 1000ull;
 	void *eng = NULL;
 	if (posix_memalign(&eng, 64, (size_t)n * sizeof(struct engine)) == 0)
 		memset(eng, 0, (size_t)n * sizeof(struct engine));

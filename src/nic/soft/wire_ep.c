@@ -102,7 +102,7 @@ static int wire_info(struct kinet_wire *w, bool rma)
 
 static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 {
-	const char *prov = kinet_tunable_str("KINET_FI_PROVIDER");
+	const char *prov = KT(FI_PROVIDER);
 	struct kinet_wire *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -110,14 +110,14 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	w->wait_fd = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	snprintf(w->prov, sizeof(w->prov), "%s", prov && *prov ? prov : "tcp;ofi_rxm");
-	long long tmo = kinet_tunable_int("KINET_NET_TIMEOUT_MS");
+	long long tmo = (long long)KT(NET_TIMEOUT_MS);
 	w->timeout_ns = (uint64_t)(tmo > 0 ? tmo : 5000) * 1000000ull;
-	long long rnr = kinet_tunable_int("KINET_RNR_TIMER_US");
+	long long rnr = (long long)KT(RNR_TIMER_US);
 	w->rnr_ns = (uint64_t)(rnr > 0 ? rnr : 1) * 1000ull;
 	w->ka_ns = w->timeout_ns / 4;
 	if (w->ka_ns > 200000000ull)
 		w->ka_ns = 200000000ull;
-	long long rb = kinet_tunable_int("KINET_NET_RNDV_BYTES");
+	long long rb = (long long)KT(NET_RNDV_BYTES);
 	w->rndv_min = rb > 0 ? (uint64_t)rb : 0;
 	uint64_t salt = 0;
 	if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
