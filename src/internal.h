@@ -91,7 +91,8 @@ struct kinet_ctx {
 	 * engines); a backend may count in blocks of its own (ops->counters
 	 * adds them up). */
 	_Atomic uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only,
-		c_bf_wqes, c_staged, c_direct, c_rnr, c_proxy;
+		c_bf_wqes, c_staged, c_direct, c_rnr, c_proxy, c_db_wqe, c_db_pi, c_db_foreign,
+		c_bf_mismatch;
 	_Atomic uint64_t c_synd[64];
 };
 
@@ -102,7 +103,7 @@ struct kinet_ctx {
 struct kinet_ctr_blk {
 	kinet_ctx *ctx;
 	uint64_t c_wqes, c_bytes, c_cqes, c_errors, c_flushed, c_doorbells, c_dbr_only, c_bf_wqes,
-		c_staged, c_direct, c_rnr, c_proxy;
+		c_staged, c_direct, c_rnr, c_proxy, c_db_wqe, c_db_pi, c_db_foreign, c_bf_mismatch;
 	uint64_t c_synd[64];
 } __attribute__((aligned(64)));
 
@@ -147,6 +148,7 @@ struct kinet_cq {
 	kinet_ctx *ctx;
 	uint8_t *buf;              /* cnt CQEs */
 	uint32_t cnt;              /* power of two */
+	uint32_t flags;            /* enum kinet_cq_flag */
 	volatile uint32_t *dbrec;  /* [0] consumer index (big-endian, 24 bits) */
 	uint64_t host_ci;          /* kinet_cq_poll consumer */
 	atomic_int refs;           /* QPs using it */

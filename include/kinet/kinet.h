@@ -234,8 +234,32 @@ const char *kinet_mr_path_str(int path);
 
 /* ---- completion queues and queue pairs ------------------------------------ */
 
-/* A CQ of `depth` (rounded up to a power of two) 64-byte CQEs. */
+/* CQ flags (kinet_cq_attr.flags, kinet_qp_attr.cq_flags). */
+enum kinet_cq_flag {
+	/* The consumer never reports its index (the CQ doorbell record): the NIC
+	 * writes CQEs without checking for room, as a ConnectX CQ created with
+	 * the overrun-ignore bit (cqc.oi) does. The producer must bound the
+	 * outstanding CQEs itself (e.g. by the SQ depth); an overrun overwrites
+	 * CQEs the consumer has not read. */
+	KINET_CQ_OVERRUN_IGNORE = 1u << 0,
+};
+
+struct kinet_cq_attr {
+	uint32_t depth; /* CQEs, rounded up to a power of two */
+	uint32_t flags; /* enum kinet_cq_flag */
+};
+
+/* A CQ of `depth` (rounded up to a power of two) 64-byte CQEs. Every CQE
+ * starts as op_own 0xF1 (opcode invalid, owner 1), so a poller that checks
+ * only the owner bit sees nothing on the first lap. */
 int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out);
+/* The same with attributes: -EINVAL for an unknown flag, -EOPNOTSUPP where
+ * the backend cannot create CQs apart (mlx5: QPs create theirs; use
+ * kinet_qp_attr.cq_flags). */
+int kinet_cq_create_ex(kinet_ctx *ctx, const struct kinet_cq_attr *attr, kinet_cq **out);
+/* The flags a CQ was created with (enum kinet_cq_flag): what the backend
+ * honours, never silently less. */
+uint32_t kinet_cq_flags(const kinet_cq *cq);
 int kinet_cq_destroy(kinet_cq *cq);
 uint32_t kinet_cq_depth(const kinet_cq *cq);
 
@@ -262,6 +286,7 @@ struct kinet_qp_attr {
 	uint32_t rnr_retry;  /* receiver-not-ready retries 1..6, 7 = forever; 0 selects
 				the default (7); KINET_RNR_RETRY_NONE: fail at the first RNR */
 	uint32_t timeout_ms; /* device-side bound on blocking calls (0: tunable) */
+	uint32_t cq_flags;   /* enum kinet_cq_flag, for the CQs the QP creates */
 };
 
 /* Creates an RC QP in RESET, with its CQs when attr->send_cq / recv_cq are
@@ -341,6 +366,11 @@ struct kinet_counters {
 	uint64_t direct_bytes;  /* bytes moved without staging */
 	uint64_t rnr_retries;
 	uint64_t proxy_rings;   /* doorbells rung by the CPU proxy */
+	/* software NIC: how producers rang (docs/hardware.md, "Producer conventions") */
+	uint64_t db_wqe_words;  /* register words naming the last WQE (rdma-core, kinet) */
+	uint64_t db_pi_words;   /* register words naming the next producer index (ds 0) */
+	uint64_t db_foreign;    /* register words naming another QP (ignored) */
+	uint64_t bf_mismatch;   /* BlueFlame copies that differed from the SQ (the SQ ran) */
 };
 int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *out);
 

@@ -179,6 +179,10 @@ void kinet_ctr_blk_add(const struct kinet_ctr_blk *b, struct kinet_counters *o)
 	o->direct_bytes += BLK_LD(c_direct);
 	o->rnr_retries += BLK_LD(c_rnr);
 	o->proxy_rings += BLK_LD(c_proxy);
+	o->db_wqe_words += BLK_LD(c_db_wqe);
+	o->db_pi_words += BLK_LD(c_db_pi);
+	o->db_foreign += BLK_LD(c_db_foreign);
+	o->bf_mismatch += BLK_LD(c_bf_mismatch);
 }
 
 int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *o)
@@ -200,6 +204,10 @@ int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *o)
 	o->direct_bytes = CTR_LD(&ctx->c_direct);
 	o->rnr_retries = CTR_LD(&ctx->c_rnr);
 	o->proxy_rings = CTR_LD(&ctx->c_proxy);
+	o->db_wqe_words = CTR_LD(&ctx->c_db_wqe);
+	o->db_pi_words = CTR_LD(&ctx->c_db_pi);
+	o->db_foreign = CTR_LD(&ctx->c_db_foreign);
+	o->bf_mismatch = CTR_LD(&ctx->c_bf_mismatch);
 	if (ctx->ops->counters)
 		ctx->ops->counters(ctx, o);
 	return 0;
@@ -284,9 +292,10 @@ void kinet_cq_host_clear(kinet_cq *cq)
 	cq->dbrec[1] = 0;
 }
 
-int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out)
+int kinet_cq_create_ex(kinet_ctx *ctx, const struct kinet_cq_attr *attr, kinet_cq **out)
 {
-	if (!ctx || !out || depth == 0 || depth > (1u << 22))
+	if (!ctx || !attr || !out || attr->depth == 0 || attr->depth > (1u << 22) ||
+	    (attr->flags & ~(uint32_t)KINET_CQ_OVERRUN_IGNORE))
 		return -EINVAL;
 	*out = NULL;
 	if (!ctx->ops->cq_create)
@@ -295,7 +304,8 @@ int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out)
 	if (!cq)
 		return -ENOMEM;
 	cq->ctx = ctx;
-	cq->cnt = kinet_pow2(depth);
+	cq->cnt = kinet_pow2(attr->depth);
+	cq->flags = attr->flags;
 	int rc = ctx->ops->cq_create(cq);
 	if (rc) {
 		free(cq);
@@ -304,6 +314,17 @@ int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out)
 	atomic_fetch_add(&ctx->cqs, 1);
 	*out = cq;
 	return 0;
+}
+
+int kinet_cq_create(kinet_ctx *ctx, uint32_t depth, kinet_cq **out)
+{
+	struct kinet_cq_attr a = {.depth = depth};
+	return kinet_cq_create_ex(ctx, &a, out);
+}
+
+uint32_t kinet_cq_flags(const kinet_cq *cq)
+{
+	return cq ? cq->flags : 0;
 }
 
 int kinet_cq_destroy(kinet_cq *cq)

@@ -124,6 +124,14 @@ static int qp_attr_check(kinet_ctx *ctx, const struct kinet_qp_attr *in, struct 
 		KLOG_ERR("qp_create: a CQ of another context");
 		return -EINVAL;
 	}
+	if (a->cq_flags & ~(uint32_t)KINET_CQ_OVERRUN_IGNORE) {
+		KLOG_ERR("qp_create: unknown CQ flags 0x%x", a->cq_flags);
+		return -EINVAL;
+	}
+	if (a->cq_flags && a->send_cq && (a->recv_cq || !a->rq_depth)) {
+		KLOG_ERR("qp_create: cq_flags apply to the CQs the QP creates, and it creates none");
+		return -EINVAL;
+	}
 	if ((a->send_cq || a->recv_cq) && !(ctx->ops->caps & KINET_CAP_SHARED_CQ)) {
 		KLOG_ERR("qp_create: the %s backend creates each QP's CQs itself (the device API "
 			 "needs dedicated ones): pass send_cq = recv_cq = NULL",

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * BlueFlame doorbells on the software NIC: a WQE written whole into the
- * doorbell register is executed from the register's copy (the SQ slot holds
- * another valid WQE here, so the data shows which copy ran, and
- * counters.bf_wqes counts it); a register that cannot be trusted (a later
- * doorbell already published, or a doorbell without a body over an old one)
- * falls back to the SQ.
+ * doorbell register is executed from the register's copy when that copy
+ * equals the SQ slot (counters.bf_wqes); a copy that differs from the SQ (a
+ * torn write, or a producer whose two copies disagree: the SQ slot holds
+ * another valid WQE here, so the data shows which copy ran) is counted in
+ * bf_mismatch and the SQ's WQE runs; so does the SQ's WQE when the register
+ * holds an older body (a doorbell without one).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -104,8 +105,16 @@ static size_t off_bf_src(uint64_t i) { return (i % 32) * 2 * LEN + LEN; }
 static size_t off_sq_dst(uint64_t i) { return 16384 + (i % 32) * 2 * LEN; }
 static size_t off_bf_dst(uint64_t i) { return 32768 + (i % 32) * 2 * LEN; }
 
+static uint64_t bf_mismatches(struct bf_env *e)
+{
+	struct kinet_counters c;
+	cr_assert_eq(kinet_ctx_counters(e->ctx, &c), 0);
+	return c.bf_mismatch;
+}
+
 /* Every doorbell is a whole WQE in the register (the record is not
- * written, the register alone is a doorbell): the register's copy runs. */
+ * written, the register alone is a doorbell), the SQ slot holds the same
+ * WQE: the register's copy runs. */
 Test(blueflame, register_copy_is_executed)
 {
 	struct bf_env e;
@@ -118,18 +127,47 @@ Test(blueflame, register_copy_is_executed)
 	for (uint64_t t = 0; t < (uint64_t)n; t++) {
 		/* fresh data each time, so a stale copy would show */
 		tu_fill_random(e.src.buf, REGION, 100 + t);
+		uint8_t w[64];
+		mk_write(&e, w, t, off_bf_src(t), off_bf_dst(t));
+		memcpy(kn_wqe_ptr(e.da, t), w, 64);
+		reg_write(&e, w);
+		expect_cqe(&e, t);
+		memcpy(shadow + off_bf_dst(t), e.src.buf + off_bf_src(t), LEN);
+		cr_assert_eq(memcmp(e.dst.buf, shadow, REGION), 0,
+			     "WQE %llu: the target differs from the WQE's write",
+			     (unsigned long long)t);
+	}
+	cr_assert_eq(bf_count(&e) - bf0, (uint64_t)n);
+	cr_assert_eq(bf_mismatches(&e), 0);
+	bf_close(&e);
+}
+
+/* The register's copy differs from the SQ slot's WQE: the SQ's WQE runs, and
+ * the refused copy is counted. */
+Test(blueflame, register_copy_differing_from_sq_is_refused)
+{
+	struct bf_env e;
+	bf_open(&e);
+	bf_connect(&e);
+	uint8_t shadow[REGION];
+	memcpy(shadow, e.dst.buf, REGION);
+	uint64_t bf0 = bf_count(&e), mm0 = bf_mismatches(&e);
+	const int n = 3 * DEPTH + 5;
+	for (uint64_t t = 0; t < (uint64_t)n; t++) {
+		tu_fill_random(e.src.buf, REGION, 300 + t);
 		uint8_t wsq[64], wbf[64];
 		mk_write(&e, wsq, t, off_sq_src(t), off_sq_dst(t));
 		mk_write(&e, wbf, t, off_bf_src(t), off_bf_dst(t));
 		memcpy(kn_wqe_ptr(e.da, t), wsq, 64);
 		reg_write(&e, wbf);
 		expect_cqe(&e, t);
-		memcpy(shadow + off_bf_dst(t), e.src.buf + off_bf_src(t), LEN);
+		memcpy(shadow + off_sq_dst(t), e.src.buf + off_sq_src(t), LEN);
 		cr_assert_eq(memcmp(e.dst.buf, shadow, REGION), 0,
-			     "WQE %llu: the target differs from the register copy's write",
+			     "WQE %llu: the target differs from the SQ copy's write",
 			     (unsigned long long)t);
 	}
-	cr_assert_eq(bf_count(&e) - bf0, (uint64_t)n);
+	cr_assert_eq(bf_count(&e), bf0);
+	cr_assert_eq(bf_mismatches(&e) - mm0, (uint64_t)n);
 	bf_close(&e);
 }
 
@@ -161,9 +199,10 @@ Test(blueflame, later_doorbell_falls_back_to_sq)
 	bf_close(&e);
 }
 
-/* A doorbell without a body (ctrl word with ds 0, as device code writes when
- * the ringer does not hold the last WQE) over the body of an earlier WQE:
- * the old body must not run again; the SQ has the WQE. */
+/* A doorbell without a body (a word with ds 0 naming the next producer
+ * index, as device code writes when the ringer does not hold the last WQE)
+ * over the body of an earlier WQE: the old body must not run again; the SQ
+ * has the WQE. */
 Test(blueflame, doorbell_without_body_uses_sq)
 {
 	struct bf_env e;
@@ -184,7 +223,7 @@ Test(blueflame, doorbell_without_body_uses_sq)
 	mk_write(&e, w, 1, off_sq_src(1), off_sq_dst(1));
 	memcpy(kn_wqe_ptr(e.da, 1), w, 64);
 	uint64_t word = 0;
-	uint32_t w0 = kn_htobe32(1u << 8), w1 = kn_htobe32(kinet_qp_num(e.a) << 8); /* ds 0 */
+	uint32_t w0 = kn_htobe32(2u << 8), w1 = kn_htobe32(kinet_qp_num(e.a) << 8); /* ds 0 */
 	memcpy(&word, &w0, 4);
 	memcpy((uint8_t *)&word + 4, &w1, 4);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

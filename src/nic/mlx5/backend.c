@@ -788,14 +788,22 @@ static int create_queues(struct m5 *m, struct m5_qp *x, struct ibv_pd *ipd,
 			 struct mlx5dv_cq *dscq, struct mlx5dv_cq *drcq)
 {
 	const struct kinet_mlx5_ops *ops = m->ops;
+	bool oi = x->q.attr.cq_flags & KINET_CQ_OVERRUN_IGNORE;
+	if (oi && !ops->create_cq_oi) {
+		KLOG_ERR("mlx5 %s: CQs with overrun ignore need ibv_create_cq_ex (%s has none)",
+			 m->name, ops->name);
+		return -EOPNOTSUPP;
+	}
 	for (int attempt = 0; attempt < 3; attempt++) {
 		/* the mlx5 provider allocates a power of two >= cqe + 1 entries */
 		errno = 0;
-		x->ibscq = ops->create_cq(m->ib, (int)sq_cnt - 1, NULL, NULL, 0);
+		x->ibscq = oi ? ops->create_cq_oi(m->ib, (int)sq_cnt - 1)
+			      : ops->create_cq(m->ib, (int)sq_cnt - 1, NULL, NULL, 0);
 		if (!x->ibscq)
 			goto verbs_fail;
 		if (rq_cnt) {
-			x->ibrcq = ops->create_cq(m->ib, (int)rq_cnt - 1, NULL, NULL, 0);
+			x->ibrcq = oi ? ops->create_cq_oi(m->ib, (int)rq_cnt - 1)
+				      : ops->create_cq(m->ib, (int)rq_cnt - 1, NULL, NULL, 0);
 			if (!x->ibrcq)
 				goto verbs_fail;
 		}
@@ -903,7 +911,14 @@ static int m5_qp_create(kinet_qp *qp)
 		kinet_m5_cq_view(&x->scq, ctx, dscq.buf, dscq.cqe_cnt, dscq.dbrec);
 		if (rq_cnt)
 			kinet_m5_cq_view(&x->rcq, ctx, drcq.buf, drcq.cqe_cnt, drcq.dbrec);
+		/* every CQE invalid with owner 1 (0xF1), as for the software NIC: a
+		 * poller that checks only the owner bit sees nothing on lap 0 */
+		kinet_cq_host_clear(&x->scq);
+		if (rq_cnt)
+			kinet_cq_host_clear(&x->rcq);
 	}
+	x->scq.flags = qp->attr.cq_flags;
+	x->rcq.flags = qp->attr.cq_flags;
 	if (x->on_gpu)
 		qp->flags |= KINET_QPF_QUEUES_ON_GPU;
 	qp->flags |= KINET_QPF_HW_DOORBELL;

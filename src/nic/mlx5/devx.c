@@ -178,6 +178,7 @@ static int create_cq(struct m5 *m, struct m5_qp *x, uint32_t cnt, size_t off, si
 {
 	uint8_t in[272], out[16];
 	struct kinet_prm_cq_params p = {
+		.overrun_ignore = (x->q.attr.cq_flags & KINET_CQ_OVERRUN_IGNORE) ? 1 : 0,
 		.log_cq_size = ilog2(cnt),
 		.uar_page = x->uar->page_id,
 		.eqn = m->eqn,

@@ -91,8 +91,8 @@ static struct kinet_mlx5_emu_cfg cfg = {
 static const char *call_names[] = {
 	"get_device_list", "open_device",  "close_device",   "query_device", "query_port",
 	"query_gid_ex",    "alloc_pd",     "dealloc_pd",     "reg_mr",       "reg_dmabuf_mr",
-	"dereg_mr",        "create_cq",    "destroy_cq",     "create_qp",    "modify_qp",
-	"destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
+	"dereg_mr",        "create_cq",    "create_cq_ex", "destroy_cq",   "create_qp",
+	"modify_qp",       "destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
 	"devx_obj_create", "devx_obj_modify", "devx_obj_destroy", "devx_umem_reg",
 	"devx_umem_reg_dmabuf", "devx_alloc_uar",
 };
@@ -553,11 +553,28 @@ static int emu_dereg_mr(struct ibv_mr *mr)
 
 /* ---- completion queues and queue pairs ----------------------------------------------- */
 
+static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
+				 struct ibv_comp_channel *ch, uint32_t flags);
+
 static struct ibv_cq *emu_create_cq(struct ibv_context *ib, int cqe, void *user,
 				    struct ibv_comp_channel *ch, int vec)
 {
 	called("create_cq");
 	(void)vec;
+	return emu_cq_new(ib, cqe, user, ch, 0);
+}
+
+/* ibv_create_cq_ex with the overrun-ignore flag: the software NIC's CQ then
+ * writes CQEs without looking at the consumer index, as the device does. */
+static struct ibv_cq *emu_create_cq_oi(struct ibv_context *ib, int cqe)
+{
+	called("create_cq_ex");
+	return emu_cq_new(ib, cqe, NULL, NULL, KINET_CQ_OVERRUN_IGNORE);
+}
+
+static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
+				 struct ibv_comp_channel *ch, uint32_t flags)
+{
 	if (cqe <= 0 || cqe >= (1 << 22) || ch) {
 		errno = EINVAL;
 		return NULL;
@@ -568,7 +585,8 @@ static struct ibv_cq *emu_create_cq(struct ibv_context *ib, int cqe, void *user,
 		return NULL;
 	}
 	/* as the mlx5 provider: one spare entry, rounded up to a power of two */
-	int rc = kinet_cq_create(dev_of(ib)->soft, kinet_pow2((uint32_t)cqe + 1), &c->scq);
+	struct kinet_cq_attr ca = {.depth = kinet_pow2((uint32_t)cqe + 1), .flags = flags};
+	int rc = kinet_cq_create_ex(dev_of(ib)->soft, &ca, &c->scq);
 	if (rc) {
 		free(c);
 		errno = -rc;
@@ -1313,7 +1331,10 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 	if (!buf || !dbr || !uar)
 		return cmd_fail(out, outlen, "CREATE_CQ: buffer, doorbell record or UAR unknown");
 	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
-	if (!o || kinet_cq_create(d->soft, cnt, &o->scq)) {
+	struct kinet_cq_attr ca = {.depth = cnt};
+	if (GET(kinet_prm_create_cq_in, in, "cq_context.oi"))
+		ca.flags = KINET_CQ_OVERRUN_IGNORE;
+	if (!o || kinet_cq_create_ex(d->soft, &ca, &o->scq)) {
 		free(o);
 		return cmd_fail(out, outlen, "CREATE_CQ: no resources");
 	}
@@ -1596,6 +1617,7 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.reg_dmabuf_mr = emu_reg_dmabuf_mr,
 	.dereg_mr = emu_dereg_mr,
 	.create_cq = emu_create_cq,
+	.create_cq_oi = emu_create_cq_oi,
 	.destroy_cq = emu_destroy_cq,
 	.create_qp = emu_create_qp,
 	.modify_qp = emu_modify_qp,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rdma-core loaded at run time: the real function table (see ops.h). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,24 @@ static int real_query_gid_ex(struct ibv_context *ib, uint32_t port, uint32_t ind
 	e->port_num = port;
 	e->gid_type = (uint32_t)sysfs_gid_type(ib, port, index);
 	return 0;
+}
+
+/* ibv_create_cq_ex is an inline that calls the provider through the
+ * extended context; the same here. */
+static struct ibv_cq *real_create_cq_oi(struct ibv_context *ib, int cqe)
+{
+	struct verbs_context *vctx = verbs_get_ctx_op(ib, create_cq_ex);
+	if (!vctx) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct ibv_cq_init_attr_ex a;
+	memset(&a, 0, sizeof(a));
+	a.cqe = (uint32_t)cqe;
+	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	struct ibv_cq_ex *cq = vctx->create_cq_ex(ib, &a);
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
 }
 
 static int real_dmabuf_supported(void)
@@ -133,6 +152,7 @@ static void real_load(void)
 	NEED(v, dereg_mr, "ibv_dereg_mr");
 	NEED(v, create_cq, "ibv_create_cq");
 	NEED(v, destroy_cq, "ibv_destroy_cq");
+	real.create_cq_oi = real_create_cq_oi;
 	NEED(v, create_qp, "ibv_create_qp");
 	NEED(v, modify_qp, "ibv_modify_qp");
 	NEED(v, destroy_qp, "ibv_destroy_qp");

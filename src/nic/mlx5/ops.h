@@ -57,6 +57,10 @@ struct kinet_mlx5_ops {
 	int (*dereg_mr)(struct ibv_mr *mr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *ib, int cqe, void *cq_context,
 				    struct ibv_comp_channel *channel, int comp_vector);
+	/* adapter: a CQ created with the overrun-ignore flag (ibv_create_cq_ex,
+	 * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN), as a plain struct ibv_cq; NULL with
+	 * errno when the provider cannot */
+	struct ibv_cq *(*create_cq_oi)(struct ibv_context *ib, int cqe);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);

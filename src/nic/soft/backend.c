@@ -194,7 +194,8 @@ static int soft_qp_create(kinet_qp *qp)
 	if (qp->attr.send_cq) {
 		qp->scq = qp->attr.send_cq;
 	} else {
-		rc = kinet_cq_create(ctx, qp->sq_cnt, &qp->scq);
+		struct kinet_cq_attr ca = {.depth = qp->sq_cnt, .flags = qp->attr.cq_flags};
+		rc = kinet_cq_create_ex(ctx, &ca, &qp->scq);
 		if (rc)
 			goto fail;
 		qp->own_scq = true;
@@ -203,7 +204,8 @@ static int soft_qp_create(kinet_qp *qp)
 		if (qp->attr.recv_cq) {
 			qp->rcq = qp->attr.recv_cq;
 		} else {
-			rc = kinet_cq_create(ctx, qp->rq_cnt, &qp->rcq);
+			struct kinet_cq_attr ca = {.depth = qp->rq_cnt, .flags = qp->attr.cq_flags};
+			rc = kinet_cq_create_ex(ctx, &ca, &qp->rcq);
 			if (rc)
 				goto fail;
 			qp->own_rcq = true;

@@ -7,6 +7,8 @@
 uint32_t soft_cq_space(kinet_cq *c)
 {
 	struct soft_cq *cq = soft_cq(c);
+	if (c->flags & KINET_CQ_OVERRUN_IGNORE)
+		return c->cnt; /* the consumer bounds what is outstanding itself */
 	uint32_t ci = kn_be32toh(__atomic_load_n(&c->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
 	uint32_t used = (((uint32_t)cq->pi - ci) & 0xffffff) + cq->reserved;
 	return used >= c->cnt ? 0 : c->cnt - used;

@@ -39,6 +39,8 @@ struct eng_qp {
 	uint32_t head, tail; /* in-flight WQEs ring[head..tail) */
 	uint64_t pub;      /* last sq_ci published in sq_ci_pub */
 	uint8_t bf[KN_SEND_WQE_BB];
+	uint64_t bf_seen[KN_SEND_WQE_BB / 8]; /* register words 1..7 when last looked at */
+	uint32_t bf_bad; /* a register body that differed from the SQ: its WQE index, bit 16 */
 	struct infl ring[INFL];
 };
 
@@ -67,75 +69,123 @@ struct kinet_soft_nic {
 
 void soft_resp_set_held(kinet_ctx *ctx);
 
-/* BlueFlame: the register holds a new doorbell word w0. When it is the ctrl
- * word of a complete one-WQEBB WQE (ds 1..4: device code writes words 1..7
- * first, then the ctrl word; a doorbell without a body has ds 0), keep a copy
- * of the 64 bytes for the WQE at that index. The copy is only trusted when
- * the ctrl word is unchanged after it and no later doorbell was published
- * (every ringer publishes its record before it writes the register): either
- * could mean that a later ringer was writing the body meanwhile. Otherwise
- * the WQE is read from the SQ, as always. */
-static void bf_capture(kinet_qp *qp, struct eng_qp *sp, uint64_t w0)
+/* ---- doorbells --------------------------------------------------------------
+ * What a producer may have written (docs/hardware.md, "Producer conventions"):
+ *  - the doorbell record (big-endian, low 16 bits: the producer index); some
+ *    producers never write it (GPU verbs libraries' "no DBR" mode), so it
+ *    counts only when it moved;
+ *  - the 8-byte doorbell register word, in one of two forms, as a ConnectX
+ *    reads it: the first 8 bytes of the last WQE's ctrl segment (rdma-core,
+ *    kinet: ds >= 1, the index names that WQE, the producer is past its
+ *    WQEBBs), or a word no WQE can have (ds 0: GPU verbs libraries ring with
+ *    the next producer index, opcode 0, ds 0 and the QP number); a word that
+ *    names another QP is ignored, as the NIC ignores a doorbell for a QP that
+ *    is not its own;
+ *  - a BlueFlame write: a whole 64-byte WQE in the register, alone (kinet:
+ *    words 1..7, then the ctrl word; rdma-core: ascending) or followed by a
+ *    producer-index word over its ctrl word (GPU verbs libraries: the body
+ *    stays in words 1..7, the ctrl word is the SQ slot's). A CPU's stores to
+ *    the register are not one 64-byte burst as a write-combined PCIe write
+ *    is, so a copy may be torn by a later ringer: the engine executes a
+ *    register copy only when it equals the SQ slot (which hardware may read
+ *    at any time, e.g. to retransmit), and counts the copies that differ
+ *    (bf_mismatch) instead of running them. */
+
+/* The register's copy of WQE t, when the words 1..7 look like a BlueFlame
+ * body: ctrl is the WQE's ctrl word (from the register, or from the SQ when
+ * a producer-index word overwrote it). */
+static void bf_take(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint16_t t, uint64_t ctrl)
 {
-	struct soft_qp *s = soft_qp(qp);
-	sp->bf_idx = 0;
-	uint32_t a, b;
-	memcpy(&a, &w0, 4);
-	memcpy(&b, (const uint8_t *)&w0 + 4, 4);
-	uint32_t qpn_ds = kn_be32toh(b);
-	uint32_t ds = qpn_ds & 0x3f;
-	uint16_t idx = (uint16_t)(kn_be32toh(a) >> 8);
-	if (ds == 0 || ds > KN_SEND_WQE_BB / 16 || (qpn_ds >> 8) != qp->qpn ||
-	    (uint16_t)(idx - (uint16_t)s->sq_ci) >= qp->sq_cnt)
-		return;
-	const uint64_t *reg = (const uint64_t *)qp->db;
+	if ((uint16_t)(t - (uint16_t)s->sq_ci) >= qp->sq_cnt)
+		return; /* consumed already, or not a WQE ahead of us */
+	uint32_t qpn_ds;
+	memcpy(&qpn_ds, (const uint8_t *)&ctrl + 4, 4);
+	uint32_t ds = kn_be32toh(qpn_ds) & 0x3f;
+	if (ds == 0 || ds > KN_SEND_WQE_BB / 16)
+		return; /* more than one WQEBB: no BlueFlame copy */
+	const volatile uint64_t *reg = (const volatile uint64_t *)qp->db;
 	uint64_t body[KN_SEND_WQE_BB / 8];
-	body[0] = w0;
-	for (unsigned i = 1; i < KN_SEND_WQE_BB / 8; i++)
+	body[0] = ctrl;
+	bool fresh = false;
+	for (unsigned i = 1; i < KN_SEND_WQE_BB / 8; i++) {
 		body[i] = __atomic_load_n(&reg[i], __ATOMIC_RELAXED);
+		fresh |= body[i] != sp->bf_seen[i];
+		sp->bf_seen[i] = body[i];
+	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	uint64_t again = __atomic_load_n(&reg[0], __ATOMIC_RELAXED);
-	uint16_t dbr = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_RELAXED));
-	uint16_t later = (uint16_t)(dbr - (uint16_t)(idx + 1));
-	if (again != w0 || (later != 0 && later <= qp->sq_cnt))
-		return; /* torn or overwritten: the SQ has the WQE */
-	memcpy(sp->bf, body, sizeof(body));
-	sp->bf_idx = idx | 0x10000u;
+	const uint8_t *slot = qp->sq + (t & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB;
+	if (memcmp(body, slot, sizeof(body)) == 0) {
+		memcpy(sp->bf, body, sizeof(body));
+		sp->bf_idx = t | 0x10000u;
+		sp->bf_bad = 0;
+	} else if (fresh && !((sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == t)) {
+		/* a body that is not the SQ's: counted if the WQE runs without a
+		 * good copy (a torn look at a write still landing is seen again) */
+		sp->bf_bad = t | 0x10000u;
+	}
+}
+
+/* A new value of the doorbell register. */
+static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint64_t w)
+{
+	uint32_t a, b;
+	memcpy(&a, &w, 4);
+	memcpy(&b, (const uint8_t *)&w + 4, 4);
+	uint32_t opmod_idx_op = kn_be32toh(a), qpn_ds = kn_be32toh(b);
+	if ((qpn_ds >> 8) != qp->qpn) {
+		KINET_COUNT(qp->ctx, c_db_foreign, 1);
+		return;
+	}
+	uint16_t idx = (uint16_t)(opmod_idx_op >> 8);
+	uint32_t ds = qpn_ds & 0x3f;
+	if (ds == 0) {
+		/* no WQE has ds 0: the next producer index */
+		KINET_COUNT(qp->ctx, c_db_pi, 1);
+		s->db_target = idx | 0x10000u; /* bit 16: valid */
+		uint64_t ctrl;
+		memcpy(&ctrl, qp->sq + ((uint16_t)(idx - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
+		if (kn_wqe_index_of((const struct kn_wqe_ctrl_seg *)&ctrl) == (uint16_t)(idx - 1))
+			bf_take(qp, s, sp, (uint16_t)(idx - 1), ctrl);
+		return;
+	}
+	/* the ctrl word of the last WQE: the producer is past its WQEBBs */
+	KINET_COUNT(qp->ctx, c_db_wqe, 1);
+	s->db_target = (uint16_t)(idx + (ds * 16 + 63) / 64) | 0x10000u;
+	bf_take(qp, s, sp, idx, w);
 }
 
 /* Number of WQEBBs published beyond the consumer index (0 if none). */
 static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 {
 	struct soft_qp *s = soft_qp(qp);
-	uint16_t ci = (uint16_t)s->sq_ci;
-	uint16_t dbr = (uint16_t)kn_be32toh(__atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_ACQUIRE));
-	uint64_t reg = __atomic_load_n((uint64_t *)qp->db, __ATOMIC_ACQUIRE);
 	struct eng_qp *sp = s->engine_priv;
+	uint16_t ci = (uint16_t)s->sq_ci;
+	uint32_t dbr = __atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_ACQUIRE);
+	uint64_t reg = __atomic_load_n((uint64_t *)qp->db, __ATOMIC_ACQUIRE);
 	if (reg != s->last_db_word) {
-		/* a doorbell write: the first 8 bytes of the last WQE's ctrl */
 		s->last_db_word = reg;
 		KINET_COUNT(qp->ctx, c_doorbells, 1);
-		if (qp->db_mode == KN_DB_BLUEFLAME)
-			bf_capture(qp, sp, reg);
-		uint32_t w0;
-		memcpy(&w0, &reg, 4);
-		uint16_t idx = (uint16_t)(kn_be32toh(w0) >> 8);
-		const struct kn_wqe_ctrl_seg *c =
-			(const void *)(qp->sq + (idx & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB);
-		uint32_t ds = kn_be32toh(__atomic_load_n(&c->qpn_ds, __ATOMIC_ACQUIRE)) & 0x3f;
-		uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
-		s->db_target = (uint16_t)(idx + nbb) | 0x10000u; /* bit 16: valid */
+		reg_word(qp, s, sp, reg);
+	}
+	if (dbr != s->dbr_seen) {
+		/* the record moved: a producer that writes it */
+		s->dbr_seen = dbr;
+		s->dbr_target = (uint16_t)kn_be32toh(dbr) | 0x10000u;
 	}
 	if ((sp->bf_idx & 0x10000u) && (uint16_t)((uint16_t)sp->bf_idx - ci) >= qp->sq_cnt)
 		sp->bf_idx = 0; /* its WQE was consumed from the SQ */
-	uint32_t d_dbr = (uint16_t)(dbr - ci);
-	if (d_dbr > qp->sq_cnt)
-		d_dbr = 0; /* not a sane producer: ignore */
-	uint32_t d_reg = 0;
+	uint32_t d_dbr = 0, d_reg = 0;
+	if (s->dbr_target & 0x10000u) {
+		d_dbr = (uint16_t)((uint16_t)s->dbr_target - ci);
+		if (d_dbr == 0 || d_dbr > qp->sq_cnt) {
+			s->dbr_target = 0; /* consumed (or not a sane producer): forget it */
+			d_dbr = 0;
+		}
+	}
 	if (s->db_target & 0x10000u) {
 		d_reg = (uint16_t)((uint16_t)s->db_target - ci);
 		if (d_reg == 0 || d_reg > qp->sq_cnt) {
-			s->db_target = 0; /* consumed (or bogus): forget it */
+			s->db_target = 0;
 			d_reg = 0;
 		}
 	}
@@ -326,7 +376,11 @@ static void consume(kinet_qp *qp, struct eng_qp *sp, const struct soft_req *r, b
 	if (from_bf) {
 		sp->bf_idx = 0;
 		KINET_COUNT(qp->ctx, c_bf_wqes, 1);
+	} else if ((sp->bf_bad & 0x10000u) && (uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci) {
+		KINET_COUNT(qp->ctx, c_bf_mismatch, 1); /* its register copy was refused */
 	}
+	if ((uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci)
+		sp->bf_bad = 0;
 	soft_qp(qp)->sq_ci += r->nbb;
 }
 
@@ -716,6 +770,8 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		pthread_mutex_unlock(&s->rq_lock);
 		s->last_db_word = 0;
 		s->db_target = 0;
+		s->dbr_seen = 0;
+		s->dbr_target = 0;
 		qp->proxy_seen = 0;
 		s->rnr_count = 0;
 		s->rnr_until_ns = 0;
@@ -726,6 +782,8 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		infl_drop(qp, sp);
 		sp->head = sp->tail = 0;
 		sp->bf_idx = 0;
+		sp->bf_bad = 0;
+		memset(sp->bf_seen, 0, sizeof(sp->bf_seen));
 		sp->pub = 0;
 		if (s->wire_ep)
 			kinet_wire_qp_reset(qp);

@@ -55,7 +55,9 @@ struct soft_qp {
 	/* engine side (touched by the serving engine thread only, unless noted) */
 	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
 	uint64_t last_db_word;      /* last doorbell register value seen */
-	uint32_t db_target;         /* producer named by the register */
+	uint32_t db_target;         /* producer named by the register (bit 16: valid) */
+	uint32_t dbr_seen;          /* the doorbell record when last read */
+	uint32_t dbr_target;        /* producer named by the record (bit 16: valid) */
 	pthread_mutex_t rq_lock;    /* receive queue consumer (any engine) */
 	uint32_t rq_ci;             /* receive WQEs consumed */
 	uint32_t rnr_count;
