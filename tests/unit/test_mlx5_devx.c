@@ -348,6 +348,76 @@ Test(mlx5_devx, emulated_firmware_refuses_bad_commands)
 	free(mem);
 }
 
+
+/* What the device's capabilities drive: a device with real-time timestamps
+ * only refuses a free-running QP (the emulated firmware does too), so kinet
+ * asks for the format the capability allows; the largest message comes from
+ * log_max_msg; the BlueFlame size from log_bf_reg_size; overrun-ignore CQs
+ * only where cq_oi says so. */
+static void caps_case(int ts_cap, int log_max_msg)
+{
+	struct kinet_mlx5_emu_cfg c = defaults();
+	c.ts_cap = ts_cap;
+	c.log_max_msg = log_max_msg;
+	emulate(&c, "devx");
+	struct pair p;
+	cr_assert_eq(pair_open(&p, NULL), 0);
+	put_get_check(&p, 4096, 7000 + (uint64_t)ts_cap);
+	pair_close(&p);
+}
+
+Test(mlx5_devx, caps_real_time_only) { caps_case(2, 0); }
+Test(mlx5_devx, caps_free_running_only) { caps_case(1, 0); }
+Test(mlx5_devx, caps_small_messages) { caps_case(0, 20); }
+
+Test(mlx5_devx, caps_blueflame_size_and_cq_oi)
+{
+	struct kinet_mlx5_emu_cfg c = defaults();
+	c.uar_refuse = 6; /* only a BlueFlame UAR */
+	c.log_bf_reg_size = 10;
+	c.no_cq_oi = 1;
+	emulate(&c, "devx");
+	struct kinet_qp_attr qa = {.db_mode = KN_DB_BLUEFLAME};
+	struct pair p;
+	cr_assert_eq(pair_open(&p, &qa), 0);
+	cr_assert_eq(kinet_qp_db_mode(p.a), KN_DB_BLUEFLAME, "a 512-byte BlueFlame buffer");
+	put_get_check(&p, 2048, 7100);
+	kinet_qp *q;
+	struct kinet_qp_attr oi = {.cq_flags = KINET_CQ_OVERRUN_IGNORE};
+	cr_assert_eq(kinet_qp_create(p.pd, &oi, &q), -EOPNOTSUPP, "the device has no cq_oi");
+	pair_close(&p);
+	cr_assert_gt(kinet_mlx5_emu_calls("devx_general_cmd"), 0);
+}
+
+/* The emulated firmware refuses a QP whose timestamp format the device
+ * lacks and a log_msg_max beyond log_max_msg (as kinet's old fixed values
+ * would have been). */
+Test(mlx5_devx, firmware_refuses_unsupported_ts_and_msg_size)
+{
+	struct kinet_mlx5_emu_cfg c = defaults();
+	c.ts_cap = 2;
+	emulate(&c, "devx");
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_MLX5};
+	kinet_ctx *ctx;
+	cr_assert_eq(kinet_open(&ca, &ctx), 0);
+	const struct kinet_mlx5_ops *o = kinet_mlx5_emu_ops();
+	struct ibv_device **l = o->get_device_list(NULL);
+	struct mlx5dv_context_attr da = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
+	struct ibv_context *ib = o->mlx5dv_open_device(l[0], &da);
+	cr_assert_not_null(ib);
+	size_t len = kinet_prm_bytes(&kinet_prm_create_qp_in);
+	uint8_t *in = calloc(1, len), out[16];
+	struct kinet_prm_qp_params qp = {.log_sq_size = 4, .ts_format = KINET_PRM_TS_FREE_RUNNING};
+	cr_assert_eq(kinet_prm_build_create_qp(in, len, &qp), 0);
+	cr_assert_null(o->devx_obj_create(ib, in, len, out, sizeof(out)));
+	uint32_t st, synd;
+	kinet_prm_out_status(out, &st, &synd);
+	cr_assert_neq(st, 0u);
+	free(in);
+	o->close_device(ib);
+	o->free_device_list(l);
+	cr_assert_eq(kinet_close(ctx), 0);
+}
 #else
 Test(mlx5_devx, built_without_rdma_core_headers) {}
 #endif

@@ -37,7 +37,7 @@ Test(mlx5_prm, layouts_are_well_formed)
 	int n = 0;
 	for (const struct kinet_prm_layout *const *l = kinet_prm_layouts; *l; l++, n++)
 		cr_assert_eq(kinet_prm_check(*l, why, sizeof(why)), 0, "%s", why);
-	cr_assert_eq(n, 13);
+	cr_assert_eq(n, 18);
 	/* sizes of the contexts and commands (bytes) */
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_ads), 44u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_qpc), 232u);
@@ -47,6 +47,8 @@ Test(mlx5_prm, layouts_are_well_formed)
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_modify_qp_in), 272u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_qpn_in), 16u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_create_qp_out), 16u);
+	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_hca_cap_in), 16u);
+	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_hca_cap_out), 16u + 4096u);
 	/* the checker finds a broken table */
 	static const struct kinet_prm_field bad_f[] = {
 		{"a", 0, 8, NULL},
@@ -328,4 +330,47 @@ Test(mlx5_prm, small_commands_and_outputs)
 	cr_assert_eq(v, 0x0a0b0cu);
 	cr_assert_eq(kinet_prm_get(&kinet_prm_alloc_uar_out, out, "uar", &v), 0);
 	cr_assert_eq(v, 0x0a0b0cu);
+}
+
+/* The capability fields at the bit positions of the kernel's mlx5_ifc.h
+ * (cmd_hca_cap, roce_cap, qpc.ts_format), in the output of QUERY_HCA_CAP. */
+static void one_bitfield(const struct kinet_prm_layout *l, const char *name, uint32_t abs_bit,
+			 uint32_t width)
+{
+	size_t n = kinet_prm_bytes(l);
+	uint8_t *b = calloc(1, n);
+	cr_assert_eq(kinet_prm_set(l, b, name, (1ull << width) - 1), 0, "%s", name);
+	for (uint32_t bit = 0; bit < n * 8; bit++) {
+		int set = (b[bit / 8] >> (7 - bit % 8)) & 1;
+		cr_assert_eq(set, bit >= abs_bit && bit < abs_bit + width, "%s: bit 0x%x", name, bit);
+	}
+	free(b);
+}
+
+Test(mlx5_prm, capabilities_known_bits)
+{
+	const struct kinet_prm_layout *o = &kinet_prm_query_hca_cap_out;
+	one_bitfield(o, "capability.log_max_qp_sz", 0x80 + 0x88, 8);
+	one_bitfield(o, "capability.log_max_cq_sz", 0x80 + 0xc8, 8);
+	one_bitfield(o, "capability.log_max_msg", 0x80 + 0x1c3, 5);
+	one_bitfield(o, "capability.cq_oi", 0x80 + 0x220, 1);
+	one_bitfield(o, "capability.rc", 0x80 + 0x23f, 1);
+	one_bitfield(o, "capability.bf", 0x80 + 0x260, 1);
+	one_bitfield(o, "capability.log_bf_reg_size", 0x80 + 0x26b, 5);
+	one_bitfield(o, "capability.sq_ts_format", 0x80 + 0x440, 2);
+	one_bitfield(o, "capability.rq_ts_format", 0x80 + 0x442, 2);
+	one_bitfield(&kinet_prm_query_roce_cap_out, "capability.qp_ts_format", 0x80 + 0x1e, 2);
+	one_bitfield(&kinet_prm_create_qp_in, "qpc.ts_format", 0xc0 + 0x58, 2);
+	/* QUERY_HCA_CAP input: opcode 0x100, op_mod = type << 1 | current */
+	uint8_t in[16];
+	cr_assert_eq(kinet_prm_build_query_hca_cap(in, sizeof(in), KINET_PRM_CAP_ROCE, 1), 0);
+	cr_assert_eq(in[0], 0x01);
+	cr_assert_eq(in[1], 0x00);
+	cr_assert_eq(in[6], 0x00);
+	cr_assert_eq(in[7], 0x09);
+	/* the timestamp format a device's capability calls for */
+	cr_assert_eq(kinet_prm_ts_format_for(KINET_PRM_TS_CAP_REAL_TIME), KINET_PRM_TS_REAL_TIME);
+	cr_assert_eq(kinet_prm_ts_format_for(KINET_PRM_TS_CAP_FREE_RUNNING),
+		     KINET_PRM_TS_FREE_RUNNING);
+	cr_assert_eq(kinet_prm_ts_format_for(KINET_PRM_TS_CAP_BOTH), KINET_PRM_TS_DEFAULT);
 }

@@ -33,6 +33,80 @@ static uint32_t ilog2(uint32_t v)
 	return l;
 }
 
+/* One QUERY_HCA_CAP (current values) into out (kinet_prm_query_hca_cap_out). */
+static int query_cap(struct m5 *m, uint32_t type, void *out, size_t outlen)
+{
+	uint8_t in[16];
+	int rc = kinet_prm_build_query_hca_cap(in, sizeof(in), type, 1);
+	if (rc)
+		return rc;
+	memset(out, 0, outlen);
+	errno = 0;
+	rc = m->ops->devx_general_cmd(m->ib, in, sizeof(in), out, outlen);
+	if (rc) {
+		uint32_t st, synd;
+		kinet_prm_out_status(out, &st, &synd);
+		int e = rc > 0 ? rc : (errno ? errno : EIO);
+		KLOG_ERR("mlx5 %s: DevX QUERY_HCA_CAP (type %u) failed: %s (status 0x%x, syndrome "
+			 "0x%x)",
+			 m->name, type, strerror(e), st, synd);
+		return -e;
+	}
+	return 0;
+}
+
+/* The device's capabilities that the PRM fields kinet sets depend on: the
+ * largest message, the timestamp format QPs must use (a device that only has
+ * real-time timestamps refuses a free-running QP), the BlueFlame buffer
+ * size, CQ overrun ignore. Firmware refuses what they do not allow. */
+static int query_caps(struct m5 *m)
+{
+	if (!m->ops->devx_general_cmd) {
+		KLOG_WARN("mlx5 %s: rdma-core has no mlx5dv_devx_general_cmd: the device's "
+			  "capabilities cannot be read, DevX is not used",
+			  m->name);
+		return -ENOTSUP;
+	}
+	size_t len = kinet_prm_bytes(&kinet_prm_query_hca_cap_out);
+	uint8_t *out = malloc(len);
+	if (!out)
+		return -ENOMEM;
+	int rc = query_cap(m, KINET_PRM_CAP_GENERAL, out, len);
+	uint64_t v;
+#define CAP(l, name) (kinet_prm_get(&l, out, "capability." name, &v), (uint32_t)v)
+	if (rc == 0) {
+		m->cap.log_max_msg = CAP(kinet_prm_query_hca_cap_out, "log_max_msg");
+		m->cap.cq_oi = CAP(kinet_prm_query_hca_cap_out, "cq_oi");
+		uint32_t bf = CAP(kinet_prm_query_hca_cap_out, "bf");
+		uint32_t lbf = CAP(kinet_prm_query_hca_cap_out, "log_bf_reg_size");
+		/* the register holds two buffers used in turn (rdma-core: bf_reg_size / 2) */
+		m->cap.bf_size = bf && lbf >= 7 && lbf <= 12 ? (1u << lbf) / 2 : 0;
+		m->cap.qp_ts_format = CAP(kinet_prm_query_hca_cap_out, "sq_ts_format");
+		if (!CAP(kinet_prm_query_hca_cap_out, "rc")) {
+			KLOG_ERR("mlx5 %s: the device reports no RC transport", m->name);
+			rc = -ENOTSUP;
+		}
+	}
+	if (rc == 0 && m->pattr.link_layer == IBV_LINK_LAYER_ETHERNET) {
+		/* RoCE QPs follow the RoCE capability's timestamp format */
+		rc = query_cap(m, KINET_PRM_CAP_ROCE, out, len);
+		if (rc == 0)
+			m->cap.qp_ts_format = CAP(kinet_prm_query_roce_cap_out, "qp_ts_format");
+	}
+#undef CAP
+	free(out);
+	if (rc)
+		return rc;
+	if (m->cap.log_max_msg == 0 || m->cap.log_max_msg > 31) {
+		KLOG_ERR("mlx5 %s: the device reports log_max_msg %u", m->name, m->cap.log_max_msg);
+		return -EPROTO;
+	}
+	KLOG_DBG("mlx5 %s: caps: log_max_msg %u, QP timestamps %u, BlueFlame %u B, CQ overrun "
+		 "ignore %d",
+		 m->name, m->cap.log_max_msg, m->cap.qp_ts_format, m->cap.bf_size, m->cap.cq_oi);
+	return 0;
+}
+
 int kinet_m5_devx_open(struct m5 *m)
 {
 	const struct kinet_mlx5_ops *o = m->ops;
@@ -50,6 +124,8 @@ int kinet_m5_devx_open(struct m5 *m)
 			  m->name, strerror(e));
 		return -e;
 	}
+	if ((rc = query_caps(m)) != 0)
+		return rc;
 	m->devx = true;
 	return 0;
 }
@@ -162,7 +238,7 @@ static int uar_alloc(struct m5 *m, struct m5_qp *x)
 		x->uar = m->ops->devx_alloc_uar(m->ib, order[i].type);
 		if (x->uar) {
 			x->bf_reg = x->uar->reg_addr;
-			x->bf_size = order[i].type == KINET_UAR_ALLOC_BF ? 256 : 0;
+			x->bf_size = order[i].type == KINET_UAR_ALLOC_BF ? m->cap.bf_size : 0;
 			KLOG_DBG("mlx5 %s: %s UAR page %u", m->name, order[i].name, x->uar->page_id);
 			return 0;
 		}
@@ -177,6 +253,11 @@ static int create_cq(struct m5 *m, struct m5_qp *x, uint32_t cnt, size_t off, si
 		     struct mlx5dv_devx_obj **obj)
 {
 	uint8_t in[272], out[16];
+	if ((x->q.attr.cq_flags & KINET_CQ_OVERRUN_IGNORE) && !m->cap.cq_oi) {
+		KLOG_ERR("mlx5 %s: the device cannot create CQs with overrun ignore (cq_oi 0)",
+			 m->name);
+		return -EOPNOTSUPP;
+	}
 	struct kinet_prm_cq_params p = {
 		.overrun_ignore = (x->q.attr.cq_flags & KINET_CQ_OVERRUN_IGNORE) ? 1 : 0,
 		.log_cq_size = ilog2(cnt),
@@ -260,6 +341,7 @@ int kinet_m5_devx_create(struct m5 *m, kinet_qp *qp, struct m5_qp *x, uint32_t s
 		.wq_umem_offset = 0,
 		.dbr_umem_id = x->umem->umem_id,
 		.dbr_offset = dbr + DBR_QP,
+		.ts_format = kinet_prm_ts_format_for(m->cap.qp_ts_format),
 	};
 	if ((rc = kinet_prm_build_create_qp(in, sizeof(in), &p)) != 0)
 		return rc;
@@ -339,7 +421,7 @@ int kinet_m5_devx_modify(struct m5 *m, kinet_qp *qp, struct m5_qp *x, int to,
 		op = KINET_PRM_OP_INIT2RTR_QP;
 		what = "INIT2RTR_QP";
 		p.mtu = ep->mtu && ep->mtu < m->pattr.active_mtu ? ep->mtu : m->pattr.active_mtu;
-		p.log_msg_max = 30;
+		p.log_msg_max = m->cap.log_max_msg;
 		p.remote_qpn = ep->qpn;
 		p.next_rcv_psn = ep->psn;
 		p.log_rra_max = log_rd_atomic(m->dattr.max_qp_rd_atom);

@@ -94,7 +94,7 @@ static const char *call_names[] = {
 	"dereg_mr",        "create_cq",    "create_cq_ex", "destroy_cq",   "create_qp",
 	"modify_qp",       "destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
 	"devx_obj_create", "devx_obj_modify", "devx_obj_destroy", "devx_umem_reg",
-	"devx_umem_reg_dmabuf", "devx_alloc_uar",
+	"devx_umem_reg_dmabuf", "devx_alloc_uar", "devx_general_cmd",
 };
 #define NCALLS ((int)(sizeof(call_names) / sizeof(call_names[0])))
 static _Atomic unsigned call_count[NCALLS];
@@ -1298,13 +1298,76 @@ static void *cmd_fail(void *out, size_t outlen, const char *what)
 	return NULL;
 }
 
-#define GET(l, buf, name) get_field(&l, buf, name)
 static uint64_t get_field(const struct kinet_prm_layout *l, const void *buf, const char *name)
 {
 	uint64_t v = 0;
 	kinet_prm_get(l, buf, name, &v);
 	return v;
 }
+
+#define GET(l, buf, name) get_field(&l, buf, name)
+
+/* The capabilities the emulated device reports, as the PRM encodes them. */
+static uint32_t emu_ts_cap(void)
+{
+	return cfg.ts_cap == 1   ? KINET_PRM_TS_CAP_FREE_RUNNING
+	       : cfg.ts_cap == 2 ? KINET_PRM_TS_CAP_REAL_TIME
+				 : KINET_PRM_TS_CAP_BOTH;
+}
+static uint32_t emu_log_max_msg(void) { return cfg.log_max_msg ? (uint32_t)cfg.log_max_msg : 30; }
+
+/* Would firmware take a QP with this qpc.ts_format? */
+static bool emu_ts_ok(uint64_t f)
+{
+	uint32_t cap = emu_ts_cap();
+	if (f == KINET_PRM_TS_DEFAULT)
+		return true;
+	if (f == KINET_PRM_TS_FREE_RUNNING)
+		return cap != KINET_PRM_TS_CAP_REAL_TIME;
+	if (f == KINET_PRM_TS_REAL_TIME)
+		return cap != KINET_PRM_TS_CAP_FREE_RUNNING;
+	return false;
+}
+
+static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t inlen,
+				void *out, size_t outlen)
+{
+	called("devx_general_cmd");
+	if (!devx_ctx(ib) || inlen < 16) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	uint64_t op = GET(kinet_prm_query_hca_cap_in, in, "opcode");
+	uint64_t mod = GET(kinet_prm_query_hca_cap_in, in, "op_mod");
+	size_t need = kinet_prm_bytes(&kinet_prm_query_hca_cap_out);
+	if (op != KINET_PRM_OP_QUERY_HCA_CAP || outlen < need) {
+		cmd_fail(out, outlen, "general command: only QUERY_HCA_CAP, with a full output");
+		return EREMOTEIO;
+	}
+	memset(out, 0, need);
+	uint32_t type = (uint32_t)(mod >> 1);
+	const struct kinet_prm_layout *L = &kinet_prm_query_hca_cap_out;
+	if (type == KINET_PRM_CAP_GENERAL) {
+		uint32_t lbf = cfg.log_bf_reg_size ? (uint32_t)cfg.log_bf_reg_size : 9;
+		kinet_prm_set(L, out, "capability.log_max_qp_sz", 15);
+		kinet_prm_set(L, out, "capability.log_max_cq_sz", 22);
+		kinet_prm_set(L, out, "capability.log_max_msg", emu_log_max_msg());
+		kinet_prm_set(L, out, "capability.cq_oi", cfg.no_cq_oi ? 0 : 1);
+		kinet_prm_set(L, out, "capability.rc", 1);
+		kinet_prm_set(L, out, "capability.bf", 1);
+		kinet_prm_set(L, out, "capability.log_bf_reg_size", lbf);
+		kinet_prm_set(L, out, "capability.sq_ts_format", emu_ts_cap());
+		kinet_prm_set(L, out, "capability.rq_ts_format", emu_ts_cap());
+	} else if (type == KINET_PRM_CAP_ROCE) {
+		kinet_prm_set(&kinet_prm_query_roce_cap_out, out, "capability.qp_ts_format",
+			      emu_ts_cap());
+	} else {
+		cmd_fail(out, outlen, "QUERY_HCA_CAP: a capability type the emulation lacks");
+		return EREMOTEIO;
+	}
+	return 0;
+}
+
 
 static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void *in,
 					      void *out, size_t outlen)
@@ -1332,8 +1395,13 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 		return cmd_fail(out, outlen, "CREATE_CQ: buffer, doorbell record or UAR unknown");
 	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
 	struct kinet_cq_attr ca = {.depth = cnt};
-	if (GET(kinet_prm_create_cq_in, in, "cq_context.oi"))
+	if (GET(kinet_prm_create_cq_in, in, "cq_context.oi")) {
+		if (cfg.no_cq_oi) {
+			free(o);
+			return cmd_fail(out, outlen, "CREATE_CQ: overrun ignore is not supported");
+		}
 		ca.flags = KINET_CQ_OVERRUN_IGNORE;
+	}
 	if (!o || kinet_cq_create_ex(d->soft, &ca, &o->scq)) {
 		free(o);
 		return cmd_fail(out, outlen, "CREATE_CQ: no resources");
@@ -1369,6 +1437,9 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		return cmd_fail(out, outlen, "CREATE_QP: unsupported receive queue type");
 	if (rq_type == KINET_PRM_QPC_RQ_REGULAR && Q("qpc.log_rq_stride") != 0)
 		return cmd_fail(out, outlen, "CREATE_QP: the emulation has 16-byte receive WQEs");
+	if (!emu_ts_ok(Q("qpc.ts_format")))
+		return cmd_fail(out, outlen,
+				"CREATE_QP: a timestamp format the device does not support");
 	uint32_t sq_cnt = 1u << Q("qpc.log_sq_size");
 	uint32_t rq_cnt = rq_type == KINET_PRM_QPC_RQ_REGULAR ? 1u << Q("qpc.log_rq_size") : 0;
 	size_t rq_bytes = (size_t)rq_cnt * 16;
@@ -1504,6 +1575,10 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 	case KINET_PRM_OP_INIT2RTR_QP: {
 		if (!full)
 			break;
+		if (P("qpc.log_msg_max") == 0 || P("qpc.log_msg_max") > emu_log_max_msg()) {
+			cmd_fail(out, outlen, "INIT2RTR: log_msg_max beyond the device's log_max_msg");
+			return EINVAL;
+		}
 		a.qp_state = IBV_QPS_RTR;
 		a.path_mtu = (enum ibv_mtu)P("qpc.mtu");
 		a.dest_qp_num = (uint32_t)P("qpc.remote_qpn");
@@ -1634,6 +1709,7 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.devx_obj_modify = emu_devx_obj_modify,
 	.devx_obj_destroy = emu_devx_obj_destroy,
 	.devx_query_eqn = emu_devx_query_eqn,
+	.devx_general_cmd = emu_devx_general_cmd,
 	.resolve_eth_l2_from_gid = emu_resolve_l2,
 	.gpu_count = emu_gpu_count,
 	.dmabuf_supported = emu_dmabuf_supported,

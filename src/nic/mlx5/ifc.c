@@ -65,6 +65,7 @@ static const struct kinet_prm_field qpc_f[] = {
 	F("log_rq_stride", 0x4d, 3),
 	F("no_sq", 0x50, 1),
 	F("log_sq_size", 0x51, 4),
+	F("ts_format", 0x58, 2),
 	F("rlky", 0x5b, 1),
 	F("ulp_stateless_offload_mode", 0x5c, 4),
 	F("counter_set_id", 0x60, 8),
@@ -220,12 +221,59 @@ static const struct kinet_prm_field alloc_uar_out_f[] = {
 };
 LAYOUT(kinet_prm_alloc_uar_out, "alloc_uar_out", 0x80, alloc_uar_out_f);
 
+/* ---- device capabilities (QUERY_HCA_CAP) ---- */
+/* The general device capabilities (cmd_hca_cap): the fields kinet reads. */
+static const struct kinet_prm_field hca_cap_f[] = {
+	F("log_max_qp_sz", 0x88, 8),
+	F("log_max_cq_sz", 0xc8, 8),
+	F("log_max_msg", 0x1c3, 5),
+	F("cq_oi", 0x220, 1),
+	F("rc", 0x23f, 1),
+	F("bf", 0x260, 1),
+	F("log_bf_reg_size", 0x26b, 5),
+	F("sq_ts_format", 0x440, 2),
+	F("rq_ts_format", 0x442, 2),
+};
+LAYOUT(kinet_prm_hca_cap, "cmd_hca_cap", 0x800, hca_cap_f);
+
+/* The RoCE capabilities (roce_cap): timestamp format of RC QPs on RoCE. */
+static const struct kinet_prm_field roce_cap_f[] = {
+	F("qp_ts_format", 0x1e, 2),
+};
+LAYOUT(kinet_prm_roce_cap, "roce_cap", 0x800, roce_cap_f);
+
+static const struct kinet_prm_field query_hca_cap_in_f[] = {
+	IN_HDR,
+	F("other_function", 0x40, 1),
+	F("function_id", 0x50, 16),
+};
+LAYOUT(kinet_prm_query_hca_cap_in, "query_hca_cap_in", 0x80, query_hca_cap_in_f);
+
+/* The output: a header, then the capability block asked for (a union of
+ * 0x8000 bits); read with kinet_prm_hca_cap or kinet_prm_roce_cap at
+ * KINET_PRM_CAP_OFFSET bits. */
+static const struct kinet_prm_field query_hca_cap_out_f[] = {
+	F("status", 0x00, 8),
+	F("syndrome", 0x20, 32),
+	S("capability", 0x80, kinet_prm_hca_cap),
+};
+LAYOUT(kinet_prm_query_hca_cap_out, "query_hca_cap_out", 0x8080, query_hca_cap_out_f);
+
+static const struct kinet_prm_field query_roce_cap_out_f[] = {
+	F("status", 0x00, 8),
+	F("syndrome", 0x20, 32),
+	S("capability", 0x80, kinet_prm_roce_cap),
+};
+LAYOUT(kinet_prm_query_roce_cap_out, "query_roce_cap_out", 0x8080, query_roce_cap_out_f);
+
 const struct kinet_prm_layout *const kinet_prm_layouts[] = {
 	&kinet_prm_ads,           &kinet_prm_qpc,           &kinet_prm_cqc,
 	&kinet_prm_cmd_out,       &kinet_prm_create_cq_in,  &kinet_prm_create_cq_out,
 	&kinet_prm_destroy_cq_in, &kinet_prm_create_qp_in,  &kinet_prm_create_qp_out,
 	&kinet_prm_modify_qp_in,  &kinet_prm_qpn_in,        &kinet_prm_alloc_uar_in,
-	&kinet_prm_alloc_uar_out, NULL,
+	&kinet_prm_alloc_uar_out, &kinet_prm_hca_cap,       &kinet_prm_roce_cap,
+	&kinet_prm_query_hca_cap_in, &kinet_prm_query_hca_cap_out, &kinet_prm_query_roce_cap_out,
+	NULL,
 };
 
 /* ---- field access ---------------------------------------------------------------- */
@@ -419,6 +467,17 @@ int kinet_prm_build_create_cq(void *in, size_t inlen, const struct kinet_prm_cq_
 	return 0;
 }
 
+int kinet_prm_build_query_hca_cap(void *in, size_t inlen, uint32_t cap_type, int current)
+{
+	const struct kinet_prm_layout *l = &kinet_prm_query_hca_cap_in;
+	if (inlen < kinet_prm_bytes(l) || cap_type > 0x7fff)
+		return -EINVAL;
+	memset(in, 0, kinet_prm_bytes(l));
+	SET(kinet_prm_query_hca_cap_in, "opcode", KINET_PRM_OP_QUERY_HCA_CAP);
+	SET(kinet_prm_query_hca_cap_in, "op_mod", (cap_type << 1) | (current ? 1u : 0u));
+	return 0;
+}
+
 int kinet_prm_build_create_qp(void *in, size_t inlen, const struct kinet_prm_qp_params *p)
 {
 	const struct kinet_prm_layout *l = &kinet_prm_create_qp_in;
@@ -433,6 +492,7 @@ int kinet_prm_build_create_qp(void *in, size_t inlen, const struct kinet_prm_qp_
 	SET(kinet_prm_create_qp_in, "qpc.user_index", p->user_index);
 	SET(kinet_prm_create_qp_in, "qpc.log_page_size", 0); /* 4 KiB pages */
 	SET(kinet_prm_create_qp_in, "qpc.log_sq_size", p->log_sq_size);
+	SET(kinet_prm_create_qp_in, "qpc.ts_format", p->ts_format);
 	SET(kinet_prm_create_qp_in, "qpc.cqn_snd", p->cqn_snd);
 	if (p->has_rq) {
 		SET(kinet_prm_create_qp_in, "qpc.rq_type", KINET_PRM_QPC_RQ_REGULAR);

@@ -44,6 +44,17 @@ enum {
 	KINET_PRM_QPC_RQ_ZERO_SIZE = 0x3,
 	KINET_PRM_CQE_SIZE_64 = 0x0,
 	KINET_PRM_ATOMIC_MODE_IB = 0x1, /* 8-byte IB atomics (qpc.atomic_mode) */
+	/* qpc.ts_format */
+	KINET_PRM_TS_FREE_RUNNING = 0x0,
+	KINET_PRM_TS_DEFAULT = 0x1,
+	KINET_PRM_TS_REAL_TIME = 0x2,
+	/* the capabilities' *_ts_format: what the device supports */
+	KINET_PRM_TS_CAP_FREE_RUNNING = 0x0,
+	KINET_PRM_TS_CAP_REAL_TIME = 0x1,
+	KINET_PRM_TS_CAP_BOTH = 0x2,
+	/* QUERY_HCA_CAP op_mod: capability type << 1 | current */
+	KINET_PRM_CAP_GENERAL = 0x0,
+	KINET_PRM_CAP_ROCE = 0x4,
 };
 
 /* ---- layouts -------------------------------------------------------------------- */
@@ -76,6 +87,11 @@ extern const struct kinet_prm_layout kinet_prm_modify_qp_in; /* RST2INIT, INIT2R
 extern const struct kinet_prm_layout kinet_prm_qpn_in;       /* 2ERR, 2RST, DESTROY_QP */
 extern const struct kinet_prm_layout kinet_prm_alloc_uar_in;
 extern const struct kinet_prm_layout kinet_prm_alloc_uar_out;
+extern const struct kinet_prm_layout kinet_prm_hca_cap;   /* general capabilities */
+extern const struct kinet_prm_layout kinet_prm_roce_cap;  /* RoCE capabilities */
+extern const struct kinet_prm_layout kinet_prm_query_hca_cap_in;
+extern const struct kinet_prm_layout kinet_prm_query_hca_cap_out;  /* general */
+extern const struct kinet_prm_layout kinet_prm_query_roce_cap_out; /* the same bytes, RoCE */
 
 /* Every layout above, for tests and tools (NULL-terminated). */
 extern const struct kinet_prm_layout *const kinet_prm_layouts[];
@@ -131,8 +147,22 @@ struct kinet_prm_qp_params {
 	uint32_t dbr_umem_id;
 	uint64_t dbr_offset;
 	uint32_t user_index;
+	uint32_t ts_format;     /* KINET_PRM_TS_*: what the device's capabilities allow */
 };
 int kinet_prm_build_create_qp(void *in, size_t inlen, const struct kinet_prm_qp_params *p);
+
+/* QUERY_HCA_CAP input: cap_type KINET_PRM_CAP_*, current (1) or maximum (0). */
+int kinet_prm_build_query_hca_cap(void *in, size_t inlen, uint32_t cap_type, int current);
+
+/* The qpc.ts_format a device with this capability (KINET_PRM_TS_CAP_*)
+ * accepts: real time where it has only that, free running where only that,
+ * the device's default where it has both. */
+static inline uint32_t kinet_prm_ts_format_for(uint32_t cap)
+{
+	return cap == KINET_PRM_TS_CAP_REAL_TIME      ? KINET_PRM_TS_REAL_TIME
+	       : cap == KINET_PRM_TS_CAP_FREE_RUNNING ? KINET_PRM_TS_FREE_RUNNING
+						      : KINET_PRM_TS_DEFAULT;
+}
 
 /* The path and transport attributes of RST2INIT, INIT2RTR and RTR2RTS. */
 struct kinet_prm_qp_path {

@@ -144,6 +144,12 @@ struct kinet_mlx5_emu_cfg {
 	int devx;          /* DevX commands are accepted */
 	unsigned uar_refuse; /* UAR allocation types refused: bit 0 BF, 1 NC, 2 NC dedicated */
 	int max_qp_wr;     /* device limit reported by query_device */
+	/* DevX capabilities (QUERY_HCA_CAP); 0 keeps the default of a ConnectX-6/7 */
+	int ts_cap;        /* QP timestamps: 0 both formats, 1 free running only,
+			    * 2 real time only (firmware refuses the others) */
+	int no_cq_oi;      /* 1: CQs with overrun ignore are refused */
+	int log_max_msg;   /* 0: 30 (1 GiB messages) */
+	int log_bf_reg_size; /* 0: 9 (two BlueFlame buffers of 256 bytes) */
 };
 
 const struct kinet_mlx5_ops *kinet_mlx5_emu_ops(void);

@@ -29,6 +29,13 @@ struct m5 {
 	int gpu; /* 1: a GPU is present, queues and doorbell must be mapped */
 	bool devx;     /* queues are DevX objects (KINET_MLX5_QUEUES) */
 	uint32_t eqn;  /* DevX: the event queue of our CQs */
+	/* DevX: what QUERY_HCA_CAP said (drives the PRM fields kinet sets) */
+	struct {
+		uint32_t log_max_msg;     /* qpc.log_msg_max */
+		uint32_t qp_ts_format;    /* KINET_PRM_TS_CAP_* of RC QPs */
+		uint32_t bf_size;         /* bytes of one BlueFlame buffer, 0: none */
+		bool cq_oi;               /* CQs with overrun ignore */
+	} cap;
 	pthread_mutex_t lock;
 	struct m5_page *pages; /* pages mapped into the GPU, refcounted */
 	int npages, pcap;
