@@ -9,6 +9,16 @@
  *    secret by a challenge-response over random nonces (the secret itself
  *    never crosses the network); a connection that fails the proof is logged
  *    and dropped while rank 0 keeps waiting for the real ranks.
+ *    What strangers (processes without the secret) get: a challenge, then a
+ *    refusal (-KINET_ESECRET, -EPROTO, -KINET_EVERSION) or, when silent or
+ *    slow, a drop 2 s after they were accepted. They cannot keep the real
+ *    ranks out: rank 0 serves every connection at once from one event loop,
+ *    never waits on one, keeps up to 1024 handshakes (half its free
+ *    descriptors when fewer), and when all are taken drops the oldest one
+ *    past 250 ms (of the source address with the most) for the next
+ *    connection, which otherwise waits its turn in the listen backlog. A
+ *    dropped rank is told to try again and does, within its timeout.
+ *    Refusals are logged one by one for the first few, then summed up.
  *  - mpi: when the job is launched by Open MPI's mpirun and the library was
  *    built with MPI, rank and size come from the launcher and the exchange is
  *    done with MPI collectives (see kinet_boot_init_env).
@@ -68,7 +78,11 @@ struct kinet_boot_attr {
  * when that does not happen within the timeout (rank 0 then tells the ranks
  * that did join), -KINET_ESECRET when rank 0 refuses our secret (or proves
  * not to know it), -KINET_EVERSION, -EPROTO, -EINVAL (bad attr or address),
- * -EADDRINUSE (rank 0 cannot listen there). *out is set only on success. */
+ * -EADDRINUSE (rank 0 cannot listen there), -EEXIST (another process holds
+ * this rank and its connection is open; a rank whose earlier connection is
+ * gone takes its place). A rank that rank 0 hangs up on or tells to try
+ * again before accepting it tries again until the timeout. *out is set
+ * only on success. */
 int kinet_boot_init(const struct kinet_boot_attr *attr, kinet_boot **out);
 
 /* Joins the job described by the environment:

@@ -115,10 +115,40 @@ static inline void kboot_hdr(uint8_t *h, uint16_t version, uint16_t type, uint32
 /* ---- time ---------------------------------------------------------------------- */
 /* Monotonic milliseconds. */
 int64_t kboot_now_ms(void);
+/* Milliseconds left until deadline (0 when past), capped for poll(). */
+int kboot_remaining_ms(int64_t deadline);
+
+/* ---- TCP framing (tcp.c) ------------------------------------------------------------ */
+/* A message, bounded by deadline: 0 or -errno (-ETIMEDOUT, -ECONNRESET). */
+int kboot_send_msg(int fd, uint16_t type, const void *payload, uint32_t len, int64_t deadline);
+/* A small message (payload <= 256 bytes) in one non-blocking send: 0 when
+ * all of it went, -EAGAIN when the socket could not take it whole, -errno. */
+int kboot_send_now(int fd, uint16_t type, const void *payload, uint32_t len);
+/* ERROR messages (code: positive errno or KINET_E*): best effort, bounded
+ * by a short wait; and in one non-blocking send. */
+void kboot_send_error(int fd, int code, const char *text);
+int kboot_send_error_now(int fd, int code, const char *text);
+/* Tells every joined rank (rank 0 only). */
+void kboot_notify_all(kinet_boot *b, int code, const char *text);
+/* Checks a received header: 0 with type and length, -EPROTO (not our
+ * protocol) or -KINET_EVERSION (*peer_version set). */
+int kboot_parse_hdr(const uint8_t *h, uint16_t *type, uint32_t *len, uint16_t *peer_version);
+/* The handshake tag: role 'C' (client) or 'S' (server). */
+void kboot_auth_tag(const uint8_t key[16], char role, const uint8_t *ns, const uint8_t *nc,
+		    uint32_t rank, uint32_t size, uint8_t tag[KBOOT_TAG_LEN]);
+void kboot_set_socket_opts(int fd);
 
 /* ---- transports ------------------------------------------------------------------- */
+/* A connection must deliver its whole RESPONSE within this of its accept,
+ * and is never dropped for a newer one before KBOOT_GRACE_MS (join.c). */
+#define KBOOT_HANDSHAKE_MS 2000
+#define KBOOT_GRACE_MS 250
+
 int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
 		   void (*listening)(const char *, void *), void *arg);
+/* Rank 0's join (join.c): listens, admits the ranks, sends READY. */
+int kboot_tcp_serve(kinet_boot *b, const char *host, const char *port, const uint8_t key[16],
+		    void (*listening)(const char *, void *), void *arg);
 int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
 void kboot_tcp_close(kinet_boot *b);
 

@@ -293,15 +293,42 @@ Test(boot, malformed_bytes_to_rank0_do_not_break_it)
 	cr_assert_eq(sh->result[1], 0, "rank 1: %s", kinet_strerror(sh->result[1]));
 }
 
-/* A fake rank 0 in a child: sends `reply` after the challenge exchange. */
-enum fake_mode { FAKE_GARBAGE, FAKE_VERSION, FAKE_BAD_SERVER_TAG, FAKE_HUGE_GATHER };
+/* A fake rank 0 in a child. Without the secret: garbage, another version, or
+ * an ACCEPT whose tag it cannot make. With it (key of "k"): tells the first
+ * connection to try again and admits the second (then serves one allgather
+ * honestly), or admits the first and answers its allgather with a length
+ * field of 4 GiB. */
+enum fake_mode { FAKE_GARBAGE, FAKE_VERSION, FAKE_BAD_SERVER_TAG, FAKE_TRY_AGAIN, FAKE_HUGE_GATHER };
+
+/* The server's half of a handshake that knows the key: 0 when the client
+ * was admitted (ACCEPT and READY sent). */
+static int fake_admit(int fd, const uint8_t key[16])
+{
+	uint8_t buf[256], ns[KBOOT_NONCE_LEN];
+	tu_fill_random(ns, sizeof(ns), 3);
+	kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
+	memcpy(buf + KBOOT_HDR_LEN, ns, KBOOT_NONCE_LEN);
+	kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
+	send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
+	if (recv(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_WAITALL) !=
+	    KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN)
+		return -1;
+	const uint8_t *r = buf + KBOOT_HDR_LEN;
+	uint8_t out[2 * KBOOT_HDR_LEN + KBOOT_TAG_LEN];
+	kboot_hdr(out, KINET_BOOT_PROTO_VERSION, KBOOT_ACCEPT, KBOOT_ACCEPT_LEN);
+	kboot_auth_tag(key, 'S', ns, r + 8, kboot_get32(r), kboot_get32(r + 4),
+		       out + KBOOT_HDR_LEN);
+	kboot_hdr(out + KBOOT_HDR_LEN + KBOOT_TAG_LEN, KINET_BOOT_PROTO_VERSION, KBOOT_READY, 0);
+	return send(fd, out, sizeof(out), MSG_NOSIGNAL) == (ssize_t)sizeof(out) ? 0 : -1;
+}
 
 static void fake_rank0(int lfd, enum fake_mode mode)
 {
 	int fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
 		_exit(1);
-	uint8_t buf[256];
+	uint8_t buf[256], key[16];
+	kboot_mac_key("k", key);
 	if (mode == FAKE_GARBAGE) {
 		tu_fill_random(buf, sizeof(buf), 11);
 		send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
@@ -309,7 +336,7 @@ static void fake_rank0(int lfd, enum fake_mode mode)
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION + 7, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
 		memset(buf + KBOOT_HDR_LEN, 1, KBOOT_CHALLENGE_LEN);
 		send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
-	} else {
+	} else if (mode == FAKE_BAD_SERVER_TAG) {
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
 		tu_fill_random(buf + KBOOT_HDR_LEN, KBOOT_NONCE_LEN, 3);
 		kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
@@ -318,6 +345,35 @@ static void fake_rank0(int lfd, enum fake_mode mode)
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_ACCEPT, KBOOT_ACCEPT_LEN);
 		tu_fill_random(buf + KBOOT_HDR_LEN, KBOOT_TAG_LEN, 4); /* does not know the key */
 		send(fd, buf, KBOOT_HDR_LEN + KBOOT_ACCEPT_LEN, MSG_NOSIGNAL);
+	} else if (mode == FAKE_TRY_AGAIN) {
+		/* what rank 0 tells a handshake it drops for a newer one */
+		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
+		tu_fill_random(buf + KBOOT_HDR_LEN, KBOOT_NONCE_LEN, 5);
+		kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
+		send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
+		recv(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_WAITALL);
+		kboot_send_error(fd, EAGAIN, "too many handshakes in progress: try again");
+		close(fd);
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0 || fake_admit(fd, key))
+			_exit(1);
+		/* an honest allgather of 8 bytes: rank 0's are random */
+		uint8_t h[KBOOT_HDR_LEN + 4 + 8];
+		if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
+			_exit(1);
+		uint8_t g[KBOOT_HDR_LEN + 4 + 16];
+		kboot_hdr(g, KINET_BOOT_PROTO_VERSION, KBOOT_GATHER, 4 + 16);
+		memcpy(g + KBOOT_HDR_LEN, h + KBOOT_HDR_LEN, 4); /* seq */
+		tu_fill_random(g + KBOOT_HDR_LEN + 4, 8, 6);
+		memcpy(g + KBOOT_HDR_LEN + 12, h + KBOOT_HDR_LEN + 4, 8);
+		send(fd, g, sizeof(g), MSG_NOSIGNAL);
+	} else {
+		if (fake_admit(fd, key))
+			_exit(1);
+		uint8_t h[KBOOT_HDR_LEN + 4];
+		recv(fd, h, sizeof(h), MSG_WAITALL);
+		kboot_hdr(h, KINET_BOOT_PROTO_VERSION, KBOOT_GATHER, 0xffffffffu);
+		send(fd, h, sizeof(h), MSG_NOSIGNAL);
 	}
 	/* let the client read before we go */
 	recv(fd, buf, 1, 0);
@@ -325,7 +381,10 @@ static void fake_rank0(int lfd, enum fake_mode mode)
 	_exit(0);
 }
 
-static int client_against_fake(enum fake_mode mode)
+/* Joins a fake rank 0 as rank 1 of 2 with the secret "k"; with a join,
+ * one allgather of 8 random bytes follows (*gather: its result, -1 when
+ * the join failed), whose bytes are checked. */
+static int client_against_fake_gather(enum fake_mode mode, int *gather)
 {
 	char addr[64];
 	int lfd = silent_server(addr, sizeof(addr));
@@ -340,9 +399,29 @@ static int client_against_fake(enum fake_mode mode)
 				    .timeout_ms = 3000};
 	kinet_boot *b = NULL;
 	int rc = kinet_boot_init(&a, &b);
-	cr_assert(b == NULL);
+	*gather = -1;
+	if (!rc) {
+		cr_assert(b != NULL);
+		uint8_t mine[8], all[16], want0[8];
+		tu_fill_random(mine, sizeof(mine), 8);
+		tu_fill_random(all, sizeof(all), 9);
+		tu_fill_random(want0, sizeof(want0), 6);
+		*gather = kinet_boot_allgather(b, mine, all, sizeof(mine));
+		if (!*gather)
+			cr_assert(!memcmp(all, want0, 8) && !memcmp(all + 8, mine, 8),
+				  "gathered bytes differ");
+		kinet_boot_close(b);
+	} else {
+		cr_assert(b == NULL);
+	}
 	wait_all();
 	return rc;
+}
+
+static int client_against_fake(enum fake_mode mode)
+{
+	int gather;
+	return client_against_fake_gather(mode, &gather);
 }
 
 Test(boot, client_refuses_garbage_from_rank0)
@@ -358,6 +437,135 @@ Test(boot, client_refuses_other_protocol_version)
 Test(boot, client_refuses_rank0_without_the_secret)
 {
 	cr_assert_eq(client_against_fake(FAKE_BAD_SERVER_TAG), -KINET_ESECRET);
+}
+
+Test(boot, client_told_to_try_again_joins_on_its_next_attempt)
+{
+	int gather;
+	cr_assert_eq(client_against_fake_gather(FAKE_TRY_AGAIN, &gather), 0);
+	cr_assert_eq(gather, 0, "allgather: %s", kinet_strerror(gather));
+}
+
+Test(boot, client_refuses_oversized_gather_from_rank0)
+{
+	/* rank 0 knows the secret but announces 4 GiB: refused before a byte
+	 * of it is read */
+	int gather;
+	cr_assert_eq(client_against_fake_gather(FAKE_HUGE_GATHER, &gather), 0);
+	cr_assert_eq(gather, -EPROTO, "allgather: %s", kinet_strerror(gather));
+}
+
+/* ---- ranks that know the secret and misbehave ---------------------------------- */
+
+/* Rank 1 of a job of 3 that joins honestly (it knows the secret), then
+ * breaks the protocol in its first allgather and holds its connection. */
+enum rogue_mode { ROGUE_STALL, ROGUE_HUGE };
+
+static pid_t spawn_rogue(enum rogue_mode mode)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct kinet_boot_attr a = {.rank = 1, .size = 3, .addr = sh->addr,
+					    .secret = "test-secret", .timeout_ms = 10000};
+		kinet_boot *b;
+		int rc = kinet_boot_init(&a, &b);
+		sh->result[1] = rc;
+		if (rc)
+			_exit(0);
+		uint8_t m[KBOOT_HDR_LEN + 4 + 32];
+		/* allgather of 64 bytes: the header, the sequence number and
+		 * half the payload, then silence; or a length field of 4 GiB */
+		kboot_hdr(m, KINET_BOOT_PROTO_VERSION, KBOOT_DATA,
+			  mode == ROGUE_STALL ? 4 + 64 : 0xfffffff0u);
+		kboot_put32(m + KBOOT_HDR_LEN, 0);
+		tu_fill_random(m + KBOOT_HDR_LEN + 4, 32, 12);
+		send(b->fds[0], m, sizeof(m), MSG_NOSIGNAL);
+		pause(); /* killed by the test */
+		_exit(0);
+	}
+	kids[nkids++] = pid;
+	return pid;
+}
+
+static void rogue_job(enum rogue_mode mode, int expect)
+{
+	struct rank_spec s0 = {.rank = 0, .size = 3, .len = 64, .rounds = 1, .timeout_ms = 1500};
+	spawn(&s0);
+	wait_addr();
+	pid_t rogue = spawn_rogue(mode);
+	struct rank_spec s2 = {.rank = 2, .size = 3, .len = 64, .rounds = 1, .timeout_ms = 8000};
+	spawn(&s2);
+	for (int i = 0; i < nkids; i++)
+		if (kids[i] > 0 && kids[i] != rogue)
+			cr_assert(wait_one(kids[i]), "a rank did not finish");
+	cr_assert_eq(sh->result[1], 0, "the rogue did not join: %s", kinet_strerror(sh->result[1]));
+	cr_assert_eq(sh->result[0], expect, "rank 0: %s", kinet_strerror(sh->result[0]));
+	/* told by rank 0 (before its own, longer timeout) */
+	cr_assert_eq(sh->result[2], expect, "rank 2: %s", kinet_strerror(sh->result[2]));
+}
+
+Test(boot, rank_stalling_mid_message_fails_the_collective_everywhere)
+{
+	rogue_job(ROGUE_STALL, -ETIMEDOUT);
+}
+
+Test(boot, rank_announcing_oversized_data_fails_the_collective_everywhere)
+{
+	rogue_job(ROGUE_HUGE, -EPROTO);
+}
+
+/* The client's half of a handshake, done by hand: the connection once rank 0
+ * accepted it as `rank` of `size`, or -1. */
+static int raw_join(const char *addr, const char *secret, int rank, int size)
+{
+	int fd = connect_to(addr);
+	uint8_t buf[256], key[16], nc[KBOOT_NONCE_LEN];
+	uint32_t len;
+	uint16_t ver;
+	if (read_msg(fd, buf, sizeof(buf), &len, &ver) != KBOOT_CHALLENGE) {
+		close(fd);
+		return -1;
+	}
+	uint8_t ns[KBOOT_NONCE_LEN];
+	memcpy(ns, buf, KBOOT_NONCE_LEN);
+	kboot_mac_key(secret, key);
+	tu_fill_random(nc, sizeof(nc), (uint64_t)rank + 40);
+	uint8_t *r = buf + KBOOT_HDR_LEN;
+	kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_RESPONSE, KBOOT_RESPONSE_LEN);
+	kboot_put32(r, (uint32_t)rank);
+	kboot_put32(r + 4, (uint32_t)size);
+	memcpy(r + 8, nc, KBOOT_NONCE_LEN);
+	kboot_auth_tag(key, 'C', ns, nc, (uint32_t)rank, (uint32_t)size, r + 8 + KBOOT_NONCE_LEN);
+	send(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_NOSIGNAL);
+	if (read_msg(fd, buf, sizeof(buf), &len, &ver) != KBOOT_ACCEPT) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+Test(boot, second_connection_of_a_rank_refused_while_the_first_lives)
+{
+	/* rank 1 joined (by hand, and stays): another rank 1 is refused; once
+	 * the first has gone, a new rank 1 takes its place and the job runs */
+	struct rank_spec s0 = {.rank = 0, .size = 3};
+	spawn(&s0);
+	wait_addr();
+	int first = raw_join(sh->addr, "test-secret", 1, 3);
+	cr_assert(first >= 0, "the first rank 1 was not accepted");
+	struct rank_spec twin = {.rank = 1, .size = 3, .slot = 5};
+	cr_assert(wait_one(spawn(&twin)));
+	cr_assert_eq(sh->result[5], -EEXIST, "second rank 1: %s", kinet_strerror(sh->result[5]));
+	close(first); /* the first process of rank 1 is gone */
+	struct rank_spec s = {.rank = 1, .size = 3};
+	spawn(&s);
+	s.rank = 2;
+	spawn(&s);
+	wait_all();
+	for (int r = 0; r < 3; r++)
+		cr_expect_eq(sh->result[r], 0, "rank %d: %s", r, kinet_strerror(sh->result[r]));
 }
 
 /* ---- the environment (a fresh process per rank: boot_peer) --------------------- */

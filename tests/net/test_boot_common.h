@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +60,8 @@ struct rank_spec {
 	const char *addr;   /* NULL: the address rank 0 reported */
 	bool wait_gate;     /* wait for a byte on gate_pipe before the first allgather */
 	const char *listen; /* rank 0's listen address (default 127.0.0.1:0) */
+	const char *log_path; /* write the rank's stderr (kinet's log) there */
+	int nofile;         /* lower the descriptor limit (soft) to this first */
 };
 
 static inline void setup(void)
@@ -131,6 +134,20 @@ static inline int rank_main(const struct rank_spec *s)
 	const int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
 	if (s->netns && enter_netns(s->netns))
 		return -EPERM;
+	if (s->log_path) {
+		int fd = open(s->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0)
+			return -EIO;
+		close(fd);
+	}
+	if (s->nofile) {
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl))
+			return -EIO;
+		rl.rlim_cur = (rlim_t)s->nofile;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			return -EIO;
+	}
 	struct kinet_boot_attr a = {
 		.rank = s->rank,
 		.size = s->size,
