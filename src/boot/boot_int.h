@@ -56,6 +56,8 @@ enum kboot_type {
 
 enum kboot_transport { KBOOT_SINGLE, KBOOT_TCP, KBOOT_MPI };
 
+struct kboot_mpi_ops; /* mpi_module.h */
+
 struct kinet_boot {
 	int transport; /* enum kboot_transport */
 	int rank, size;
@@ -66,8 +68,9 @@ struct kinet_boot {
 	/* tcp: rank 0 holds one socket per rank (fds[0] unused), others fds[0]
 	 * is the connection to rank 0 */
 	int *fds;
-	/* mpi */
-	void *mpi; /* struct kboot_mpi (mpi.c) */
+	/* mpi: the module's table and handle (mpi_module.h) */
+	const struct kboot_mpi_ops *mpi_ops;
+	void *mpi;
 };
 
 /* ---- MAC (mac.c) ------------------------------------------------------------ */
@@ -151,12 +154,5 @@ int kboot_tcp_serve(kinet_boot *b, const char *host, const char *port, const uin
 		    void (*listening)(const char *, void *), void *arg);
 int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
 void kboot_tcp_close(kinet_boot *b);
-
-/* MPI transport (mpi.c): -ENOSYS when the build has no MPI. */
-bool kboot_mpi_built(void);
-int kboot_mpi_init(kinet_boot *b);
-int kboot_mpi_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
-int kboot_mpi_barrier(kinet_boot *b);
-void kboot_mpi_close(kinet_boot *b);
 
 #endif

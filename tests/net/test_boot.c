@@ -636,7 +636,8 @@ Test(boot, env_two_processes)
 {
 	char addr[64];
 	snprintf(addr, sizeof(addr), "KINET_BOOT_ADDR=127.0.0.1:%d", free_port());
-	char *argv[] = {KINET_BOOT_PEER, "tcp", "2", NULL};
+	/* and neither process maps libmpi */
+	char *argv[] = {KINET_BOOT_PEER, "tcp", "2", "no-mpi-mapped", NULL};
 	char *env0[] = {addr, "KINET_BOOT_RANK=0", "KINET_BOOT_SIZE=2", "KINET_BOOT_SECRET=e1",
 			"KINET_BOOT_TIMEOUT_MS=10000", "KINET_BOOT_MODE=auto", NULL};
 	char *env1[] = {addr, "KINET_BOOT_RANK=1", "KINET_BOOT_SIZE=2", "KINET_BOOT_SECRET=e1",
@@ -648,7 +649,7 @@ Test(boot, env_two_processes)
 
 Test(boot, env_single_process)
 {
-	char *argv[] = {KINET_BOOT_PEER, "single", "1", NULL};
+	char *argv[] = {KINET_BOOT_PEER, "single", "1", "no-mpi-mapped", NULL};
 	char *env[] = {"KINET_BOOT_ADDR=", "KINET_BOOT_RANK=", "KINET_BOOT_SIZE=",
 		       "KINET_BOOT_MODE=auto", NULL};
 	cr_assert_eq(run_prog(argv, env, false), 0);
@@ -663,6 +664,185 @@ Test(boot, env_incomplete_is_refused)
 	char *env2[] = {"KINET_BOOT_MODE=carrier-pigeon", NULL};
 	cr_assert_eq(run_prog(argv, env2, false), 1);
 }
+
+/* ---- the MPI module ---------------------------------------------------------------- */
+
+/* Whether a library whose name contains `name` is mapped in this process. */
+static bool mapped(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	bool found = false;
+	cr_assert(f != NULL);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, name) != NULL;
+	fclose(f);
+	return found;
+}
+
+Test(boot, libkinet_does_not_map_mpi)
+{
+	/* this program links libkinet; a bootstrap of one process (given, and
+	 * from the environment) loads nothing of MPI either */
+	cr_assert(!mapped("/libmpi.so"), "libmpi is mapped by a program that links libkinet");
+	struct kinet_boot_attr a = {.rank = 0, .size = 1};
+	kinet_boot *b;
+	cr_assert_eq(kinet_boot_init(&a, &b), 0);
+	kinet_boot_close(b);
+	unsetenv("KINET_BOOT_ADDR");
+	unsetenv("KINET_BOOT_RANK");
+	unsetenv("KINET_BOOT_SIZE");
+	unsetenv("KINET_BOOT_MODE");
+	cr_assert_eq(kinet_boot_init_env(&b), 0);
+	cr_assert_str_eq(kinet_boot_transport(b), "single");
+	kinet_boot_close(b);
+	cr_assert(!mapped("/libmpi.so"));
+	cr_assert(!mapped("/libkinet_mpi.so"));
+}
+
+#ifdef KINET_FAKE_MPI_DIR
+/* A folder with a copy of libkinet, and beside it the fake MPI module
+ * `fake` (NULL: none): boot_peer runs with it through LD_LIBRARY_PATH. */
+static char mod_dir[64], mod_env[96], mod_log[96];
+
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	cr_assert(in >= 0 && out >= 0, "copy %s to %s", from, to);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	close(in);
+	close(out);
+}
+
+static void module_dir(const char *fake)
+{
+	snprintf(mod_dir, sizeof(mod_dir), "/tmp/kinet-mpimod-XXXXXX");
+	cr_assert(mkdtemp(mod_dir) != NULL);
+	char to[128];
+	snprintf(to, sizeof(to), "%s/%s", mod_dir, KINET_LIB_SONAME);
+	copy_file(KINET_LIB_FILE, to);
+	if (fake) {
+		char from[512];
+		snprintf(from, sizeof(from), "%s/%s/libkinet_mpi.so", KINET_FAKE_MPI_DIR, fake);
+		snprintf(to, sizeof(to), "%s/libkinet_mpi.so", mod_dir);
+		copy_file(from, to);
+	}
+	snprintf(mod_env, sizeof(mod_env), "LD_LIBRARY_PATH=%s", mod_dir);
+	snprintf(mod_log, sizeof(mod_log), "%s/log", mod_dir);
+}
+
+static void module_dir_remove(void)
+{
+	static const char *files[] = {KINET_LIB_SONAME, "libkinet_mpi.so", "log"};
+	char path[160];
+	if (!mod_dir[0])
+		return;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", mod_dir, files[i]);
+		unlink(path);
+	}
+	rmdir(mod_dir);
+	mod_dir[0] = 0;
+}
+
+static void module_teardown(void)
+{
+	module_dir_remove();
+	teardown();
+}
+
+/* Runs boot_peer with the folder's libkinet; its exit status, its stderr in
+ * mod_log. */
+static int run_with_module(char *const argv[], char *const env[])
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(mod_log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		unsetenv("BXFI_MAP");
+		putenv(mod_env);
+		for (int i = 0; env[i]; i++)
+			putenv(env[i]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	kids[nkids++] = pid;
+	for (int waited = 0; waited < WAIT_MS; waited += 10) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			kids[nkids - 1] = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_fail("boot_peer did not finish");
+	return -1;
+}
+
+static bool log_has(const char *needle)
+{
+	FILE *f = fopen(mod_log, "r");
+	char text[8192];
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = 0;
+	return strstr(text, needle) != NULL;
+}
+
+Test(boot, mpi_module_missing_is_a_clear_error, .fini = module_teardown)
+{
+	module_dir(NULL);
+	char *argv[] = {KINET_BOOT_PEER, "any", NULL};
+	char *env[] = {"KINET_BOOT_MODE=mpi", "KINET_BOOT_ADDR=", NULL};
+	cr_assert_eq(run_with_module(argv, env), 1);
+	cr_assert(log_has("libkinet_mpi.so is not installed"), "no clear message");
+	/* launched by mpirun (as far as the environment says), auto mode, no
+	 * address for TCP: the same, and what to set */
+	char *env2[] = {"KINET_BOOT_MODE=auto", "KINET_BOOT_ADDR=", "OMPI_COMM_WORLD_RANK=0",
+			"OMPI_COMM_WORLD_SIZE=1", NULL};
+	cr_assert_eq(run_with_module(argv, env2), 1);
+	cr_assert(log_has("libkinet_mpi.so is not installed") && log_has("KINET_BOOT_ADDR"));
+	/* with an address, auto mode takes TCP (documented) and says so */
+	char *argv3[] = {KINET_BOOT_PEER, "single", "1", "no-mpi-mapped", NULL};
+	char *env3[] = {"KINET_BOOT_MODE=auto", "KINET_BOOT_ADDR=127.0.0.1:1",
+			"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", NULL};
+	cr_assert_eq(run_with_module(argv3, env3), 0);
+	cr_assert(log_has("TCP bootstrap") && log_has("libkinet_mpi.so is not installed"));
+}
+
+Test(boot, mpi_module_without_its_library_is_a_clear_error, .fini = module_teardown)
+{
+	/* the module is there but a library it needs is not (as when libmpi
+	 * is missing): the message names that library */
+	module_dir("missing_dep");
+	char *argv[] = {KINET_BOOT_PEER, "any", NULL};
+	char *env[] = {"KINET_BOOT_MODE=mpi", "KINET_BOOT_ADDR=", NULL};
+	cr_assert_eq(run_with_module(argv, env), 1);
+	cr_assert(log_has("libkinet_test_gone.so"), "the missing library is not named");
+}
+
+Test(boot, mpi_module_of_another_kind_is_refused, .fini = module_teardown)
+{
+	char *argv[] = {KINET_BOOT_PEER, "any", NULL};
+	char *env[] = {"KINET_BOOT_MODE=mpi", "KINET_BOOT_ADDR=", NULL};
+	module_dir("no_entry");
+	cr_assert_eq(run_with_module(argv, env), 1);
+	cr_assert(log_has("has no kinet_mpi_module_ops"));
+	module_dir_remove();
+	module_dir("other_abi");
+	cr_assert_eq(run_with_module(argv, env), 1);
+	cr_assert(log_has("module interface"));
+}
+#endif
 
 /* ---- mpirun ------------------------------------------------------------------------- */
 
@@ -683,8 +863,9 @@ Test(boot, mpirun_np2_mpi_transport)
 		cr_skip_test("this build has no MPI: the MPI transport is not built");
 	if (!have_mpirun())
 		cr_skip_test("mpirun (Open MPI) is not installed");
+	/* the MPI module is loaded, and libmpi with it */
 	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-			KINET_BOOT_PEER, "mpi", "2", NULL};
+			KINET_BOOT_PEER, "mpi", "2", "mpi-mapped", NULL};
 	cr_assert_eq(run_prog(argv, mpi_env, true), 0, "mpirun -np 2 boot_peer failed");
 }
 
@@ -704,7 +885,8 @@ Test(boot, mpirun_np2_tcp_transport)
 			"-x",          "KINET_BOOT_ADDR",
 			"-x",          "KINET_BOOT_MODE",
 			"-x",          "KINET_BOOT_SECRET",
-			KINET_BOOT_PEER, "tcp", "2", NULL};
+			KINET_BOOT_PEER, "tcp", "2", "no-mpi-mapped", NULL};
+	/* launched by mpirun, but the TCP bootstrap does not load MPI */
 	cr_assert_eq(run_prog(argv, env, true), 0, "mpirun -np 2 boot_peer (tcp) failed");
 }
 
