@@ -14,6 +14,8 @@
  *   client -> RESPONSE   u32 rank u32 size nonce_c[16] tag_c[16]
  *   server -> ACCEPT     tag_s[16]              (or ERROR, and it hangs up)
  *   server -> READY      (empty) once every rank has joined
+ * An ERROR with code EAGAIN before ACCEPT (the handshake was too slow, or
+ * dropped to make room: join.c) asks the client to connect again.
  * tag_c = MAC(k, 'C' nonce_s nonce_c rank size version),
  * tag_s = MAC(k, 'S' nonce_s nonce_c rank size version), k derived from the
  * job secret: both sides prove they know it, neither ever sends it.

@@ -316,9 +316,10 @@ Test(boot_strangers, flood_does_not_keep_the_real_ranks_out)
 
 Test(boot_strangers, rank0_short_of_descriptors_makes_room)
 {
-	/* a descriptor limit of 160 leaves rank 0 room for 46 handshakes, 23 of
-	 * one source: the oldest are dropped (told to try again) for the
-	 * newcomers, and the real ranks still get in */
+	/* a descriptor limit of 160 leaves rank 0 room for 46 handshakes, fewer
+	 * than there are strangers: those past their grace are dropped (told to
+	 * try again) for the connections waiting in the backlog, and the real
+	 * ranks still get in */
 	flood_job(160, NULL);
 	cr_expect_gt(atomic_load(&fl->eagain), 0, "no handshake was dropped to make room");
 }
