@@ -113,20 +113,21 @@ int kinet_boot_init_env(kinet_boot **out)
 			return 0;
 		}
 		if (want_mpi) {
-			KLOG_ERR("boot: KINET_BOOT_MODE=mpi but the MPI bootstrap is not available: %s",
-				 why);
+			KLOG_ERR("boot: KINET_BOOT_MODE=mpi but the MPI bootstrap is not "
+				 "available: %s", why);
 			return lrc;
 		}
 		if (!*addr) {
-			KLOG_ERR("boot: launched by mpirun (rank %s of %s) but the MPI bootstrap is "
-				 "not available: %s. Set KINET_BOOT_ADDR=host:port (rank 0's host and "
-				 "a free port; and KINET_BOOT_SECRET, passed with mpirun -x) to use the "
-				 "TCP bootstrap", orank, osize, why);
+			KLOG_ERR("boot: launched by mpirun (rank %s of %s) but the MPI "
+				 "bootstrap is not available: %s. Set KINET_BOOT_ADDR=host:port "
+				 "(rank 0's host and a free port; and KINET_BOOT_SECRET, passed "
+				 "with mpirun -x) to use the TCP bootstrap", orank, osize, why);
 			return lrc;
 		}
 		/* auto mode under mpirun: documented (docs/multiprocess.md) */
-		KLOG_WARN("boot: launched by mpirun but the MPI bootstrap is not available (%s): "
-			  "TCP bootstrap through %s with the launcher's rank and size", why, addr);
+		KLOG_WARN("boot: launched by mpirun but the MPI bootstrap is not available "
+			  "(%s): TCP bootstrap through %s with the launcher's rank and size", why,
+			  addr);
 		rs = orank;
 		ss = osize;
 	} else if (launched) {

@@ -153,7 +153,7 @@ static uint32_t source_of(const struct join *j, const struct sockaddr_storage *s
 	return (uint32_t)(kboot_siphash24(j->src_key, k, sizeof(k)) % SRC_BUCKETS);
 }
 
-/* ---- the log of refusals ------------------------------------------------------------------- */
+/* ---- the log of refusals --------------------------------------------------------- */
 
 static void summarize(struct join *j, bool final)
 {
@@ -189,7 +189,8 @@ static void note(struct join *j, enum refusal why, const struct sockaddr_storage
 			KLOG_INFO("boot: connection from %s closed during the handshake", peer);
 		else
 			KLOG_WARN("boot: connection from %s refused: %s%s", peer, text,
-				  j->logged == LOG_FIRST ? " (further refusals are summed up)" : "");
+				  j->logged == LOG_FIRST ? " (further refusals are summed up)"
+							 : "");
 		return;
 	}
 	j->n_since[why]++;
@@ -207,7 +208,7 @@ static void listener_arm(struct join *j, bool on)
 	j->listen_off = !on;
 }
 
-/* ---- the handshake table --------------------------------------------------------------------- */
+/* ---- the handshake table --------------------------------------------------------- */
 
 static void hs_unlink(struct join *j, int i)
 {
@@ -288,14 +289,15 @@ static int hs_start(struct join *j, int fd, const struct sockaddr_storage *from)
 	uint8_t ch[KBOOT_CHALLENGE_LEN];
 	memcpy(ch, h->nonce_s, KBOOT_NONCE_LEN);
 	kboot_put32(ch + KBOOT_NONCE_LEN, (uint32_t)j->b->size);
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = tag_of(TAG_HS, i, h->gen)};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
+				 .data.u64 = tag_of(TAG_HS, i, h->gen)};
 	if (kboot_send_now(fd, KBOOT_CHALLENGE, ch, sizeof(ch)) ||
 	    epoll_ctl(j->ep, EPOLL_CTL_ADD, fd, &ev))
 		hs_refuse(j, i, R_HANGUP, 0, "could not take the challenge");
 	return 0;
 }
 
-/* ---- a complete response --------------------------------------------------------------------- */
+/* ---- a complete response --------------------------------------------------------- */
 
 /* True while a joined rank's connection is open and silent (as it must be
  * until READY). */
@@ -400,7 +402,7 @@ static void hs_input(struct join *j, int i)
 		hs_response(j, i);
 }
 
-/* ---- the listener ------------------------------------------------------------------------------- */
+/* ---- the listener ---------------------------------------------------------------- */
 
 /* Room for one more handshake: true when a slot is free or was made (a
  * handshake past its grace dropped, also when the descriptors ran out:
@@ -492,7 +494,7 @@ static int slots_for_fd_limit(int size)
 	return (int)cap;
 }
 
-/* ---- the loop ------------------------------------------------------------------------------------ */
+/* ---- the loop -------------------------------------------------------------------- */
 
 static int join_loop(struct join *j, int64_t deadline)
 {
@@ -582,7 +584,8 @@ static int do_listen(kinet_boot *b, const char *host, const char *port)
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		KLOG_ERR("boot: rank 0 cannot listen on %s:%s: %s", host, port, kinet_strerror(err));
+		KLOG_ERR("boot: rank 0 cannot listen on %s:%s: %s", host, port,
+			 kinet_strerror(err));
 		return err;
 	}
 	struct sockaddr_storage ss;
@@ -661,7 +664,8 @@ int kboot_tcp_serve(kinet_boot *b, const char *host, const char *port, const uin
 		size_t off = 0;
 		for (int r = 1; r < b->size && off < sizeof(missing) - 12; r++)
 			if (b->fds[r] < 0)
-				off += (size_t)snprintf(missing + off, sizeof(missing) - off, " %d", r);
+				off += (size_t)snprintf(missing + off, sizeof(missing) - off,
+							" %d", r);
 		char text[KBOOT_ERRTEXT_MAX + 64];
 		snprintf(text, sizeof(text), "rank 0 timed out: %d of %d ranks joined; missing:%s",
 			 j->joined + 1, b->size, missing);

@@ -298,7 +298,13 @@ Test(boot, malformed_bytes_to_rank0_do_not_break_it)
  * connection to try again and admits the second (then serves one allgather
  * honestly), or admits the first and answers its allgather with a length
  * field of 4 GiB. */
-enum fake_mode { FAKE_GARBAGE, FAKE_VERSION, FAKE_BAD_SERVER_TAG, FAKE_TRY_AGAIN, FAKE_HUGE_GATHER };
+enum fake_mode {
+	FAKE_GARBAGE,
+	FAKE_VERSION,
+	FAKE_BAD_SERVER_TAG,
+	FAKE_TRY_AGAIN,
+	FAKE_HUGE_GATHER,
+};
 
 /* The server's half of a handshake that knows the key: 0 when the client
  * was admitted (ACCEPT and READY sent). */

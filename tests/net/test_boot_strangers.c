@@ -154,8 +154,8 @@ static void *stranger_main(void *arg)
 		} else if (s->kind == 2) {
 			/* a well-formed response whose tag is not made with the
 			 * secret, sent slowly in four pieces */
-			for (int t = 0; t < 2000 && !in.challenged && !atomic_load(&fl->stop); t += 20)
-				if (pump(fd, &in, s->id))
+			for (int t = 0; t < 2000 && !in.challenged; t += 20)
+				if (atomic_load(&fl->stop) || pump(fd, &in, s->id))
 					break;
 			if (in.challenged) {
 				uint8_t msg[KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN];
@@ -167,7 +167,9 @@ static void *stranger_main(void *arg)
 					msg[KBOOT_HDR_LEN + k] = (uint8_t)tu_rand64(&rnd);
 				size_t piece = (sizeof(msg) + 3) / 4;
 				for (size_t off = 0; off < sizeof(msg); off += piece) {
-					size_t n = sizeof(msg) - off < piece ? sizeof(msg) - off : piece;
+					size_t n = sizeof(msg) - off;
+					if (n > piece)
+						n = piece;
 					if (send(fd, msg + off, n, MSG_NOSIGNAL) < 0)
 						break;
 					if (pump_for(fd, &in, s->id, 60))
