@@ -9,9 +9,20 @@
  *    secret by a challenge-response over random nonces (the secret itself
  *    never crosses the network); a connection that fails the proof is logged
  *    and dropped while rank 0 keeps waiting for the real ranks.
+ *    What strangers (processes without the secret) get: a challenge, then a
+ *    refusal (-KINET_ESECRET, -EPROTO, -KINET_EVERSION) or, when silent or
+ *    slow, a drop 2 s after they were accepted. They cannot keep the real
+ *    ranks out: rank 0 serves every connection at once from one event loop,
+ *    never waits on one, keeps up to 1024 handshakes (half its free
+ *    descriptors when fewer), and when all are taken drops the oldest one
+ *    past 250 ms (of the source address with the most) for the next
+ *    connection, which otherwise waits its turn in the listen backlog. A
+ *    dropped rank is told to try again and does, within its timeout.
+ *    Refusals are logged one by one for the first few, then summed up.
  *  - mpi: when the job is launched by Open MPI's mpirun and the library was
  *    built with MPI, rank and size come from the launcher and the exchange is
- *    done with MPI collectives (see kinet_boot_init_env).
+ *    done with MPI collectives, in a module loaded only then (see
+ *    kinet_boot_init_env).
  *
  * Every blocking step is bounded by the timeout (attr->timeout_ms, default
  * KINET_BOOT_TIMEOUT_MS). A bootstrap object is used by one thread at a time.
@@ -68,21 +79,32 @@ struct kinet_boot_attr {
  * when that does not happen within the timeout (rank 0 then tells the ranks
  * that did join), -KINET_ESECRET when rank 0 refuses our secret (or proves
  * not to know it), -KINET_EVERSION, -EPROTO, -EINVAL (bad attr or address),
- * -EADDRINUSE (rank 0 cannot listen there). *out is set only on success. */
+ * -EADDRINUSE (rank 0 cannot listen there), -EEXIST (another process holds
+ * this rank and its connection is open; a rank whose earlier connection is
+ * gone takes its place). A rank that rank 0 hangs up on or tells to try
+ * again before accepting it tries again until the timeout. *out is set
+ * only on success. */
 int kinet_boot_init(const struct kinet_boot_attr *attr, kinet_boot **out);
 
 /* Joins the job described by the environment:
- *  - launched by Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE set) and the
- *    build has MPI: rank, size and the exchange through MPI. MPI_Init is
- *    called only when the application has not initialised MPI; MPI is then
- *    finalized by the last kinet_boot_close, otherwise left alone.
- *  - launched by mpirun but built without MPI: the TCP bootstrap with the
- *    launcher's rank and size when KINET_BOOT_ADDR is set (a warning says so),
- *    else -ENOSYS with a message saying what to set.
+ *  - launched by Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE set): rank,
+ *    size and the exchange through MPI. libkinet does not link MPI: it loads
+ *    its MPI module (libkinet_mpi.so, installed beside libkinet, which links
+ *    libmpi) at this point only, so a process that never gets here with MPI
+ *    never maps libmpi. MPI_Init is called only when the application has not
+ *    initialised MPI; MPI is then finalized by the last kinet_boot_close,
+ *    otherwise left alone.
+ *  - launched by mpirun but the MPI bootstrap is not available (the build has
+ *    no MPI: -ENOSYS; the module or a library it needs, such as libmpi,
+ *    cannot be loaded: -ELIBACC): the TCP bootstrap with the launcher's rank
+ *    and size when KINET_BOOT_ADDR is set (a warning says why), else that
+ *    error, with a message naming what is missing and what to set.
  *  - otherwise TCP with KINET_BOOT_ADDR, KINET_BOOT_RANK, KINET_BOOT_SIZE,
  *    KINET_BOOT_SECRET, KINET_BOOT_TIMEOUT_MS; with none of ADDR, RANK, SIZE
  *    set, a job of one process (rank 0, size 1).
- * KINET_BOOT_MODE=tcp|mpi forces a transport (auto by default). */
+ * KINET_BOOT_MODE=tcp|mpi forces a transport (auto by default): with tcp,
+ * MPI is never loaded; with mpi, an unavailable MPI bootstrap is the error
+ * above, never a switch to TCP. */
 int kinet_boot_init_env(kinet_boot **out);
 
 /* This process's rank and the job size. */

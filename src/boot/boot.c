@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The bootstrap API (kinet/boot.h): argument checks, the choice of transport
- * from the environment, and dispatch to tcp.c / mpi.c. */
+ * from the environment, and dispatch to tcp.c / the MPI module (mpi.c,
+ * loaded by mpi_load.c only when MPI is chosen). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "boot/boot_int.h"
+#include "boot/mpi_module.h"
 
 /* tunables.def bounds it to 1 .. INT_MAX */
 static int default_timeout_ms(void)
@@ -87,13 +89,17 @@ int kinet_boot_init_env(kinet_boot **out)
 	const char *ss = KT_STR(BOOT_SIZE);
 
 	if (want_mpi || (launched && !want_tcp)) {
-		if (kboot_mpi_built()) {
+		const struct kboot_mpi_ops *ops;
+		const char *why;
+		int lrc = kboot_mpi_load(&ops, &why);
+		if (!lrc) {
 			kinet_boot *b = calloc(1, sizeof(*b));
 			if (!b)
 				return -ENOMEM;
 			b->transport = KBOOT_MPI;
 			b->timeout_ms = default_timeout_ms();
-			int rc = kboot_mpi_init(b);
+			b->mpi_ops = ops;
+			int rc = ops->init(b->timeout_ms, &b->mpi, &b->rank, &b->size);
 			if (rc) {
 				free(b);
 				return rc;
@@ -104,19 +110,21 @@ int kinet_boot_init_env(kinet_boot **out)
 			return 0;
 		}
 		if (want_mpi) {
-			KLOG_ERR("boot: KINET_BOOT_MODE=mpi but this build of kinet has no MPI");
-			return -ENOSYS;
+			KLOG_ERR("boot: KINET_BOOT_MODE=mpi but the MPI bootstrap is not "
+				 "available: %s", why);
+			return lrc;
 		}
 		if (!*addr) {
-			KLOG_ERR("boot: launched by mpirun (rank %s of %s) but this build of kinet "
-				 "has no MPI: set KINET_BOOT_ADDR=host:port (rank 0's host and a "
-				 "free port; and KINET_BOOT_SECRET, passed with mpirun -x) to use "
-				 "the TCP bootstrap, or rebuild kinet with MPI (libopenmpi-dev)",
-				 orank, osize);
-			return -ENOSYS;
+			KLOG_ERR("boot: launched by mpirun (rank %s of %s) but the MPI "
+				 "bootstrap is not available: %s. Set KINET_BOOT_ADDR=host:port "
+				 "(rank 0's host and a free port; and KINET_BOOT_SECRET, passed "
+				 "with mpirun -x) to use the TCP bootstrap", orank, osize, why);
+			return lrc;
 		}
-		KLOG_WARN("boot: launched by mpirun but this build of kinet has no MPI: TCP "
-			  "bootstrap through %s with the launcher's rank and size", addr);
+		/* auto mode under mpirun: documented (docs/multiprocess.md) */
+		KLOG_WARN("boot: launched by mpirun but the MPI bootstrap is not available "
+			  "(%s): TCP bootstrap through %s with the launcher's rank and size", why,
+			  addr);
 		rs = orank;
 		ss = osize;
 	} else if (launched) {
@@ -187,8 +195,8 @@ int kinet_boot_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
 		rc = kboot_tcp_allgather(b, mine, all, len);
 		break;
 	default:
-		rc = kboot_mpi_allgather(b, mine, all, len);
-		if (rc == -E2BIG) /* a local check before anything was sent */
+		rc = b->mpi_ops->allgather(b->mpi, b->timeout_ms, mine, all, len);
+		if (rc == -E2BIG) /* every rank alike, before any data was sent */
 			return rc;
 		break;
 	}
@@ -207,7 +215,7 @@ int kinet_boot_barrier(kinet_boot *b)
 		return kinet_boot_allgather(b, NULL, NULL, 0);
 	if (b->err)
 		return b->err;
-	int rc = kboot_mpi_barrier(b);
+	int rc = b->mpi_ops->barrier(b->mpi, b->timeout_ms);
 	if (rc)
 		b->err = rc;
 	return rc;
@@ -220,7 +228,7 @@ int kinet_boot_close(kinet_boot *b)
 	if (b->transport == KBOOT_TCP)
 		kboot_tcp_close(b);
 	else if (b->transport == KBOOT_MPI)
-		kboot_mpi_close(b);
+		b->mpi_ops->close(b->mpi, b->err != 0);
 	free(b);
 	return 0;
 }

@@ -14,6 +14,8 @@
  *   client -> RESPONSE   u32 rank u32 size nonce_c[16] tag_c[16]
  *   server -> ACCEPT     tag_s[16]              (or ERROR, and it hangs up)
  *   server -> READY      (empty) once every rank has joined
+ * An ERROR with code EAGAIN before ACCEPT (the handshake was too slow, or
+ * dropped to make room: join.c) asks the client to connect again.
  * tag_c = MAC(k, 'C' nonce_s nonce_c rank size version),
  * tag_s = MAC(k, 'S' nonce_s nonce_c rank size version), k derived from the
  * job secret: both sides prove they know it, neither ever sends it.
@@ -56,6 +58,8 @@ enum kboot_type {
 
 enum kboot_transport { KBOOT_SINGLE, KBOOT_TCP, KBOOT_MPI };
 
+struct kboot_mpi_ops; /* mpi_module.h */
+
 struct kinet_boot {
 	int transport; /* enum kboot_transport */
 	int rank, size;
@@ -66,8 +70,9 @@ struct kinet_boot {
 	/* tcp: rank 0 holds one socket per rank (fds[0] unused), others fds[0]
 	 * is the connection to rank 0 */
 	int *fds;
-	/* mpi */
-	void *mpi; /* struct kboot_mpi (mpi.c) */
+	/* mpi: the module's table and handle (mpi_module.h) */
+	const struct kboot_mpi_ops *mpi_ops;
+	void *mpi;
 };
 
 /* ---- MAC (mac.c) ------------------------------------------------------------ */
@@ -115,18 +120,41 @@ static inline void kboot_hdr(uint8_t *h, uint16_t version, uint16_t type, uint32
 /* ---- time ---------------------------------------------------------------------- */
 /* Monotonic milliseconds. */
 int64_t kboot_now_ms(void);
+/* Milliseconds left until deadline (0 when past), capped for poll(). */
+int kboot_remaining_ms(int64_t deadline);
+
+/* ---- TCP framing (tcp.c) ------------------------------------------------------------ */
+/* A message, bounded by deadline: 0 or -errno (-ETIMEDOUT, -ECONNRESET). */
+int kboot_send_msg(int fd, uint16_t type, const void *payload, uint32_t len, int64_t deadline);
+/* A small message (payload <= 256 bytes) in one non-blocking send: 0 when
+ * all of it went, -EAGAIN when the socket could not take it whole, -errno. */
+int kboot_send_now(int fd, uint16_t type, const void *payload, uint32_t len);
+/* ERROR messages (code: positive errno or KINET_E*): best effort, bounded
+ * by a short wait; and in one non-blocking send. */
+void kboot_send_error(int fd, int code, const char *text);
+int kboot_send_error_now(int fd, int code, const char *text);
+/* Tells every joined rank (rank 0 only). */
+void kboot_notify_all(kinet_boot *b, int code, const char *text);
+/* Checks a received header: 0 with type and length, -EPROTO (not our
+ * protocol) or -KINET_EVERSION (*peer_version set). */
+int kboot_parse_hdr(const uint8_t *h, uint16_t *type, uint32_t *len, uint16_t *peer_version);
+/* The handshake tag: role 'C' (client) or 'S' (server). */
+void kboot_auth_tag(const uint8_t key[16], char role, const uint8_t *ns, const uint8_t *nc,
+		    uint32_t rank, uint32_t size, uint8_t tag[KBOOT_TAG_LEN]);
+void kboot_set_socket_opts(int fd);
 
 /* ---- transports ------------------------------------------------------------------- */
+/* A connection must deliver its whole RESPONSE within this of its accept,
+ * and is never dropped for a newer one before KBOOT_GRACE_MS (join.c). */
+#define KBOOT_HANDSHAKE_MS 2000
+#define KBOOT_GRACE_MS 250
+
 int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
 		   void (*listening)(const char *, void *), void *arg);
+/* Rank 0's join (join.c): listens, admits the ranks, sends READY. */
+int kboot_tcp_serve(kinet_boot *b, const char *host, const char *port, const uint8_t key[16],
+		    void (*listening)(const char *, void *), void *arg);
 int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
 void kboot_tcp_close(kinet_boot *b);
-
-/* MPI transport (mpi.c): -ENOSYS when the build has no MPI. */
-bool kboot_mpi_built(void);
-int kboot_mpi_init(kinet_boot *b);
-int kboot_mpi_allgather(kinet_boot *b, const void *mine, void *all, size_t len);
-int kboot_mpi_barrier(kinet_boot *b);
-void kboot_mpi_close(kinet_boot *b);
 
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mpi.c - the MPI transport of the bootstrap (when the build has MPI).
+ * mpi.c - libkinet_mpi.so, the MPI transport of the bootstrap: a module that
+ * libkinet loads at run time (mpi_module.h, mpi_load.c), so that only the
+ * processes that use MPI map libmpi.
  *
  * Rank and size come from MPI_COMM_WORLD; the bootstrap works on a duplicate
  * of it with errors returned, not fatal. Collectives are the non-blocking
@@ -9,26 +11,30 @@
  * MPI is initialised here only when the application has not done it, and
  * then finalized by the last bootstrap object that uses it.
  */
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "boot/boot_int.h"
-
-#if KINET_HAVE_MPI
-#include <limits.h>
-#include <mpi.h>
+#include "internal.h"
+#include "boot/mpi_module.h"
 
 struct kboot_mpi {
 	MPI_Comm comm;
+	int rank, size;
 };
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mpi_users; /* bootstrap objects on MPI */
 static bool mpi_ours; /* MPI_Init was called here */
 
-bool kboot_mpi_built(void)
+static int64_t now_ms(void)
 {
-	return true;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int mpi_fail(int code, const char *what)
@@ -42,9 +48,9 @@ static int mpi_fail(int code, const char *what)
 }
 
 /* Tests a request until it completes or the timeout passes. */
-static int mpi_wait(kinet_boot *b, MPI_Request *req, const char *what)
+static int mpi_wait(int timeout_ms, MPI_Request *req, const char *what)
 {
-	int64_t deadline = kboot_now_ms() + b->timeout_ms;
+	int64_t deadline = now_ms() + timeout_ms;
 	long pause_ns = 1000;
 	for (;;) {
 		int done = 0;
@@ -53,9 +59,9 @@ static int mpi_wait(kinet_boot *b, MPI_Request *req, const char *what)
 			return mpi_fail(rc, what);
 		if (done)
 			return 0;
-		if (kboot_now_ms() >= deadline) {
+		if (now_ms() >= deadline) {
 			KLOG_ERR("boot: MPI %s did not complete within %d ms (a rank is missing)",
-				 what, b->timeout_ms);
+				 what, timeout_ms);
 			return -ETIMEDOUT;
 		}
 		struct timespec ts = {0, pause_ns};
@@ -65,9 +71,10 @@ static int mpi_wait(kinet_boot *b, MPI_Request *req, const char *what)
 	}
 }
 
-int kboot_mpi_init(kinet_boot *b)
+static int mod_init(int timeout_ms, void **h, int *rank, int *size)
 {
 	int inited = 0, finalized = 0, rc = 0;
+	(void)timeout_ms; /* MPI_Init has no bound of its own */
 	pthread_mutex_lock(&mpi_lock);
 	MPI_Initialized(&inited);
 	MPI_Finalized(&finalized);
@@ -99,9 +106,11 @@ int kboot_mpi_init(kinet_boot *b)
 		goto out;
 	}
 	MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
-	MPI_Comm_rank(m->comm, &b->rank);
-	MPI_Comm_size(m->comm, &b->size);
-	b->mpi = m;
+	MPI_Comm_rank(m->comm, &m->rank);
+	MPI_Comm_size(m->comm, &m->size);
+	*rank = m->rank;
+	*size = m->size;
+	*h = m;
 	mpi_users++;
 out:
 	if (rc && mpi_ours && !mpi_users) {
@@ -112,34 +121,35 @@ out:
 	return rc;
 }
 
-int kboot_mpi_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
+static int mod_allgather(void *h, int timeout_ms, const void *mine, void *all, size_t len)
 {
-	struct kboot_mpi *m = b->mpi;
+	struct kboot_mpi *m = h;
 	MPI_Request req;
 	uint64_t mylen = len;
-	uint64_t *lens = malloc(sizeof(uint64_t) * (size_t)b->size);
+	uint64_t *lens = malloc(sizeof(uint64_t) * (size_t)m->size);
 	if (!lens)
 		return -ENOMEM;
 	/* first the lengths, so that a rank with another one fails cleanly */
 	int e = MPI_Iallgather(&mylen, 1, MPI_UINT64_T, lens, 1, MPI_UINT64_T, m->comm, &req);
-	int rc = e != MPI_SUCCESS ? mpi_fail(e, "MPI_Iallgather") : mpi_wait(b, &req, "allgather");
-	for (int r = 0; !rc && r < b->size; r++) {
+	int rc = e != MPI_SUCCESS ? mpi_fail(e, "MPI_Iallgather")
+				  : mpi_wait(timeout_ms, &req, "allgather");
+	for (int r = 0; !rc && r < m->size; r++) {
 		if (lens[r] != mylen) {
 			KLOG_ERR("boot: allgather: rank %d passed %llu bytes, rank %d %zu (all "
 				 "ranks must pass the same length)", r, (unsigned long long)lens[r],
-				 b->rank, len);
+				 m->rank, len);
 			rc = -EPROTO;
 		}
 	}
 	free(lens);
 	if (rc || !len)
 		return rc;
-	if (len > (size_t)INT_MAX / (size_t)b->size)
+	if (len > (size_t)INT_MAX / (size_t)m->size) /* on every rank alike */
 		return -E2BIG;
 	/* MPI forbids overlapping send and receive buffers */
 	const uint8_t *src = mine, *dst = all;
 	void *tmp = NULL;
-	if (src < dst + len * (size_t)b->size && dst < src + len) {
+	if (src < dst + len * (size_t)m->size && dst < src + len) {
 		tmp = malloc(len);
 		if (!tmp)
 			return -ENOMEM;
@@ -147,33 +157,34 @@ int kboot_mpi_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
 		mine = tmp;
 	}
 	e = MPI_Iallgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, m->comm, &req);
-	rc = e != MPI_SUCCESS ? mpi_fail(e, "MPI_Iallgather") : mpi_wait(b, &req, "allgather");
+	rc = e != MPI_SUCCESS ? mpi_fail(e, "MPI_Iallgather")
+			      : mpi_wait(timeout_ms, &req, "allgather");
 	free(tmp);
 	return rc;
 }
 
-int kboot_mpi_barrier(kinet_boot *b)
+static int mod_barrier(void *h, int timeout_ms)
 {
-	struct kboot_mpi *m = b->mpi;
+	struct kboot_mpi *m = h;
 	MPI_Request req;
 	int e = MPI_Ibarrier(m->comm, &req);
-	return e != MPI_SUCCESS ? mpi_fail(e, "MPI_Ibarrier") : mpi_wait(b, &req, "barrier");
+	return e != MPI_SUCCESS ? mpi_fail(e, "MPI_Ibarrier")
+				: mpi_wait(timeout_ms, &req, "barrier");
 }
 
-void kboot_mpi_close(kinet_boot *b)
+static void mod_close(void *h, bool broken)
 {
-	struct kboot_mpi *m = b->mpi;
+	struct kboot_mpi *m = h;
 	if (!m)
 		return;
 	pthread_mutex_lock(&mpi_lock);
 	/* after a timed-out collective the communicator has a request pending
 	 * forever: leave it (and MPI) alone rather than block in MPI */
-	if (!b->err)
+	if (!broken)
 		MPI_Comm_free(&m->comm);
 	free(m);
-	b->mpi = NULL;
 	if (--mpi_users == 0 && mpi_ours) {
-		if (!b->err) {
+		if (!broken) {
 			MPI_Finalize();
 			KLOG_INFO("boot: MPI finalized by the bootstrap");
 		}
@@ -182,33 +193,17 @@ void kboot_mpi_close(kinet_boot *b)
 	pthread_mutex_unlock(&mpi_lock);
 }
 
-#else /* !KINET_HAVE_MPI */
+static const struct kboot_mpi_ops mod_ops = {
+	.abi = KBOOT_MPI_ABI,
+	.init = mod_init,
+	.allgather = mod_allgather,
+	.barrier = mod_barrier,
+	.close = mod_close,
+};
 
-bool kboot_mpi_built(void)
+/* The module's only exported symbol (KBOOT_MPI_ENTRY). */
+__attribute__((visibility("default"))) const struct kboot_mpi_ops *kinet_mpi_module_ops(void);
+const struct kboot_mpi_ops *kinet_mpi_module_ops(void)
 {
-	return false;
+	return &mod_ops;
 }
-
-int kboot_mpi_init(kinet_boot *b)
-{
-	(void)b;
-	return -ENOSYS;
-}
-
-int kboot_mpi_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
-{
-	(void)b, (void)mine, (void)all, (void)len;
-	return -ENOSYS;
-}
-
-int kboot_mpi_barrier(kinet_boot *b)
-{
-	(void)b;
-	return -ENOSYS;
-}
-
-void kboot_mpi_close(kinet_boot *b)
-{
-	(void)b;
-}
-#endif

@@ -5,8 +5,10 @@
  * KINET_BOOT_* set. Does allgathers of random payloads, verifies every
  * rank's bytes, a barrier, and exits 0 on success.
  *
- *   boot_peer TRANSPORT [SIZE]   TRANSPORT: tcp, mpi, single or any; SIZE:
- *                                the job size to expect (0: any)
+ *   boot_peer TRANSPORT [SIZE [MAPS]]   TRANSPORT: tcp, mpi, single or any;
+ *                SIZE: the job size to expect (0: any); MAPS: "mpi-mapped"
+ *                or "no-mpi-mapped", what /proc/self/maps must show at the
+ *                end (libmpi and the MPI module mapped, or neither)
  */
 #include <kinet/boot.h>
 #include <kinet/kinet.h>
@@ -14,6 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../util/testutil.h"
+
+/* Whether a library whose name contains `name` is mapped in this process. */
+static int mapped(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, name) != NULL;
+	fclose(f);
+	return found;
+}
 
 static uint64_t seed_of(int rank, int round)
 {
@@ -23,7 +39,8 @@ static uint64_t seed_of(int rank, int round)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s tcp|mpi|single|any [size]\n", argv[0]);
+		fprintf(stderr, "usage: %s tcp|mpi|single|any [size [mpi-mapped|no-mpi-mapped]]\n",
+			argv[0]);
 		return 2;
 	}
 	int want_size = argc > 2 ? atoi(argv[2]) : 0;
@@ -75,6 +92,17 @@ int main(int argc, char **argv)
 	if (!bad && (rc = kinet_boot_barrier(b))) {
 		fprintf(stderr, "boot_peer: rank %d: barrier: %s\n", rank, kinet_strerror(rc));
 		bad = 1;
+	}
+	const char *maps = argc > 3 ? argv[3] : NULL;
+	if (!bad && maps) {
+		int want = !strcmp(maps, "mpi-mapped");
+		int mpi = mapped("/libmpi.so"), mod = mapped("/libkinet_mpi.so");
+		if (mpi != want || mod != want) {
+			fprintf(stderr, "boot_peer: rank %d: libmpi %s, libkinet_mpi %s (expected "
+				"%s)\n", rank, mpi ? "mapped" : "not mapped",
+				mod ? "mapped" : "not mapped", maps);
+			bad = 1;
+		}
 	}
 	if (!bad)
 		printf("boot_peer: rank %d of %d ok over %s\n", rank, size, tr);
