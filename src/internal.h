@@ -20,11 +20,6 @@ void kinet_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define KLOG_DBG(...) kinet_log(KINET_LOG_DEBUG, __VA_ARGS__)
 #define KLOG_TRACE(...) kinet_log(KINET_LOG_TRACE, __VA_ARGS__)
 
-/* kinet-specific error codes beyond errno (negative, see kinet_strerror). */
-#define KINET_ERR_BASE 2000
-#define KINET_ENOBACKEND (KINET_ERR_BASE + 1) /* no usable backend */
-#define KINET_EVERSION (KINET_ERR_BASE + 2)   /* descriptor version mismatch */
-#define KINET_ESECRET (KINET_ERR_BASE + 3)    /* wrong job secret */
 
 /* ---- tunables (src/core/tunables.c) ---------------------------------------- */
 /* Registry is static: add an entry to the table in tunables.c. */

@@ -5,7 +5,8 @@
  * descriptor, errors, logging and tunables.
  *
  * Every call returns 0 (or a non-negative value where stated) on success and
- * a negative errno on failure; kinet_strerror() explains the code.
+ * a negative errno (or -KINET_E*, kinet/errors.h) on failure;
+ * kinet_strerror() explains the code.
  */
 #ifndef KINET_KINET_H
 #define KINET_KINET_H
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <kinet/errors.h>
 #include <kinet/device.h>
 
 #ifdef __cplusplus
