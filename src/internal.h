@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <kinet/kinet.h>
+#include <kinet/device_port.h> /* kn_now_ns, KN_PAUSE */
 #include "kinet_config.h"
 
 /* ---- logging (src/core/log.c) --------------------------------------------- */

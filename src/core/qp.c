@@ -134,6 +134,7 @@ void kinet_qp_fill_desc(kinet_qp *qp, volatile uint8_t *db, volatile uint32_t *c
 	d->share = (uint32_t)qp->attr.share;
 	d->max_inline = qp->attr.max_inline;
 	d->backend = (uint32_t)backend;
+	d->flags = backend == KINET_BACKEND_SOFT ? KN_QP_DB_UNORDERED : 0;
 }
 
 int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp **out)
