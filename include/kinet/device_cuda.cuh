@@ -27,9 +27,9 @@
  * must not call kn_wait each on their own: one consumer at a time).
  * Returns as the thread-scope calls: 0, -EINVAL, -ETIMEDOUT, -EIO; every
  * participating lane/thread gets the same return value of the reservation.
- * -EINVAL (any lane's op refused by the checks of kn_post: unknown kind, an
- * inline payload too large): nothing is reserved or written, for the whole
- * warp or block.
+ * -EINVAL (any lane's op refused by the checks of kn_post: unknown kind, a
+ * length over KN_MAX_LEN, an inline payload too large): nothing is reserved
+ * or written, for the whole warp or block.
  *
  * Operations are the kn_op descriptions of kinet/device_ops.h: kn_warp_post
  * and kn_block_post take one per lane/thread, and each kn_warp_<op> /

@@ -17,7 +17,13 @@
  *    kn_warp_post() and kn_block_post() check it, reserve, build its WQE(s)
  *    with the builders and publish them. kn_put(...) is kn_op_put + kn_post,
  *    kn_warp_put(...) kn_op_put + kn_warp_post, and so on.
-
+ *
+ * Lengths: a data segment carries at most KN_MAX_LEN (2^31 - 1) bytes (bit
+ * 31 of its byte count is the inline flag). Every builder and call that
+ * takes a length refuses a longer one with -EINVAL and writes nothing: the
+ * calls before they reserve a slot (no ticket is taken), the builders
+ * without touching the slot, which the caller still owns and must fill
+ * (with kn_prep_nop, say) before publishing it.
  */
 #ifndef KINET_DEVICE_OPS_H
 #define KINET_DEVICE_OPS_H
@@ -32,9 +38,10 @@
 
 /* Every builder fills the WQE of ticket t at wqe (kn_wqe_ptr(qp, t), or a
  * 64-byte copy the caller stores there): every segment its ds covers, the
- * ctrl segment signaled (one CQE per WQE). The knx_build_* underneath fill
- * without checking: kn_post and the warp/block posts use them once an
- * operation has been checked (knx_op_check). */
+ * ctrl segment signaled (one CQE per WQE). The kn_prep_* return 0, or
+ * -EINVAL with nothing written. The knx_build_* underneath fill without
+ * checking: kn_post and the warp/block posts use them once an operation has
+ * been checked (knx_op_check). */
 
 /* The ctrl segment of every device-API WQE. */
 KN_INLINE void knx_ctrl(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode, uint8_t ds,
@@ -45,7 +52,7 @@ KN_INLINE void knx_ctrl(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcod
 }
 
 /* RDMA write, write with immediate (imm_be: wire order) or read: ctrl,
- * remote address, one data segment of len bytes. */
+ * remote address, one data segment of len <= KN_MAX_LEN bytes. */
 KN_INLINE void knx_build_rw(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode,
 			    uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 			    uint32_t len, uint32_t imm_be)
@@ -89,19 +96,25 @@ KN_INLINE void kn_prep_nop(const kn_qp *qp, void *wqe, kn_ticket_t t)
 }
 
 /* RDMA write of len bytes from laddr (lkey) to raddr (rkey). */
-KN_INLINE void kn_prep_write(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
-			     uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
+KN_INLINE int kn_prep_write(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
+			    uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
 {
+	if (len > KN_MAX_LEN)
+		return -EINVAL;
 	knx_build_rw(qp, wqe, t, KN_OPCODE_RDMA_WRITE, laddr, lkey, raddr, rkey, len, 0);
+	return 0;
 }
 
 /* RDMA write with immediate; imm is in host order, consumes a receive WQE. */
-KN_INLINE void kn_prep_write_imm(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
-				 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
-				 uint32_t imm)
+KN_INLINE int kn_prep_write_imm(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
+				uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
+				uint32_t imm)
 {
+	if (len > KN_MAX_LEN)
+		return -EINVAL;
 	knx_build_rw(qp, wqe, t, KN_OPCODE_RDMA_WRITE_IMM, laddr, lkey, raddr, rkey, len,
 		     kn_htobe32(imm));
+	return 0;
 }
 
 /* RDMA write of len <= KN_MAX_INLINE_WRITE bytes at src, carried in the WQE
@@ -116,21 +129,27 @@ KN_INLINE int kn_prep_write_inline(const kn_qp *qp, void *wqe, kn_ticket_t t, co
 }
 
 /* RDMA read of len bytes from raddr (rkey) into laddr (lkey). */
-KN_INLINE void kn_prep_read(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
-			    uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
+KN_INLINE int kn_prep_read(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
+			   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
 {
+	if (len > KN_MAX_LEN)
+		return -EINVAL;
 	knx_build_rw(qp, wqe, t, KN_OPCODE_RDMA_READ, laddr, lkey, raddr, rkey, len, 0);
+	return 0;
 }
 
 /* SEND of len bytes from laddr (with_imm: SEND_IMM carrying imm, host
  * order); consumes a receive WQE of the peer. */
-KN_INLINE void kn_prep_send(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
-			    uint32_t lkey, uint32_t len, int with_imm, uint32_t imm)
+KN_INLINE int kn_prep_send(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t laddr,
+			   uint32_t lkey, uint32_t len, int with_imm, uint32_t imm)
 {
 	uint8_t *w = (uint8_t *)wqe;
+	if (len > KN_MAX_LEN)
+		return -EINVAL;
 	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), len, lkey, laddr);
 	knx_ctrl(qp, wqe, t, with_imm ? KN_OPCODE_SEND_IMM : KN_OPCODE_SEND, 2,
 		 with_imm ? kn_htobe32(imm) : 0);
+	return 0;
 }
 
 /* Atomic fetch-add of 8 bytes at raddr (8-aligned); the old value lands,
@@ -260,16 +279,17 @@ KN_INLINE void kn_op_compare_swap(kn_op *op, uint64_t raddr, uint32_t rkey, uint
 		    0, 0, swap, compare);
 }
 
-/* 0, or -EINVAL when op cannot be posted on qp (unknown kind, an inline
- * payload larger than the QP allows). */
+/* 0, or -EINVAL when op cannot be posted on qp (unknown kind, a length the
+ * format cannot carry, an inline payload larger than the QP allows). */
 KN_INLINE int knx_op_check(const kn_qp *qp, const kn_op *op)
 {
 	switch (op->kind) {
-	case KN_OP_PUT_INLINE:
-		return op->len > KN_MAX_INLINE_WRITE || op->len > qp->max_inline ? -EINVAL : 0;
 	case KN_OP_PUT:
 	case KN_OP_GET:
 	case KN_OP_PUT_SIGNAL:
+		return op->len > KN_MAX_LEN ? -EINVAL : 0;
+	case KN_OP_PUT_INLINE:
+		return op->len > KN_MAX_INLINE_WRITE || op->len > qp->max_inline ? -EINVAL : 0;
 	case KN_OP_SIGNAL:
 	case KN_OP_FETCH_ADD:
 	case KN_OP_COMPARE_SWAP:

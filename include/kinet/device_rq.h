@@ -26,13 +26,13 @@ typedef struct kn_recv_info {
 
 /* Posts one receive buffer of len bytes at addr (lkey, local write); the
  * receive ticket comes back in *ticket. 0, -EBUSY (every receive slot holds
- * a buffer not consumed yet), -EINVAL (no receive queue: nothing is
- * posted). */
+ * a buffer not consumed yet), -EINVAL (no receive queue, len > KN_MAX_LEN:
+ * nothing is posted). */
 KN_INLINE int kn_recv_post(const kn_qp *qp, void *addr, uint32_t lkey, uint32_t len,
 			   kn_ticket_t *ticket)
 {
 	kn_qp_state *st = qp->st;
-	if (!qp->rq_wqe_cnt)
+	if (!qp->rq_wqe_cnt || len > KN_MAX_LEN)
 		return -EINVAL;
 	uint64_t t = st->rq_resv;
 	if (t - KN_LOAD64(&st->rq_done) >= qp->rq_wqe_cnt)

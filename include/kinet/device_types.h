@@ -96,4 +96,9 @@ typedef uint64_t kn_ticket_t;
 
 /* Largest payload of kn_prep_write_inline / kn_put_inline (one WQEBB). */
 #define KN_MAX_INLINE_WRITE 28u
+/* Largest length of one device-API operation (write, read, send, receive
+ * buffer): what an mlx5 data segment carries (bit 31 of its byte count is
+ * the inline flag). Longer lengths are refused with -EINVAL. */
+#define KN_MAX_LEN 0x7fffffffu
+
 #endif /* KINET_DEVICE_TYPES_H */

@@ -191,6 +191,9 @@ KN_INLINE void kn_set_ctrl_seg(struct kn_wqe_ctrl_seg *seg, uint16_t pi, uint8_t
 	seg->imm = imm;
 }
 
+/* length is written as given: in a send WQE its bit 31 is the inline flag
+ * (KN_INLINE_SEG), so a data segment carries at most 2^31 - 1 bytes
+ * (KN_MAX_LEN); the device API checks that, this raw builder does not. */
 KN_INLINE void kn_set_data_seg(struct kn_wqe_data_seg *seg, uint32_t length, uint32_t lkey,
 			   uint64_t addr)
 {
