@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kinet/prm.h - mlx5 queue formats (WQE segments, CQE, opcodes, syndromes),
- * written from the ConnectX PRM layouts, and byte order. Every backend speaks
- * these bytes.
+ * written from the ConnectX PRM layouts, and kinet's byte-order helpers.
+ * Every backend speaks these bytes.
  *
  * This header is usable from C (host) and CUDA (device). It defines its own
  * structs so it needs no rdma-core at build time; tests/unit/test_prm.c checks
@@ -157,7 +157,9 @@ struct kn_err_cqe {
 };
 
 /* ---- byte order, host and device -------------------------------------- */
-/* Every supported host (x86-64, aarch64) and every GPU is little-endian. */
+/* The one definition of byte order in kinet (the WQE/CQE formats, the
+ * descriptors, the wire and bootstrap messages use these). Every supported
+ * host (x86-64, aarch64) and every GPU is little-endian. */
 KN_INLINE uint16_t kn_bswap16(uint16_t v) { return (uint16_t)((v << 8) | (v >> 8)); }
 KN_INLINE uint32_t kn_bswap32(uint32_t v)
 {
@@ -177,6 +179,77 @@ KN_INLINE uint64_t kn_htobe64(uint64_t v) { return kn_bswap64(v); }
 KN_INLINE uint16_t kn_be16toh(uint16_t v) { return kn_bswap16(v); }
 KN_INLINE uint32_t kn_be32toh(uint32_t v) { return kn_bswap32(v); }
 KN_INLINE uint64_t kn_be64toh(uint64_t v) { return kn_bswap64(v); }
+
+/* Unaligned loads and stores of big- and little-endian integers in byte
+ * strings (descriptors, message headers). */
+KN_INLINE uint16_t kn_load_be16(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint16_t)((uint32_t)b[0] << 8 | b[1]);
+}
+KN_INLINE uint32_t kn_load_be32(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+KN_INLINE uint64_t kn_load_be64(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint64_t)kn_load_be32(b) << 32 | kn_load_be32(b + 4);
+}
+KN_INLINE void kn_store_be16(void *p, uint16_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+KN_INLINE void kn_store_be32(void *p, uint32_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+KN_INLINE void kn_store_be64(void *p, uint64_t v)
+{
+	kn_store_be32(p, (uint32_t)(v >> 32));
+	kn_store_be32((uint8_t *)p + 4, (uint32_t)v);
+}
+KN_INLINE uint16_t kn_load_le16(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint16_t)((uint32_t)b[1] << 8 | b[0]);
+}
+KN_INLINE uint32_t kn_load_le32(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+}
+KN_INLINE uint64_t kn_load_le64(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint64_t)kn_load_le32(b + 4) << 32 | kn_load_le32(b);
+}
+KN_INLINE void kn_store_le16(void *p, uint16_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+KN_INLINE void kn_store_le32(void *p, uint32_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)(v >> 16);
+	b[3] = (uint8_t)(v >> 24);
+}
+KN_INLINE void kn_store_le64(void *p, uint64_t v)
+{
+	kn_store_le32(p, (uint32_t)v);
+	kn_store_le32((uint8_t *)p + 4, (uint32_t)(v >> 32));
+}
 
 /* ---- segment builders (byte-identical to mlx5dv_set_*_seg) ----------- */
 KN_INLINE void kn_set_ctrl_seg(struct kn_wqe_ctrl_seg *seg, uint16_t pi, uint8_t opcode,

@@ -493,13 +493,13 @@ static int read_msg(int fd, uint8_t *buf, size_t n, uint32_t *len, uint16_t *ver
 	uint8_t h[KBOOT_HDR_LEN];
 	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
 		return -1;
-	*ver = kboot_get16(h + 4);
-	*len = kboot_get32(h + 8);
-	if (kboot_get32(h) != KBOOT_MAGIC || *len > n)
+	*ver = kn_load_be16(h + 4);
+	*len = kn_load_be32(h + 8);
+	if (kn_load_be32(h) != KBOOT_MAGIC || *len > n)
 		return -1;
 	if (*len && recv(fd, buf, *len, MSG_WAITALL) != (ssize_t)*len)
 		return -1;
-	return kboot_get16(h + 6);
+	return kn_load_be16(h + 6);
 }
 
 Test(boot, malformed_bytes_to_rank0_do_not_break_it)
@@ -524,7 +524,7 @@ Test(boot, malformed_bytes_to_rank0_do_not_break_it)
 	send(fd, buf, KBOOT_HDR_LEN, MSG_NOSIGNAL);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_CHALLENGE);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf + 256), EPROTO);
+	cr_assert_eq((int)kn_load_be32(buf + 256), EPROTO);
 	close(fd);
 
 	/* 3. a truncated response, then hang up */
@@ -539,19 +539,19 @@ Test(boot, malformed_bytes_to_rank0_do_not_break_it)
 	send(fd, buf, KBOOT_HDR_LEN, MSG_NOSIGNAL);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_CHALLENGE);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf + 256), KINET_EVERSION);
+	cr_assert_eq((int)kn_load_be32(buf + 256), KINET_EVERSION);
 	close(fd);
 
 	/* 5. a well-formed response with a forged tag */
 	fd = connect_to(sh->addr);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_CHALLENGE);
 	kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_RESPONSE, KBOOT_RESPONSE_LEN);
-	kboot_put32(buf + KBOOT_HDR_LEN, 1);
-	kboot_put32(buf + KBOOT_HDR_LEN + 4, 2);
+	kn_store_be32(buf + KBOOT_HDR_LEN, 1);
+	kn_store_be32(buf + KBOOT_HDR_LEN + 4, 2);
 	tu_fill_random(buf + KBOOT_HDR_LEN + 8, KBOOT_NONCE_LEN + KBOOT_TAG_LEN, 5);
 	send(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_NOSIGNAL);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf + 256), KINET_ESECRET);
+	cr_assert_eq((int)kn_load_be32(buf + 256), KINET_ESECRET);
 	close(fd);
 
 	/* 6. a connection that stays open and silent while the real rank joins */
@@ -584,7 +584,7 @@ static void fake_rank0(int lfd, enum fake_mode mode)
 	} else {
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
 		tu_fill_random(buf + KBOOT_HDR_LEN, KBOOT_NONCE_LEN, 3);
-		kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
+		kn_store_be32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
 		send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
 		recv(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_WAITALL);
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_ACCEPT, KBOOT_ACCEPT_LEN);

@@ -164,19 +164,6 @@ struct wpiece {
 	uint64_t key, addr, len;
 };
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 enum { CTX_RX = 1, CTX_TX = 2, CTX_RD = 3 };
 
 /* A posted receive buffer; while a request waits at the target it stays in
@@ -862,12 +849,12 @@ static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
 		v = htole32(e->r.rkey);
 		memcpy(d + 8, &v, 4);
 		memcpy(d + 12, &e->r.imm, 4);
-		put64(d + 16, e->r.raddr);
-		put64(d + 24, e->r.total);
+		kn_store_le64(d + 16, e->r.raddr);
+		kn_store_le64(d + 24, e->r.total);
 		for (int i = 0; i < e->nmr; i++) {
-			put64(d + RTSE + i * PCSZ, e->pc[i].key);
-			put64(d + RTSE + i * PCSZ + 8, e->pc[i].addr);
-			put64(d + RTSE + i * PCSZ + 16, e->pc[i].len);
+			kn_store_le64(d + RTSE + i * PCSZ, e->pc[i].key);
+			kn_store_le64(d + RTSE + i * PCSZ + 8, e->pc[i].addr);
+			kn_store_le64(d + RTSE + i * PCSZ + 16, e->pc[i].len);
 		}
 		n += size;
 		k++;
@@ -1342,15 +1329,15 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, cons
 		memcpy(&v, d + 8, 4);
 		p->rkey = le32toh(v);
 		memcpy(&p->imm, d + 12, 4); /* wire order, as is */
-		p->raddr = get64(d + 16);
-		p->total = get64(d + 24);
+		p->raddr = kn_load_le64(d + 16);
+		p->total = kn_load_le64(d + 24);
 		size = RTSE + (uint32_t)p->np * PCSZ;
 		uint64_t sum = 0;
 		for (int i = 0; i < p->np; i++) {
 			const uint8_t *q = d + RTSE + i * PCSZ;
-			p->pc[i].key = get64(q);
-			p->pc[i].addr = get64(q + 8);
-			p->pc[i].len = get64(q + 16);
+			p->pc[i].key = kn_load_le64(q);
+			p->pc[i].addr = kn_load_le64(q + 8);
+			p->pc[i].len = kn_load_le64(q + 16);
 			if (p->pc[i].len > SOFT_MAX_MSG)
 				st = KN_SYND_REMOTE_INVAL_REQ_ERR;
 			sum += p->pc[i].len;
