@@ -20,7 +20,7 @@
  * Sharing (kn_qp.share): exclusive, one warp (warp scope) or one CTA (block
  * scope) owns the QP; CTA-shared and GPU-shared, any number of warps/CTAs of
  * the CTA/grid post concurrently (reservations are atomic, publication is in
- * order through slot_ready, see device.h).
+ * order through slot_ready, see kinet/device_sq.h).
  *
  * Tickets: each lane gets the ticket of its own (last) WQE. Waiting: use
  * kn_warp_wait / kn_warp_quiet / kn_block_quiet (on an exclusive QP the lanes
