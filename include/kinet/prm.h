@@ -14,10 +14,12 @@
 #include <stdint.h>
 
 /* KN_INLINE declares every function of kinet's public headers that both a C
- * (or C++) compiler and nvcc compile: host and device code under nvcc, static
- * inline elsewhere. It lives here because prm.h is the lowest of those
- * headers; the CUDA-only header (device_cuda.cuh) spells its __device__
- * functions out. */
+ * (or C++) compiler and nvcc compile: host and device code, always inlined,
+ * under nvcc; static inline, always inlined, elsewhere, so the host executor
+ * runs the code the GPU runs (the thread-scope calls are wrappers that must
+ * fold into straight-line code). It lives here because prm.h is the lowest
+ * of those headers; the CUDA-only header (device_cuda.cuh) spells its
+ * __device__ functions out. */
 #if defined(__CUDACC__)
 #define KN_INLINE static __host__ __device__ __forceinline__
 #else
