@@ -359,8 +359,9 @@ static void run_badlen(int kind)
 		int hrc[n];
 		CU(cudaMemcpy(hrc, drc, sizeof(hrc), cudaMemcpyDeviceToHost));
 		for (uint32_t i = 0; i < n; i++)
-			cr_assert_eq(hrc[i], 0, "op %d, %s scope, slot %u: %d (want -EINVAL, no ticket)",
-				     kind, gu_scope_name[scope], i, hrc[i]);
+			cr_assert_eq(hrc[i], 0,
+				     "op %d, %s scope, slot %u: %d (want -EINVAL, no ticket)", kind,
+				     gu_scope_name[scope], i, hrc[i]);
 		kn_qp_state st;
 		cr_assert_eq(kinet_qp_cuda_state_read(g.a[0], &st), 0);
 		cr_assert_eq(st.resv, 0, "%s scope: a ticket was taken", gu_scope_name[scope]);

@@ -335,10 +335,14 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	} chk[] = {
 		{PERF_GIVEN_SIZES, "message sizes (-s, -a, --min-size, --max-size)", 0,
 		 sizes_differ},
-		{PERF_GIVEN_ITERS, "iterations (-n)", kn_load_le64(srv + H_ITERS), kn_load_le64(cli + H_ITERS)},
-		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", kn_load_le64(srv + H_WARMUP), kn_load_le64(cli + H_WARMUP)},
-		{PERF_GIVEN_THREADS, "threads (-t)", kn_load_le32(srv + H_THREADS), kn_load_le32(cli + H_THREADS)},
-		{PERF_GIVEN_QDEPTH, "queue depth (-q)", kn_load_le32(srv + H_QDEPTH), kn_load_le32(cli + H_QDEPTH)},
+		{PERF_GIVEN_ITERS, "iterations (-n)", kn_load_le64(srv + H_ITERS),
+		 kn_load_le64(cli + H_ITERS)},
+		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", kn_load_le64(srv + H_WARMUP),
+		 kn_load_le64(cli + H_WARMUP)},
+		{PERF_GIVEN_THREADS, "threads (-t)", kn_load_le32(srv + H_THREADS),
+		 kn_load_le32(cli + H_THREADS)},
+		{PERF_GIVEN_QDEPTH, "queue depth (-q)", kn_load_le32(srv + H_QDEPTH),
+		 kn_load_le32(cli + H_QDEPTH)},
 		{PERF_GIVEN_SHARED, "--shared", sf & HF_SHARED, cf & HF_SHARED},
 	};
 	for (size_t i = 0; i < sizeof(chk) / sizeof(chk[0]); i++) {
@@ -514,7 +518,8 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 	if (kn_load_le32(peer + D_NQP) != (uint32_t)nqp || kn_load_le64(peer + D_SLICE) != e->slice ||
 	    kn_load_le64(peer + D_BUFLEN) != e->buf_len) {
 		fail(r, "the %s laid out its buffer differently (protocol error)", peer_role(r));
-	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, kn_load_le32(peer + D_MRLEN), &r->peer_mr))) {
+	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, kn_load_le32(peer + D_MRLEN),
+					     &r->peer_mr))) {
 		fail(r, "the %s's memory descriptor: %s", peer_role(r), kinet_strerror(rc));
 	} else if (r->peer_mr.len < e->buf_len) {
 		fail(r, "the %s's region is too small (protocol error)", peer_role(r));
