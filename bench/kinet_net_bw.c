@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <kinet/kinet.h>
 #include <kinet/net.h>
+#include <kinet/device.h>
 
 #define MAXSZ (4u << 20)
 

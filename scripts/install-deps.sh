@@ -4,8 +4,10 @@
 set -euo pipefail
 
 required=(cmake make gcc pkg-config libcriterion-dev)
+# g++ and clang: the strict-mode compile checks of the public headers (C++17 and
+# a second C compiler); a check whose compiler is missing is skipped.
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
-          openmpi-bin libopenmpi-dev libjson-c-dev)
+          openmpi-bin libopenmpi-dev libjson-c-dev g++ clang)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <kinet/kinet.h>
+#include <kinet/device_port.h> /* kn_now_ns, KN_PAUSE */
 #include "kinet_config.h"
 
 /* ---- logging (src/core/log.c) --------------------------------------------- */
@@ -23,11 +24,6 @@ void kinet_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  * knows it (-1: unknown). Process-wide: the last one set. */
 void kinet_log_set_rank(int rank);
 
-/* kinet-specific error codes beyond errno (negative, see kinet_strerror). */
-#define KINET_ERR_BASE 2000
-#define KINET_ENOBACKEND (KINET_ERR_BASE + 1) /* no usable backend */
-#define KINET_EVERSION (KINET_ERR_BASE + 2)   /* descriptor version mismatch */
-#define KINET_ESECRET (KINET_ERR_BASE + 3)    /* wrong job secret */
 
 /* ---- tunables (src/core/tunables.c): declared in src/core/tunables.def ------ */
 #include "core/tunables.h"

@@ -36,18 +36,13 @@
 #define KINET_BOOT_H
 
 #include <stddef.h>
+#include <kinet/errors.h> /* -KINET_EVERSION, -KINET_ESECRET */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct kinet_boot kinet_boot;
-
-/* kinet error codes beyond errno that the bootstrap returns (negated), also
- * known to kinet_strerror. Same definitions as in kinet/net.h. */
-#define KINET_ERR_BASE 2000
-#define KINET_EVERSION (KINET_ERR_BASE + 2) /* the peer speaks another version */
-#define KINET_ESECRET (KINET_ERR_BASE + 3)  /* wrong job secret */
 
 /* Version of the TCP bootstrap protocol; peers with another one are refused. */
 #define KINET_BOOT_PROTO_VERSION 1

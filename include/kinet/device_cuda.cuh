@@ -20,13 +20,21 @@
  * Sharing (kn_qp.share): exclusive, one warp (warp scope) or one CTA (block
  * scope) owns the QP; CTA-shared and GPU-shared, any number of warps/CTAs of
  * the CTA/grid post concurrently (reservations are atomic, publication is in
- * order through slot_ready, see device.h).
+ * order through slot_ready, see kinet/device_sq.h).
  *
  * Tickets: each lane gets the ticket of its own (last) WQE. Waiting: use
  * kn_warp_wait / kn_warp_quiet / kn_block_quiet (on an exclusive QP the lanes
  * must not call kn_wait each on their own: one consumer at a time).
  * Returns as the thread-scope calls: 0, -EINVAL, -ETIMEDOUT, -EIO; every
  * participating lane/thread gets the same return value of the reservation.
+ * -EINVAL (any lane's op refused by the checks of kn_post: unknown kind, a
+ * length over KN_MAX_LEN, an inline payload too large): nothing is reserved
+ * or written, for the whole warp or block.
+ *
+ * Operations are the kn_op descriptions of kinet/device_ops.h: kn_warp_post
+ * and kn_block_post take one per lane/thread, and each kn_warp_<op> /
+ * kn_block_<op> is kn_op_<op> followed by the post, the WQEs built by the
+ * same builders as at thread scope.
  */
 #ifndef KINET_DEVICE_CUDA_CUH
 #define KINET_DEVICE_CUDA_CUH
@@ -37,75 +45,9 @@
 
 #include <kinet/device.h>
 
-#define KN_CU static __device__ __forceinline__
+#define KNX_FULL_WARP 0xffffffffu
 
-/* One operation of a lane, as the high-level calls take it. */
-enum kn_op_kind {
-	KN_OP_PUT = 0,
-	KN_OP_PUT_INLINE = 1,
-	KN_OP_GET = 2,
-	KN_OP_PUT_SIGNAL = 3,
-	KN_OP_SIGNAL = 4,
-	KN_OP_FETCH_ADD = 5, /* remote word += add; its old value lands at laddr (8 bytes) */
-};
-
-typedef struct kn_op {
-	int kind;         /* enum kn_op_kind */
-	uint32_t len;     /* payload bytes */
-	uint64_t laddr;   /* local buffer (put/get/put_signal), fetch_add: its result */
-	uint32_t lkey;
-	uint32_t rkey;
-	uint64_t raddr;   /* remote buffer */
-	const void *src;  /* put_inline: the bytes */
-	uint64_t sig_raddr; /* put_signal/signal: remote 64-bit word */
-	uint32_t sig_rkey;
-	uint64_t add;
-} kn_op;
-
-KN_CU uint32_t kn_op_nwqe(const kn_op *op)
-{
-	return op->kind == KN_OP_PUT_SIGNAL ? 2u : 1u;
-}
-
-KN_CU int kn_op_valid(const kn_qp *qp, const kn_op *op)
-{
-	if (op->kind < KN_OP_PUT || op->kind > KN_OP_FETCH_ADD)
-		return 0;
-	if (op->kind == KN_OP_PUT_INLINE && (op->len > KN_MAX_INLINE_WRITE || op->len > qp->max_inline))
-		return 0;
-	return 1;
-}
-
-/* Builds the WQE(s) of op at ticket t into w[0] (and w[1]). */
-KN_CU void kn_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, kn_wqebb *w0,
-		       kn_wqebb *w1)
-{
-	switch (op->kind) {
-	case KN_OP_PUT:
-		kn_prep_write(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
-		break;
-	case KN_OP_PUT_INLINE:
-		kn_prep_write_inline(qp, w0, t, op->src, op->len, op->raddr, op->rkey);
-		break;
-	case KN_OP_GET:
-		kn_prep_read(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
-		break;
-	case KN_OP_PUT_SIGNAL:
-		kn_prep_write(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->len);
-		kn_prep_atomic_fa(qp, w1, t + 1, qp->scratch_addr, qp->scratch_lkey, op->sig_raddr,
-				  op->sig_rkey, op->add);
-		break;
-	case KN_OP_FETCH_ADD:
-		kn_prep_atomic_fa(qp, w0, t, op->laddr, op->lkey, op->raddr, op->rkey, op->add);
-		break;
-	default: /* KN_OP_SIGNAL */
-		kn_prep_atomic_fa(qp, w0, t, qp->scratch_addr, qp->scratch_lkey, op->sig_raddr,
-				  op->sig_rkey, op->add);
-		break;
-	}
-}
-
-KN_CU uint32_t kn_lane_id(void)
+static __device__ __forceinline__ uint32_t knx_lane_id(void)
 {
 	uint32_t l;
 	asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
@@ -114,31 +56,30 @@ KN_CU uint32_t kn_lane_id(void)
 
 /* ---- warp scope ----------------------------------------------------------- */
 
-#define KN_FULL_WARP 0xffffffffu
-
 /* Posts the ops of the lanes that pass one (op == NULL: this lane posts
  * nothing): one reservation, one doorbell. Every lane of the warp calls. */
-KN_CU int kn_warp_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_warp_post(const kn_qp *qp, const kn_op *op,
+						   kn_ticket_t *ticket)
 {
 	__syncwarp(); /* converge: one call of the whole warp, never two halves */
-	uint32_t lane = kn_lane_id();
-	if (__any_sync(KN_FULL_WARP, op && !kn_op_valid(qp, op)))
+	uint32_t lane = knx_lane_id();
+	if (__any_sync(KNX_FULL_WARP, op && knx_op_check(qp, op) != 0))
 		return -EINVAL;
-	uint32_t mask = __ballot_sync(KN_FULL_WARP, op != NULL);
+	uint32_t mask = __ballot_sync(KNX_FULL_WARP, op != NULL);
 	if (!mask)
 		return 0;
 	uint32_t leader = (uint32_t)__ffs(mask) - 1;
 	uint32_t lastl = 31u - (uint32_t)__clz(mask);
-	uint32_t nw = op ? kn_op_nwqe(op) : 0u;
+	uint32_t nw = op ? knx_op_nwqe(op) : 0u;
 	/* exclusive prefix sum of the WQE counts: this lane's offset */
 	uint32_t incl = nw;
 #pragma unroll
 	for (int d = 1; d < 32; d <<= 1) {
-		uint32_t o = __shfl_up_sync(KN_FULL_WARP, incl, d);
+		uint32_t o = __shfl_up_sync(KNX_FULL_WARP, incl, d);
 		if (lane >= (uint32_t)d)
 			incl += o;
 	}
-	uint32_t n = __shfl_sync(KN_FULL_WARP, incl, 31);
+	uint32_t n = __shfl_sync(KNX_FULL_WARP, incl, 31);
 	uint32_t off = incl - nw;
 	int rc = 0;
 	unsigned long long t0 = 0;
@@ -147,111 +88,93 @@ KN_CU int kn_warp_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 		rc = kn_sq_reserve(qp, n, &t);
 		t0 = t;
 	}
-	rc = __shfl_sync(KN_FULL_WARP, rc, (int)leader);
-	t0 = __shfl_sync(KN_FULL_WARP, t0, (int)leader);
+	rc = __shfl_sync(KNX_FULL_WARP, rc, (int)leader);
+	t0 = __shfl_sync(KNX_FULL_WARP, t0, (int)leader);
 	if (rc)
 		return rc;
 	kn_ticket_t t = t0 + off;
-	kn_wqebb w0 = {}, w1 = {};
+	knx_wqebb w0 = {}, w1 = {};
 	if (op) {
-		kn_op_build(qp, op, t, &w0, &w1);
-		kn_wqe_store(qp, t, &w0);
+		knx_op_build(qp, op, t, &w0, &w1);
+		knx_wqe_store(qp, t, &w0);
 		if (nw == 2)
-			kn_wqe_store(qp, t + 1, &w1);
+			knx_wqe_store(qp, t + 1, &w1);
 	}
 	/* __syncwarp orders every lane's WQE before what the ringing lane does
 	 * next; its release fence in the ring is cumulative over them */
 	__syncwarp();
 	if (lane == lastl)
-		kn_sq_submit_last(qp, t0, n, nw == 2 ? &w1 : &w0);
+		knx_sq_submit_last(qp, t0, n, nw == 2 ? &w1 : &w0);
 	__syncwarp();
 	if (ticket)
 		*ticket = op ? t + nw - 1 : 0;
 	return 0;
 }
 
-KN_CU int kn_warp_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
-		      uint32_t lkey, uint32_t len, kn_ticket_t *ticket)
+/* kn_op_<op> + kn_warp_post; arguments as the thread-scope kn_<op>. */
+static __device__ __forceinline__ int kn_warp_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey,
+						  const void *laddr, uint32_t lkey, uint32_t len,
+						  kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_PUT;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.laddr = (uint64_t)(uintptr_t)laddr;
-	op.lkey = lkey;
-	op.len = len;
+	kn_op op;
+	kn_op_put(&op, raddr, rkey, laddr, lkey, len);
 	return kn_warp_post(qp, &op, ticket);
 }
 
-KN_CU int kn_warp_put_inline(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
-			     uint32_t len, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_warp_put_inline(const kn_qp *qp, uint64_t raddr,
+							 uint32_t rkey, const void *src,
+							 uint32_t len, kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_PUT_INLINE;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.src = src;
-	op.len = len;
+	kn_op op;
+	kn_op_put_inline(&op, raddr, rkey, src, len);
 	return kn_warp_post(qp, &op, ticket);
 }
 
-KN_CU int kn_warp_get(const kn_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-		      uint32_t len, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_warp_get(const kn_qp *qp, void *laddr, uint32_t lkey,
+						  uint64_t raddr, uint32_t rkey, uint32_t len,
+						  kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_GET;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.laddr = (uint64_t)(uintptr_t)laddr;
-	op.lkey = lkey;
-	op.len = len;
+	kn_op op;
+	kn_op_get(&op, laddr, lkey, raddr, rkey, len);
 	return kn_warp_post(qp, &op, ticket);
 }
 
-KN_CU int kn_warp_put_signal(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
-			     uint32_t lkey, uint32_t len, uint64_t sig_raddr, uint32_t sig_rkey,
-			     uint64_t add, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_warp_put_signal(const kn_qp *qp, uint64_t raddr,
+							 uint32_t rkey, const void *laddr,
+							 uint32_t lkey, uint32_t len,
+							 uint64_t sig_raddr, uint32_t sig_rkey,
+							 uint64_t add, kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_PUT_SIGNAL;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.laddr = (uint64_t)(uintptr_t)laddr;
-	op.lkey = lkey;
-	op.len = len;
-	op.sig_raddr = sig_raddr;
-	op.sig_rkey = sig_rkey;
-	op.add = add;
+	kn_op op;
+	kn_op_put_signal(&op, raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, add);
 	return kn_warp_post(qp, &op, ticket);
 }
 
-KN_CU int kn_warp_signal(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
-			 kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_warp_signal(const kn_qp *qp, uint64_t sig_raddr,
+						     uint32_t sig_rkey, uint64_t add,
+						     kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_SIGNAL;
-	op.sig_raddr = sig_raddr;
-	op.sig_rkey = sig_rkey;
-	op.add = add;
+	kn_op op;
+	kn_op_signal(&op, sig_raddr, sig_rkey, add);
 	return kn_warp_post(qp, &op, ticket);
 }
 
 /* Waits (one lane polls) until the largest ticket of the warp has
  * completed; each lane gets the status of its own ticket (a lane that
  * posted nothing passes 0). Every lane of the warp calls. */
-KN_CU int kn_warp_wait(const kn_qp *qp, kn_ticket_t ticket)
+static __device__ __forceinline__ int kn_warp_wait(const kn_qp *qp, kn_ticket_t ticket)
 {
 	__syncwarp();
 	unsigned long long m = ticket;
 #pragma unroll
 	for (int d = 16; d > 0; d >>= 1) {
-		unsigned long long o = __shfl_xor_sync(KN_FULL_WARP, m, d);
+		unsigned long long o = __shfl_xor_sync(KNX_FULL_WARP, m, d);
 		m = o > m ? o : m;
 	}
 	int rc = 0;
-	if (kn_lane_id() == 0)
+	if (knx_lane_id() == 0)
 		rc = kn_wait(qp, (kn_ticket_t)m);
-	rc = __shfl_sync(KN_FULL_WARP, rc, 0);
+	rc = __shfl_sync(KNX_FULL_WARP, rc, 0);
 	__syncwarp(); /* lane 0's acquire of the CQEs covers the other lanes' reads */
 	if (rc == -ETIMEDOUT)
 		return rc;
@@ -260,144 +183,127 @@ KN_CU int kn_warp_wait(const kn_qp *qp, kn_ticket_t ticket)
 
 /* Waits for every ticket reserved on the QP so far (one lane polls). Every
  * lane of the warp calls. */
-KN_CU int kn_warp_quiet(const kn_qp *qp)
+static __device__ __forceinline__ int kn_warp_quiet(const kn_qp *qp)
 {
 	__syncwarp();
 	int rc = 0;
-	if (kn_lane_id() == 0)
+	if (knx_lane_id() == 0)
 		rc = kn_quiet(qp);
-	rc = __shfl_sync(KN_FULL_WARP, rc, 0);
+	rc = __shfl_sync(KNX_FULL_WARP, rc, 0);
 	__syncwarp();
 	return rc;
 }
 
 /* ---- block scope ---------------------------------------------------------- */
 
-KN_CU uint32_t kn_block_tid(void)
+static __device__ __forceinline__ uint32_t knx_block_tid(void)
 {
 	return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
 /* Posts one op per thread of the CTA: one reservation and one doorbell per
  * round of at most sq_wqe_cnt WQEs. Every thread of the CTA must call. */
-KN_CU int kn_block_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_block_post(const kn_qp *qp, const kn_op *op,
+						    kn_ticket_t *ticket)
 {
-	__shared__ unsigned long long kn_s_t;
-	__shared__ int kn_s_rc;
-	uint32_t tid = kn_block_tid();
+	__shared__ unsigned long long knx_s_t;
+	__shared__ int knx_s_rc;
+	uint32_t tid = knx_block_tid();
 	uint32_t nthr = blockDim.x * blockDim.y * blockDim.z;
-	uint32_t nw = kn_op_nwqe(op);
-	if (__syncthreads_or(!kn_op_valid(qp, op)))
+	uint32_t nw = knx_op_nwqe(op);
+	if (__syncthreads_or(knx_op_check(qp, op) != 0))
 		return -EINVAL;
 	uint32_t per = qp->sq_wqe_cnt / nw;
 	for (uint32_t base = 0; base < nthr; base += per) {
 		uint32_t cnt = nthr - base < per ? nthr - base : per;
 		if (tid == 0) {
 			kn_ticket_t t;
-			kn_s_rc = kn_sq_reserve(qp, cnt * nw, &t);
-			kn_s_t = t;
+			knx_s_rc = kn_sq_reserve(qp, cnt * nw, &t);
+			knx_s_t = t;
 		}
 		__syncthreads();
-		int rc = kn_s_rc;
-		kn_ticket_t t0 = kn_s_t;
+		int rc = knx_s_rc;
+		kn_ticket_t t0 = knx_s_t;
 		if (rc) {
-			__syncthreads(); /* everyone has read kn_s_rc */
+			__syncthreads(); /* everyone has read knx_s_rc */
 			return rc;
 		}
-		kn_wqebb w0 = {}, w1 = {};
+		knx_wqebb w0 = {}, w1 = {};
 		bool mine = tid >= base && tid < base + cnt;
 		if (mine) {
 			kn_ticket_t t = t0 + (uint64_t)(tid - base) * nw;
-			kn_op_build(qp, op, t, &w0, &w1);
-			kn_wqe_store(qp, t, &w0);
+			knx_op_build(qp, op, t, &w0, &w1);
+			knx_wqe_store(qp, t, &w0);
 			if (nw == 2)
-				kn_wqe_store(qp, t + 1, &w1);
+				knx_wqe_store(qp, t + 1, &w1);
 			KN_FENCE_REL(); /* before the doorbell another thread rings */
 			if (ticket)
 				*ticket = t + nw - 1;
 		}
 		__syncthreads();
 		if (tid == base + cnt - 1)
-			kn_sq_submit_last(qp, t0, cnt * nw, nw == 2 ? &w1 : &w0);
+			knx_sq_submit_last(qp, t0, cnt * nw, nw == 2 ? &w1 : &w0);
 	}
 	return 0;
 }
 
-KN_CU int kn_block_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
-		       uint32_t lkey, uint32_t len, kn_ticket_t *ticket)
+/* kn_op_<op> + kn_block_post; arguments as the thread-scope kn_<op>. */
+static __device__ __forceinline__ int kn_block_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey,
+						   const void *laddr, uint32_t lkey, uint32_t len,
+						   kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_PUT;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.laddr = (uint64_t)(uintptr_t)laddr;
-	op.lkey = lkey;
-	op.len = len;
+	kn_op op;
+	kn_op_put(&op, raddr, rkey, laddr, lkey, len);
 	return kn_block_post(qp, &op, ticket);
 }
 
-KN_CU int kn_block_put_inline(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
-			      uint32_t len, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_block_put_inline(const kn_qp *qp, uint64_t raddr,
+							  uint32_t rkey, const void *src,
+							  uint32_t len, kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_PUT_INLINE;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.src = src;
-	op.len = len;
+	kn_op op;
+	kn_op_put_inline(&op, raddr, rkey, src, len);
 	return kn_block_post(qp, &op, ticket);
 }
 
-KN_CU int kn_block_get(const kn_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
-		       uint32_t rkey, uint32_t len, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_block_get(const kn_qp *qp, void *laddr, uint32_t lkey,
+						   uint64_t raddr, uint32_t rkey, uint32_t len,
+						   kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_GET;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.laddr = (uint64_t)(uintptr_t)laddr;
-	op.lkey = lkey;
-	op.len = len;
+	kn_op op;
+	kn_op_get(&op, laddr, lkey, raddr, rkey, len);
 	return kn_block_post(qp, &op, ticket);
 }
 
-KN_CU int kn_block_put_signal(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
-			      uint32_t lkey, uint32_t len, uint64_t sig_raddr, uint32_t sig_rkey,
-			      uint64_t add, kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_block_put_signal(const kn_qp *qp, uint64_t raddr,
+							  uint32_t rkey, const void *laddr,
+							  uint32_t lkey, uint32_t len,
+							  uint64_t sig_raddr, uint32_t sig_rkey,
+							  uint64_t add, kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_PUT_SIGNAL;
-	op.raddr = raddr;
-	op.rkey = rkey;
-	op.laddr = (uint64_t)(uintptr_t)laddr;
-	op.lkey = lkey;
-	op.len = len;
-	op.sig_raddr = sig_raddr;
-	op.sig_rkey = sig_rkey;
-	op.add = add;
+	kn_op op;
+	kn_op_put_signal(&op, raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, add);
 	return kn_block_post(qp, &op, ticket);
 }
 
-KN_CU int kn_block_signal(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
-			  kn_ticket_t *ticket)
+static __device__ __forceinline__ int kn_block_signal(const kn_qp *qp, uint64_t sig_raddr,
+						      uint32_t sig_rkey, uint64_t add,
+						      kn_ticket_t *ticket)
 {
-	kn_op op = {};
-	op.kind = KN_OP_SIGNAL;
-	op.sig_raddr = sig_raddr;
-	op.sig_rkey = sig_rkey;
-	op.add = add;
+	kn_op op;
+	kn_op_signal(&op, sig_raddr, sig_rkey, add);
 	return kn_block_post(qp, &op, ticket);
 }
 
 /* Waits for every ticket reserved on the QP so far (thread 0 polls); every
  * thread of the CTA must call and gets the same result. */
-KN_CU int kn_block_quiet(const kn_qp *qp)
+static __device__ __forceinline__ int kn_block_quiet(const kn_qp *qp)
 {
-	__shared__ int kn_s_qrc;
-	if (kn_block_tid() == 0)
-		kn_s_qrc = kn_quiet(qp);
+	__shared__ int knx_s_qrc;
+	if (knx_block_tid() == 0)
+		knx_s_qrc = kn_quiet(qp);
 	__syncthreads();
-	int rc = kn_s_qrc;
+	int rc = knx_s_qrc;
 	__syncthreads(); /* everyone has read it before the next call writes it */
 	return rc;
 }

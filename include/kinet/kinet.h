@@ -5,7 +5,12 @@
  * descriptor, errors, logging and tunables.
  *
  * Every call returns 0 (or a non-negative value where stated) on success and
- * a negative errno on failure; kinet_strerror() explains the code.
+ * a negative errno (or -KINET_E*, kinet/errors.h) on failure;
+ * kinet_strerror() explains the code.
+ *
+ * Of the device API this header sees only its types (kinet/device_types.h);
+ * code that posts from the host executor or a kernel includes
+ * kinet/device.h.
  */
 #ifndef KINET_KINET_H
 #define KINET_KINET_H
@@ -13,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <kinet/device.h>
+#include <kinet/errors.h>
+#include <kinet/prm.h>          /* struct kn_cqe64, KN_SYND_* */
+#include <kinet/device_types.h> /* kn_qp, kn_qp_state, enum kn_db_mode, enum kn_share */
 
 #ifdef __cplusplus
 extern "C" {

@@ -23,15 +23,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <kinet/errors.h>
 #include <kinet/kinet.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* kinet error codes beyond errno (also known to kinet_strerror). */
-#define KINET_ERR_BASE 2000
-#define KINET_EVERSION (KINET_ERR_BASE + 2)
 
 /* Version of the descriptor format (and of the wire protocol it implies;
  * 2: rendezvous writes and cumulative acknowledgements). */

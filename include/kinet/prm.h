@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kinet/prm.h - mlx5 queue formats (WQE segments, CQE, opcodes, syndromes),
- * written from the ConnectX PRM layouts. Every backend speaks these bytes.
+ * written from the ConnectX PRM layouts, and kinet's byte-order helpers.
+ * Every backend speaks these bytes.
  *
  * This header is usable from C (host) and CUDA (device). It defines its own
  * structs so it needs no rdma-core at build time; tests/unit/test_prm.c checks
@@ -12,10 +13,17 @@
 
 #include <stdint.h>
 
+/* KN_INLINE declares every function of kinet's public headers that both a C
+ * (or C++) compiler and nvcc compile: host and device code, always inlined,
+ * under nvcc; static inline, always inlined, elsewhere, so the host executor
+ * runs the code the GPU runs (the thread-scope calls are wrappers that must
+ * fold into straight-line code). It lives here because prm.h is the lowest
+ * of those headers; the CUDA-only header (device_cuda.cuh) spells its
+ * __device__ functions out. */
 #if defined(__CUDACC__)
-#define KN_HD __host__ __device__ __forceinline__
+#define KN_INLINE static __host__ __device__ __forceinline__
 #else
-#define KN_HD static inline __attribute__((always_inline))
+#define KN_INLINE static inline __attribute__((always_inline))
 #endif
 
 /* ---- sizes ---------------------------------------------------------- */
@@ -151,8 +159,11 @@ struct kn_err_cqe {
 };
 
 /* ---- byte order, host and device -------------------------------------- */
-KN_HD uint16_t kn_bswap16(uint16_t v) { return (uint16_t)((v << 8) | (v >> 8)); }
-KN_HD uint32_t kn_bswap32(uint32_t v)
+/* The one definition of byte order in kinet (the WQE/CQE formats, the
+ * descriptors, the wire and bootstrap messages use these). Every supported
+ * host (x86-64, aarch64) and every GPU is little-endian. */
+KN_INLINE uint16_t kn_bswap16(uint16_t v) { return (uint16_t)((v << 8) | (v >> 8)); }
+KN_INLINE uint32_t kn_bswap32(uint32_t v)
 {
 #if defined(__CUDA_ARCH__)
 	return __byte_perm(v, 0, 0x0123);
@@ -160,20 +171,90 @@ KN_HD uint32_t kn_bswap32(uint32_t v)
 	return __builtin_bswap32(v);
 #endif
 }
-KN_HD uint64_t kn_bswap64(uint64_t v)
+KN_INLINE uint64_t kn_bswap64(uint64_t v)
 {
 	return ((uint64_t)kn_bswap32((uint32_t)v) << 32) | kn_bswap32((uint32_t)(v >> 32));
 }
-/* Every supported host (x86-64, aarch64) and every GPU is little-endian. */
-KN_HD uint16_t kn_htobe16(uint16_t v) { return kn_bswap16(v); }
-KN_HD uint32_t kn_htobe32(uint32_t v) { return kn_bswap32(v); }
-KN_HD uint64_t kn_htobe64(uint64_t v) { return kn_bswap64(v); }
-KN_HD uint16_t kn_be16toh(uint16_t v) { return kn_bswap16(v); }
-KN_HD uint32_t kn_be32toh(uint32_t v) { return kn_bswap32(v); }
-KN_HD uint64_t kn_be64toh(uint64_t v) { return kn_bswap64(v); }
+KN_INLINE uint16_t kn_htobe16(uint16_t v) { return kn_bswap16(v); }
+KN_INLINE uint32_t kn_htobe32(uint32_t v) { return kn_bswap32(v); }
+KN_INLINE uint64_t kn_htobe64(uint64_t v) { return kn_bswap64(v); }
+KN_INLINE uint16_t kn_be16toh(uint16_t v) { return kn_bswap16(v); }
+KN_INLINE uint32_t kn_be32toh(uint32_t v) { return kn_bswap32(v); }
+KN_INLINE uint64_t kn_be64toh(uint64_t v) { return kn_bswap64(v); }
+
+/* Unaligned loads and stores of big- and little-endian integers in byte
+ * strings (descriptors, message headers). */
+KN_INLINE uint16_t kn_load_be16(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint16_t)((uint32_t)b[0] << 8 | b[1]);
+}
+KN_INLINE uint32_t kn_load_be32(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+KN_INLINE uint64_t kn_load_be64(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint64_t)kn_load_be32(b) << 32 | kn_load_be32(b + 4);
+}
+KN_INLINE void kn_store_be16(void *p, uint16_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+KN_INLINE void kn_store_be32(void *p, uint32_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+KN_INLINE void kn_store_be64(void *p, uint64_t v)
+{
+	kn_store_be32(p, (uint32_t)(v >> 32));
+	kn_store_be32((uint8_t *)p + 4, (uint32_t)v);
+}
+KN_INLINE uint16_t kn_load_le16(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint16_t)((uint32_t)b[1] << 8 | b[0]);
+}
+KN_INLINE uint32_t kn_load_le32(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+}
+KN_INLINE uint64_t kn_load_le64(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint64_t)kn_load_le32(b + 4) << 32 | kn_load_le32(b);
+}
+KN_INLINE void kn_store_le16(void *p, uint16_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+KN_INLINE void kn_store_le32(void *p, uint32_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)(v >> 16);
+	b[3] = (uint8_t)(v >> 24);
+}
+KN_INLINE void kn_store_le64(void *p, uint64_t v)
+{
+	kn_store_le32(p, (uint32_t)v);
+	kn_store_le32((uint8_t *)p + 4, (uint32_t)(v >> 32));
+}
 
 /* ---- segment builders (byte-identical to mlx5dv_set_*_seg) ----------- */
-KN_HD void kn_set_ctrl_seg(struct kn_wqe_ctrl_seg *seg, uint16_t pi, uint8_t opcode,
+KN_INLINE void kn_set_ctrl_seg(struct kn_wqe_ctrl_seg *seg, uint16_t pi, uint8_t opcode,
 			   uint8_t opmod, uint32_t qpn, uint8_t fm_ce_se, uint8_t ds,
 			   uint8_t signature, uint32_t imm)
 {
@@ -185,7 +266,10 @@ KN_HD void kn_set_ctrl_seg(struct kn_wqe_ctrl_seg *seg, uint16_t pi, uint8_t opc
 	seg->imm = imm;
 }
 
-KN_HD void kn_set_data_seg(struct kn_wqe_data_seg *seg, uint32_t length, uint32_t lkey,
+/* length is written as given: in a send WQE its bit 31 is the inline flag
+ * (KN_INLINE_SEG), so a data segment carries at most 2^31 - 1 bytes
+ * (KN_MAX_LEN); the device API checks that, this raw builder does not. */
+KN_INLINE void kn_set_data_seg(struct kn_wqe_data_seg *seg, uint32_t length, uint32_t lkey,
 			   uint64_t addr)
 {
 	seg->byte_count = kn_htobe32(length);
@@ -193,14 +277,14 @@ KN_HD void kn_set_data_seg(struct kn_wqe_data_seg *seg, uint32_t length, uint32_
 	seg->addr = kn_htobe64(addr);
 }
 
-KN_HD void kn_set_raddr_seg(struct kn_wqe_raddr_seg *seg, uint64_t raddr, uint32_t rkey)
+KN_INLINE void kn_set_raddr_seg(struct kn_wqe_raddr_seg *seg, uint64_t raddr, uint32_t rkey)
 {
 	seg->raddr = kn_htobe64(raddr);
 	seg->rkey = kn_htobe32(rkey);
 	seg->reserved = 0;
 }
 
-KN_HD void kn_set_atomic_seg(struct kn_wqe_atomic_seg *seg, uint64_t swap_add,
+KN_INLINE void kn_set_atomic_seg(struct kn_wqe_atomic_seg *seg, uint64_t swap_add,
 			     uint64_t compare)
 {
 	seg->swap_add = kn_htobe64(swap_add);
@@ -208,17 +292,25 @@ KN_HD void kn_set_atomic_seg(struct kn_wqe_atomic_seg *seg, uint64_t swap_add,
 }
 
 /* ---- CQE accessors ------------------------------------------------------ */
-KN_HD uint8_t kn_cqe_opcode(const struct kn_cqe64 *cqe) { return cqe->op_own >> 4; }
-KN_HD uint8_t kn_cqe_owner(const struct kn_cqe64 *cqe) { return cqe->op_own & 1; }
-KN_HD uint8_t kn_wqe_opcode_of(const struct kn_wqe_ctrl_seg *c)
+KN_INLINE uint8_t kn_cqe_opcode(const struct kn_cqe64 *cqe) { return cqe->op_own >> 4; }
+KN_INLINE uint8_t kn_cqe_owner(const struct kn_cqe64 *cqe) { return cqe->op_own & 1; }
+/* A CQE at index idx of a CQ of cnt entries (a power of two) is there when
+ * its opcode is valid and its owner bit matches idx's lap (bit log2(cnt) of
+ * idx). Reads op_own once, as a volatile byte (the NIC writes it last). */
+KN_INLINE int kn_cqe_ready(const struct kn_cqe64 *cqe, uint64_t idx, uint32_t cnt)
+{
+	uint8_t op_own = *(volatile const uint8_t *)&cqe->op_own;
+	return (op_own >> 4) != KN_CQE_INVALID && (op_own & 1) == ((idx / cnt) & 1);
+}
+KN_INLINE uint8_t kn_wqe_opcode_of(const struct kn_wqe_ctrl_seg *c)
 {
 	return (uint8_t)(kn_be32toh(c->opmod_idx_opcode) & 0xff);
 }
-KN_HD uint16_t kn_wqe_index_of(const struct kn_wqe_ctrl_seg *c)
+KN_INLINE uint16_t kn_wqe_index_of(const struct kn_wqe_ctrl_seg *c)
 {
 	return (uint16_t)(kn_be32toh(c->opmod_idx_opcode) >> 8);
 }
-KN_HD uint8_t kn_wqe_ds_of(const struct kn_wqe_ctrl_seg *c)
+KN_INLINE uint8_t kn_wqe_ds_of(const struct kn_wqe_ctrl_seg *c)
 {
 	return (uint8_t)(kn_be32toh(c->qpn_ds) & 0x3f);
 }

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <kinet/boot.h>
+#include <kinet/prm.h> /* byte order: kn_load_be32, kn_store_be32, ... */
 #include "internal.h"
 
 #define KBOOT_MAGIC 0x4B4E4254u /* "KNBT" */
@@ -87,34 +88,14 @@ bool kboot_tag_equal(const uint8_t *a, const uint8_t *b, size_t len);
 /* n random bytes from the kernel; 0 or -errno. */
 int kboot_random(void *buf, size_t n);
 
-/* ---- byte order helpers ------------------------------------------------------ */
-static inline void kboot_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-static inline uint32_t kboot_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline void kboot_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-static inline uint16_t kboot_get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-/* Fills a 12-byte header. */
+/* ---- messages ------------------------------------------------------------------ */
+/* Fills a 12-byte header (big-endian, kn_store_be* of kinet/prm.h). */
 static inline void kboot_hdr(uint8_t *h, uint16_t version, uint16_t type, uint32_t len)
 {
-	kboot_put32(h, KBOOT_MAGIC);
-	kboot_put16(h + 4, version);
-	kboot_put16(h + 6, type);
-	kboot_put32(h + 8, len);
+	kn_store_be32(h, KBOOT_MAGIC);
+	kn_store_be16(h + 4, version);
+	kn_store_be16(h + 6, type);
+	kn_store_be32(h + 8, len);
 }
 
 /* ---- time ---------------------------------------------------------------------- */

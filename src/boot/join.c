@@ -288,7 +288,7 @@ static int hs_start(struct join *j, int fd, const struct sockaddr_storage *from)
 	kboot_set_socket_opts(fd);
 	uint8_t ch[KBOOT_CHALLENGE_LEN];
 	memcpy(ch, h->nonce_s, KBOOT_NONCE_LEN);
-	kboot_put32(ch + KBOOT_NONCE_LEN, (uint32_t)j->b->size);
+	kn_store_be32(ch + KBOOT_NONCE_LEN, (uint32_t)j->b->size);
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
 				 .data.u64 = tag_of(TAG_HS, i, h->gen)};
 	if (kboot_send_now(fd, KBOOT_CHALLENGE, ch, sizeof(ch)) ||
@@ -321,7 +321,7 @@ static void hs_response(struct join *j, int i)
 	struct hs *h = &j->hs[i];
 	kinet_boot *b = j->b;
 	const uint8_t *r = h->buf + KBOOT_HDR_LEN;
-	uint32_t rank = kboot_get32(r), size = kboot_get32(r + 4);
+	uint32_t rank = kn_load_be32(r), size = kn_load_be32(r + 4);
 	const uint8_t *nc = r + 8, *tag = r + 8 + KBOOT_NONCE_LEN;
 	uint8_t want[KBOOT_TAG_LEN];
 	char text[160];

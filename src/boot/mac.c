@@ -22,20 +22,6 @@ static inline uint64_t rotl(uint64_t x, int b)
 	return (x << b) | (x >> (64 - b));
 }
 
-static inline uint64_t load_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static inline void store_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 struct sip {
 	uint64_t v0, v1, v2, v3;
 	uint8_t buf[8];
@@ -63,7 +49,7 @@ static inline void sip_round(struct sip *s)
 
 static void sip_init(struct sip *s, const uint8_t key[16])
 {
-	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+	uint64_t k0 = kn_load_le64(key), k1 = kn_load_le64(key + 8);
 	s->v0 = k0 ^ 0x736f6d6570736575ull; /* "somepseudorandomlygeneratedbytes" */
 	s->v1 = k1 ^ 0x646f72616e646f6dull;
 	s->v2 = k0 ^ 0x6c7967656e657261ull;
@@ -93,7 +79,7 @@ static void sip_update(struct sip *s, const void *data, size_t len)
 		p += n;
 		len -= n;
 		if (s->nbuf == 8) {
-			sip_block(s, load_le64(s->buf));
+			sip_block(s, kn_load_le64(s->buf));
 			s->nbuf = 0;
 		}
 	}
@@ -130,7 +116,7 @@ static void sip128(const uint8_t key[16], uint8_t domain, const void *msg, size_
 		sip_init(&s, key);
 		sip_update(&s, d, sizeof(d));
 		sip_update(&s, msg, len);
-		store_le64(out + 8 * half, sip_final(&s));
+		kn_store_le64(out + 8 * half, sip_final(&s));
 	}
 }
 

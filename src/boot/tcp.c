@@ -142,7 +142,7 @@ static uint32_t error_payload(uint8_t *p, int code, const char *text)
 	size_t tl = strlen(text);
 	if (tl > KBOOT_ERRTEXT_MAX)
 		tl = KBOOT_ERRTEXT_MAX;
-	kboot_put32(p, (uint32_t)code);
+	kn_store_be32(p, (uint32_t)code);
 	memcpy(p + 4, text, tl);
 	return (uint32_t)(4 + tl);
 }
@@ -172,13 +172,13 @@ void kboot_notify_all(kinet_boot *b, int code, const char *text)
  * protocol) or -KINET_EVERSION (*peer_version set). */
 int kboot_parse_hdr(const uint8_t *h, uint16_t *type, uint32_t *len, uint16_t *peer_version)
 {
-	if (kboot_get32(h) != KBOOT_MAGIC)
+	if (kn_load_be32(h) != KBOOT_MAGIC)
 		return -EPROTO;
-	*peer_version = kboot_get16(h + 4);
+	*peer_version = kn_load_be16(h + 4);
 	if (*peer_version != KINET_BOOT_PROTO_VERSION)
 		return -KINET_EVERSION;
-	*type = kboot_get16(h + 6);
-	*len = kboot_get32(h + 8);
+	*type = kn_load_be16(h + 6);
+	*len = kn_load_be32(h + 8);
 	return 0;
 }
 
@@ -193,7 +193,7 @@ static int read_error(int fd, uint32_t len, int64_t deadline, const char *from)
 	int rc = recv_all(fd, p, len, deadline);
 	if (rc)
 		return rc;
-	int32_t code = (int32_t)kboot_get32(p);
+	int32_t code = (int32_t)kn_load_be32(p);
 	p[len] = 0;
 	for (uint32_t i = 4; i < len; i++) /* printable text only in the log */
 		if (p[i] < 32 || p[i] > 126)
@@ -263,9 +263,9 @@ void kboot_auth_tag(const uint8_t key[16], char role, const uint8_t *ns, const u
 	m[0] = (uint8_t)role;
 	memcpy(m + 1, ns, KBOOT_NONCE_LEN);
 	memcpy(m + 1 + KBOOT_NONCE_LEN, nc, KBOOT_NONCE_LEN);
-	kboot_put32(m + 1 + 2 * KBOOT_NONCE_LEN, rank);
-	kboot_put32(m + 5 + 2 * KBOOT_NONCE_LEN, size);
-	kboot_put16(m + 9 + 2 * KBOOT_NONCE_LEN, KINET_BOOT_PROTO_VERSION);
+	kn_store_be32(m + 1 + 2 * KBOOT_NONCE_LEN, rank);
+	kn_store_be32(m + 5 + 2 * KBOOT_NONCE_LEN, size);
+	kn_store_be16(m + 9 + 2 * KBOOT_NONCE_LEN, KINET_BOOT_PROTO_VERSION);
 	kboot_mac(key, m, sizeof(m), tag);
 }
 
@@ -363,13 +363,13 @@ static int client_join(kinet_boot *b, int fd, const uint8_t key[16], int64_t dea
 	uint8_t ch[KBOOT_CHALLENGE_LEN];
 	if ((rc = recv_all(fd, ch, sizeof(ch), deadline)))
 		return rc;
-	if (kboot_get32(ch + KBOOT_NONCE_LEN) != (uint32_t)b->size)
+	if (kn_load_be32(ch + KBOOT_NONCE_LEN) != (uint32_t)b->size)
 		KLOG_WARN("boot: rank 0 runs a job of %u processes, this rank was told %d",
-			  kboot_get32(ch + KBOOT_NONCE_LEN), b->size);
+			  kn_load_be32(ch + KBOOT_NONCE_LEN), b->size);
 	uint8_t resp[KBOOT_RESPONSE_LEN];
 	uint8_t *nc = resp + 8;
-	kboot_put32(resp, (uint32_t)b->rank);
-	kboot_put32(resp + 4, (uint32_t)b->size);
+	kn_store_be32(resp, (uint32_t)b->rank);
+	kn_store_be32(resp + 4, (uint32_t)b->size);
 	if (kboot_random(nc, KBOOT_NONCE_LEN))
 		return -EIO;
 	kboot_auth_tag(key, 'C', ch, nc, (uint32_t)b->rank, (uint32_t)b->size,
@@ -479,7 +479,7 @@ int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
 	uint8_t *out = all;
 	uint8_t seq[4];
 	int rc = 0;
-	kboot_put32(seq, b->seq);
+	kn_store_be32(seq, b->seq);
 
 	if (b->rank == 0) {
 		if (len)
@@ -504,9 +504,9 @@ int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
 			}
 			if (!rc)
 				rc = recv_all(b->fds[r], h + KBOOT_HDR_LEN, 4, deadline);
-			if (!rc && kboot_get32(h + KBOOT_HDR_LEN) != b->seq) {
+			if (!rc && kn_load_be32(h + KBOOT_HDR_LEN) != b->seq) {
 				KLOG_ERR("boot: allgather: %s is at collective %u, rank 0 at %u",
-					 from, kboot_get32(h + KBOOT_HDR_LEN), b->seq);
+					 from, kn_load_be32(h + KBOOT_HDR_LEN), b->seq);
 				rc = -EPROTO;
 			}
 			if (!rc && len)
@@ -562,9 +562,9 @@ int kboot_tcp_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
 	}
 	if ((rc = recv_all(fd, h, 4, deadline)))
 		return rc;
-	if (kboot_get32(h) != b->seq) {
+	if (kn_load_be32(h) != b->seq) {
 		KLOG_ERR("boot: allgather: rank 0 is at collective %u, this rank at %u",
-			 kboot_get32(h), b->seq);
+			 kn_load_be32(h), b->seq);
 		return -EPROTO;
 	}
 	return total ? recv_all(fd, out, total, deadline) : 0;

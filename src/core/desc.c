@@ -19,39 +19,6 @@
 
 #define QP_FIXED 64u /* bytes before the address */
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = kn_htobe16(v);
-	memcpy(p, &v, 2);
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = kn_htobe32(v);
-	memcpy(p, &v, 4);
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = kn_htobe64(v);
-	memcpy(p, &v, 8);
-}
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return kn_be16toh(v);
-}
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return kn_be32toh(v);
-}
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return kn_be64toh(v);
-}
 
 /* Magic, version and length of any descriptor. */
 static int check_head(const uint8_t *b, size_t len, const char *magic, const char *what,
@@ -61,13 +28,13 @@ static int check_head(const uint8_t *b, size_t len, const char *magic, const cha
 		KLOG_ERR("%s descriptor: not a kinet %s descriptor (%zu bytes)", what, what, len);
 		return -EPROTO;
 	}
-	uint16_t ver = get16(b + 4);
+	uint16_t ver = kn_load_be16(b + 4);
 	if (ver != KINET_NET_VERSION) {
 		KLOG_ERR("%s descriptor: version %u, this library speaks version %u", what, ver,
 			 KINET_NET_VERSION);
 		return -KINET_EVERSION;
 	}
-	uint16_t dlen = get16(b + 6);
+	uint16_t dlen = kn_load_be16(b + 6);
 	if (dlen < min || dlen > len) {
 		KLOG_ERR("%s descriptor: truncated or malformed (%zu bytes, says %u)", what, len,
 			 dlen);
@@ -112,12 +79,12 @@ int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 	uint8_t *b = buf;
 	memset(b, 0, n);
 	memcpy(b, "KNQP", 4);
-	put16(b + 4, KINET_NET_VERSION);
-	put16(b + 6, (uint16_t)n);
-	put32(b + 8, qp->qpn);
-	put32(b + 12, (uint32_t)l.addr_len);
-	put64(b + 16, l.gen);
-	put64(b + 24, l.node);
+	kn_store_be16(b + 4, KINET_NET_VERSION);
+	kn_store_be16(b + 6, (uint16_t)n);
+	kn_store_be32(b + 8, qp->qpn);
+	kn_store_be32(b + 12, (uint32_t)l.addr_len);
+	kn_store_be64(b + 16, l.gen);
+	kn_store_be64(b + 24, l.node);
 	snprintf((char *)b + 32, 32, "%s", l.transport);
 	memcpy(b + QP_FIXED, l.addr, l.addr_len);
 	return (int)n;
@@ -132,13 +99,13 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out)
 	if (rc)
 		return rc;
 	memset(out, 0, sizeof(*out));
-	out->version = get16(b + 4);
-	out->qpn = get32(b + 8);
-	out->addr_len = get32(b + 12);
-	out->gen = get64(b + 16);
-	out->node = get64(b + 24);
+	out->version = kn_load_be16(b + 4);
+	out->qpn = kn_load_be32(b + 8);
+	out->addr_len = kn_load_be32(b + 12);
+	out->gen = kn_load_be64(b + 16);
+	out->node = kn_load_be64(b + 24);
 	if (out->addr_len == 0 || out->addr_len > sizeof(out->addr) ||
-	    QP_FIXED + out->addr_len != get16(b + 6) || memchr(b + 32, 0, 32) == NULL) {
+	    QP_FIXED + out->addr_len != kn_load_be16(b + 6) || memchr(b + 32, 0, 32) == NULL) {
 		KLOG_ERR("QP descriptor: malformed address or provider field");
 		return -EPROTO;
 	}
@@ -179,13 +146,13 @@ int kinet_mr_export(const kinet_mr *mr, void *buf, size_t cap)
 	uint8_t *b = buf;
 	memset(b, 0, KINET_MR_DESC_SIZE);
 	memcpy(b, "KNMR", 4);
-	put16(b + 4, KINET_NET_VERSION);
-	put16(b + 6, KINET_MR_DESC_SIZE);
-	put32(b + 8, kinet_mr_rkey(mr));
-	put32(b + 12, (uint32_t)kinet_mr_kind(mr));
-	put64(b + 16, (uint64_t)(uintptr_t)kinet_mr_addr(mr));
-	put64(b + 24, (uint64_t)kinet_mr_len(mr));
-	put64(b + 32, kinet_node());
+	kn_store_be16(b + 4, KINET_NET_VERSION);
+	kn_store_be16(b + 6, KINET_MR_DESC_SIZE);
+	kn_store_be32(b + 8, kinet_mr_rkey(mr));
+	kn_store_be32(b + 12, (uint32_t)kinet_mr_kind(mr));
+	kn_store_be64(b + 16, (uint64_t)(uintptr_t)kinet_mr_addr(mr));
+	kn_store_be64(b + 24, (uint64_t)kinet_mr_len(mr));
+	kn_store_be64(b + 32, kinet_node());
 	return KINET_MR_DESC_SIZE;
 }
 
@@ -198,11 +165,11 @@ int kinet_mr_desc_parse(const void *buf, size_t len, struct kinet_mr_info *out)
 	if (rc)
 		return rc;
 	memset(out, 0, sizeof(*out));
-	out->version = get16(b + 4);
-	out->rkey = get32(b + 8);
-	out->kind = get32(b + 12);
-	out->addr = get64(b + 16);
-	out->len = get64(b + 24);
-	out->gen = get64(b + 32);
+	out->version = kn_load_be16(b + 4);
+	out->rkey = kn_load_be32(b + 8);
+	out->kind = kn_load_be32(b + 12);
+	out->addr = kn_load_be64(b + 16);
+	out->len = kn_load_be64(b + 24);
+	out->gen = kn_load_be64(b + 32);
 	return 0;
 }

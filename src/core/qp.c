@@ -94,6 +94,9 @@ void kinet_qp_fill_desc(kinet_qp *qp)
 	d->share = (uint32_t)qp->attr.share;
 	d->max_inline = qp->attr.max_inline;
 	d->backend = (uint32_t)qp->ctx->backend;
+	/* a NIC that takes the record or the register, whichever it sees first,
+	 * needs no fence between them (device code skips it) */
+	d->flags = (qp->flags & KINET_QPF_HW_DOORBELL) ? 0 : KN_QP_DB_UNORDERED;
 }
 
 /* Validates and completes the attributes (defaults, IB encodings). */

@@ -107,7 +107,7 @@ static inline void gu_diag(const struct gu_ctx *g, int i)
 	uint32_t dbr = h ? kn_be32toh(h->dbrec[KN_SND_DBR]) : 0;
 	uint64_t reg = h ? *(volatile uint64_t *)h->db : 0;
 	uint32_t cqci = h ? kn_be32toh(*h->cq_dbrec) : 0;
-	uint8_t own = h ? kn_cqe_at(h, st.done)->op_own : 0;
+	uint8_t own = h ? knx_cqe_at(h, st.done)->op_own : 0;
 	fprintf(stderr,
 		"qp %u (%s): resv %llu ready %llu rung %llu done %llu err %llx db_lock %u "
 		"poll_lock %u | dbr %u reg idx %u cq ci %u op_own[done] 0x%x | wqes %llu "

@@ -302,3 +302,85 @@ static void run_atomics(int cas)
 
 Test(gpu_ops, atomic_fetch_add, .timeout = 120) { run_atomics(0); }
 Test(gpu_ops, atomic_compare_swap, .timeout = 120) { run_atomics(1); }
+
+/* A length a data segment cannot carry (bit 31 is its inline flag): at
+ * thread scope the call is refused; at warp and block scope one lane's bad
+ * length refuses the whole post. Every caller gets -EINVAL, no ticket is
+ * taken, nothing reaches the SQ or the target. */
+__global__ void badlen_kernel(ops_args a, uint32_t bad)
+{
+	uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+	kn_op op = make_op(&a, g);
+	if (a.scope == GU_THREAD || g % 32 == bad) /* one lane of every warp */
+		op.len = 0x80000000u | op.len;
+	kn_ticket_t t = ~0ull;
+	int rc;
+	if (a.scope == GU_THREAD)
+		rc = kn_post(a.qp, &op, &t);
+	else if (a.scope == GU_WARP)
+		rc = kn_warp_post(a.qp, &op, &t);
+	else
+		rc = kn_block_post(a.qp, &op, &t);
+	a.rc[g] = rc == -EINVAL && t == ~0ull ? 0 : (rc ? rc : 1);
+}
+
+static void run_badlen(int kind)
+{
+	const uint32_t n = 64;
+	for (int scope = GU_THREAD; scope <= GU_BLOCK; scope++) {
+		struct gu_ctx g;
+		gu_open(&g, 1, 64, KN_DB_GPU, scope == GU_BLOCK ? KN_SHARE_EXCLUSIVE : KN_SHARE_CTA,
+			1);
+		struct gu_buf loc, rem, sig;
+		gu_buf_alloc(&loc, g.pd, (size_t)n * CHUNK, 500 + scope, 0);
+		gu_buf_alloc(&rem, g.pd, (size_t)n * CHUNK, 510 + scope, 0);
+		gu_buf_alloc(&sig, g.pd, 64, 520 + scope, 0);
+		kn_qp *h;
+		cr_assert_eq(kinet_qp_device(g.a[0], &h), 0);
+		size_t sqb = (size_t)h->sq_wqe_cnt * KN_SEND_WQE_BB;
+		uint8_t *sq0 = (uint8_t *)malloc(sqb);
+		memcpy(sq0, h->sq, sqb);
+		int *drc;
+		CU(cudaMalloc((void **)&drc, n * sizeof(int)));
+		ops_args a;
+		memset(&a, 0, sizeof(a));
+		a.qp = g.d[0];
+		a.scope = scope;
+		a.kind = kind;
+		a.local = loc.dev;
+		a.lkey = kinet_mr_lkey(loc.mr);
+		a.remote = (uint64_t)(uintptr_t)rem.dev;
+		a.rkey = gu_key(&rem);
+		a.sig = (uint64_t)(uintptr_t)sig.dev;
+		a.sig_rkey = gu_key(&sig);
+		a.rc = drc;
+		badlen_kernel<<<1, n>>>(a, 5);
+		CU_SYNC();
+		int hrc[n];
+		CU(cudaMemcpy(hrc, drc, sizeof(hrc), cudaMemcpyDeviceToHost));
+		for (uint32_t i = 0; i < n; i++)
+			cr_assert_eq(hrc[i], 0,
+				     "op %d, %s scope, slot %u: %d (want -EINVAL, no ticket)", kind,
+				     gu_scope_name[scope], i, hrc[i]);
+		kn_qp_state st;
+		cr_assert_eq(kinet_qp_cuda_state_read(g.a[0], &st), 0);
+		cr_assert_eq(st.resv, 0, "%s scope: a ticket was taken", gu_scope_name[scope]);
+		cr_assert_eq(memcmp(sq0, h->sq, sqb), 0, "%s scope: the SQ was written",
+			     gu_scope_name[scope]);
+		uint8_t *rback = (uint8_t *)malloc(rem.len);
+		gu_buf_read(&rem, rback);
+		cr_assert_eq(gu_diff(rback, rem.mirror, rem.len), -1, "%s scope: target written",
+			     gu_scope_name[scope]);
+		free(rback);
+		free(sq0);
+		cudaFree(drc);
+		gu_buf_free(&loc);
+		gu_buf_free(&rem);
+		gu_buf_free(&sig);
+		gu_close(&g);
+	}
+}
+
+Test(gpu_ops, put_bit31_refused, .timeout = 120) { run_badlen(KN_OP_PUT); }
+Test(gpu_ops, get_bit31_refused, .timeout = 120) { run_badlen(KN_OP_GET); }
+Test(gpu_ops, put_signal_bit31_refused, .timeout = 120) { run_badlen(KN_OP_PUT_SIGNAL); }

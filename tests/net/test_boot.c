@@ -252,7 +252,7 @@ Test(boot, malformed_bytes_to_rank0_do_not_break_it)
 	send(fd, buf, KBOOT_HDR_LEN, MSG_NOSIGNAL);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_CHALLENGE);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf + 256), EPROTO);
+	cr_assert_eq((int)kn_load_be32(buf + 256), EPROTO);
 	close(fd);
 
 	/* 3. a truncated response, then hang up */
@@ -267,19 +267,19 @@ Test(boot, malformed_bytes_to_rank0_do_not_break_it)
 	send(fd, buf, KBOOT_HDR_LEN, MSG_NOSIGNAL);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_CHALLENGE);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf + 256), KINET_EVERSION);
+	cr_assert_eq((int)kn_load_be32(buf + 256), KINET_EVERSION);
 	close(fd);
 
 	/* 5. a well-formed response with a forged tag */
 	fd = connect_to(sh->addr);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_CHALLENGE);
 	kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_RESPONSE, KBOOT_RESPONSE_LEN);
-	kboot_put32(buf + KBOOT_HDR_LEN, 1);
-	kboot_put32(buf + KBOOT_HDR_LEN + 4, 2);
+	kn_store_be32(buf + KBOOT_HDR_LEN, 1);
+	kn_store_be32(buf + KBOOT_HDR_LEN + 4, 2);
 	tu_fill_random(buf + KBOOT_HDR_LEN + 8, KBOOT_NONCE_LEN + KBOOT_TAG_LEN, 5);
 	send(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_NOSIGNAL);
 	cr_assert_eq(read_msg(fd, buf + 256, 256, &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf + 256), KINET_ESECRET);
+	cr_assert_eq((int)kn_load_be32(buf + 256), KINET_ESECRET);
 	close(fd);
 
 	/* 6. a connection that stays open and silent while the real rank joins */
@@ -314,7 +314,7 @@ static int fake_admit(int fd, const uint8_t key[16])
 	tu_fill_random(ns, sizeof(ns), 3);
 	kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
 	memcpy(buf + KBOOT_HDR_LEN, ns, KBOOT_NONCE_LEN);
-	kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
+	kn_store_be32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
 	send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
 	if (recv(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_WAITALL) !=
 	    KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN)
@@ -322,7 +322,7 @@ static int fake_admit(int fd, const uint8_t key[16])
 	const uint8_t *r = buf + KBOOT_HDR_LEN;
 	uint8_t out[2 * KBOOT_HDR_LEN + KBOOT_TAG_LEN];
 	kboot_hdr(out, KINET_BOOT_PROTO_VERSION, KBOOT_ACCEPT, KBOOT_ACCEPT_LEN);
-	kboot_auth_tag(key, 'S', ns, r + 8, kboot_get32(r), kboot_get32(r + 4),
+	kboot_auth_tag(key, 'S', ns, r + 8, kn_load_be32(r), kn_load_be32(r + 4),
 		       out + KBOOT_HDR_LEN);
 	kboot_hdr(out + KBOOT_HDR_LEN + KBOOT_TAG_LEN, KINET_BOOT_PROTO_VERSION, KBOOT_READY, 0);
 	return send(fd, out, sizeof(out), MSG_NOSIGNAL) == (ssize_t)sizeof(out) ? 0 : -1;
@@ -345,7 +345,7 @@ static void fake_rank0(int lfd, enum fake_mode mode)
 	} else if (mode == FAKE_BAD_SERVER_TAG) {
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
 		tu_fill_random(buf + KBOOT_HDR_LEN, KBOOT_NONCE_LEN, 3);
-		kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
+		kn_store_be32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
 		send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
 		recv(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_WAITALL);
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_ACCEPT, KBOOT_ACCEPT_LEN);
@@ -355,7 +355,7 @@ static void fake_rank0(int lfd, enum fake_mode mode)
 		/* what rank 0 tells a handshake it drops for a newer one */
 		kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_CHALLENGE, KBOOT_CHALLENGE_LEN);
 		tu_fill_random(buf + KBOOT_HDR_LEN, KBOOT_NONCE_LEN, 5);
-		kboot_put32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
+		kn_store_be32(buf + KBOOT_HDR_LEN + KBOOT_NONCE_LEN, 2);
 		send(fd, buf, KBOOT_HDR_LEN + KBOOT_CHALLENGE_LEN, MSG_NOSIGNAL);
 		recv(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_WAITALL);
 		kboot_send_error(fd, EAGAIN, "too many handshakes in progress: try again");
@@ -485,7 +485,7 @@ static pid_t spawn_rogue(enum rogue_mode mode)
 		 * half the payload, then silence; or a length field of 4 GiB */
 		kboot_hdr(m, KINET_BOOT_PROTO_VERSION, KBOOT_DATA,
 			  mode == ROGUE_STALL ? 4 + 64 : 0xfffffff0u);
-		kboot_put32(m + KBOOT_HDR_LEN, 0);
+		kn_store_be32(m + KBOOT_HDR_LEN, 0);
 		tu_fill_random(m + KBOOT_HDR_LEN + 4, 32, 12);
 		send(b->fds[0], m, sizeof(m), MSG_NOSIGNAL);
 		pause(); /* killed by the test */
@@ -540,8 +540,8 @@ static int raw_join(const char *addr, const char *secret, int rank, int size)
 	tu_fill_random(nc, sizeof(nc), (uint64_t)rank + 40);
 	uint8_t *r = buf + KBOOT_HDR_LEN;
 	kboot_hdr(buf, KINET_BOOT_PROTO_VERSION, KBOOT_RESPONSE, KBOOT_RESPONSE_LEN);
-	kboot_put32(r, (uint32_t)rank);
-	kboot_put32(r + 4, (uint32_t)size);
+	kn_store_be32(r, (uint32_t)rank);
+	kn_store_be32(r + 4, (uint32_t)size);
 	memcpy(r + 8, nc, KBOOT_NONCE_LEN);
 	kboot_auth_tag(key, 'C', ns, nc, (uint32_t)rank, (uint32_t)size, r + 8 + KBOOT_NONCE_LEN);
 	send(fd, buf, KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN, MSG_NOSIGNAL);

@@ -291,13 +291,13 @@ static inline int read_msg(int fd, uint8_t *buf, size_t n, uint32_t *len, uint16
 	uint8_t h[KBOOT_HDR_LEN];
 	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
 		return -1;
-	*ver = kboot_get16(h + 4);
-	*len = kboot_get32(h + 8);
-	if (kboot_get32(h) != KBOOT_MAGIC || *len > n)
+	*ver = kn_load_be16(h + 4);
+	*len = kn_load_be32(h + 8);
+	if (kn_load_be32(h) != KBOOT_MAGIC || *len > n)
 		return -1;
 	if (*len && recv(fd, buf, *len, MSG_WAITALL) != (ssize_t)*len)
 		return -1;
-	return kboot_get16(h + 6);
+	return kn_load_be16(h + 6);
 }
 
 #endif

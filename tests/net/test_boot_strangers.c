@@ -61,8 +61,8 @@ static int pump(int fd, struct inbox *in, int id)
 	}
 	in->have += (size_t)n;
 	while (in->have >= KBOOT_HDR_LEN) {
-		uint32_t len = kboot_get32(in->buf + 8);
-		if (kboot_get32(in->buf) != KBOOT_MAGIC || len > sizeof(in->buf) - KBOOT_HDR_LEN) {
+		uint32_t len = kn_load_be32(in->buf + 8);
+		if (kn_load_be32(in->buf) != KBOOT_MAGIC || len > sizeof(in->buf) - KBOOT_HDR_LEN) {
 			atomic_fetch_add(&fl->other, 1);
 			in->have = 0;
 			return 0;
@@ -70,7 +70,7 @@ static int pump(int fd, struct inbox *in, int id)
 		if (in->have < KBOOT_HDR_LEN + len)
 			break;
 		const uint8_t *p = in->buf + KBOOT_HDR_LEN;
-		switch (kboot_get16(in->buf + 6)) {
+		switch (kn_load_be16(in->buf + 6)) {
 		case KBOOT_CHALLENGE:
 			atomic_fetch_add(&fl->challenged, 1);
 			if (len >= KBOOT_NONCE_LEN)
@@ -82,7 +82,7 @@ static int pump(int fd, struct inbox *in, int id)
 			atomic_fetch_add(&fl->joined, 1);
 			break;
 		case KBOOT_ERROR: {
-			int code = len >= 4 ? (int)kboot_get32(p) : 0;
+			int code = len >= 4 ? (int)kn_load_be32(p) : 0;
 			atomic_fetch_add(code == KINET_ESECRET ? &fl->esecret
 					 : code == EPROTO      ? &fl->eproto
 					 : code == EAGAIN      ? &fl->eagain
@@ -161,8 +161,8 @@ static void *stranger_main(void *arg)
 				uint8_t msg[KBOOT_HDR_LEN + KBOOT_RESPONSE_LEN];
 				kboot_hdr(msg, KINET_BOOT_PROTO_VERSION, KBOOT_RESPONSE,
 					  KBOOT_RESPONSE_LEN);
-				kboot_put32(msg + KBOOT_HDR_LEN, 1);
-				kboot_put32(msg + KBOOT_HDR_LEN + 4, 3);
+				kn_store_be32(msg + KBOOT_HDR_LEN, 1);
+				kn_store_be32(msg + KBOOT_HDR_LEN + 4, 3);
 				for (size_t k = 8; k < KBOOT_RESPONSE_LEN; k++)
 					msg[KBOOT_HDR_LEN + k] = (uint8_t)tu_rand64(&rnd);
 				size_t piece = (sizeof(msg) + 3) / 4;
@@ -351,9 +351,9 @@ Test(boot_strangers, silent_and_trickling_handshakes_are_dropped)
 		send(slow, m + KBOOT_HDR_LEN + sent++, 1, MSG_NOSIGNAL);
 	cr_assert(sent < KBOOT_RESPONSE_LEN - 1, "the trickle was not cut off");
 	cr_assert_eq(read_msg(slow, buf, sizeof(buf), &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf), EAGAIN);
+	cr_assert_eq((int)kn_load_be32(buf), EAGAIN);
 	cr_assert_eq(read_msg(quiet, buf, sizeof(buf), &len, &ver), KBOOT_ERROR);
-	cr_assert_eq((int)kboot_get32(buf), EAGAIN);
+	cr_assert_eq((int)kn_load_be32(buf), EAGAIN);
 	cr_assert_eq(recv(quiet, buf, 1, 0), 0, "the silent connection stayed open");
 	struct rank_spec s1 = {.rank = 1, .size = 2};
 	spawn(&s1);

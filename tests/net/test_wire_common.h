@@ -384,11 +384,6 @@ static const struct tw_rv tw_recvs[] = {
 };
 #define TW_NRV 4
 
-static uint64_t tw_be64(uint64_t v)
-{
-	return kn_htobe64(v);
-}
-
 /* What this side's buffer must hold after tw_ops (own seed, peer seed). */
 TW_FN void tw_model(uint8_t *m, uint64_t own_seed, uint64_t peer_seed)
 {
@@ -406,7 +401,7 @@ TW_FN void tw_model(uint8_t *m, uint64_t own_seed, uint64_t peer_seed)
 	memcpy(&ow, m + TW_W, 8);
 	(void)ow;
 	/* the peer's word: fetch-add 5, CAS(pw+5 -> 42) succeeds, CAS(7 -> 9) fails */
-	uint64_t r[3] = {tw_be64(pw), tw_be64(pw + 5), tw_be64(42)};
+	uint64_t r[3] = {kn_htobe64(pw), kn_htobe64(pw + 5), kn_htobe64(42)};
 	memcpy(m + TW_L + 450000, r, sizeof(r));
 	uint64_t fin = 42;
 	memcpy(m + TW_W, &fin, 8);

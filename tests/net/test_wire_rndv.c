@@ -46,8 +46,9 @@ static kn_ticket_t post_write_sge(struct tw_side *s, const uint32_t (*pieces)[2]
 	for (int i = 0; i < n; i++)
 		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32 + 16 * i), pieces[i][1],
 				kinet_mr_lkey(s->mr), (uint64_t)(uintptr_t)(s->buf + pieces[i][0]));
-	kn_ctrl(s->d, w, t, with_imm ? KN_OPCODE_RDMA_WRITE_IMM : KN_OPCODE_RDMA_WRITE,
-		(uint8_t)ds, with_imm ? kn_htobe32(imm) : 0);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, (uint16_t)t,
+			with_imm ? KN_OPCODE_RDMA_WRITE_IMM : KN_OPCODE_RDMA_WRITE, 0, s->d->qpn,
+			KN_WQE_CTRL_CQ_UPDATE, (uint8_t)ds, 0, with_imm ? kn_htobe32(imm) : 0);
 	for (uint32_t i = 0; i < nbb; i++)
 		memcpy(kn_wqe_ptr(s->d, t + i), w + i * KN_SEND_WQE_BB, KN_SEND_WQE_BB);
 	kn_sq_submit(s->d, t, nbb);

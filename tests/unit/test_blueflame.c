@@ -257,7 +257,10 @@ static int storm_fn(int tid, int n, void *arg)
 				&t) == 0,
 			 "put %u", i);
 	}
-	TU_CHECK(kn_quiet(s->p.da) == 0, "quiet");
+	int rc = kn_quiet(s->p.da);
+	uint32_t vend = 0;
+	TU_CHECK(rc == 0, "quiet: %d, syndrome 0x%x (vendor 0x%x)", rc, kn_qp_error(s->p.da, &vend),
+		 vend);
 	return 0;
 }
 

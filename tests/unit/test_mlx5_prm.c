@@ -149,16 +149,6 @@ static uint32_t be24(const uint8_t *p)
 	return ((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 8) | p[2];
 }
 
-static uint32_t be32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | be24(p + 1);
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	return ((uint64_t)be32(p) << 32) | be32(p + 4);
-}
-
 Test(mlx5_prm, create_qp_known_bytes)
 {
 	struct kinet_prm_qp_params p = {
@@ -188,11 +178,11 @@ Test(mlx5_prm, create_qp_known_bytes)
 	cr_assert_eq(be24(in + 149), 0x0a0b0cu, "qpc.cqn_snd");
 	cr_assert_eq(be24(in + 181), 0x0a0b0cu, "qpc.cqn_rcv (no RQ: the send CQ)");
 	cr_assert_eq(in[196] & 0x07, 0x03, "qpc.rq_type zero-size RQ");
-	cr_assert_eq(be64(in + 184), 0x40u, "qpc.dbr_addr");
+	cr_assert_eq(kn_load_be64(in + 184), 0x40u, "qpc.dbr_addr");
 	cr_assert_eq(in[232], 0x10, "qpc.dbr_umem_valid");
-	cr_assert_eq(be32(in + 252), 0x55667788u, "qpc.dbr_umem_id");
-	cr_assert_eq(be64(in + 256), 0x0102030405060708ull, "wq_umem_offset");
-	cr_assert_eq(be32(in + 264), 0x11223344u, "wq_umem_id");
+	cr_assert_eq(kn_load_be32(in + 252), 0x55667788u, "qpc.dbr_umem_id");
+	cr_assert_eq(kn_load_be64(in + 256), 0x0102030405060708ull, "wq_umem_offset");
+	cr_assert_eq(kn_load_be32(in + 264), 0x11223344u, "wq_umem_id");
 	cr_assert_eq(in[268], 0x80, "wq_umem_valid");
 	/* with a receive queue */
 	p.has_rq = 1;
@@ -224,13 +214,13 @@ Test(mlx5_prm, create_cq_known_bytes)
 	/* cq_context at byte 16 */
 	cr_assert_eq(in[16], 0x02, "cqc.dbr_umem_valid (bit 6), cqe_sz 64 = 0");
 	cr_assert_eq(in[17], 0x00, "cqc.oi off");
-	cr_assert_eq(be32(in + 20), 0xcafe0002u, "cqc.dbr_umem_id");
+	cr_assert_eq(kn_load_be32(in + 20), 0xcafe0002u, "cqc.dbr_umem_id");
 	cr_assert_eq(in[28], 0x08, "cqc.log_cq_size = 8 at bits 0x63-0x67");
 	cr_assert_eq(be24(in + 29), 0x00beefu, "cqc.uar_page");
-	cr_assert_eq(be32(in + 36), 7u, "cqc.c_eqn");
-	cr_assert_eq(be64(in + 72), 0x80u, "cqc.dbr_addr");
-	cr_assert_eq(be64(in + 80), 0x1000u, "cq_umem_offset");
-	cr_assert_eq(be32(in + 88), 0xcafe0001u, "cq_umem_id");
+	cr_assert_eq(kn_load_be32(in + 36), 7u, "cqc.c_eqn");
+	cr_assert_eq(kn_load_be64(in + 72), 0x80u, "cqc.dbr_addr");
+	cr_assert_eq(kn_load_be64(in + 80), 0x1000u, "cq_umem_offset");
+	cr_assert_eq(kn_load_be32(in + 88), 0xcafe0001u, "cq_umem_id");
 	cr_assert_eq(in[92], 0x80, "cq_umem_valid");
 	p.overrun_ignore = 1;
 	cr_assert_eq(kinet_prm_build_create_cq(in, sizeof(in), &p), 0);
@@ -294,7 +284,7 @@ Test(mlx5_prm, modify_qp_known_bytes)
 	cr_assert_eq(in[85], 1);
 	cr_assert_eq(in[86], 0x02);
 	cr_assert_eq(in[87], 0x11, "ads.rmac_47_32");
-	cr_assert_eq(be32(in + 88), 0x22334455u, "ads.rmac_31_0");
+	cr_assert_eq(kn_load_be32(in + 88), 0x22334455u, "ads.rmac_31_0");
 	/* RTR2RTS */
 	cr_assert_eq(kinet_prm_build_modify_qp(in, sizeof(in), KINET_PRM_OP_RTR2RTS_QP, 0x1234,
 					       &p), 0);

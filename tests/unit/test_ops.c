@@ -74,7 +74,7 @@ static void run(int nthreads, kinet_host_fn fn, struct env *e)
  * until its slot is reused. */
 static int check_req_cqe(const kn_qp *q, kn_ticket_t t, uint8_t opcode, int64_t bytes)
 {
-	const struct kn_cqe64 *c = kn_cqe_at(q, t);
+	const struct kn_cqe64 *c = knx_cqe_at(q, t);
 	TU_CHECK(tu_cqe_op(c) == KN_CQE_REQ, "ticket %llu: CQE opcode %u", (unsigned long long)t,
 		 tu_cqe_op(c));
 	TU_CHECK(tu_cqe_idx(c) == (uint16_t)t, "CQE wqe_counter %u for ticket %llu", tu_cqe_idx(c),

@@ -326,3 +326,51 @@ Test(prm, device_preparers_layout)
 	cr_assert_eq(kn_prep_write_inline(&q, w, 7, src, KN_MAX_INLINE_WRITE + 1, 0x1000, 0x77),
 		     -EINVAL);
 }
+
+/* The unaligned loads and stores every byte string of kinet uses
+ * (descriptors, wire and bootstrap messages): the bytes of the C library's
+ * htobe/htole at every alignment, on random values, loads inverting stores,
+ * nothing written past the value. */
+Test(prm, unaligned_loads_and_stores)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	uint8_t buf[32], ref[8];
+	for (int i = 0; i < 4096; i++) {
+		uint64_t v = tu_rand64(&s);
+		size_t off = (size_t)(i % 9);
+		tu_fill_random(buf, sizeof(buf), (uint64_t)i + 1);
+		uint16_t v16 = (uint16_t)v;
+		uint32_t v32 = (uint32_t)(v >> 16);
+
+		uint16_t b16 = htobe16(v16), l16 = htole16(v16);
+		uint32_t b32 = htobe32(v32), l32 = htole32(v32);
+		uint64_t b64 = htobe64(v), l64 = htole64(v);
+		kn_store_be16(buf + off, v16);
+		memcpy(ref, &b16, 2);
+		cr_assert_arr_eq(buf + off, ref, 2);
+		cr_assert_eq(kn_load_be16(buf + off), v16);
+		kn_store_le16(buf + off, v16);
+		memcpy(ref, &l16, 2);
+		cr_assert_arr_eq(buf + off, ref, 2);
+		cr_assert_eq(kn_load_le16(buf + off), v16);
+		kn_store_be32(buf + off, v32);
+		memcpy(ref, &b32, 4);
+		cr_assert_arr_eq(buf + off, ref, 4);
+		cr_assert_eq(kn_load_be32(buf + off), v32);
+		kn_store_le32(buf + off, v32);
+		memcpy(ref, &l32, 4);
+		cr_assert_arr_eq(buf + off, ref, 4);
+		cr_assert_eq(kn_load_le32(buf + off), v32);
+		uint8_t keep[8];
+		memcpy(keep, buf + off + 8, 8);
+		kn_store_be64(buf + off, v);
+		memcpy(ref, &b64, 8);
+		cr_assert_arr_eq(buf + off, ref, 8);
+		cr_assert_eq(kn_load_be64(buf + off), v);
+		kn_store_le64(buf + off, v);
+		memcpy(ref, &l64, 8);
+		cr_assert_arr_eq(buf + off, ref, 8);
+		cr_assert_eq(kn_load_le64(buf + off), v);
+		cr_assert_arr_eq(buf + off + 8, keep, 8, "a store wrote past its 8 bytes");
+	}
+}

@@ -462,7 +462,7 @@ static int case_fn(int tid, int n, void *arg)
 	TU_CHECK(s == c->synd, "syndrome 0x%x (%s), expected 0x%x (%s)", s, kinet_syndrome_str(s),
 		 c->synd, kinet_syndrome_str(c->synd));
 	TU_CHECK(vendor != 0xdead, "vendor syndrome not returned");
-	const struct kn_cqe64 *cq = kn_cqe_at(q, bad);
+	const struct kn_cqe64 *cq = knx_cqe_at(q, bad);
 	TU_CHECK(tu_cqe_op(cq) == KN_CQE_REQ_ERR, "CQE opcode %u", tu_cqe_op(cq));
 	TU_CHECK(tu_cqe_synd(cq) == c->synd, "CQE syndrome 0x%x", tu_cqe_synd(cq));
 	TU_CHECK(tu_cqe_idx(cq) == (uint16_t)bad, "error CQE names WQE %u, expected %u",
@@ -476,7 +476,7 @@ static int case_fn(int tid, int n, void *arg)
 			 "write after the error");
 		rc = kn_wait(q, t);
 		TU_CHECK(rc == -EIO, "WQE after the error: %d", rc);
-		cq = kn_cqe_at(q, t);
+		cq = knx_cqe_at(q, t);
 		TU_CHECK(tu_cqe_op(cq) == KN_CQE_REQ_ERR && tu_cqe_synd(cq) == KN_SYND_WR_FLUSH_ERR,
 			 "WQE after the error: opcode %u syndrome 0x%x", tu_cqe_op(cq),
 			 tu_cqe_synd(cq));
@@ -670,7 +670,7 @@ static int manual_err_fn(int tid, int n, void *arg)
 		TU_CHECK(post_write(e, tu_addr(e->src.buf + 100), tu_lkey(&e->src),
 				    tu_addr(e->dst.buf + 100), RK(e->dst), 100, &t) == 0, "post");
 		TU_CHECK(kn_wait(q, t) == -EIO, "WQE %d on a QP in ERR", i);
-		TU_CHECK(tu_cqe_synd(kn_cqe_at(q, t)) == KN_SYND_WR_FLUSH_ERR, "flush syndrome");
+		TU_CHECK(tu_cqe_synd(knx_cqe_at(q, t)) == KN_SYND_WR_FLUSH_ERR, "flush syndrome");
 	}
 	TU_CHECK(kn_qp_error(q, NULL) == KN_SYND_WR_FLUSH_ERR, "first error: flush");
 	return 0;

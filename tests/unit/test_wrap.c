@@ -47,7 +47,7 @@ static void wclose(struct wenv *e)
 
 static int cqe_ok(const kn_qp *q, kn_ticket_t t)
 {
-	const struct kn_cqe64 *c = kn_cqe_at(q, t);
+	const struct kn_cqe64 *c = knx_cqe_at(q, t);
 	TU_CHECK(tu_cqe_op(c) == KN_CQE_REQ, "CQE %llu: opcode %u (%s)", (unsigned long long)t,
 		 tu_cqe_op(c), kinet_syndrome_str(tu_cqe_synd(c)));
 	TU_CHECK(tu_cqe_idx(c) == (uint16_t)t, "CQE %llu names WQE %u", (unsigned long long)t,
@@ -88,7 +88,7 @@ static int sq_cq_wrap_fn(int tid, int n, void *arg)
 			int rc = cqe_ok(q, t + i);
 			if (rc)
 				return rc;
-			TU_CHECK(kn_be32toh(kn_cqe_at(q, t + i)->byte_cnt) == len[i], "byte count");
+			TU_CHECK(kn_be32toh(knx_cqe_at(q, t + i)->byte_cnt) == len[i], "byte count");
 			memcpy(e->shadow + off[i], e->src.buf + off[i], len[i]);
 		}
 		TU_CHECK(memcmp(e->dst.buf, e->shadow, REG) == 0, "target after WQE %llu",

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <kinet/kinet.h>
+#include <kinet/device.h> /* the tests drive the device API from the host executor */
 
 /* Deterministic pseudo-random bytes (xorshift), never all zero. */
 void tu_fill_random(void *buf, size_t n, uint64_t seed);

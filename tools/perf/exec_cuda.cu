@@ -54,14 +54,14 @@
  * The leader (lane 0, thread 0) is the QP's only CQ consumer in the group, as
  * kn_warp_post / kn_block_post make it the only reserving thread. */
 struct warp_grp {
-	static __device__ __forceinline__ bool leader() { return kn_lane_id() == 0; }
-	static __device__ __forceinline__ bool any(bool p) { return __any_sync(KN_FULL_WARP, p); }
-	static __device__ __forceinline__ bool all(bool p) { return __all_sync(KN_FULL_WARP, p); }
+	static __device__ __forceinline__ bool leader() { return knx_lane_id() == 0; }
+	static __device__ __forceinline__ bool any(bool p) { return __any_sync(KNX_FULL_WARP, p); }
+	static __device__ __forceinline__ bool all(bool p) { return __all_sync(KNX_FULL_WARP, p); }
 	/* the leader's v; its reads before (acquired CQEs) are ordered before
 	 * the lanes' reads after */
 	static __device__ __forceinline__ uint64_t bcast(uint64_t v)
 	{
-		v = __shfl_sync(KN_FULL_WARP, (unsigned long long)v, 0);
+		v = __shfl_sync(KNX_FULL_WARP, (unsigned long long)v, 0);
 		__syncwarp();
 		return v;
 	}
@@ -70,7 +70,7 @@ struct warp_grp {
 		unsigned long long m = v;
 #pragma unroll
 		for (int d = 16; d > 0; d >>= 1) {
-			unsigned long long o = __shfl_xor_sync(KN_FULL_WARP, m, d);
+			unsigned long long o = __shfl_xor_sync(KNX_FULL_WARP, m, d);
 			m = o > m ? o : m;
 		}
 		return m;

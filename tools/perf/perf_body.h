@@ -110,7 +110,7 @@ struct perf_job {
 	uint32_t syndrome, vendor;
 };
 
-KN_DEVICE int perf_fail(struct perf_job *j, const kn_qp *qp, int rc, int step)
+KN_INLINE int perf_fail(struct perf_job *j, const kn_qp *qp, int rc, int step)
 {
 	if (!j->rc) {
 		j->rc = rc;
@@ -121,7 +121,7 @@ KN_DEVICE int perf_fail(struct perf_job *j, const kn_qp *qp, int rc, int step)
 	return rc;
 }
 
-KN_DEVICE int perf_timed_out(uint64_t *t0, uint64_t limit)
+KN_INLINE int perf_timed_out(uint64_t *t0, uint64_t limit)
 {
 	uint64_t now = kn_now_ns();
 	if (!*t0) {
@@ -133,7 +133,7 @@ KN_DEVICE int perf_timed_out(uint64_t *t0, uint64_t limit)
 
 /* Every job arrives; generation gen (1, 2, ...) is complete when the counter
  * reaches gen * nthreads. Jobs that failed still arrive. */
-KN_DEVICE int perf_barrier(struct perf_job *j, uint64_t gen)
+KN_INLINE int perf_barrier(struct perf_job *j, uint64_t gen)
 {
 	KN_FADD64(j->barrier, 1);
 	uint64_t t0 = 0;
@@ -148,12 +148,12 @@ KN_DEVICE int perf_barrier(struct perf_job *j, uint64_t gen)
 
 /* Atomics: the k-th fetch-add of a job adds k + 1, so the value it returns
  * is init + k(k+1)/2 (each job owns its word; RC executes in order). */
-KN_DEVICE uint64_t perf_atomic_expect(const struct perf_job *j, uint64_t k)
+KN_INLINE uint64_t perf_atomic_expect(const struct perf_job *j, uint64_t k)
 {
 	return j->atomic_init + (k % 2 == 0 ? (k / 2) * (k + 1) : k * ((k + 1) / 2));
 }
 
-KN_DEVICE void perf_check_atomic(struct perf_job *j, uint64_t k)
+KN_INLINE void perf_check_atomic(struct perf_job *j, uint64_t k)
 {
 	volatile const uint64_t *slot =
 		(volatile const uint64_t *)(uintptr_t)(j->res + (k % j->window) * 8u);
@@ -165,7 +165,7 @@ KN_DEVICE void perf_check_atomic(struct perf_job *j, uint64_t k)
 }
 
 /* Posts message k of a bandwidth or read/atomic latency test. */
-KN_DEVICE int perf_post(struct perf_job *j, uint64_t k, kn_ticket_t *t)
+KN_INLINE int perf_post(struct perf_job *j, uint64_t k, kn_ticket_t *t)
 {
 	const kn_qp *qp = j->qp;
 	if (j->test == PERF_PUT_BW) /* the high-level API */
@@ -202,7 +202,7 @@ KN_DEVICE int perf_post(struct perf_job *j, uint64_t k, kn_ticket_t *t)
 /* Consumes the completions of messages [*reaped, posted) that are there,
  * and waits until at least `upto` are. Stamps each with the time it was
  * seen; atomics check the value each one returned. */
-KN_DEVICE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, uint64_t upto)
+KN_INLINE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, uint64_t upto)
 {
 	const kn_qp *qp = j->qp;
 	uint64_t t0 = 0;
@@ -234,7 +234,7 @@ KN_DEVICE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, u
 }
 
 /* send_bw: consumes one receive completion (blocking or not). */
-KN_DEVICE int perf_rx_poll(struct perf_job *j, int blocking)
+KN_INLINE int perf_rx_poll(struct perf_job *j, int blocking)
 {
 	const kn_qp *tq = j->tqp;
 	kn_recv_info info;
@@ -257,7 +257,7 @@ KN_DEVICE int perf_rx_poll(struct perf_job *j, int blocking)
 
 /* send_bw: makes sure message k finds a receive posted at the target (the
  * job posts the target's receives itself: a local pair). */
-KN_DEVICE int perf_rx_ready(struct perf_job *j, uint64_t k)
+KN_INLINE int perf_rx_ready(struct perf_job *j, uint64_t k)
 {
 	const kn_qp *tq = j->tqp;
 	uint64_t total = j->warmup + j->iters;
@@ -283,7 +283,7 @@ KN_DEVICE int perf_rx_ready(struct perf_job *j, uint64_t k)
 }
 
 /* Bandwidth: messages [*k, end) with at most `window` in flight. */
-KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
+KN_INLINE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 {
 	uint64_t posted = *k, reaped = *k;
 	int rc;
@@ -324,7 +324,7 @@ KN_DEVICE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 /* write_lat: waits until the last byte of a landing buffer shows `stamp`;
  * the write that carries it is ticket t of qp (its error ends the wait; qp
  * NULL: no write of ours to watch). */
-KN_DEVICE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, const kn_qp *qp,
+KN_INLINE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, const kn_qp *qp,
 			     kn_ticket_t t)
 {
 	volatile const uint8_t *p = (volatile const uint8_t *)(uintptr_t)(addr + j->size - 1);
@@ -346,7 +346,7 @@ KN_DEVICE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, c
 /* write_lat, one round trip: the initiator writes, the target sees the last
  * byte change and writes back, the initiator sees it (perftest's ping-pong;
  * the report halves it). With a local pair this job plays both sides. */
-KN_DEVICE int perf_pingpong(struct perf_job *j, uint64_t k)
+KN_INLINE int perf_pingpong(struct perf_job *j, uint64_t k)
 {
 	uint8_t stamp = (uint8_t)(k % 255u + 1u); /* never 0: landing buffers start at 0 */
 	kn_ticket_t t;
@@ -375,7 +375,7 @@ KN_DEVICE int perf_pingpong(struct perf_job *j, uint64_t k)
 }
 
 /* Latency: messages [*k, end), one at a time. */
-KN_DEVICE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
+KN_INLINE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 {
 	int rc;
 	for (; *k < end; (*k)++) {
@@ -400,7 +400,7 @@ KN_DEVICE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 }
 
 /* Waits for every WQE the job posted (both QPs of a local pair). */
-KN_DEVICE int perf_drain(struct perf_job *j)
+KN_INLINE int perf_drain(struct perf_job *j)
 {
 	int rc = kn_quiet(j->qp);
 	if (rc)
@@ -415,7 +415,7 @@ KN_DEVICE int perf_drain(struct perf_job *j)
  * its own once it has landed; send_bw keeps receives posted (up to the RQ
  * depth) and consumes warmup + iters of them, checking their lengths. Other
  * tests have nothing to do at the target. Uses tqp and the t_* fields. */
-KN_DEVICE int perf_target_run(struct perf_job *j)
+KN_INLINE int perf_target_run(struct perf_job *j)
 {
 	const kn_qp *tq = j->tqp;
 	uint64_t total = j->warmup + j->iters;
@@ -453,7 +453,7 @@ KN_DEVICE int perf_target_run(struct perf_job *j)
 /* The whole job: warm-up, barrier, timed phase, barrier, drain. Returns 0 or
  * the job's error (also in j->rc, j->step, j->syndrome). A target job runs
  * perf_target_run() instead. */
-KN_DEVICE int perf_body_run(struct perf_job *j)
+KN_INLINE int perf_body_run(struct perf_job *j)
 {
 	if (j->role == PERF_ROLE_TARGET)
 		return perf_target_run(j);

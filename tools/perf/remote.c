@@ -113,34 +113,6 @@ enum { STEP_READY = 1, STEP_DONE = 2, STEP_VERDICT = 3 };
 
 static const uint8_t MAGIC[8] = {'k', 'n', 'p', 'e', 'r', 'f', 0x0d, 0x0a};
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* A NUL-terminated string field of cap bytes (truncated; never unterminated). */
 static void put_str(uint8_t *p, size_t cap, const char *s)
 {
@@ -255,11 +227,11 @@ static int step(struct rmt *r, uint32_t kind, uint64_t size, uint64_t seed, cons
 	uint8_t mine[STEP_LEN], peer[STEP_LEN];
 	static const char *names[] = {"", "ready", "done", "verdict"};
 	memset(mine, 0, sizeof(mine));
-	put32(mine + S_KIND, kind);
-	put32(mine + S_STATUS, r->failed ? 1u : 0u);
-	put64(mine + S_SIZE, size);
-	put64(mine + S_SEED, seed);
-	put32(mine + S_FLAGS, r->corrupt ? 1u : 0u);
+	kn_store_le32(mine + S_KIND, kind);
+	kn_store_le32(mine + S_STATUS, r->failed ? 1u : 0u);
+	kn_store_le64(mine + S_SIZE, size);
+	kn_store_le64(mine + S_SEED, seed);
+	kn_store_le32(mine + S_FLAGS, r->corrupt ? 1u : 0u);
 	put_str(mine + S_MSG, S_MSG_LEN, r->failed ? r->msg : "");
 	put_str(mine + S_ROW, S_ROW_LEN, row);
 	int rc = xchg(r, mine, peer, sizeof(peer));
@@ -268,20 +240,20 @@ static int step(struct rmt *r, uint32_t kind, uint64_t size, uint64_t seed, cons
 		snprintf(what, sizeof(what), "exchange \"%s\" with the %s", names[kind], peer_role(r));
 		return local_error(r, what, rc);
 	}
-	if (get32(peer + S_KIND) != kind) {
+	if (kn_load_le32(peer + S_KIND) != kind) {
 		fprintf(stderr, "kinet-perf: %s: %s: the %s is out of step (protocol error)\n",
 			r->test, role(r), peer_role(r));
 		return 1;
 	}
-	r->peer_failed = get32(peer + S_STATUS) != 0;
+	r->peer_failed = kn_load_le32(peer + S_STATUS) != 0;
 	if (r->peer_failed)
 		get_str(r->peer_msg, sizeof(r->peer_msg), peer + S_MSG, S_MSG_LEN);
-	if (get32(peer + S_FLAGS) & 1u)
+	if (kn_load_le32(peer + S_FLAGS) & 1u)
 		r->corrupt = true;
 	if (peer_size)
-		*peer_size = get64(peer + S_SIZE);
+		*peer_size = kn_load_le64(peer + S_SIZE);
 	if (peer_seed)
-		*peer_seed = get64(peer + S_SEED);
+		*peer_seed = kn_load_le64(peer + S_SEED);
 	if (peer_row)
 		get_str(peer_row, rowcap, peer + S_ROW, S_ROW_LEN);
 	return 0;
@@ -306,18 +278,18 @@ static void hello_fill(const struct rmt *r, const struct perf_opts *o, uint8_t *
 	sizes_of(o, &first, &last);
 	memset(h, 0, HELLO_LEN);
 	memcpy(h + H_MAGIC, MAGIC, sizeof(MAGIC));
-	put32(h + H_PROTO, RMT_PROTO);
-	put32(h + H_ROLE, r->server ? 0u : 1u);
+	kn_store_le32(h + H_PROTO, RMT_PROTO);
+	kn_store_le32(h + H_ROLE, r->server ? 0u : 1u);
 	put_str(h + H_TEST, 16, o->test->name);
-	put32(h + H_GIVEN, o->given);
-	put32(h + H_THREADS, (uint32_t)o->threads);
-	put32(h + H_QDEPTH, o->qdepth);
-	put32(h + H_FLAGS, (o->shared ? HF_SHARED : 0u) | (o->sweep ? HF_SWEEP : 0u) |
+	kn_store_le32(h + H_GIVEN, o->given);
+	kn_store_le32(h + H_THREADS, (uint32_t)o->threads);
+	kn_store_le32(h + H_QDEPTH, o->qdepth);
+	kn_store_le32(h + H_FLAGS, (o->shared ? HF_SHARED : 0u) | (o->sweep ? HF_SWEEP : 0u) |
 				   (o->corrupt ? HF_CORRUPT : 0u));
-	put64(h + H_FIRST, first);
-	put64(h + H_LAST, last);
-	put64(h + H_ITERS, o->iters);
-	put64(h + H_WARMUP, o->warmup);
+	kn_store_le64(h + H_FIRST, first);
+	kn_store_le64(h + H_LAST, last);
+	kn_store_le64(h + H_ITERS, o->iters);
+	kn_store_le64(h + H_WARMUP, o->warmup);
 	char host[64] = "?";
 	if (gethostname(host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
@@ -334,13 +306,13 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 		fail(r, "the %s is not kinet-perf", peer_role(r));
 		return 1;
 	}
-	if (get32(srv + H_PROTO) != get32(cli + H_PROTO)) {
+	if (kn_load_le32(srv + H_PROTO) != kn_load_le32(cli + H_PROTO)) {
 		fail(r, "the server speaks kinet-perf protocol %" PRIu32 ", the client %" PRIu32
 			": use the same kinet-perf on both sides",
-		     get32(srv + H_PROTO), get32(cli + H_PROTO));
+		     kn_load_le32(srv + H_PROTO), kn_load_le32(cli + H_PROTO));
 		return 1;
 	}
-	if (get32(srv + H_ROLE) != 0 || get32(cli + H_ROLE) != 1) {
+	if (kn_load_le32(srv + H_ROLE) != 0 || kn_load_le32(cli + H_ROLE) != 1) {
 		fail(r, "both processes claim the same role");
 		return 1;
 	}
@@ -351,10 +323,10 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 		fail(r, "the server runs %s, the client %s: give both the same test", st, ct);
 		return 1;
 	}
-	uint32_t given = get32(srv + H_GIVEN);
-	uint32_t sf = get32(srv + H_FLAGS), cf = get32(cli + H_FLAGS);
-	bool sizes_differ = get64(srv + H_FIRST) != get64(cli + H_FIRST) ||
-			    get64(srv + H_LAST) != get64(cli + H_LAST) ||
+	uint32_t given = kn_load_le32(srv + H_GIVEN);
+	uint32_t sf = kn_load_le32(srv + H_FLAGS), cf = kn_load_le32(cli + H_FLAGS);
+	bool sizes_differ = kn_load_le64(srv + H_FIRST) != kn_load_le64(cli + H_FIRST) ||
+			    kn_load_le64(srv + H_LAST) != kn_load_le64(cli + H_LAST) ||
 			    (sf & HF_SWEEP) != (cf & HF_SWEEP);
 	struct {
 		uint32_t bit;
@@ -363,10 +335,14 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	} chk[] = {
 		{PERF_GIVEN_SIZES, "message sizes (-s, -a, --min-size, --max-size)", 0,
 		 sizes_differ},
-		{PERF_GIVEN_ITERS, "iterations (-n)", get64(srv + H_ITERS), get64(cli + H_ITERS)},
-		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", get64(srv + H_WARMUP), get64(cli + H_WARMUP)},
-		{PERF_GIVEN_THREADS, "threads (-t)", get32(srv + H_THREADS), get32(cli + H_THREADS)},
-		{PERF_GIVEN_QDEPTH, "queue depth (-q)", get32(srv + H_QDEPTH), get32(cli + H_QDEPTH)},
+		{PERF_GIVEN_ITERS, "iterations (-n)", kn_load_le64(srv + H_ITERS),
+		 kn_load_le64(cli + H_ITERS)},
+		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", kn_load_le64(srv + H_WARMUP),
+		 kn_load_le64(cli + H_WARMUP)},
+		{PERF_GIVEN_THREADS, "threads (-t)", kn_load_le32(srv + H_THREADS),
+		 kn_load_le32(cli + H_THREADS)},
+		{PERF_GIVEN_QDEPTH, "queue depth (-q)", kn_load_le32(srv + H_QDEPTH),
+		 kn_load_le32(cli + H_QDEPTH)},
 		{PERF_GIVEN_SHARED, "--shared", sf & HF_SHARED, cf & HF_SHARED},
 	};
 	for (size_t i = 0; i < sizeof(chk) / sizeof(chk[0]); i++) {
@@ -379,9 +355,9 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 		}
 	}
 	/* the client's run options, checked as its command line was */
-	uint64_t first = get64(cli + H_FIRST), last = get64(cli + H_LAST);
-	uint64_t iters = get64(cli + H_ITERS), warmup = get64(cli + H_WARMUP);
-	uint32_t threads = get32(cli + H_THREADS), qdepth = get32(cli + H_QDEPTH);
+	uint64_t first = kn_load_le64(cli + H_FIRST), last = kn_load_le64(cli + H_LAST);
+	uint64_t iters = kn_load_le64(cli + H_ITERS), warmup = kn_load_le64(cli + H_WARMUP);
+	uint32_t threads = kn_load_le32(cli + H_THREADS), qdepth = kn_load_le32(cli + H_QDEPTH);
 	bool sweep = cf & HF_SWEEP, shared = cf & HF_SHARED;
 	if (!first || first > last || last > RMT_MAX_SIZE || !threads ||
 	    threads > RMT_MAX_THREADS || !qdepth || qdepth > RMT_MAX_SQ || !iters ||
@@ -496,9 +472,9 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 	int rc = -ENOMEM, status = 1;
 	if (!mine || !peer)
 		goto out;
-	put32(mine + D_NQP, (uint32_t)nqp);
-	put64(mine + D_SLICE, e->slice);
-	put64(mine + D_BUFLEN, e->buf_len);
+	kn_store_le32(mine + D_NQP, (uint32_t)nqp);
+	kn_store_le64(mine + D_SLICE, e->slice);
+	kn_store_le64(mine + D_BUFLEN, e->buf_len);
 	for (int i = 0; !setup_rc && i < nqp; i++) {
 		int n = kinet_qp_export(e->qa[i], mine + DESC_HDR + (size_t)i * D_QP_SLOT + 4,
 					KINET_QP_DESC_MAX);
@@ -506,7 +482,7 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 			setup_rc = n;
 			what = "kinet_qp_export";
 		} else {
-			put32(mine + DESC_HDR + (size_t)i * D_QP_SLOT, (uint32_t)n);
+			kn_store_le32(mine + DESC_HDR + (size_t)i * D_QP_SLOT, (uint32_t)n);
 		}
 	}
 	if (!setup_rc) {
@@ -515,7 +491,7 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 			setup_rc = n;
 			what = "kinet_mr_export";
 		} else {
-			put32(mine + D_MRLEN, (uint32_t)n);
+			kn_store_le32(mine + D_MRLEN, (uint32_t)n);
 		}
 	}
 	if (setup_rc) {
@@ -523,7 +499,7 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 		     setup_rc == -ENOSYS || setup_rc == -ENODEV
 			     ? " (this build or machine has no libfabric wire or its provider)"
 			     : "");
-		put32(mine + D_STATUS, 1);
+		kn_store_le32(mine + D_STATUS, 1);
 		put_str(mine + D_MSG, 176, r->msg);
 	}
 	rc = xchg(r, mine, peer, len);
@@ -531,7 +507,7 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 		status = local_error(r, "exchange \"descriptors\"", rc);
 		goto out;
 	}
-	if (get32(peer + D_STATUS)) {
+	if (kn_load_le32(peer + D_STATUS)) {
 		r->peer_failed = true;
 		get_str(r->peer_msg, sizeof(r->peer_msg), peer + D_MSG, 176);
 	}
@@ -539,17 +515,18 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 		status = report_failures(r);
 		goto out;
 	}
-	if (get32(peer + D_NQP) != (uint32_t)nqp || get64(peer + D_SLICE) != e->slice ||
-	    get64(peer + D_BUFLEN) != e->buf_len) {
+	if (kn_load_le32(peer + D_NQP) != (uint32_t)nqp || kn_load_le64(peer + D_SLICE) != e->slice ||
+	    kn_load_le64(peer + D_BUFLEN) != e->buf_len) {
 		fail(r, "the %s laid out its buffer differently (protocol error)", peer_role(r));
-	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, get32(peer + D_MRLEN), &r->peer_mr))) {
+	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, kn_load_le32(peer + D_MRLEN),
+					     &r->peer_mr))) {
 		fail(r, "the %s's memory descriptor: %s", peer_role(r), kinet_strerror(rc));
 	} else if (r->peer_mr.len < e->buf_len) {
 		fail(r, "the %s's region is too small (protocol error)", peer_role(r));
 	} else {
 		for (int i = 0; i < nqp && !r->failed; i++) {
 			const uint8_t *d = peer + DESC_HDR + (size_t)i * D_QP_SLOT;
-			uint32_t n = get32(d);
+			uint32_t n = kn_load_le32(d);
 			if (n > KINET_QP_DESC_MAX)
 				fail(r, "the %s's QP descriptor %d is too long", peer_role(r), i);
 			else if ((rc = kinet_qp_connect_remote(e->qa[i], d + 4, n)))

@@ -153,19 +153,6 @@ struct wpiece {
 	uint64_t key, addr, len;
 };
 
-static inline void wire_put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static inline uint64_t wire_get64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 enum { CTX_RX = 1, CTX_TX = 2, CTX_RD = 3 };
 
 /* A posted receive buffer; while a request waits at the target it stays in

@@ -119,12 +119,12 @@ static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
 		v = htole32(e->r.rkey);
 		memcpy(d + 8, &v, 4);
 		memcpy(d + 12, &e->r.imm, 4);
-		wire_put64(d + 16, e->r.raddr);
-		wire_put64(d + 24, e->r.total);
+		kn_store_le64(d + 16, e->r.raddr);
+		kn_store_le64(d + 24, e->r.total);
 		for (int i = 0; i < e->nmr; i++) {
-			wire_put64(d + RTSE + i * PCSZ, e->pc[i].key);
-			wire_put64(d + RTSE + i * PCSZ + 8, e->pc[i].addr);
-			wire_put64(d + RTSE + i * PCSZ + 16, e->pc[i].len);
+			kn_store_le64(d + RTSE + i * PCSZ, e->pc[i].key);
+			kn_store_le64(d + RTSE + i * PCSZ + 8, e->pc[i].addr);
+			kn_store_le64(d + RTSE + i * PCSZ + 16, e->pc[i].len);
 		}
 		n += size;
 		k++;

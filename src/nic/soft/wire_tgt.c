@@ -304,15 +304,15 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, cons
 		memcpy(&v, d + 8, 4);
 		p->rkey = le32toh(v);
 		memcpy(&p->imm, d + 12, 4); /* wire order, as is */
-		p->raddr = wire_get64(d + 16);
-		p->total = wire_get64(d + 24);
+		p->raddr = kn_load_le64(d + 16);
+		p->total = kn_load_le64(d + 24);
 		size = RTSE + (uint32_t)p->np * PCSZ;
 		uint64_t sum = 0;
 		for (int i = 0; i < p->np; i++) {
 			const uint8_t *q = d + RTSE + i * PCSZ;
-			p->pc[i].key = wire_get64(q);
-			p->pc[i].addr = wire_get64(q + 8);
-			p->pc[i].len = wire_get64(q + 16);
+			p->pc[i].key = kn_load_le64(q);
+			p->pc[i].addr = kn_load_le64(q + 8);
+			p->pc[i].len = kn_load_le64(q + 16);
 			if (p->pc[i].len > SOFT_MAX_MSG)
 				st = KN_SYND_REMOTE_INVAL_REQ_ERR;
 			sum += p->pc[i].len;

@@ -6,20 +6,6 @@
 #include <string.h>
 #include "nic/soft/soft.h"
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return kn_be32toh(v);
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return kn_be64toh(v);
-}
-
 /* Local check of one data segment; access 0 = the NIC reads it. */
 static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t len,
 			  unsigned access, struct soft_iov *iov)
@@ -48,7 +34,7 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 	while (off < end) {
 		if (r->niov == SOFT_MAX_SGE)
 			return KN_SYND_LOCAL_LENGTH_ERR;
-		uint32_t bc = rd32(r->wqe + off);
+		uint32_t bc = kn_load_be32(r->wqe + off);
 		struct soft_iov *iov = &r->iov[r->niov];
 		if (bc & KN_INLINE_SEG) {
 			uint32_t len = bc & ~KN_INLINE_SEG;
@@ -61,8 +47,8 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 		} else {
 			if (end - off < 16)
 				return KN_SYND_LOCAL_QP_OP_ERR;
-			uint32_t lkey = rd32(r->wqe + off + 4);
-			uint64_t addr = rd64(r->wqe + off + 8);
+			uint32_t lkey = kn_load_be32(r->wqe + off + 4);
+			uint64_t addr = kn_load_be64(r->wqe + off + 8);
 			uint32_t s = local_seg(qp, lkey, addr, bc, access, iov);
 			if (s)
 				return s;
@@ -118,8 +104,8 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	case KN_OPCODE_RDMA_READ:
 		if (end < 32)
 			return KN_SYND_LOCAL_QP_OP_ERR;
-		r->raddr = rd64(r->wqe + 16);
-		r->rkey = rd32(r->wqe + 24);
+		r->raddr = kn_load_be64(r->wqe + 16);
+		r->rkey = kn_load_be32(r->wqe + 24);
 		if (r->opcode == KN_OPCODE_RDMA_READ)
 			return parse_gather(qp, r, 32, end, 0, KINET_ACCESS_LOCAL_WRITE);
 		return parse_gather(qp, r, 32, end, 1, 0);
@@ -130,11 +116,11 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	case KN_OPCODE_ATOMIC_FA: {
 		if (end != 64)
 			return KN_SYND_LOCAL_QP_OP_ERR;
-		r->raddr = rd64(r->wqe + 16);
-		r->rkey = rd32(r->wqe + 24);
-		r->swap_add = rd64(r->wqe + 32);
-		r->compare = rd64(r->wqe + 40);
-		uint32_t bc = rd32(r->wqe + 48);
+		r->raddr = kn_load_be64(r->wqe + 16);
+		r->rkey = kn_load_be32(r->wqe + 24);
+		r->swap_add = kn_load_be64(r->wqe + 32);
+		r->compare = kn_load_be64(r->wqe + 40);
+		uint32_t bc = kn_load_be32(r->wqe + 48);
 		if (bc & KN_INLINE_SEG)
 			return KN_SYND_LOCAL_QP_OP_ERR;
 		if (bc != 8)

@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/device_sq.h - the send path of the device data path, thread scope:
+ * reserving send-queue slots, publishing the WQEs written into them in
+ * order, ringing the doorbell, and consuming the send CQ (completion of a
+ * ticket, the first error). The operations that fill the slots are in
+ * kinet/device_ops.h; include kinet/device.h rather than this header.
+ *
+ * Conventions
+ *  - one WQE = one 64-byte basic block (WQEBB); tickets: kinet/device_types.h.
+ *  - every WQE the device API posts is signaled, and the send CQ is dedicated
+ *    and as deep as the SQ, so CQE number t completes WQE number t.
+ *  - a slot is reused only once the CQE of its previous occupant has been
+ *    consumed: a full SQ waits on completions, nothing is overwritten.
+ *  - return values: 0, -EBUSY (not yet), -EIO (error CQE; kn_qp_error() gives
+ *    the syndrome), -ETIMEDOUT (qp->timeout_ns elapsed), -EINVAL (bad argument).
+ *
+ * Public: kn_cq_progress, kn_ticket_status, kn_test, kn_wait, kn_qp_error,
+ * kn_sq_reserve, kn_wqe_ptr, kn_sq_submit, kn_quiet. The knx_ functions and
+ * types are the implementation (shared with kinet/device_ops.h and
+ * kinet/device_cuda.cuh), not API.
+ */
+#ifndef KINET_DEVICE_SQ_H
+#define KINET_DEVICE_SQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <kinet/prm.h>
+#include <kinet/device_types.h>
+#include <kinet/device_port.h>
+
+/* The send CQE at index idx. */
+KN_INLINE struct kn_cqe64 *knx_cqe_at(const kn_qp *qp, uint64_t idx)
+{
+	return (struct kn_cqe64 *)(qp->cq + (size_t)(idx & (qp->cq_cqe_cnt - 1)) * KN_CQE_SIZE);
+}
+
+/* The op_own byte of send CQE idx, read once (the NIC writes it last). */
+KN_INLINE uint8_t knx_cqe_own(const kn_qp *qp, uint64_t idx)
+{
+	return *(volatile const uint8_t *)&knx_cqe_at(qp, idx)->op_own;
+}
+
+/* Records the first error of the QP (its ticket and syndrome). */
+KN_INLINE void knx_record_error(const kn_qp *qp, uint64_t ticket, const struct kn_cqe64 *cqe)
+{
+	const struct kn_err_cqe *e = (const struct kn_err_cqe *)cqe;
+	uint64_t prev = KN_LOAD64(&qp->st->err_ticket);
+	while (ticket < prev) {
+		uint64_t seen = KN_CAS64(&qp->st->err_ticket, prev, ticket);
+		if (seen == prev) {
+			KN_STORE32(&qp->st->err_syndrome, e->syndrome);
+			KN_STORE32(&qp->st->err_vendor, e->vendor_err_synd);
+			break;
+		}
+		prev = seen;
+	}
+}
+
+/* Consumes every CQE that is there, from st->done on. One thread at a time
+ * (poll_lock); returns the new done value. Non-blocking. */
+KN_INLINE uint64_t kn_cq_progress(const kn_qp *qp)
+{
+	kn_qp_state *st = qp->st;
+	if (qp->share != KN_SHARE_EXCLUSIVE && KN_CAS32(&st->poll_lock, 0u, 1u) != 0u)
+		return KN_LOAD64(&st->done);
+	uint64_t done = KN_LOAD64(&st->done);
+	uint64_t start = done;
+	uint64_t limit = KN_LOAD64(&st->ready);
+#if defined(__CUDA_ARCH__)
+	/* device code: the CQ is in host memory, each read a PCIe round trip;
+	 * read the owner bytes of up to 8 CQEs at once, then one acquire fence
+	 * for the batch (it also orders the caller's later reads of payloads) */
+	while (done < limit) {
+		uint32_t m = limit - done < 8 ? (uint32_t)(limit - done) : 8u;
+		uint8_t own[8];
+#pragma unroll
+		for (uint32_t k = 0; k < 8; k++)
+			own[k] = k < m ? knx_cqe_own(qp, done + k) : (uint8_t)(KN_CQE_INVALID << 4);
+		uint32_t got = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < 8; k++) {
+			uint64_t i = done + k;
+			if (got != k || (own[k] >> 4) == KN_CQE_INVALID ||
+			    (own[k] & 1) != ((i / qp->cq_cqe_cnt) & 1))
+				continue;
+			got++;
+		}
+		if (!got)
+			break;
+		KN_FENCE_ACQ();
+		for (uint32_t k = 0; k < got; k++) {
+			uint8_t op = own[k] >> 4;
+			if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
+				knx_record_error(qp, done + k, knx_cqe_at(qp, done + k));
+		}
+		done += got;
+		if (got < m)
+			break;
+	}
+#else
+	while (done < limit) {
+		struct kn_cqe64 *cqe = knx_cqe_at(qp, done);
+		if (!kn_cqe_ready(cqe, done, qp->cq_cqe_cnt))
+			break;
+		KN_FENCE_ACQ();
+		uint8_t op = kn_cqe_opcode(cqe);
+		if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
+			knx_record_error(qp, done, cqe);
+		done++;
+	}
+#endif
+	if (done != start) {
+		/* consumer index for the NIC (CQ overflow protection) */
+		*qp->cq_dbrec = kn_htobe32((uint32_t)(done & 0xffffff));
+#if defined(__CUDA_ARCH__)
+		if (qp->share == KN_SHARE_EXCLUSIVE) {
+			st->done = done; /* one consumer: no ordering to publish */
+		} else {
+			/* the next lock holder's consumer index must reach the NIC
+			 * after ours: a GPU-scope release does not order writes to
+			 * host memory as the CPU sees them */
+			KN_FENCE_REL();
+			KN_STORE64(&st->done, done);
+		}
+#else
+		KN_STORE64(&st->done, done);
+#endif
+	}
+	if (qp->share != KN_SHARE_EXCLUSIVE)
+		KN_STORE32(&st->poll_lock, 0u);
+	return done;
+}
+
+/* Status of a ticket whose CQE has been consumed (ticket < the value
+ * kn_cq_progress returned): 0, or -EIO when it completed in error. */
+KN_INLINE int kn_ticket_status(const kn_qp *qp, kn_ticket_t ticket)
+{
+#if defined(__CUDA_ARCH__)
+	/* the caller's load of done acquires err_ticket and the payloads; the
+	 * owner of an exclusive QP consumed the CQEs itself, fenced then */
+	if (qp->share != KN_SHARE_EXCLUSIVE)
+		KN_FENCE_ACQ();
+#endif
+	return ticket >= KN_LOAD64(&qp->st->err_ticket) ? -EIO : 0;
+}
+
+/* Non-blocking test of one ticket: 0 done, -EIO error, -EBUSY not yet. */
+KN_INLINE int kn_test(const kn_qp *qp, kn_ticket_t ticket)
+{
+	if (ticket < KN_LOAD64(&qp->st->done) || ticket < kn_cq_progress(qp))
+		return kn_ticket_status(qp, ticket);
+	return -EBUSY;
+}
+
+/* Blocking wait for one ticket, bounded by qp->timeout_ns. */
+KN_INLINE int kn_wait(const kn_qp *qp, kn_ticket_t ticket)
+{
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	for (;;) {
+		int rc = kn_test(qp, ticket);
+		if (rc != -EBUSY)
+			return rc;
+		if ((++spins & 255u) == 0) {
+			uint64_t now = kn_now_ns();
+			if (!t0)
+				t0 = now;
+			else if (now - t0 > qp->timeout_ns)
+				return -ETIMEDOUT;
+		}
+		KN_PAUSE();
+	}
+}
+
+/* Syndrome (and vendor syndrome) of the QP's first error CQE; 0 if none. */
+KN_INLINE uint32_t kn_qp_error(const kn_qp *qp, uint32_t *vendor)
+{
+	if (KN_LOAD64(&qp->st->err_ticket) == KN_NO_ERROR)
+		return 0;
+	if (vendor)
+		*vendor = KN_LOAD32(&qp->st->err_vendor);
+	return KN_LOAD32(&qp->st->err_syndrome);
+}
+
+/* Reserves n consecutive SQ slots and returns the first ticket in *ticket.
+ * Waits (bounded) while the SQ is full. In exclusive mode only the owner may
+ * call it; in shared modes any thread may. -ETIMEDOUT: nothing is reserved
+ * (in shared modes, unless other threads reserved after this one meanwhile:
+ * then publication stops at the abandoned tickets and the QP needs a reset). */
+KN_INLINE int kn_sq_reserve(const kn_qp *qp, uint32_t n, kn_ticket_t *ticket)
+{
+	kn_qp_state *st = qp->st;
+	uint64_t t;
+	if (n == 0 || n > qp->sq_wqe_cnt)
+		return -EINVAL;
+	if (qp->share == KN_SHARE_EXCLUSIVE) {
+		t = st->resv;
+		st->resv = t + n;
+	} else {
+		t = KN_FADD64(&st->resv, n);
+	}
+	*ticket = t;
+	/* the slots of t .. t+n-1 last held t-cnt .. t+n-1-cnt */
+	uint64_t need = t + n - qp->sq_wqe_cnt; /* done must exceed need-1 */
+#if defined(__CUDA_ARCH__)
+	/* device code: the owner of an exclusive QP is the only writer of done */
+	uint64_t d = qp->share == KN_SHARE_EXCLUSIVE ? st->done : KN_LOAD64(&st->done);
+	if (t + n <= qp->sq_wqe_cnt || d >= need)
+		return 0;
+#else
+	if (t + n <= qp->sq_wqe_cnt || KN_LOAD64(&st->done) >= need)
+		return 0;
+#endif
+	uint64_t t0 = kn_now_ns();
+	while (kn_cq_progress(qp) < need) {
+		if (kn_now_ns() - t0 > qp->timeout_ns) {
+			/* give the tickets back: a reserved ticket never published
+			 * would stop publication (shared modes) or let the NIC run
+			 * the slot's previous WQE again (exclusive). In shared modes
+			 * this works while nobody has reserved after us. */
+			if (qp->share == KN_SHARE_EXCLUSIVE)
+				st->resv = t;
+			else
+				KN_CAS64(&st->resv, t + n, t);
+			return -ETIMEDOUT;
+		}
+		KN_PAUSE();
+	}
+	return 0;
+}
+
+/* Address of the WQE of a ticket. */
+KN_INLINE void *kn_wqe_ptr(const kn_qp *qp, kn_ticket_t ticket)
+{
+	return qp->sq + (size_t)(ticket & (qp->sq_wqe_cnt - 1)) * KN_SEND_WQE_BB;
+}
+
+/* Rings the doorbell for every WQE below producer p (caller holds db_lock or
+ * owns the QP). DBR first, then the register, with the fences between. */
+KN_INLINE void knx_ring(const kn_qp *qp, uint64_t p)
+{
+	if (qp->db_mode == KN_DB_CPU_PROXY) {
+		KN_FENCE_SYS();
+		*qp->cpu_pi = (uint32_t)p;
+		KN_FENCE_SYS();
+		return;
+	}
+	KN_FENCE_SYS(); /* WQEs visible before the doorbell record */
+	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
+	KN_FENCE_SYS(); /* doorbell record before the register */
+	const uint64_t *last = (const uint64_t *)kn_wqe_ptr(qp, p - 1);
+	volatile uint64_t *reg = (volatile uint64_t *)qp->db;
+	if (qp->db_mode == KN_DB_BLUEFLAME) {
+		for (int i = 1; i < 8; i++)
+			reg[i] = last[i];
+		KN_FENCE_SYS();
+		reg[0] = last[0]; /* the ctrl word last: it is the doorbell */
+	} else {
+		reg[0] = last[0];
+	}
+	KN_FENCE_SYS();
+}
+
+#if defined(__CUDACC__)
+/* One 64-byte WQE in registers: device code builds a WQE here and stores it
+ * into the SQ with four 16-byte writes (the SQ is host memory across PCIe:
+ * one write per field would cost one PCIe write each). */
+typedef struct __align__(16) knx_wqebb {
+	uint64_t q[8];
+} knx_wqebb;
+
+KN_INLINE void knx_wqe_store(const kn_qp *qp, kn_ticket_t t, const knx_wqebb *w)
+{
+	uint4 *d = (uint4 *)kn_wqe_ptr(qp, t);
+	const uint4 *s = (const uint4 *)w;
+	d[0] = s[0];
+	d[1] = s[1];
+	d[2] = s[2];
+	d[3] = s[3];
+}
+#endif
+
+#if defined(__CUDA_ARCH__)
+
+/* The doorbell word for producer p without a copy of the last WQE: the
+ * first 8 bytes of an mlx5 ctrl segment with the QP number, ds 0 and opcode
+ * 0, naming the next producer index p (no WQE has ds 0, so a ConnectX, and
+ * the software NIC, read it as a producer index; GPU verbs libraries ring
+ * the same word), built here instead of being read back from the SQ across
+ * PCIe. */
+KN_INLINE uint64_t knx_db_word(const kn_qp *qp, uint64_t p)
+{
+	uint32_t w0 = kn_htobe32((uint32_t)(p & 0xffff) << 8);
+	uint32_t w1 = kn_htobe32(qp->qpn << 8);
+	return (uint64_t)w0 | ((uint64_t)w1 << 32);
+}
+
+/* knx_ring for device code. last: the ringer's own copy of WQE p-1 or NULL.
+ * BlueFlame writes the whole WQE only when the ringer has it in registers;
+ * otherwise the register gets the 8-byte doorbell (as mlx5 drivers do when
+ * BlueFlame does not apply). Release fences order the WQEs (this thread's
+ * and those it observed published) before the record, the record before the
+ * register. */
+KN_INLINE void knx_ring_dev(const kn_qp *qp, uint64_t p, const knx_wqebb *last)
+{
+	if (qp->db_mode == KN_DB_CPU_PROXY) {
+		KN_FENCE_REL();
+		*qp->cpu_pi = (uint32_t)p;
+		return;
+	}
+	KN_FENCE_REL();
+	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
+	/* a NIC that takes the record or the register, whichever it sees first
+	 * (KN_QP_DB_UNORDERED: the software NIC), needs no order between them;
+	 * hardware does; and a BlueFlame body: the NIC trusts its copy of the
+	 * register only when no later record is visible after it
+	 * (docs/ordering.md) */
+	if ((qp->flags & KN_QP_DB_UNORDERED) == 0u || (qp->db_mode == KN_DB_BLUEFLAME && last))
+		KN_FENCE_REL();
+	volatile uint64_t *reg = (volatile uint64_t *)qp->db;
+	if (qp->db_mode == KN_DB_BLUEFLAME && last) {
+		reg[1] = last->q[1];
+		for (int i = 2; i < 8; i += 2)
+			asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(reg + i),
+				     "l"(last->q[i]), "l"(last->q[i + 1])
+				     : "memory");
+		KN_FENCE_REL();
+		reg[0] = last->q[0]; /* the ctrl word last: it is the doorbell */
+	} else {
+		reg[0] = last ? last->q[0] : knx_db_word(qp, p);
+	}
+}
+#endif
+
+/* knx_ring, with the caller's own copy of WQE p-1 when it has one (device
+ * code: no read-back of the SQ). The C build reads the SQ as before. */
+KN_INLINE void knx_ring_last(const kn_qp *qp, uint64_t p, const void *last)
+{
+#if defined(__CUDA_ARCH__)
+	knx_ring_dev(qp, p, (const knx_wqebb *)last);
+#else
+	(void)last;
+	knx_ring(qp, p);
+#endif
+}
+
+/* Publishes tickets [t, t+n) and rings the doorbell; last: the caller's own
+ * copy of WQE t+n-1 (device code builds WQEs in registers) or NULL. Shared
+ * modes: slots are marked ready, and whoever finds the next slot ready
+ * advances the in-order "ready" counter past it, so no thread waits for its
+ * predecessors; one thread at a time rings, with a value that never goes
+ * backwards. */
+KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, const void *last)
+{
+	kn_qp_state *st = qp->st;
+	if (qp->share == KN_SHARE_EXCLUSIVE) {
+#if defined(__CUDA_ARCH__)
+		st->ready = t + n; /* read by the owner only */
+#else
+		KN_STORE64(&st->ready, t + n);
+#endif
+		knx_ring_last(qp, t + n, last);
+		st->rung = t + n;
+		return;
+	}
+	uint64_t mask = qp->sq_wqe_cnt - 1;
+	KN_FENCE_REL();
+#if defined(__CUDA_ARCH__)
+	/* device code. The marks: relaxed stores after the release fence above
+	 * (it made our WQEs visible to the NIC), then a GPU-scope full fence
+	 * (marks and ready live in GPU memory). The advance: only the thread
+	 * whose tickets are at the head (ready in [t, t+n)) advances, over a
+	 * run of up to 32 marked slots per compare-and-swap, read 8 at a time,
+	 * and goes on after each success; a thread behind the head leaves, and
+	 * a failed CAS means another thread advanced and goes on itself. The
+	 * full fence after a successful CAS pairs with the one after the marks
+	 * (store buffering): either the head sees a new mark or its owner sees
+	 * itself at the head. Thousands of threads on one QP then cost a few
+	 * atomics per run instead of a contended CAS per slot. */
+	for (uint32_t i = 0; i < n; i++)
+		*(volatile uint64_t *)&qp->slot_ready[(t + i) & mask] = t + i + 1;
+	asm volatile("fence.sc.gpu;" ::: "memory");
+	uint64_t r = KN_LOAD64(&st->ready);
+	uint64_t h0 = t, h1 = t + n; /* our tickets; then the slot we stand on */
+	while (r >= h0 && r < h1) {
+		uint64_t e = r;
+		for (int chunk = 0; chunk < 4; chunk++) {
+			uint64_t v[8];
+#pragma unroll
+			for (int k = 0; k < 8; k++)
+				v[k] = KN_LOAD64(&qp->slot_ready[(e + k) & mask]);
+			int k = 0;
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				if (k == j && v[j] == e + j + 1)
+					k++;
+			e += k;
+			if (k < 8)
+				break;
+		}
+		if (e == r)
+			break;
+		if (KN_CAS64(&st->ready, r, e) != r)
+			break;
+		asm volatile("fence.sc.gpu;" ::: "memory");
+		r = e;
+		h0 = e; /* we now stand at the head */
+		h1 = e + 1;
+	}
+#else
+	for (uint32_t i = 0; i < n; i++)
+		KN_STORE64(&qp->slot_ready[(t + i) & mask], t + i + 1);
+	KN_FENCE_SYS();
+	/* advance ready over every consecutive ready slot */
+	uint64_t r = KN_LOAD64(&st->ready);
+	for (;;) {
+		if (KN_LOAD64(&qp->slot_ready[r & mask]) != r + 1)
+			break;
+		uint64_t seen = KN_CAS64(&st->ready, r, r + 1);
+		r = (seen == r) ? r + 1 : seen;
+	}
+#endif
+#if defined(__CUDA_ARCH__)
+	/* our advance of ready before our look at rung/db_lock, against the
+	 * holder's release of db_lock before its look at ready (store buffering:
+	 * both sides need a full fence; the C build's atomics are seq_cst; all
+	 * three words are in GPU memory) */
+	asm volatile("fence.sc.gpu;" ::: "memory");
+#endif
+	/* ring: a single ringer at a time, re-checking after release */
+	for (;;) {
+		uint64_t ready = KN_LOAD64(&st->ready);
+		if (KN_LOAD64(&st->rung) >= ready)
+			return;
+		if (KN_CAS32(&st->db_lock, 0u, 1u) != 0u)
+			return; /* the holder re-checks after releasing */
+		ready = KN_LOAD64(&st->ready);
+		if (ready > st->rung) {
+			knx_ring_last(qp, ready, ready == t + n ? last : (const void *)0);
+			KN_STORE64(&st->rung, ready);
+		}
+		KN_FENCE_SYS();
+		KN_STORE32(&st->db_lock, 0u);
+		KN_FENCE_SYS();
+	}
+}
+
+/* Publishes tickets [t, t+n), whose WQEs the caller has written (every one
+ * of them: the NIC executes what is in a published slot), and rings the
+ * doorbell. In shared modes a thread never waits for slower predecessors:
+ * whoever publishes last carries the doorbell past everyone. */
+KN_INLINE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
+{
+	knx_sq_submit_last(qp, t, n, (const void *)0);
+}
+
+/* Waits for every ticket reserved so far; 0 or the first error. */
+KN_INLINE int kn_quiet(const kn_qp *qp)
+{
+	uint64_t last = KN_LOAD64(&qp->st->resv);
+	if (last == 0)
+		return 0;
+	/* tickets reserved but not yet published cannot complete: wait for the
+	 * publication of all of them first (bounded by kn_wait's timeout). */
+	return kn_wait(qp, last - 1);
+}
+
+#endif /* KINET_DEVICE_SQ_H */
