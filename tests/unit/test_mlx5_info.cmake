@@ -18,3 +18,5 @@ target_link_libraries(test_mlx5_info PRIVATE kinet_topo)
 if(TARGET kinet_mlx5emu)
   add_dependencies(test_mlx5_info kinet_mlx5emu)
 endif()
+target_compile_definitions(test_mlx5_info PRIVATE
+  KINET_LIB_FILE="$<TARGET_FILE:kinet>" KINET_LIB_SONAME="$<TARGET_SONAME_FILE_NAME:kinet>")
