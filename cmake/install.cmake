@@ -42,6 +42,7 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDE
   set(KINET_PC_INCLUDEDIR "${CMAKE_INSTALL_FULL_INCLUDEDIR}")
 else()
   file(RELATIVE_PATH kinet_pc_up /r/${CMAKE_INSTALL_LIBDIR}/pkgconfig /r)
+  string(REGEX REPLACE "/$" "" kinet_pc_up "${kinet_pc_up}")
   set(KINET_PC_PREFIX "\${pcfiledir}/${kinet_pc_up}")
   set(KINET_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
   set(KINET_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
