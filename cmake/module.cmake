@@ -1,8 +1,8 @@
 # kinet_module(<target> EXPORTS <pattern>... SOURCES <source>... [LIBS <lib>...])
 #
-# A module libkinet loads at run time with dlopen, by file name, from the
-# folder it lives in (its RUNPATH is $ORIGIN): lib<target>.so, built beside
-# libkinet.so and installed with it. The module links libkinet (it may use the
+# A module libkinet loads at run time with dlopen from the folder libkinet
+# itself was loaded from (kinet_module_open, src/core/module.c):
+# lib<target>.so, built beside libkinet.so and installed with it. The module links libkinet (it may use the
 # private node of src/kinet.map.in) and exports only the symbols matching
 # EXPORTS (version node KINET_MODULE_<version>): the entry point libkinet
 # looks up with dlsym, and whatever tests call directly.

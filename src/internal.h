@@ -26,6 +26,12 @@ void kinet_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define KINET_EVERSION (KINET_ERR_BASE + 2)   /* descriptor version mismatch */
 #define KINET_ESECRET (KINET_ERR_BASE + 3)    /* wrong job secret */
 
+/* ---- run-time modules (src/core/module.c) ----------------------------------- */
+/* dlopen of a module (KINET_CUDA_MODULE, KINET_MLX5EMU_MODULE) from the folder
+ * libkinet itself was loaded from, whatever the search path says. NULL when it
+ * cannot be loaded: dlerror() says why. */
+void *kinet_module_open(const char *file, int flags);
+
 /* ---- tunables (src/core/tunables.c) ---------------------------------------- */
 /* Registry is static: add an entry to the table in tunables.c. */
 

@@ -11,9 +11,10 @@ static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 
 static void cuda_load_once(void)
 {
-	/* The CUDA module (libkinet_cuda.so, built when nvcc is found) registers
-	 * its hooks from its constructor; load it next to this library. */
-	void *h = dlopen(KINET_CUDA_MODULE, RTLD_NOW | RTLD_GLOBAL);
+	/* The CUDA module (libkinet_cuda.so.MAJOR, built when nvcc is found)
+	 * registers its hooks from its constructor; load it from beside this
+	 * library. */
+	void *h = kinet_module_open(KINET_CUDA_MODULE, RTLD_NOW | RTLD_GLOBAL);
 	if (!h) {
 		KLOG_DBG("CUDA module not loaded: %s", dlerror());
 		return;

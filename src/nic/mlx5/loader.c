@@ -199,7 +199,7 @@ static pthread_once_t emu_once = PTHREAD_ONCE_INIT;
 
 static void emu_load(void)
 {
-	void *h = dlopen(KINET_MLX5EMU_MODULE, RTLD_NOW | RTLD_LOCAL);
+	void *h = kinet_module_open(KINET_MLX5EMU_MODULE, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(emu_why, sizeof(emu_why),
 			 "KINET_MLX5_EMULATE=1 but the emulation module cannot be loaded (%s)",
