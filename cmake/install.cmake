@@ -7,8 +7,14 @@
 include(CMakePackageConfigHelpers)
 set(KINET_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kinet)
 
+# the CUDA headers only with the library that serves them
+if(TARGET kinet_cuda)
+  set(kinet_cuda_headers)
+else()
+  set(kinet_cuda_headers PATTERN kinet_cuda.h EXCLUDE PATTERN device_cuda.cuh EXCLUDE)
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kinet DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h" PATTERN "*.cuh")
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.cuh" ${kinet_cuda_headers})
 
 set(kinet_libs kinet)
 if(TARGET kinet_cuda)

@@ -119,6 +119,10 @@ Test(install, lays_out_the_gnu_folders, .fini = cleanup)
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		cr_expect(exists(files[i]), "%s/inst/%s is missing", prefix, files[i]);
+#if !KINET_HAVE_CUDA /* no CUDA headers without the library behind them */
+	cr_expect(!exists("include/kinet/kinet_cuda.h"));
+	cr_expect(!exists("include/kinet/device_cuda.cuh"));
+#endif
 	/* the installed tools find the installed library */
 	cr_assert_eq(sh("env -u LD_LIBRARY_PATH '%s/inst/bin/kinet-info'", prefix), 0);
 	cr_assert(log_has("kinet " KINET_VERSION));
