@@ -1,10 +1,21 @@
 # kinet - top-level commands. See README.md.
 BUILD ?= build
+DEMO_BUILD ?= build-demo
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
+# CUDA parts in `make demo`: auto (built when a GPU is usable here), ON, OFF.
+# `make check` and `make build` always build them when nvcc is found.
+CUDA ?= auto
 
-.PHONY: all build demo check check-unit check-asan check-net deps clean gpu-check
+ifeq ($(CUDA),auto)
+DEMO_CUDA = $(shell (test -c /dev/nvidia0 || nvidia-smi -L >/dev/null 2>&1) && echo ON || echo OFF)
+else
+DEMO_CUDA = $(CUDA)
+endif
+
+.PHONY: all build demo demo-build check check-unit check-asan deps clean gpu-check install
 
 all: build
 
@@ -14,14 +25,21 @@ deps:
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
 
+# Everything: library, modules, tools, examples, tests (CUDA when nvcc is found).
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The library, its modules and the tools only, in a folder of their own.
+demo-build: deps
+	cmake -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINET_TESTS=OFF \
+		-DKINET_EXAMPLES=OFF -DKINET_WITH_CUDA=$(DEMO_CUDA) $(CMAKE_FLAGS)
+	cmake --build $(DEMO_BUILD) -j $(JOBS)
+
 # The main job: kinet-perf on the software NIC, defaults that finish in seconds.
-demo: build
-	$(BUILD)/tools/perf/kinet-perf write_bw -a --max-size 1M -n 2000
-	$(BUILD)/tools/perf/kinet-perf write_lat -n 2000
-	$(BUILD)/tools/perf/kinet-perf put_bw -s 8 -t 2 -n 20000
+demo: demo-build
+	$(DEMO_BUILD)/tools/perf/kinet-perf write_bw -a --max-size 1M -n 2000
+	$(DEMO_BUILD)/tools/perf/kinet-perf write_lat -n 2000
+	$(DEMO_BUILD)/tools/perf/kinet-perf put_bw -s 8 -t 2 -n 20000
 
 # Every test this machine can run: unit (plain and ASan+UBSan) and net.
 check: build
@@ -44,5 +62,10 @@ check-asan: deps
 gpu-check: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu
 
+# Installs the full build into PREFIX (headers, libraries, modules, tools,
+# examples' sources, docs, kinet.pc, the CMake package).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(DEMO_BUILD) $(ASAN_BUILD)

@@ -25,6 +25,12 @@ void kinet_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 void kinet_log_set_rank(int rank);
 
 
+/* ---- run-time modules (src/core/module.c) ----------------------------------- */
+/* dlopen of a module (KINET_CUDA_MODULE, KINET_MLX5EMU_MODULE) from the folder
+ * libkinet itself was loaded from, whatever the search path says. NULL when it
+ * cannot be loaded: dlerror() says why. */
+void *kinet_module_open(const char *file, int flags);
+
 /* ---- tunables (src/core/tunables.c): declared in src/core/tunables.def ------ */
 #include "core/tunables.h"
 

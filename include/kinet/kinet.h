@@ -26,14 +26,26 @@
 extern "C" {
 #endif
 
+/* The version of these headers. The build takes the library's version from
+ * these three lines (soname libkinet.so.MAJOR, file libkinet.so.MAJOR.MINOR.PATCH);
+ * kinet_version() tells the version of the library a program runs with. */
 #define KINET_VERSION_MAJOR 0
 #define KINET_VERSION_MINOR 1
+#define KINET_VERSION_PATCH 0
 
 typedef struct kinet_ctx kinet_ctx;
 typedef struct kinet_pd kinet_pd;
 typedef struct kinet_mr kinet_mr;
 typedef struct kinet_cq kinet_cq;
 typedef struct kinet_qp kinet_qp;
+
+/* ---- version ------------------------------------------------------------------ */
+
+/* The version of the library in use (which may differ from the headers a
+ * program was compiled with, within one major version): "MAJOR.MINOR.PATCH".
+ * Each of major, minor and patch that is not NULL receives that number.
+ * Never fails; the string is static. */
+const char *kinet_version(int *major, int *minor, int *patch);
 
 /* ---- errors and logging ---------------------------------------------------- */
 

@@ -101,12 +101,14 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 		}
 		if (rc == 0) {
 			if (want != KINET_BACKEND_AUTO)
-				snprintf(ctx->reason, sizeof(ctx->reason), "%s: requested (%s)",
+				snprintf(ctx->reason, sizeof(ctx->reason), "%.16s: requested (%.200s)",
 					 b->name, why);
 			else if (notes[0])
-				snprintf(ctx->reason, sizeof(ctx->reason), "%s: %s", b->name, notes);
+				snprintf(ctx->reason, sizeof(ctx->reason), "%.16s: %.230s", b->name,
+					 notes);
 			else
-				snprintf(ctx->reason, sizeof(ctx->reason), "%s: %s", b->name, why);
+				snprintf(ctx->reason, sizeof(ctx->reason), "%.16s: %.230s", b->name,
+					 why);
 			if (notes[0])
 				KLOG_INFO("backend auto: %s", ctx->reason);
 			*out = ctx;

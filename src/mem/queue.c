@@ -11,9 +11,10 @@ static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 
 static void cuda_load_once(void)
 {
-	/* The CUDA module (libkinet_cuda.so, built when nvcc is found) registers
-	 * its hooks from its constructor; load it next to this library. */
-	void *h = dlopen("libkinet_cuda.so", RTLD_NOW | RTLD_GLOBAL);
+	/* The CUDA module (libkinet_cuda.so.MAJOR, built when nvcc is found)
+	 * registers its hooks from its constructor; load it from beside this
+	 * library. */
+	void *h = kinet_module_open(KINET_CUDA_MODULE, RTLD_NOW | RTLD_GLOBAL);
 	if (!h) {
 		KLOG_DBG("CUDA module not loaded: %s", dlerror());
 		return;
@@ -21,7 +22,7 @@ static void cuda_load_once(void)
 	const struct kinet_cuda_ops *(*get)(void) =
 		(const struct kinet_cuda_ops *(*)(void))dlsym(h, "kinet_cuda_module_ops");
 	if (!get) {
-		KLOG_WARN("libkinet_cuda.so has no kinet_cuda_module_ops");
+		KLOG_WARN("%s has no kinet_cuda_module_ops", KINET_CUDA_MODULE);
 		return;
 	}
 	kinet_cuda = get(); /* NULL when no GPU is usable */

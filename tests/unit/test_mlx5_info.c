@@ -158,6 +158,43 @@ Test(mlx5_info, emulated_nics_are_listed_and_chosen)
 	free(out);
 }
 
+/* libkinet without the emulation module beside it (a copy of the library
+ * alone in a folder, found first through LD_LIBRARY_PATH): KINET_MLX5_EMULATE=1
+ * is refused with a message naming the module where libkinet looked for it
+ * (beside itself, not along the search path), the choice falls back to the
+ * software NIC as auto does for any missing mlx5, and nothing crashes. */
+Test(mlx5_info, a_missing_emulation_module_is_reported)
+{
+#if KINET_HAVE_RDMA_HEADERS
+	char dir[] = "/tmp/kinet-noemu-XXXXXX", cmd[1024];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s/%s'", KINET_LIB_FILE, dir, KINET_LIB_SONAME);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	setenv("LD_LIBRARY_PATH", dir, 1);
+	setenv("KINET_MLX5_EMULATE", "1", 1);
+	int st;
+	char *out = run_info("", &st);
+	cr_assert_eq(st, 0, "%s", out);
+	char want[300]; /* the module is looked for beside the library */
+	snprintf(want, sizeof(want), "emulation module cannot be loaded (%s/%s", dir,
+		 KINET_MLX5EMU_MODULE);
+	cr_assert(strstr(out, want), "want \"%s\" in %s", want, out);
+	cr_assert(strstr(out, "backend soft"), "%s", out);
+	free(out);
+	setenv("KINET_BACKEND", "mlx5", 1); /* asked for: the open fails, clearly */
+	out = run_info("", &st);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert(strstr(out, "kinet_open failed"), "%s", out);
+	cr_assert(strstr(out, "emulation module cannot be loaded"), "%s", out);
+	free(out);
+	unsetenv("LD_LIBRARY_PATH");
+	snprintf(cmd, sizeof(cmd), "rm -r '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+#else
+	cr_skip_test("built without the rdma-core headers (no emulation)");
+#endif
+}
+
 #if KINET_HAVE_JSONC
 static json_object *get(json_object *o, const char *key, json_type type)
 {

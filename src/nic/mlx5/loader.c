@@ -210,13 +210,43 @@ void kinet_mlx5_set_ops(const struct kinet_mlx5_ops *ops)
 	atomic_store(&installed, ops);
 }
 
+/* The emulation lives in its own module (KINET_MLX5EMU_MODULE, beside this
+ * library), loaded on first use; a test that links it installs its table
+ * with kinet_mlx5_set_ops instead. */
+static const struct kinet_mlx5_ops *emu;
+static char emu_why[300];
+static pthread_once_t emu_once = PTHREAD_ONCE_INIT;
+
+static void emu_load(void)
+{
+	void *h = kinet_module_open(KINET_MLX5EMU_MODULE, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(emu_why, sizeof(emu_why),
+			 "KINET_MLX5_EMULATE=1 but the emulation module cannot be loaded (%s)",
+			 dlerror());
+		return;
+	}
+	const struct kinet_mlx5_ops *(*get)(void) =
+		(const struct kinet_mlx5_ops *(*)(void))dlsym(h, "kinet_mlx5_emu_ops");
+	if (!get) {
+		snprintf(emu_why, sizeof(emu_why), "%s has no kinet_mlx5_emu_ops",
+			 KINET_MLX5EMU_MODULE);
+		return;
+	}
+	emu = get(); /* the module stays loaded for the process */
+}
+
 const struct kinet_mlx5_ops *kinet_mlx5_ops_get(char *why, size_t whylen)
 {
 	const struct kinet_mlx5_ops *o = atomic_load(&installed);
 	if (o)
 		return o;
-	if (KT(MLX5_EMULATE))
-		return kinet_mlx5_emu_ops();
+	if (KT(MLX5_EMULATE)) {
+		pthread_once(&emu_once, emu_load);
+		if (!emu && why && whylen)
+			snprintf(why, whylen, "%s", emu_why);
+		return emu;
+	}
 	return kinet_mlx5_real_ops(why, whylen);
 }
 
