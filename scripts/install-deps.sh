@@ -5,7 +5,10 @@ set -euo pipefail
 
 required=(cmake make gcc pkg-config libcriterion-dev)
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
-          openmpi-bin libopenmpi-dev libjson-c-dev)
+          openmpi-bin libopenmpi-dev libjson-c-dev
+          python3-matplotlib groff-base man-db)
+# python3-matplotlib: kinet-plot (and its test); groff-base, man-db: rendering
+# and checking the man pages (docs/man, test_man_pages)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do
