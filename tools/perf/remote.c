@@ -938,7 +938,7 @@ static void report_row(struct rmt *r, uint64_t size, char *row, size_t cap)
  * this side's --json asks), and the JSON record into --out_json's file. */
 static void print_row(struct rmt *r, const char *row, const char *json)
 {
-	if (r->o.json_out && *json) {
+	if (r->o.json_out && *json && !r->quiet) { /* a --pair server: its client writes */
 		fputs(json, r->o.json_out);
 		fflush(r->o.json_out);
 	}
