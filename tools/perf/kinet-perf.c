@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include "perf.h"
@@ -478,13 +479,15 @@ static const char *join_args(int argc, char **argv)
 	return s;
 }
 
+/* A backend's name (any case, as the tunable takes it): enum kinet_backend,
+ * or -1. */
 static int backend_from(const char *s)
 {
-	if (!s || !*s || !strcmp(s, "auto"))
+	if (!s || !*s || !strcasecmp(s, "auto"))
 		return KINET_BACKEND_AUTO;
-	if (!strcmp(s, "soft"))
+	if (!strcasecmp(s, "soft"))
 		return KINET_BACKEND_SOFT;
-	if (!strcmp(s, "mlx5"))
+	if (!strcasecmp(s, "mlx5"))
 		return KINET_BACKEND_MLX5;
 	return -1;
 }
@@ -816,8 +819,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		setenv("KINET_MLX5_PORT", ib_port, 1);
 	if (gid_index)
 		setenv("KINET_MLX5_GID_INDEX", gid_index, 1);
-	if (!have_backend) {
-		const char *env = kinet_tunable_str("KINET_BACKEND");
+	if (!have_backend) { /* the default of --backend: the variable, as given */
+		const char *env = getenv("KINET_BACKEND");
 		if ((o->backend = backend_from(env)) < 0)
 			return usage_error("KINET_BACKEND=%s: auto, soft or mlx5", env);
 	}
