@@ -37,9 +37,9 @@ demo-build: deps
 
 # The main job: kinet-perf on the software NIC, defaults that finish in seconds.
 demo: demo-build
-	$(DEMO_BUILD)/tools/perf/kinet-perf write_bw -a --max-size 1M -n 2000
-	$(DEMO_BUILD)/tools/perf/kinet-perf write_lat -n 2000
-	$(DEMO_BUILD)/tools/perf/kinet-perf put_bw -s 8 -t 2 -n 20000
+	$(DEMO_BUILD)/tools/perf/kinet-perf write_bw --loopback -a --max-size 1M -n 2000
+	$(DEMO_BUILD)/tools/perf/kinet-perf write_lat --loopback -n 2000
+	$(DEMO_BUILD)/tools/perf/kinet-perf put_bw --loopback -s 8 --threads 2 -n 20000
 
 # Every test this machine can run: unit (plain and ASan+UBSan) and net.
 check: build

@@ -23,10 +23,11 @@ if [ ! -x "$PERF" ]; then
   exit 1
 fi
 
-# Rows of numbers of one kinet-perf run (perftest columns), one line per size.
+# Rows of numbers of one kinet-perf run in this process (--loopback; perftest
+# columns), one line per size.
 rows() {
   local out
-  if ! out=$("$PERF" "$@"); then
+  if ! out=$("$PERF" "$@" --loopback); then
     echo "bench/cpu.sh: kinet-perf $* failed" >&2
     exit 1
   fi
@@ -54,7 +55,7 @@ declare -A rate
 for rep in $(seq "$REPS"); do
   for t in 1 2 4; do
     for p in spin yield; do
-      rate[$t$p]+="$(rows write_bw -s 8 -t "$t" -n 100000 --poll "$p" | awk '{print $5}') "
+      rate[$t$p]+="$(rows write_bw -s 8 --threads "$t" -n 100000 --poll "$p" | awk '{print $5}') "
     done
   done
 done

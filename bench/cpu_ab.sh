@@ -22,13 +22,18 @@ declare -A va vb
 keys=()
 # column $2 of the first row of numbers of a kinet-perf run
 col() { awk '/^ [0-9]/ {print $'"$1"'; exit}'; }
+# a local run needs --loopback since kinet-perf took perftest's command line
+# (no host: the server); builds from before that do not know the option
+local_flag() { "$1" -h 2>/dev/null | grep -q -- '--loopback' && echo --loopback; }
+LA=$(local_flag "$A")
+LB=$(local_flag "$B")
 add() { # name column kinet-perf-args...
   local key=$1 c=$2
   shift 2
   keys+=("$key")
   for r in $(seq "$REPS"); do
-    va[$key]+="$("$A" "$@" 2>/dev/null | col "$c") "
-    vb[$key]+="$("$B" "$@" 2>/dev/null | col "$c") "
+    va[$key]+="$("$A" "$@" $LA 2>/dev/null | col "$c") "
+    vb[$key]+="$("$B" "$@" $LB 2>/dev/null | col "$c") "
   done
 }
 med() { tr ' ' '\n' <<<"$1" | grep . | sort -g |
@@ -37,11 +42,11 @@ med() { tr ' ' '\n' <<<"$1" | grep . | sort -g |
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for e in 1 2; do
   for t in 1 2 4; do
-    add "write_bw -s 8 -t $t, $e engine(s) [Mpps]" 5 write_bw -s 8 -t "$t" -n 100000 --engine-threads "$e"
+    add "write_bw -s 8 --threads $t, $e engine(s) [Mpps]" 5 write_bw -s 8 --threads "$t" -n 100000 --engine-threads "$e"
   done
 done
-add "write_bw -s 8 -t 4, 4 engines [Mpps]" 5 write_bw -s 8 -t 4 -n 100000 --engine-threads 4
-add "write_bw -s 8 -t 4, 2 engines, --poll yield [Mpps]" 5 write_bw -s 8 -t 4 -n 100000 --engine-threads 2 --poll yield
+add "write_bw -s 8 --threads 4, 4 engines [Mpps]" 5 write_bw -s 8 --threads 4 -n 100000 --engine-threads 4
+add "write_bw -s 8 --threads 4, 2 engines, --poll yield [Mpps]" 5 write_bw -s 8 --threads 4 -n 100000 --engine-threads 2 --poll yield
 add "write_lat -s 8, t_typical [us]" 5 write_lat -s 8 -n 20000
 add "write_bw -s 1M [MB/s]" 4 write_bw -s 1M -n 2000
 echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg); REPS=$REPS, medians"

@@ -52,7 +52,7 @@ if command -v perf >/dev/null && perf record -q -e cpu-clock -o "$tmp/probe" tru
   rates=""
   for rep in $(seq "$REPS"); do
     perf record -q -e cpu-clock -F 9999 -o "$tmp/perf.data" \
-      "$PERF_BIN" write_bw -s 8 -n 1000000 > "$tmp/run.txt" 2>&1
+      "$PERF_BIN" write_bw -s 8 -n 1000000 --loopback > "$tmp/run.txt" 2>&1
     # per thread (pid column is the thread id), symbol, percentage
     perf report -i "$tmp/perf.data" --sort pid,sym --stdio 2>/dev/null |
       awk '/^ +[0-9.]+%/ {
@@ -66,7 +66,7 @@ if command -v perf >/dev/null && perf record -q -e cpu-clock -o "$tmp/probe" tru
     awk -F'\t' -v e="$eng" '$1 != e && $3 !~ /^(msort|cmp_u64|merge_runs|perf_bw_stats|\[k\])/ {print $2 "\t" $3}' \
       "$tmp/samples.tsv" >> "$tmp/init.tsv"
   done
-  echo "perf record (cpu-clock samples), $REPS runs of \`kinet-perf write_bw -s 8 -n 1000000\`;"
+  echo "perf record (cpu-clock samples), $REPS runs of \`kinet-perf write_bw -s 8 -n 1000000 --loopback\`;"
   echo "message rate of the runs [Mpps]: ${rates% }."
   echo
   echo "| engine thread: step | share of its time, median | range over the runs |"
@@ -93,7 +93,7 @@ fi
 if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
   N=20000
   valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
-    "$PERF_BIN" write_bw -s 8 -n "$N" --warmup 0 > /dev/null 2>&1
+    "$PERF_BIN" write_bw -s 8 -n "$N" --warmup 0 --loopback > /dev/null 2>&1
   callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.out" 2>/dev/null |
     awk '/^ *[0-9,]+ +\( *[0-9.]+%\)/ {
       n = $1; gsub(",", "", n)

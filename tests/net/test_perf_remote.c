@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kinet-perf across processes, as a user runs it: the built binary as a
- * server and a client on loopback (`kinet-perf TEST --server -p PORT` and
- * `kinet-perf TEST 127.0.0.1:PORT`), and `--pair`. Tiny iteration counts;
- * checks exit statuses, the output format on both sides, that the server
- * takes the client's run options, that the data check works across
- * processes (--corrupt), and the refusals: a wrong job secret, mismatched
- * tests or options, a peer that dies, bad usage. Never speed.
+ * server and a client on loopback (`kinet-perf TEST -p PORT`, no host: the
+ * server, as perftest; `kinet-perf TEST 127.0.0.1:PORT`), `--pair`, and
+ * `--pair=threads` on the mlx5 backend over the emulated rdma-core. Tiny
+ * iteration counts; checks exit statuses, the output format on both sides,
+ * that the server takes the client's run options, that the data check works
+ * across processes (--corrupt), real perftest command lines (server and
+ * client), a client that finds no server (a line per attempt until
+ * --timeout), and the refusals: a wrong job secret, mismatched tests or
+ * options, a peer that dies, bad usage. Never speed.
  *
  * The binary: $KINET_PERF_BIN, else the path given at build time
  * (tests/net/test_perf_remote.cmake), else ../tools/perf/kinet-perf next to
@@ -54,9 +57,10 @@ static void init_secret(void)
 		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
 }
 
-/* Starts kinet-perf with args (NULL-terminated, without argv[0]). The job
- * secret of this test is in its environment unless args set --secret. */
-static void start(struct proc *p, const char *const *args)
+/* Starts kinet-perf with args (NULL-terminated, without argv[0]) and more
+ * environment assignments (env, NULL-terminated, or NULL). The job secret of
+ * this test is in its environment unless args set --secret. */
+static void start_env(struct proc *p, const char *const *args, const char *const *env)
 {
 	const char *bin = perf_bin();
 	const char *argv[64];
@@ -89,6 +93,8 @@ static void start(struct proc *p, const char *const *args)
 		setenv("FI_TCP_IFACE", "lo", 1);
 		setenv("KINET_NET_TIMEOUT_MS", "3000", 1);
 		putenv(secret_env);
+		for (int i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
 		execv(bin, (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
@@ -97,6 +103,11 @@ static void start(struct proc *p, const char *const *args)
 	close(pe[1]);
 	p->fd[0] = po[0];
 	p->fd[1] = pe[0];
+}
+
+static void start(struct proc *p, const char *const *args)
+{
+	start_env(p, args, NULL);
 }
 
 static void append(struct proc *p, int k, const char *buf, size_t n)
@@ -187,9 +198,9 @@ static void server_client(const char *test, const char *const *srv_extra,
 	static char port[16], addr[32];
 	snprintf(port, sizeof(port), "%d", free_port());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%s", port);
-	const char *sa[32] = {test, "--server", "-p", port, "--timeout", "60"};
+	const char *sa[32] = {test, "-p", port, "--timeout", "60"}; /* no host: the server */
 	const char *ca[32] = {test, addr, "--timeout", "60"};
-	int ns = 6, nc = 4;
+	int ns = 5, nc = 4;
 	for (int i = 0; srv_extra && srv_extra[i]; i++)
 		sa[ns++] = srv_extra[i];
 	for (int i = 0; cli_extra && cli_extra[i]; i++)
@@ -319,7 +330,7 @@ Test(perf_remote, every_test_server_client)
 			       "atomic_bw", "atomic_lat", "send_bw", "put_bw"};
 	for (int t = 0; t < 8; t++) {
 		bool atomic = strstr(tests[t], "atomic") != NULL;
-		const char *cli[] = {"-n", "25", "--warmup", "3", "-q", "8", "-s", atomic ? "8" : "300",
+		const char *cli[] = {"-n", "25", "--warmup", "3", "-t", "8", "-s", atomic ? "8" : "300",
 				     NULL};
 		struct proc s, c;
 		server_client(tests[t], NULL, cli, &s, &c);
@@ -333,7 +344,7 @@ Test(perf_remote, every_test_server_client)
  * shared QP, a size sweep); given the same ones, it agrees. */
 Test(perf_remote, server_takes_the_clients_options)
 {
-	const char *c1[] = {"-t", "2", "-a", "--max-size", "64", "-n", "20", "-q", "4", NULL};
+	const char *c1[] = {"--threads", "2", "-a", "--max-size", "64", "-n", "20", "-t", "4", NULL};
 	struct proc s, c;
 	server_client("write_bw", NULL, c1, &s, &c);
 	check_both(&s, &c, "write_bw", 6, 2, 20);
@@ -341,14 +352,14 @@ Test(perf_remote, server_takes_the_clients_options)
 	proc_free(&s);
 	proc_free(&c);
 
-	const char *c2[] = {"-t", "3", "--shared", "-n", "30", NULL};
+	const char *c2[] = {"--threads", "3", "--shared", "-n", "30", NULL};
 	server_client("atomic_bw", c2, c2, &s, &c);
 	check_both(&s, &c, "atomic_bw", 1, 8, 30);
 	cr_assert_not_null(strstr(c.text[0], "one QP shared by all threads"));
 	proc_free(&s);
 	proc_free(&c);
 
-	const char *c3[] = {"-t", "2", "-n", "40", "-s", "1000", NULL};
+	const char *c3[] = {"--threads", "2", "-n", "40", "-s", "1000", NULL};
 	server_client("send_bw", NULL, c3, &s, &c);
 	check_both(&s, &c, "send_bw", 1, 1000, 40);
 	proc_free(&s);
@@ -447,7 +458,7 @@ Test(perf_remote, stray_with_wrong_secret)
 	char port[16], addr[32];
 	snprintf(port, sizeof(port), "%d", free_port());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%s", port);
-	const char *sa[] = {"write_bw", "--server", "-p", port, "--timeout", "60", NULL};
+	const char *sa[] = {"write_bw", "-p", port, "--timeout", "60", NULL};
 	const char *stray[] = {"write_bw", addr, "--secret", "not-the-secret", "--timeout", "60",
 			       NULL};
 	const char *real[] = {"write_bw", addr, "-n", "20", "-s", "128", "--timeout", "60", NULL};
@@ -546,11 +557,11 @@ Test(perf_remote, usage_errors_exit_2)
 {
 	const char *cases[][8] = {
 		{"memcpy_bw", "127.0.0.1", NULL},
+		{"memcpy_bw", "--pair", NULL},
 		{"write_bw", "--pair", "127.0.0.1", NULL},
 		{"write_bw", "--server", "127.0.0.1", NULL},
 		{"write_bw", "--server", "--pair", NULL},
-		{"write_bw", "-p", "5000", NULL},
-		{"write_bw", "--secret", "x", NULL},
+		{"write_bw", "--loopback", "--server", NULL},
 		{"write_bw", "--server", "-p", "65536", NULL},
 		{"write_bw", "127.0.0.1:0", NULL},
 		{"write_bw", "[::1", NULL},
@@ -568,4 +579,229 @@ Test(perf_remote, usage_errors_exit_2)
 		cr_assert_eq(p.len[0], 0, "case %zu: usage errors print nothing on stdout", i);
 		proc_free(&p);
 	}
+}
+
+/* ---- perftest's way ------------------------------------------------------------------ */
+
+/* No host argument: the server. It says where it waits, and gives up after
+ * --timeout when no client comes. */
+Test(perf_remote, no_host_is_the_server)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%d", free_port());
+	const char *a[] = {"write_bw", "-p", port, "--timeout", "2", NULL};
+	struct proc p;
+	start(&p, a);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 1, "status %d, stderr:\n%s", p.status, p.text[1]);
+	cr_assert_not_null(strstr(p.text[0], " Waiting for a client on "), "stdout:\n%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[1], "no client came"), "stderr:\n%s", p.text[1]);
+	proc_free(&p);
+}
+
+/* A client with no server says so at once and on each attempt, until
+ * --timeout; started before its server, it gets through once the server
+ * listens. */
+Test(perf_remote, client_retries_until_the_timeout)
+{
+	char port[16], addr[32];
+	snprintf(port, sizeof(port), "%d", free_port());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%s", port);
+	const char *a[] = {"write_bw", addr, "--timeout", "3", NULL};
+	struct proc p;
+	start(&p, a);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 1, "status %d, stderr:\n%s", p.status, p.text[1]);
+	int lines = 0;
+	for (const char *q = p.text[1]; (q = strstr(q, "client: no server at ")); q++)
+		lines++;
+	cr_assert_geq(lines, 2, "one line per attempt, got %d:\n%s", lines, p.text[1]);
+	char first[128];
+	snprintf(first, sizeof(first), "client: no server at %s yet (Connection refused); attempt 1",
+		 addr);
+	cr_assert_not_null(strstr(p.text[1], first), "stderr:\n%s", p.text[1]);
+	cr_assert_not_null(strstr(p.text[1], "within 3 s"), "stderr:\n%s", p.text[1]);
+	cr_assert_eq(p.len[0], 0, "stdout:\n%s", p.text[0]);
+	proc_free(&p);
+
+	/* the client first, the server a little later */
+	const char *ca[] = {"write_bw", addr, "--timeout", "60", "-n", "20", "-s", "64", NULL};
+	const char *sa[] = {"write_bw", "-p", port, "--timeout", "60", NULL};
+	struct proc ps[2];
+	start(&ps[1], ca);
+	tw_sleep_ms(1500);
+	start(&ps[0], sa);
+	finish(ps, 2);
+	check_both(&ps[0], &ps[1], "write_bw", 1, 64, 20);
+	cr_assert_not_null(strstr(ps[1].text[1], "yet (Connection refused); attempt 1"),
+			   "client stderr:\n%s", ps[1].text[1]);
+	proc_free(&ps[0]);
+	proc_free(&ps[1]);
+}
+
+/* Command lines as perftest's documentation writes them (ib_ dropped, the
+ * iteration counts and durations small): the server without a host, the
+ * client with it, the same options on both. */
+Test(perf_remote, perftest_command_lines)
+{
+	struct {
+		const char *args[16];
+		int lat;       /* 1: latency columns, 2: duration latency columns */
+		double bytes;
+		int iters;     /* 0: a duration run */
+	} cases[] = {
+		{{"write_bw", "-s", "65536", "-D", "1", "-q", "3", NULL}, 0, 65536, 0},
+		{{"read_lat", "-s", "32", "-n", "500", NULL}, 1, 32, 500},
+		{{"send_bw", "-c", "RC", "-t", "64", "-n", "200", "-F", "--report_gbits", NULL}, 0,
+		 65536, 200},
+		{{"atomic_bw", "-q", "2", "-t", "16", "-n", "300", NULL}, 0, 8, 300},
+		{{"write_lat", "-s", "8", "-I", "8", "-n", "300", "-F", NULL}, 1, 8, 300},
+		{{"write_lat", "-s", "64", "-D", "1", NULL}, 2, 64, 0},
+		{{"send_bw", "-s", "4096", "-D", "1", NULL}, 0, 4096, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char port[16], addr[32];
+		snprintf(port, sizeof(port), "%d", free_port());
+		snprintf(addr, sizeof(addr), "127.0.0.1");
+		const char *sa[24], *ca[24];
+		int n = 0;
+		for (; cases[i].args[n]; n++)
+			sa[n] = ca[n] = cases[i].args[n];
+		sa[n] = ca[n] = "-p";
+		sa[n + 1] = ca[n + 1] = port;
+		sa[n + 2] = NULL;
+		ca[n + 2] = addr;
+		ca[n + 3] = NULL;
+		struct proc ps[2];
+		start(&ps[0], sa);
+		start(&ps[1], ca);
+		finish(ps, 2);
+		const char *test = cases[i].args[0];
+		cr_assert_eq(ps[1].status, 0, "case %zu (%s): client status %d, stderr:\n%s", i, test,
+			     ps[1].status, ps[1].text[1]);
+		cr_assert_eq(ps[0].status, 0, "case %zu (%s): server status %d, stderr:\n%s", i, test,
+			     ps[0].status, ps[0].text[1]);
+		const char *hdr = cases[i].lat == 2 ? " #bytes        #iterations       t_avg[usec]"
+			: cases[i].lat		     ? LAT_HEADER
+			: strstr(ps[1].text[0], "Gb/sec")
+				? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]"
+				: BW_HEADER;
+		int cols = cases[i].lat == 2 ? 4 : cases[i].lat ? 9 : 5;
+		double rc[4][16], rs[4][16];
+		char tc[2048], ts[2048];
+		cr_assert_eq(table(ps[1].text[0], hdr, cols, rc, 4, tc, sizeof(tc)), 1, "case %zu", i);
+		cr_assert_eq(table(ps[0].text[0], hdr, cols, rs, 4, ts, sizeof(ts)), 1, "case %zu", i);
+		cr_assert_str_eq(ts, tc, "case %zu: the server's row differs", i);
+		cr_assert_eq(rc[0][0], cases[i].bytes, "case %zu", i);
+		if (cases[i].iters)
+			cr_assert_eq(rc[0][1], cases[i].iters, "case %zu", i);
+		else
+			cr_assert_gt(rc[0][1], 0, "case %zu: no message in 1 s", i);
+		if (strstr(cases[i].args[0], "_bw") && cases[i].iters)
+			check_bw_row(rc[0], cases[i].bytes, cases[i].iters);
+		if (!strcmp(test, "write_bw"))
+			cr_assert_not_null(strstr(ps[1].text[0], "3 QPs") ||
+						   strstr(ps[1].text[0], "(3 QPs)"),
+					   "-q 3: %s", ps[1].text[0]);
+		proc_free(&ps[0]);
+		proc_free(&ps[1]);
+	}
+}
+
+/* ---- the mlx5 backend over the emulated rdma-core ------------------------------------ */
+
+static const char *const EMU[] = {"KINET_MLX5_EMULATE=1", NULL};
+
+/* The emulation connects QPs of one process only: a pair in one process on
+ * two threads (--pair=threads) runs the whole exchange (bootstrap, mlx5
+ * descriptors, the steps), every test, both backends' descriptors. */
+Test(perf_remote, mlx5_emulation_pair_threads)
+{
+	const char *tests[] = {"write_bw", "write_lat", "read_bw",  "read_lat",
+			       "atomic_bw", "atomic_lat", "send_bw", "put_bw"};
+	for (int t = 0; t < 8; t++) {
+		bool lat = strstr(tests[t], "_lat") != NULL, atomic = strstr(tests[t], "atomic");
+		const char *a[] = {tests[t], "--pair=threads", "--backend", "mlx5", "-n", "30",
+				   "--threads", "2", "-t", "8", "-s", atomic ? "8" : "200", NULL};
+		struct proc p;
+		start_env(&p, a, EMU);
+		finish(&p, 1);
+		cr_assert_eq(p.status, 0, "%s: status %d, stderr:\n%s", tests[t], p.status, p.text[1]);
+		cr_assert_not_null(strstr(p.text[0], " Backend         : mlx5\n"), "%s", p.text[0]);
+		cr_assert_not_null(strstr(p.text[0], " Transport       : mlx5\n"), "%s", p.text[0]);
+		cr_assert_not_null(strstr(p.text[0], "both in this process"), "%s", p.text[0]);
+		double rows[4][16];
+		cr_assert_eq(table(p.text[0], lat ? LAT_HEADER : BW_HEADER, lat ? 9 : 5, rows, 4,
+				   NULL, 0),
+			     1);
+		if (lat)
+			check_lat_row(rows[0], atomic ? 8 : 200, 30);
+		else
+			check_bw_row(rows[0], atomic ? 8 : 200, 30);
+		proc_free(&p);
+	}
+	/* JSON: the mlx5 transport and both hosts */
+	const char *j[] = {"write_bw", "--pair=threads", "--backend", "mlx5", "--json", "-n", "20",
+			   "-s", "64", NULL};
+	struct proc p;
+	start_env(&p, j, EMU);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 0, "stderr:\n%s", p.text[1]);
+	cr_assert_not_null(strstr(p.text[0], "\"backend\":\"mlx5\""), "%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[0], "\"provider\":\"mlx5\""), "%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[0], "\"peer_host\":"), "%s", p.text[0]);
+	proc_free(&p);
+	/* the data check across the two, on mlx5 */
+	const char *c[] = {"write_bw", "--pair=threads", "--backend", "mlx5", "-n", "10", "-s",
+			   "64", "--corrupt", NULL};
+	start_env(&p, c, EMU);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 1, "status %d", p.status);
+	cr_assert_not_null(strstr(p.text[1], "server: data check failed"), "%s", p.text[1]);
+	proc_free(&p);
+	/* two processes over the emulation: refused at connection time, saying why */
+	const char *d[] = {"write_bw", "--pair", "--backend", "mlx5", "-n", "10", NULL};
+	start_env(&p, d, EMU);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 1, "status %d", p.status);
+	cr_assert_not_null(strstr(p.text[1], "--pair=threads"), "%s", p.text[1]);
+	proc_free(&p);
+	/* the two sides must use the same backend */
+	char port[16], addr[32];
+	snprintf(port, sizeof(port), "%d", free_port());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%s", port);
+	const char *sa[] = {"write_bw", "-p", port, "--backend", "soft", "--timeout", "60", NULL};
+	const char *ca[] = {"write_bw", addr, "--backend", "mlx5", "--timeout", "60", NULL};
+	struct proc ps[2];
+	start_env(&ps[0], sa, EMU);
+	start_env(&ps[1], ca, EMU);
+	finish(ps, 2);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(ps[i].status, 1, "side %d: status %d", i, ps[i].status);
+		cr_assert_not_null(strstr(ps[i].text[1], "the server opened the soft backend, the "
+							 "client mlx5"),
+				   "side %d: %s", i, ps[i].text[1]);
+		proc_free(&ps[i]);
+	}
+}
+
+/* The soft wire's JSON records name the libfabric provider. */
+Test(perf_remote, json_metadata_across_processes)
+{
+	const char *a[] = {"read_bw", "--pair", "--json", "-n", "20", "-s", "128", NULL};
+	struct proc p;
+	start(&p, a);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 0, "stderr:\n%s", p.text[1]);
+	cr_assert_not_null(strstr(p.text[0], "\"backend\":\"soft\""), "%s", p.text[0]);
+	/* the wire's provider (KINET_FI_PROVIDER, tcp;ofi_rxm by default) */
+	const char *fp = getenv("KINET_FI_PROVIDER");
+	char want[96];
+	snprintf(want, sizeof(want), "\"provider\":\"%s\"", fp && *fp ? fp : "tcp;ofi_rxm");
+	cr_assert_not_null(strstr(p.text[0], want), "%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[0], "\"processes\":2"), "%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[0], "\"kinet_version\":\""), "%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[0], "\"date\":\""), "%s", p.text[0]);
+	cr_assert_not_null(strstr(p.text[0], "\"cmdline\":\""), "%s", p.text[0]);
+	proc_free(&p);
 }

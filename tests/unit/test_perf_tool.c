@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kinet-perf as a user sees it: runs the built binary with tiny iteration
- * counts and checks its output format (perftest's column headers, numeric
- * rows, --json lines that parse), its data check and its exit status. It
+ * kinet-perf as a user sees it, in one process (--loopback): runs the built
+ * binary with tiny iteration counts and checks its output format (perftest's
+ * column headers, numeric rows, --json lines that parse, the metadata of the
+ * JSON records), its data check, its exit status, perftest's flags with
+ * perftest's meanings, and every test on the mlx5 backend over the emulated
+ * rdma-core (KINET_MLX5_EMULATE=1 --backend mlx5). It also runs the
+ * kinet-perf commands docs/hardware.md shows, against the emulation. It
  * checks format and status, never speed.
  *
  * The binary: $KINET_PERF_BIN, else the path given at build time
@@ -15,12 +19,14 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <kinet/kinet.h>
 #ifdef KINET_HAVE_JSONC
 #include <json-c/json.h>
 #endif
@@ -131,6 +137,29 @@ static struct out run(const char *const *args)
 	return run_env(args, NULL);
 }
 
+/* args with --loopback appended: both ends in the one process. */
+static struct out local_env(const char *const *args, const char *const *env)
+{
+	const char *a[64];
+	int n = 0;
+	for (; args[n]; n++) {
+		cr_assert_lt(n, 62);
+		a[n] = args[n];
+	}
+	a[n++] = "--loopback";
+	a[n] = NULL;
+	return run_env(a, env);
+}
+
+static struct out local(const char *const *args)
+{
+	return local_env(args, NULL);
+}
+
+/* The emulated rdma-core for the whole program (mlx5_0, mlx5_1 backed by
+ * the software NIC). */
+static const char *const EMU[] = {"KINET_MLX5_EMULATE=1", "KINET_NO_CUDA=1", NULL};
+
 static void out_free(struct out *o)
 {
 	free(o->out);
@@ -224,7 +253,7 @@ Test(perf_tool, help_exits_zero)
 Test(perf_tool, write_bw_table)
 {
 	const char *a[] = {"write_bw", "-s", "64", "-n", "50", "--warmup", "2", NULL};
-	struct out o = run(a);
+	struct out o = local(a);
 	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
 	double rows[4][16];
 	int n = table_rows(o.out, BW_HEADER, 5, rows, 4);
@@ -235,8 +264,8 @@ Test(perf_tool, write_bw_table)
 
 Test(perf_tool, size_sweep_with_suffix)
 {
-	const char *a[] = {"write_bw", "-a", "--max-size", "1K", "-n", "20", "-q", "4", NULL};
-	struct out o = run(a);
+	const char *a[] = {"write_bw", "-a", "--max-size", "1K", "-n", "20", "-t", "4", NULL};
+	struct out o = local(a);
 	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
 	double rows[16][16];
 	int n = table_rows(o.out, BW_HEADER, 5, rows, 16);
@@ -251,7 +280,7 @@ Test(perf_tool, latency_tables)
 	const char *tests[] = {"write_lat", "read_lat", "atomic_lat"};
 	for (int t = 0; t < 3; t++) {
 		const char *a[] = {tests[t], "-n", "30", NULL};
-		struct out o = run(a);
+		struct out o = local(a);
 		cr_assert_eq(o.status, 0, "%s: stderr: %s", tests[t], o.err);
 		double rows[4][16];
 		int n = table_rows(o.out, LAT_HEADER, 9, rows, 4);
@@ -263,15 +292,15 @@ Test(perf_tool, latency_tables)
 
 Test(perf_tool, threads_and_shared_qp)
 {
-	const char *a1[] = {"put_bw", "-s", "8", "-t", "2", "-n", "200", NULL};
-	const char *a2[] = {"write_bw", "-s", "100", "-t", "3", "--shared", "-q", "8", "-n", "100",
-			    NULL};
-	const char *a3[] = {"atomic_bw", "-t", "2", "--shared", "-n", "100", "--poll", "yield",
-			    NULL};
+	const char *a1[] = {"put_bw", "-s", "8", "--threads", "2", "-n", "200", NULL};
+	const char *a2[] = {"write_bw", "-s", "100", "--threads", "3", "--shared", "--qdepth", "8",
+			    "-n", "100", NULL};
+	const char *a3[] = {"atomic_bw", "--threads", "2", "--shared", "-n", "100", "--poll",
+			    "yield", NULL};
 	const char *const *all[] = {a1, a2, a3};
 	const double sizes[] = {8, 100, 8}, iters[] = {200, 100, 100};
 	for (int i = 0; i < 3; i++) {
-		struct out o = run(all[i]);
+		struct out o = local(all[i]);
 		cr_assert_eq(o.status, 0, "%s: stderr: %s", all[i][0], o.err);
 		double rows[4][16];
 		cr_assert_eq(table_rows(o.out, BW_HEADER, 5, rows, 4), 1);
@@ -300,9 +329,9 @@ Test(perf_tool, json_lines_parse)
 			       "write_lat", "read_lat", "atomic_lat", "memcpy_bw"};
 	for (int t = 0; t < 9; t++) {
 		int lat = strstr(tests[t], "_lat") != NULL;
-		const char *a[] = {tests[t], "--json", "-t", "2", "-n", "20", "-q", "8",
+		const char *a[] = {tests[t], "--json", "--threads", "2", "-n", "20", "-t", "8",
 				   "-a", "--max-size", "64", NULL};
-		struct out o = run(a);
+		struct out o = local(a);
 		cr_assert_eq(o.status, 0, "%s: stderr: %s", tests[t], o.err);
 		int lines = 0;
 		char *save = NULL;
@@ -350,29 +379,65 @@ Test(perf_tool, json_lines_parse)
 
 Test(perf_tool, usage_errors_exit_2)
 {
-	const char *cases[][8] = {
+	const char *cases[][10] = {
 		{NULL},
 		{"no_such_test", NULL},
 		{"write_bw", "-s", "0", NULL},
 		{"write_bw", "-s", "12Q", NULL},
 		{"write_bw", "--max-size", "2G", "-a", NULL},
 		{"atomic_bw", "-s", "16", NULL},
-		{"write_bw", "-t", "0", NULL},
+		{"write_bw", "--threads", "0", NULL},
 		{"write_bw", "--db-mode", "fast", NULL},
 		{"write_bw", "--executor", "nosuch", NULL},
 		{"memcpy_bw", "somehost", NULL}, /* no peer: one process */
 		{"write_bw", "--bogus", NULL},
-		{"send_bw", "--shared", "-t", "2", NULL},
+		{"send_bw", "--shared", "--threads", "2", "--loopback", NULL},
 		{"write_bw", "--poll", "sometimes", NULL},
+		/* perftest's flags: values and combinations kinet-perf refuses */
+		{"write_bw", "-c", "UD", NULL},
+		{"send_bw", "-c", "XRC", NULL},
+		{"write_bw", "-I", "64", NULL},          /* more than one WQE carries */
+		{"read_bw", "-I", "8", NULL},            /* reads carry no payload */
+		{"send_bw", "-I", "8", NULL},            /* no inline SEND */
+		{"write_bw", "-D", "1", "-a", NULL},     /* one size, as perftest */
+		{"write_bw", "-D", "1", "-n", "10", NULL},
+		{"write_bw", "-D", "0", NULL},
+		{"write_bw", "-m", "1000", NULL},
+		{"write_bw", "-q", "3", "--threads", "4", "--loopback", NULL},
+		{"write_bw", "-q", "4", "--threads", "2", "--loopback", NULL},
+		{"write_bw", "-q", "2", "--shared", "--loopback", NULL},
+		{"write_bw", "-t", "0", NULL},
+		{"write_bw", "-t", "70000", NULL},
+		{"write_bw", "-x", "300", NULL},
+		{"write_bw", "-i", "0", NULL},
+		/* the backend */
+		{"write_bw", "--backend", "bogus", NULL},
+		{"write_bw", "--backend", "soft", "-d", "mlx5_0", NULL},
+		{"write_bw", "--backend", "soft", "-x", "3", NULL},
+		{"write_bw", "--backend", "mlx5", "--engine-threads", "2", NULL},
+		/* where the ends are */
+		{"write_bw", "--pair=sideways", NULL},
+		{"write_bw", "--loopback", "somehost", NULL},
+		{"write_bw", "--loopback", "--pair", NULL},
+		{"write_bw", "--loopback", "-p", "5000", NULL},
+		{"write_bw", "--pair=threads", "--executor", "cuda", NULL},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct out o = run(cases[i]);
-		cr_assert_eq(o.status, 2, "case %zu (%s): status %d", i,
-			     cases[i][0] ? cases[i][0] : "(none)", o.status);
+		cr_assert_eq(o.status, 2, "case %zu (%s %s %s): status %d, stderr: %s", i,
+			     cases[i][0] ? cases[i][0] : "(none)", cases[i][0] ? cases[i][1] : "",
+			     cases[i][0] && cases[i][1] ? cases[i][2] : "", o.status, o.err);
 		cr_assert(strstr(o.err, "kinet-perf: "), "case %zu: no message on stderr", i);
 		cr_assert_eq(o.nout, 0, "case %zu: usage errors print nothing on stdout", i);
 		out_free(&o);
 	}
+	/* KINET_BACKEND must name a backend too */
+	const char *a[] = {"write_bw", "--loopback", NULL};
+	const char *env[] = {"KINET_BACKEND=fastest", NULL};
+	struct out o = run_env(a, env);
+	cr_assert_eq(o.status, 2, "status %d", o.status);
+	cr_assert(strstr(o.err, "KINET_BACKEND=fastest"), "stderr: %s", o.err);
+	out_free(&o);
 }
 
 /* A failure at run time exits 1 with kinet_strerror's text. */
@@ -380,7 +445,7 @@ Test(perf_tool, runtime_error_exits_1)
 {
 	const char *a[] = {"write_bw", "-n", "10", NULL};
 	const char *env[] = {"KINET_ENGINE_THREADS=1000", NULL};
-	struct out o = run_env(a, env);
+	struct out o = local_env(a, env);
 	cr_assert_eq(o.status, 1, "status %d, stderr: %s", o.status, o.err);
 	cr_assert(strstr(o.err, "kinet-perf: write_bw: kinet_open: invalid argument"),
 		  "stderr: %s", o.err);
@@ -396,7 +461,7 @@ Test(perf_tool, data_check_catches_corruption)
 		const char *a[] = {tests[t], "-s", "64", "-n", "10", "--corrupt", NULL};
 		if (strstr(tests[t], "atomic"))
 			a[1] = "-s", a[2] = "8";
-		struct out o = run(a);
+		struct out o = local(a);
 		cr_assert_eq(o.status, 1, "%s: status %d, stderr: %s", tests[t], o.status, o.err);
 		cr_assert(strstr(o.err, "data check failed"), "%s: stderr: %s", tests[t], o.err);
 		out_free(&o);
@@ -416,23 +481,23 @@ Test(perf_tool, executor_refusals_exit_2)
 		{"write_bw", "--executor", "host", "--ctas", "2", NULL},
 		{"write_bw", "--executor", "host", "--cta-threads", "32", NULL},
 		{"write_bw", "--executor", "host", "--shared=cta", NULL},
-		{"write_bw", "--executor", "host", "-t", "300", NULL},
+		{"write_bw", "--executor", "host", "--threads", "300", NULL},
 		/* bad values */
 		{"write_bw", "--scope", "sideways", NULL},
 		{"write_bw", "--mem", "disk", NULL},
 		{"write_bw", "--shared=everyone", NULL},
 		{"write_bw", "--ctas", "0", NULL},
 		{"write_bw", "--cta-threads", "2000", NULL},
-		{"write_bw", "-t", "70000", NULL},
+		{"write_bw", "--threads", "70000", NULL},
 		/* host-only things on the cuda executor */
 		{"memcpy_bw", "--executor", "cuda", NULL},
 		{"write_bw", "--executor", "cuda", "--poll", "yield", NULL},
 		/* launch shapes that make no sense (refused before looking for a GPU) */
 		{"write_bw", "--executor", "cuda", "--scope", "warp", "--cta-threads", "48", NULL},
-		{"write_bw", "--executor", "cuda", "--scope", "block", "-t", "40", "--cta-threads",
-		 "32", NULL},
-		{"write_bw", "--executor", "cuda", "-t", "5", "--ctas", "2", "--cta-threads", "2",
-		 NULL},
+		{"write_bw", "--executor", "cuda", "--scope", "block", "--threads", "40",
+		 "--cta-threads", "32", NULL},
+		{"write_bw", "--executor", "cuda", "--threads", "5", "--ctas", "2", "--cta-threads",
+		 "2", NULL},
 		{"send_bw", "--executor", "cuda", "--scope", "warp", NULL},
 		{"write_bw", "--executor", "cuda", "--scope", "block", "--shared=cta", NULL},
 		{"write_bw", "--executor", "cuda", "--shared", "--ctas", "132", "--cta-threads", "32",
@@ -444,10 +509,10 @@ Test(perf_tool, executor_refusals_exit_2)
 		{"put_bw", "--ctas", "132", NULL},
 	};
 	/* what the cases of the shape group must say (a CUDA build) */
-	const char *why[] = {"whole warps", "whole CTAs", "-t differs", "thread scope only",
+	const char *why[] = {"whole warps", "whole CTAs", "differs", "thread scope only",
 			     "at block scope", "largest SQ"};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct out o = run_env(cases[i], no_gpu);
+		struct out o = local_env(cases[i], no_gpu);
 		cr_assert_eq(o.status, 2, "case %zu (%s %s %s): status %d, stderr: %s", i,
 			     cases[i][0], cases[i][1], cases[i][2], o.status, o.err);
 		cr_assert(strstr(o.err, "kinet-perf: "), "case %zu: no message on stderr", i);
@@ -469,7 +534,7 @@ Test(perf_tool, default_executor_without_gpu)
 {
 	const char *no_gpu[] = {"KINET_NO_CUDA=1", NULL};
 	const char *a[] = {"write_bw", "-s", "64", "-n", "20", "--warmup", "2", NULL};
-	struct out o = run_env(a, no_gpu);
+	struct out o = local_env(a, no_gpu);
 	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
 	const char *m = strstr(o.err, "running on the host executor");
 	cr_assert_not_null(m, "stderr: %s", o.err);
@@ -481,8 +546,415 @@ Test(perf_tool, default_executor_without_gpu)
 	out_free(&o);
 
 	const char *b[] = {"write_bw", "--executor", "host", "-s", "64", "-n", "20", NULL};
-	o = run_env(b, no_gpu);
+	o = local_env(b, no_gpu);
 	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
 	cr_assert_eq(o.nerr, 0, "stderr: %s", o.err);
 	out_free(&o);
+}
+
+/* ---- the mlx5 backend over the emulated rdma-core -------------------------------- */
+
+/* Every test on --backend mlx5 (the emulation: its QPs are software-NIC QPs
+ * behind rdma-core's interface): the header names the backend, the rows
+ * parse, the data check passes. */
+Test(perf_tool, mlx5_emulation_every_test)
+{
+	const char *tests[] = {"write_bw", "write_lat", "read_bw",  "read_lat", "atomic_bw",
+			       "atomic_lat", "send_bw", "put_bw"};
+	for (int t = 0; t < 8; t++) {
+		bool lat = strstr(tests[t], "_lat") != NULL, at = strstr(tests[t], "atomic") != NULL;
+		const char *a[] = {tests[t], "--backend", "mlx5", "-n", "30", "--warmup", "2", "-s",
+				   at ? "8" : "100", "--threads", "2", "-t", "8", NULL};
+		struct out o = local_env(a, EMU);
+		cr_assert_eq(o.status, 0, "%s: stderr: %s", tests[t], o.err);
+		cr_assert_not_null(strstr(o.out, " Backend         : mlx5\n"), "%s: %s", tests[t],
+				   o.out);
+		cr_assert_not_null(strstr(o.out, "emulated rdma-core"), "%s: %s", tests[t], o.out);
+		double rows[4][16];
+		cr_assert_eq(table_rows(o.out, lat ? LAT_HEADER : BW_HEADER, lat ? 9 : 5, rows, 4), 1);
+		if (lat)
+			check_lat_row(rows[0], at ? 8 : 100, 30);
+		else
+			check_bw_row(rows[0], at ? 8 : 100, 30);
+		out_free(&o);
+	}
+	/* the data check is as real on mlx5 */
+	const char *c[] = {"write_bw", "--backend", "mlx5", "-n", "10", "--corrupt", NULL};
+	struct out o = local_env(c, EMU);
+	cr_assert_eq(o.status, 1, "status %d", o.status);
+	cr_assert(strstr(o.err, "data check failed"), "stderr: %s", o.err);
+	out_free(&o);
+}
+
+/* The backend comes from --backend, else KINET_BACKEND, else auto; the header
+ * prints the one opened and why. */
+Test(perf_tool, backend_choice)
+{
+	const char *a[] = {"write_bw", "-s", "64", "-n", "20", NULL};
+	const char *env_mlx5[] = {"KINET_MLX5_EMULATE=1", "KINET_NO_CUDA=1", "KINET_BACKEND=mlx5",
+				  NULL};
+	struct out o = local_env(a, env_mlx5);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_not_null(strstr(o.out, " Backend         : mlx5\n"), "%s", o.out);
+	cr_assert_not_null(strstr(o.out, " Backend choice  : requested (mlx5_0 port 1"), "%s",
+			   o.out);
+	out_free(&o);
+	/* --backend beats the variable */
+	const char *b[] = {"write_bw", "-s", "64", "-n", "20", "--backend", "soft", NULL};
+	o = local_env(b, env_mlx5);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_not_null(strstr(o.out, " Backend         : soft (software NIC"), "%s", o.out);
+	out_free(&o);
+	/* auto with the emulation present picks mlx5; -d picks the device */
+	const char *c[] = {"write_bw", "-s", "64", "-n", "20", "-d", "mlx5_1", "-i", "1", "-x",
+			   "3", "-m", "1024", NULL};
+	o = local_env(c, EMU);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_not_null(strstr(o.out, " Backend         : mlx5\n"), "%s", o.out);
+	cr_assert_not_null(strstr(o.out, "mlx5_1 port 1, RoCE v2 GID 3"), "%s", o.out);
+	cr_assert_not_null(strstr(o.out, " MTU             : -m 1024 asked for, not applied"), "%s",
+			   o.out);
+	out_free(&o);
+	/* a device that is not there fails, naming it */
+	const char *d[] = {"write_bw", "-n", "20", "--backend", "mlx5", "-d", "mlx5_7", NULL};
+	o = local_env(d, EMU);
+	cr_assert_eq(o.status, 1, "status %d, stderr: %s", o.status, o.err);
+	cr_assert(strstr(o.err, "kinet-perf: write_bw: kinet_open: "), "stderr: %s", o.err);
+	out_free(&o);
+	/* mlx5-only options on a machine where auto opens the software NIC */
+	const char *e[] = {"write_bw", "-n", "20", "-x", "3", NULL};
+	const char *none[] = {"KINET_MLX5_EMULATE=0", NULL};
+	o = local_env(e, none);
+	cr_assert_eq(o.status, 1, "status %d, stderr: %s", o.status, o.err);
+	cr_assert(strstr(o.err, "-x applies to an RDMA device"), "stderr: %s", o.err);
+	cr_assert_eq(o.nout, 0);
+	out_free(&o);
+}
+
+/* ---- perftest's flags ------------------------------------------------------------------- */
+
+/* -q is the number of QPs, -t the tx depth; --threads and --qdepth the
+ * long forms; -I inline, --report_gbits, -c RC and -F accepted. */
+Test(perf_tool, perftest_flags)
+{
+	struct {
+		const char *args[16];
+		const char *want; /* in the header */
+		int rows_cols;
+		double bytes;
+	} cases[] = {
+		{{"write_bw", "-q", "2", "-s", "64", "-n", "20", NULL},
+		 " Executor        : host, 2 threads, one QP per thread (2 QPs)", 5, 64},
+		{{"write_bw", "-q", "2", "--threads", "4", "-s", "64", "-n", "20", NULL},
+		 "2 QPs, each shared by 2 threads (GPU-shared)", 5, 64},
+		{{"write_bw", "-t", "8", "-s", "64", "-n", "20", NULL},
+		 " Outstanding     : 8 WQEs per thread", 5, 64},
+		{{"write_bw", "--qdepth", "16", "-s", "64", "-n", "20", NULL},
+		 " Outstanding     : 16 WQEs per thread", 5, 64},
+		{{"write_bw", "-I", "16", "-s", "16", "-n", "20", "-c", "RC", "-F", NULL},
+		 " Inline          : messages of up to 16 bytes", 5, 16},
+		{{"put_bw", "-I", "28", "-s", "8", "-n", "20", NULL},
+		 " Inline          : messages of up to 28 bytes", 5, 8},
+		{{"write_lat", "-I", "8", "-s", "8", "-n", "20", NULL},
+		 " Inline          : messages of up to 8 bytes", 9, 8},
+		{{"send_bw", "-I", "0", "-s", "64", "-n", "20", NULL}, " Outstanding     : 128", 5, 64},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct out o = local(cases[i].args);
+		cr_assert_eq(o.status, 0, "case %zu: stderr: %s", i, o.err);
+		cr_assert_not_null(strstr(o.out, cases[i].want), "case %zu: %s", i, o.out);
+		double rows[4][16];
+		bool lat = cases[i].rows_cols == 9;
+		cr_assert_eq(table_rows(o.out, lat ? LAT_HEADER : BW_HEADER, cases[i].rows_cols, rows,
+					4),
+			     1);
+		if (lat)
+			check_lat_row(rows[0], cases[i].bytes, 20);
+		else
+			check_bw_row(rows[0], cases[i].bytes, 20);
+		out_free(&o);
+	}
+	/* Gb/s: the same run in both units agrees within the factor 2^20 * 8 / 10^9 */
+	const char *g[] = {"write_bw", "-s", "4096", "-n", "50", "--report_gbits", NULL};
+	struct out o = local(g);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	const char *gh = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
+			 "MsgRate[Mpps]";
+	double rows[4][16];
+	cr_assert_eq(table_rows(o.out, gh, 5, rows, 4), 1);
+	/* Gb/s = msg/s x bytes x 8 / 1e9, with msg/s from the MsgRate column */
+	double want = rows[0][4] * 1e6 * 4096 * 8 / 1e9;
+	cr_assert(rows[0][3] > 0.99 * want - 0.01 && rows[0][3] < 1.01 * want + 0.01,
+		  "BW average %f Gb/s, MsgRate says %f", rows[0][3], want);
+	out_free(&o);
+	/* -V names the version */
+	const char *v[] = {"-V", NULL};
+	o = run(v);
+	cr_assert_eq(o.status, 0);
+	cr_assert_not_null(strstr(o.out, "kinet-perf (kinet "), "%s", o.out);
+	out_free(&o);
+	/* -h says where the old -q and -t went */
+	const char *h[] = {"-h", NULL};
+	o = run(h);
+	cr_assert_not_null(strstr(o.out, "-q and -t have perftest's meanings"), "%s", o.out);
+	cr_assert_not_null(strstr(o.out, "--threads=N"), "%s", o.out);
+	out_free(&o);
+}
+
+static const char *DUR_LAT_HEADER = " #bytes        #iterations       t_avg[usec]    tps average";
+
+/* -D: a time-bounded run; counts instead of samples, no peak (as perftest). */
+Test(perf_tool, duration_runs)
+{
+	const char *a[] = {"write_bw", "-D", "1", "-s", "256", "--threads", "2", NULL};
+	struct out o = local(a);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_not_null(strstr(o.out, " Duration        : 1 s per size"), "%s", o.out);
+	double rows[4][16];
+	cr_assert_eq(table_rows(o.out, BW_HEADER, 5, rows, 4), 1);
+	cr_assert_eq(rows[0][0], 256);
+	cr_assert_gt(rows[0][1], 0, "no message in 1 s");
+	cr_assert_eq(rows[0][2], 0, "a duration run has no peak");
+	cr_assert_gt(rows[0][3], 0);
+	out_free(&o);
+	const char *tests[] = {"write_lat", "read_lat", "atomic_lat"};
+	for (int t = 0; t < 3; t++) {
+		const char *b[] = {tests[t], "-D", "1", NULL};
+		o = local(b);
+		cr_assert_eq(o.status, 0, "%s: stderr: %s", tests[t], o.err);
+		cr_assert_eq(table_rows(o.out, DUR_LAT_HEADER, 4, rows, 4), 1, "%s", tests[t]);
+		cr_assert_gt(rows[0][1], 0, "%s: no message in 1 s", tests[t]);
+		cr_assert_gt(rows[0][2], 0, "%s: t_avg", tests[t]);
+		/* tps x t_avg is about 1 s of one thread (write_lat: t_avg is half a trip) */
+		double busy = rows[0][3] * rows[0][2] * 1e-6 * (t == 0 ? 2 : 1);
+		cr_assert(busy > 0.5 && busy < 1.05, "%s: tps x t_avg = %f s", tests[t], busy);
+		out_free(&o);
+	}
+	/* send_bw and atomics keep their data checks in a duration run */
+	const char *c[] = {"send_bw", "-D", "1", "-s", "512", NULL};
+	o = local(c);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_eq(table_rows(o.out, BW_HEADER, 5, rows, 4), 1);
+	out_free(&o);
+	const char *d[] = {"atomic_bw", "-D", "1", "--corrupt", NULL};
+	o = local(d);
+	cr_assert_eq(o.status, 1, "status %d", o.status);
+	cr_assert(strstr(o.err, "data check failed"), "stderr: %s", o.err);
+	out_free(&o);
+}
+
+/* ---- the JSON records: what is needed to compare runs later ---------------------------- */
+
+#ifdef KINET_HAVE_JSONC
+static const char *jstr(struct json_object *obj, const char *key, const char *line)
+{
+	struct json_object *v;
+	cr_assert(json_object_object_get_ex(obj, key, &v), "'%s' missing in %s", key, line);
+	cr_assert(json_object_is_type(v, json_type_string), "'%s' not a string in %s", key, line);
+	return json_object_get_string(v);
+}
+
+/* Checks the metadata of one record; returns the parsed object. */
+static struct json_object *check_meta(const char *line, const char *backend, const char *mem)
+{
+	enum json_tokener_error jerr;
+	struct json_object *obj = json_tokener_parse_verbose(line, &jerr);
+	cr_assert_not_null(obj, "not JSON (%s): %s", json_tokener_error_desc(jerr), line);
+	char want[32], host[256] = "";
+	snprintf(want, sizeof(want), "%d.%d", KINET_VERSION_MAJOR, KINET_VERSION_MINOR);
+	cr_assert_str_eq(jstr(obj, "kinet_version", line), want);
+	cr_assert_str_eq(jstr(obj, "backend", line), backend);
+	jstr(obj, "backend_reason", line);
+	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
+	cr_assert_str_eq(jstr(obj, "host", line), host);
+	const char *d = jstr(obj, "date", line);
+	int y, mo, dd, h, mi, se;
+	char z = 0;
+	cr_assert_eq(sscanf(d, "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &dd, &h, &mi, &se, &z), 7,
+		     "date %s is not ISO 8601 UTC", d);
+	cr_assert_eq(z, 'Z');
+	cr_assert(y >= 2020 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60,
+		  "date %s", d);
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	cr_assert_eq(y, tm.tm_year + 1900, "date %s is not this year's", d);
+	jstr(obj, "executor", line);
+	cr_assert_str_eq(jstr(obj, "mem_initiator", line), mem);
+	cr_assert_str_eq(jstr(obj, "mem_target", line), mem);
+	cr_assert_not_null(strstr(jstr(obj, "cmdline", line), "kinet-perf"), "%s", line);
+	struct json_object *v;
+	cr_assert(json_object_object_get_ex(obj, "provider", &v), "no provider in %s", line);
+	return obj;
+}
+#endif
+
+/* --out_json_file: the columns on stdout, JSON Lines with the metadata in
+ * the file; --out_json alone writes kinet_perf_out.json where it runs. */
+Test(perf_tool, out_json_records)
+{
+#ifndef KINET_HAVE_JSONC
+	cr_skip_test("json-c not found at build time (libjson-c-dev)");
+#else
+	char dir[] = "/tmp/kinet-perf-json-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/run.json", dir);
+	char opt[96];
+	snprintf(opt, sizeof(opt), "--out_json_file=%s", path);
+	const char *a[] = {"read_bw", "-a", "--max-size", "16", "-n", "20", opt, NULL};
+	struct out o = local_env(a, EMU);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	double rows[8][16];
+	cr_assert_eq(table_rows(o.out, BW_HEADER, 5, rows, 8), 4);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s was not written", path);
+	char line[8192];
+	int n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct json_object *obj = check_meta(line, "mlx5", "host");
+		struct json_object *v;
+		cr_assert(json_object_object_get_ex(obj, "bytes", &v));
+		cr_assert_eq(json_object_get_int64(v), 2ll << n);
+		cr_assert(json_object_object_get_ex(obj, "bw_avg_gbps", &v));
+		cr_assert(json_object_object_get_ex(obj, "provider", &v));
+		cr_assert(json_object_is_type(v, json_type_null), "one process: no wire: %s", line);
+		cr_assert(strstr(jstr(obj, "cmdline", line), opt), "%s", line);
+		json_object_put(obj);
+		n++;
+	}
+	fclose(f);
+	cr_assert_eq(n, 4, "sizes 2..16: %d records", n);
+	unlink(path);
+	/* the default file name, in the working directory */
+	char cwd[PATH_MAX];
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(chdir(dir), 0);
+	const char *b[] = {"write_lat", "--out_json", "-D", "1", NULL};
+	o = local(b);
+	cr_assert_eq(chdir(cwd), 0);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	snprintf(path, sizeof(path), "%s/kinet_perf_out.json", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "--out_json wrote no %s", path);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	struct json_object *obj = check_meta(line, "soft", "host");
+	struct json_object *v;
+	cr_assert(json_object_object_get_ex(obj, "duration_s", &v));
+	cr_assert_eq(json_object_get_int(v), 1);
+	cr_assert(json_object_object_get_ex(obj, "t_avg_us", &v));
+	cr_assert(json_object_object_get_ex(obj, "messages", &v));
+	cr_assert_gt(json_object_get_int64(v), 0);
+	json_object_put(obj);
+	unlink(path);
+	rmdir(dir);
+#endif
+}
+
+/* ---- docs/hardware.md -------------------------------------------------------------------- */
+
+/* Every kinet-perf line of docs/hardware.md's step 4, run against the
+ * emulated rdma-core: a line with HOST_A is a client, run with its server
+ * as --pair=threads (the emulation reaches QPs of one process only), and
+ * its server line (the same without HOST_A) must be in the section too;
+ * -a stops at 4K, -n at 20, -D at 1 s. Lines that need a GPU are refused
+ * with exit 2 where there is none. */
+Test(perf_tool, hardware_md_commands)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/docs/hardware.md", KINET_SOURCE_DIR);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	static char lines[64][512];
+	int n = 0, in = 0;
+	char buf[1024];
+	while (fgets(buf, sizeof(buf), f)) {
+		if (!strncmp(buf, "## ", 3))
+			in = !strncmp(buf, "## Step 4", 9);
+		if (!in || strncmp(buf, "kinet-perf ", 11))
+			continue;
+		cr_assert_lt(n, 64);
+		buf[strcspn(buf, "\n")] = 0;
+		cr_assert_lt(strlen(buf), sizeof(lines[0]), "a long line: %s", buf);
+		memcpy(lines[n++], buf, strlen(buf) + 1);
+	}
+	fclose(f);
+	cr_assert_geq(n, 6, "step 4 of docs/hardware.md shows %d kinet-perf lines", n);
+	int ran = 0;
+	for (int i = 0; i < n; i++) {
+		char *host = strstr(lines[i], " HOST_A");
+		char server[512];
+		if (host) { /* its server: the same line without the host */
+			size_t pre = (size_t)(host - lines[i]);
+			memcpy(server, lines[i], pre);
+			memcpy(server + pre, host + 7, strlen(host + 7) + 1);
+			bool found = false;
+			for (int k = 0; k < n; k++)
+				found |= !strcmp(lines[k], server);
+			cr_assert(found, "no server line for '%s'", lines[i]);
+		} else if (!strstr(lines[i], "--loopback")) {
+			continue; /* a server: run with its client */
+		}
+		/* the words, shrunk for a test run */
+		char copy[512];
+		memcpy(copy, lines[i], sizeof(copy));
+		const char *argv[48];
+		int argc = 0;
+		bool gpu = false, sweep = false, dur = false, iters = false;
+		char *save = NULL;
+		for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			if (argc == 0) { /* "kinet-perf" */
+				argc = -1;
+				continue;
+			}
+			if (!strcmp(w, "HOST_A"))
+				continue;
+			cr_assert_lt(argc + 1, 40);
+			argv[argc < 0 ? (argc = 0) : argc] = w;
+			argc++;
+			gpu |= !strcmp(w, "cuda") || !strcmp(w, "--mem");
+			sweep |= !strcmp(w, "-a");
+			if (!strcmp(w, "-D"))
+				dur = true;
+			else if (dur && argc >= 2 && !strcmp(argv[argc - 2], "-D"))
+				argv[argc - 1] = "1";
+			if (!strcmp(w, "-n"))
+				iters = true;
+			else if (iters && argc >= 2 && !strcmp(argv[argc - 2], "-n"))
+				argv[argc - 1] = "20";
+		}
+		if (host)
+			argv[argc++] = "--pair=threads";
+		if (sweep) {
+			argv[argc++] = "--max-size";
+			argv[argc++] = "4K";
+		}
+		if (!dur && !iters) {
+			argv[argc++] = "-n";
+			argv[argc++] = "20";
+		}
+		argv[argc] = NULL;
+		const char *emu[] = {"KINET_MLX5_EMULATE=1", gpu ? NULL : "KINET_NO_CUDA=1", NULL};
+		struct out o = run_env(argv, emu);
+		if (gpu && o.status == 2) {
+			cr_assert(strstr(o.err, "GPU") || strstr(o.err, "CUDA") ||
+					  strstr(o.err, "not built in") ||
+					  strstr(o.err, "host executor"),
+				  "'%s': refused for another reason: %s", lines[i], o.err);
+			cr_assert_null(strstr(o.err, "unknown option"), "'%s': %s", lines[i], o.err);
+		} else {
+			cr_assert_eq(o.status, 0, "'%s': status %d, stderr: %s", lines[i], o.status,
+				     o.err);
+			cr_assert_not_null(strstr(o.out, " Backend         : mlx5\n"), "'%s': %s",
+					   lines[i], o.out);
+			cr_assert_not_null(strstr(o.out, "mlx5_0 port 1, RoCE v2 GID 3"), "'%s': %s",
+					   lines[i], o.out);
+			if (host)
+				cr_assert_not_null(strstr(o.out, " Transport       : mlx5"), "'%s': %s",
+						   lines[i], o.out);
+			ran++;
+		}
+		out_free(&o);
+	}
+	cr_assert_geq(ran, 2, "only %d of the lines ran", ran);
 }

@@ -14,3 +14,5 @@ if(JSONC_FOUND)
 else()
   message(STATUS "kinet: json-c not found: test_perf_tool skips its JSON check")
 endif()
+# docs/hardware.md: its kinet-perf commands are run by the test
+target_compile_definitions(test_perf_tool PRIVATE KINET_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -8,6 +8,10 @@
  *   tunables with their current values. --json prints the same as JSON.
  *   --tunables-md prints the table of docs/tunables.md (generated from the
  *   registry; test_tunables checks that the file holds exactly this).
+ *   Around them (platform.c): the NUMA node, driver and firmware of each GPU
+ *   and NIC, the BAR1 size of each GPU, ACS on the PCIe path of each GPU-NIC
+ *   pair, the IOMMU mode, the kernel, and libfabric (version, providers and
+ *   the interfaces they found). What cannot be read says "unknown (why)".
  *
  * The backend and doorbell mode are not guessed: kinet-info opens a context
  * the way an application would (kinet_open(NULL)), creates a QP and
@@ -21,6 +25,7 @@
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/cudrv.h"
 #include "nic/mlx5/topo.h"
+#include "platform.h"
 #if KINET_HAVE_RDMA_HEADERS
 #include "nic/mlx5/ops.h"
 #endif
@@ -56,6 +61,9 @@ static struct {
 	char probe_why[300];
 	int staging;
 	struct trial t;
+	struct platform plat;
+	struct plat_dev gdev[MAXGPU], ndev[MAXNIC];
+	struct plat_acs acs[MAXGPU][MAXNIC];
 } I;
 
 /* ---- gathering ------------------------------------------------------------------ */
@@ -90,6 +98,14 @@ static void gather(int trial)
 			I.dist[g][n] = I.topo_rc ? -1
 						 : kinet_topo_distance(I.gpu[g].pci_bus_id, I.nic[n].pci);
 	I.probe_rc = kinet_mlx5_probe(NULL, I.probe_why, sizeof(I.probe_why));
+	plat_gather(&I.plat);
+	for (int g = 0; g < I.ngpu; g++)
+		plat_dev_gather(I.gpu[g].pci_bus_id, NULL, 1, &I.gdev[g]);
+	for (int n = 0; n < I.nnic; n++)
+		plat_dev_gather(I.nic[n].pci, I.nic[n].name, 0, &I.ndev[n]);
+	for (int g = 0; g < I.ngpu; g++)
+		for (int n = 0; n < I.nnic; n++)
+			plat_acs_gather(&I.gdev[g], &I.ndev[n], &I.acs[g][n]);
 	if (!trial)
 		return;
 	/* open as an application would, and try */
@@ -205,6 +221,52 @@ static const char *db_why(int mode)
 
 /* ---- text ------------------------------------------------------------------------- */
 
+/* Why there is no GPU-NIC pair to look at, or "". */
+static void acs_note(char *b, size_t l)
+{
+	b[0] = 0;
+	if (!I.ngpu || !I.nnic)
+		snprintf(b, l, "unknown (no GPU-NIC pair here: %d GPU%s, %d NIC%s)", I.ngpu,
+			 I.ngpu == 1 ? "" : "s", I.nnic, I.nnic == 1 ? "" : "s");
+}
+
+static void print_acs_text(void)
+{
+	char note[128];
+	printf("\n== ACS on the GPU-NIC paths ==\n");
+	acs_note(note, sizeof(note));
+	if (note[0])
+		printf("  %s\n", note);
+	for (int g = 0; g < I.ngpu; g++)
+		for (int n = 0; n < I.nnic; n++) {
+			const struct plat_acs *a = &I.acs[g][n];
+			printf("  GPU%d - %s: %s\n", g, I.nic[n].name, a->verdict.s);
+			for (int b = 0; b < a->nbr; b++)
+				printf("    bridge %s: %s\n", a->br[b], a->br_state[b].s);
+		}
+}
+
+static void print_platform_text(void)
+{
+	const struct platform *p = &I.plat;
+	printf("\n== platform ==\n");
+	printf("  kernel %s\n", p->kernel.s);
+	printf("  IOMMU %s; kernel options: %s\n", p->iommu.s, p->iommu_cmdline.s);
+	printf("  NVIDIA driver %s\n", p->gpu_driver.s);
+	printf("  libfabric %s", p->fi_version.s);
+	if (p->fi_built[0])
+		printf(" (kinet-info built with %s)", p->fi_built);
+	printf("; the wire's provider (KINET_FI_PROVIDER) %s: %s\n", p->fi_wire,
+	       p->fi_note.known ? (p->fi_wire_found ? "found" : "not found") : "unknown");
+	if (!p->fi_note.known)
+		printf("    providers: %s\n", p->fi_note.s);
+	else if (!p->nprov)
+		printf("    providers: none found\n");
+	for (int i = 0; i < p->nprov; i++)
+		printf("    %-14s fabric %s, domain %s\n", p->prov[i].prov, p->prov[i].fabric,
+		       p->prov[i].domain);
+}
+
 static void print_text(void)
 {
 	printf("kinet %s (built with CUDA=%d libfabric=%d rdma-core-headers=%d hwloc=%d MPI=%d)\n",
@@ -216,10 +278,17 @@ static void print_text(void)
 	else
 		printf("  CUDA driver %d.%d\n", kinet_cudrv_version() / 1000,
 		       (kinet_cudrv_version() % 1000) / 10);
-	for (int g = 0; g < I.ngpu; g++)
+	for (int g = 0; g < I.ngpu; g++) {
+		const struct plat_dev *d = &I.gdev[g];
 		printf("  GPU %d  %s  pci %s  dma-buf %s  gpudirect-rdma %s\n", g, I.gpu[g].name,
 		       I.gpu[g].pci_bus_id, I.gpu[g].dmabuf ? "yes" : "no",
 		       I.gpu[g].gdr ? "yes" : "no");
+		if (!d->sysfs[0])
+			printf("    NUMA node, BAR1, driver, firmware, IOMMU: %s\n", d->numa.s);
+		else
+			printf("    NUMA node %s; BAR1 %s\n    driver %s; firmware %s\n    IOMMU %s\n",
+			       d->numa.s, d->bar1.s, d->driver.s, d->firmware.s, d->iommu_group.s);
+	}
 	printf("\n== NICs ==\n");
 	if (I.ops_name)
 		printf("  through %s\n", I.ops_name);
@@ -240,6 +309,12 @@ static void print_text(void)
 				printf("  LID 0x%x\n", pp->lid);
 		}
 		printf("    %s\n", c->why);
+		const struct plat_dev *d = &I.ndev[n];
+		if (!d->sysfs[0])
+			printf("    NUMA node, driver, firmware, IOMMU: %s\n", d->numa.s);
+		else
+			printf("    NUMA node %s; driver %s\n    firmware %s; IOMMU %s\n", d->numa.s,
+			       d->driver.s, d->firmware.s, d->iommu_group.s);
 	}
 	printf("\n== peer memory ==\n  %s\n",
 	       I.peermem ? I.peermem : "not loaded (neither nvidia_peermem nor nv_peer_mem)");
@@ -262,6 +337,8 @@ static void print_text(void)
 		printf("  PIX one PCIe bridge, PXB several, PHB host bridge, NODE same NUMA node, "
 		       "SYS across NUMA nodes\n");
 	}
+	print_acs_text();
+	print_platform_text();
 	char why[400], mwhy[200];
 	backend_why(why, sizeof(why));
 	printf("\n== choice ==\n");
@@ -358,6 +435,83 @@ static void print_tunables_md(void)
 	}
 }
 
+/* The sysfs items of a GPU or NIC. */
+static void json_dev(const struct plat_dev *d, int gpu)
+{
+	printf(", \"numa_node\": ");
+	js(d->numa.s);
+	printf(", \"driver\": ");
+	js(d->driver.s);
+	printf(", \"firmware\": ");
+	js(d->firmware.s);
+	printf(", \"iommu_group\": ");
+	js(d->iommu_group.s);
+	if (gpu) {
+		printf(", \"bar1\": ");
+		js(d->bar1.s);
+		if (d->bar1_bytes >= 0)
+			printf(", \"bar1_bytes\": %lld", d->bar1_bytes);
+		else
+			printf(", \"bar1_bytes\": null");
+	}
+}
+
+static void json_platform(void)
+{
+	const struct platform *p = &I.plat;
+	char note[128];
+	printf("  \"platform\": {\"kernel\": ");
+	js(p->kernel.s);
+	printf(", \"iommu\": ");
+	js(p->iommu.s);
+	printf(", \"iommu_cmdline\": ");
+	js(p->iommu_cmdline.s);
+	printf(", \"gpu_driver\": ");
+	js(p->gpu_driver.s);
+	printf(",\n    \"libfabric\": {\"version\": ");
+	js(p->fi_version.s);
+	printf(", \"built_with\": ");
+	js(p->fi_built);
+	printf(", \"wire_provider\": ");
+	js(p->fi_wire);
+	printf(", \"wire_provider_found\": %s, \"note\": ", p->fi_wire_found ? "true" : "false");
+	js(p->fi_note.s);
+	printf(", \"providers\": [");
+	for (int i = 0; i < p->nprov; i++) {
+		printf("%s\n      {\"provider\": ", i ? "," : "");
+		js(p->prov[i].prov);
+		printf(", \"fabric\": ");
+		js(p->prov[i].fabric);
+		printf(", \"domain\": ");
+		js(p->prov[i].domain);
+		printf("}");
+	}
+	printf("]},\n    \"acs_note\": ");
+	acs_note(note, sizeof(note));
+	js(note);
+	printf(", \"acs\": [");
+	int first = 1;
+	for (int g = 0; g < I.ngpu; g++)
+		for (int n = 0; n < I.nnic; n++) {
+			const struct plat_acs *a = &I.acs[g][n];
+			printf("%s\n      {\"gpu\": %d, \"nic\": ", first ? "" : ",", g);
+			js(I.nic[n].name);
+			printf(", \"state\": ");
+			js(a->verdict.s);
+			printf(", \"bridges\": [");
+			for (int b = 0; b < a->nbr; b++) {
+				printf("%s{\"pci\": ", b ? ", " : "");
+				js(a->br[b]);
+				printf(", \"acs\": ");
+				js(a->br_state[b].s);
+				printf("}");
+			}
+			printf("]}");
+			first = 0;
+		}
+	printf("]}");
+}
+
 static void print_json(void)
 {
 	printf("{\n  \"version\": ");
@@ -372,8 +526,10 @@ static void print_json(void)
 		js(I.gpu[g].name);
 		printf(", \"pci\": ");
 		js(I.gpu[g].pci_bus_id);
-		printf(", \"dmabuf\": %s, \"gpudirect_rdma\": %s}", I.gpu[g].dmabuf ? "true" : "false",
+		printf(", \"dmabuf\": %s, \"gpudirect_rdma\": %s", I.gpu[g].dmabuf ? "true" : "false",
 		       I.gpu[g].gdr ? "true" : "false");
+		json_dev(&I.gdev[g], 1);
+		printf("}");
 	}
 	printf("%s],\n  \"gpus_note\": ", I.ngpu ? "\n  " : "");
 	js(I.ngpu ? "" : I.gpu_why);
@@ -400,7 +556,9 @@ static void print_json(void)
 			js(pp->gid_index >= 0 ? pp->gid : "");
 			printf("}");
 		}
-		printf("]}");
+		printf("]");
+		json_dev(&I.ndev[n], 0);
+		printf("}");
 	}
 	printf("%s],\n  \"nics_note\": ", I.nnic ? "\n  " : "");
 	js(I.nnic ? "" : I.nic_why);
@@ -449,7 +607,9 @@ static void print_json(void)
 		}
 		printf("}");
 	}
-	printf("]},\n  \"tunables\": [");
+	printf("]},\n");
+	json_platform();
+	printf(",\n  \"tunables\": [");
 	for (int i = 0; i < kinet_tunable_count(); i++) {
 		const struct kinet_tunable *t = kinet_tunable_at(i);
 		printf("%s\n    {\"name\": ", i ? "," : "");

@@ -624,6 +624,8 @@ static int cuda_run(struct perf_env *e)
 		struct perf_job *j = &e->jobs[i];
 		j->t_begin = hj[i].t_begin;
 		j->t_end = hj[i].t_end;
+		j->done = hj[i].done;
+		j->lat_sum = hj[i].lat_sum;
 		j->seen_ns = hj[i].seen_ns;
 		j->rx_posted = hj[i].rx_posted;
 		j->rx_done = hj[i].rx_done;

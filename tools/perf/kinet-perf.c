@@ -2,8 +2,12 @@
 /*
  * kinet-perf - perftest-style benchmarks of the kinet data path.
  *
- *   kinet-perf TEST [options]        (kinet-perf -h for the options)
- *   kinet-perf TEST --server | HOST | --pair [options]   across processes
+ *   kinet-perf TEST [options]              the server (as perftest's, no host)
+ *   kinet-perf TEST [options] HOST         the client
+ *   kinet-perf TEST --pair [options]       both, on this machine
+ *   kinet-perf TEST --loopback [options]   both ends in this process
+ *   (kinet-perf -h for the options: perftest's, with perftest's meanings,
+ *   and kinet-perf's own)
  *
  * How the tool is cut, and where it is meant to grow
  *
@@ -11,11 +15,12 @@
  *      struct perf_opts; results are printed with perftest's columns or as
  *      JSON lines. Nothing here knows how a message is posted.
  *
- *   2. The QP pair (setup.c, struct perf_env). Opens the software NIC,
- *      creates and connects the QPs, registers both sides' buffers, fills
- *      them with random contents and builds one struct perf_job per thread;
- *      after a run it checks the data. Both ends are in this process (a
- *      local pair), unless --server, --pair or a HOST operand: then remote.c
+ *   2. The QP pair (setup.c, struct perf_env). Opens a context of the
+ *      chosen backend (--backend, KINET_BACKEND: soft or mlx5), creates and
+ *      connects the QPs, registers both sides' buffers, fills them with
+ *      random contents and builds one struct perf_job per thread; after a
+ *      run it checks the data. Both ends are in this process (a local pair)
+ *      with --loopback (and for memcpy_bw); otherwise remote.c
  *      creates only this process's side, meets the peer through the
  *      bootstrap (kinet/boot.h), exchanges QP and memory descriptors
  *      (kinet/net.h) and fills the same jobs with tqp = NULL; the server
@@ -48,6 +53,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
 #include "perf.h"
 #include "kinet_config.h"
 
@@ -93,33 +101,73 @@ static const struct perf_executor *const executors[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kinet-perf TEST [options]\n"
+		"usage: kinet-perf TEST [options]              the server: waits for a client\n"
+		"       kinet-perf TEST [options] HOST[:PORT]  the client of the server on HOST\n"
+		"       kinet-perf TEST --pair [options]       both, on this machine\n"
+		"       kinet-perf TEST --loopback [options]   both ends in this one process\n"
 		"\n"
-		"Benchmarks of the kinet data path over the software NIC, device-API code\n"
-		"run by GPU threads (the cuda executor) or CPU threads (the host executor).\n"
-		"Output columns as perftest's.\n"
+		"Benchmarks of the kinet data path, perftest's command lines and columns:\n"
+		"device-API code run by GPU threads (the cuda executor) or CPU threads (the\n"
+		"host executor) over the software NIC or a ConnectX (--backend).\n"
 		"\n"
 		"Tests:\n");
 	for (size_t i = 0; i < NTESTS; i++)
 		fprintf(f, "  %-11s %s\n", tests[i].name, tests[i].desc);
 	fprintf(f,
 		"\n"
-		"Options:\n"
+		"Note: -q and -t have perftest's meanings (number of QPs, tx depth); the\n"
+		"initiator threads are --threads and the outstanding WQEs also --qdepth.\n"
+		"\n"
+		"perftest's options:\n"
 		"  -s, --size=BYTES       message size (default 65536 for bandwidth, 2 for\n"
 		"                         latency, always 8 for atomics); K, M, G suffixes\n"
-		"  -a, --all              sweep sizes 2, 4, ... up to --max-size\n"
-		"      --min-size=BYTES   first size of the sweep (default 2)\n"
-		"      --max-size=BYTES   last size of the sweep (default 8M); K, M, G suffixes\n"
+		"  -a, --all              sweep sizes 2, 4, ... up to --max-size (default 8M)\n"
 		"  -n, --iters=N          timed iterations per size and thread (default 5000\n"
 		"                         for bandwidth, 1000 for latency)\n"
+		"  -D, --duration=SECONDS a time-bounded run instead of -n iterations: each\n"
+		"                         thread posts for SECONDS after the warm-up; counts\n"
+		"                         only (no BW peak; latency: t_avg and tps), as perftest;\n"
+		"                         not with -a or -n\n"
+		"  -q, --qp=N             number of QPs (default: one per thread); the threads\n"
+		"                         (default N) share them evenly (KN_SHARE_GPU)\n"
+		"  -t, --tx-depth=N       outstanding WQEs per thread, the post window of the\n"
+		"                         bandwidth tests (default 128); also --qdepth\n"
+		"  -I, --inline_size=N    writes of at most N bytes are carried in the WQE\n"
+		"                         (write_bw, write_lat, put_bw; N <= 28; default 0)\n"
+		"  -c, --connection=RC    transport type: RC only (kinet QPs are RC)\n"
+		"  -d, --ib-dev=DEV       RDMA device (mlx5 backend; default the first usable)\n"
+		"  -i, --ib-port=PORT     port of the device (mlx5; default the first active)\n"
+		"  -x, --gid-index=N      GID index (mlx5 RoCE; default picked by\n"
+		"                         KINET_MLX5_ADDR_FAMILY)\n"
+		"  -m, --mtu=MTU          path MTU asked for (256 to 4096, mlx5): accepted and\n"
+		"                         shown; kinet connects with the ports' active MTU\n"
+		"  -F, --CPU-freq         accepted: kinet-perf makes no CPU-frequency check\n"
+		"      --report_gbits     bandwidth in Gb/s (10^9 bits) instead of MB/s\n"
+		"      --out_json         also write the results as JSON Lines into a file\n"
+		"      --out_json_file=F  that file (default kinet_perf_out.json; implies\n"
+		"                         --out_json)\n"
+		"  -p, --port=PORT        the server's TCP port (default 18515; 0 on a server:\n"
+		"                         any free port, printed)\n"
+		"  -h, --help             this text;  -V, --version  the version\n"
+		"\n"
+		"kinet-perf's options:\n"
+		"      --backend=NAME     auto, soft (the software NIC) or mlx5 (a ConnectX\n"
+		"                         through rdma-core); default KINET_BACKEND, else auto\n"
+		"      --loopback         both ends in this process (a local QP pair), no peer\n"
+		"      --pair[=threads]   a server and a client on this machine, one command;\n"
+		"                         =threads runs the two in one process on two threads\n"
+		"                         (for the emulated rdma-core, which reaches no other\n"
+		"                         process)\n"
+		"      --server           the server (the default without HOST)\n"
+		"      --threads=N        initiator threads (default 1, or -q): CPU threads\n"
+		"                         (1 to 256) or GPU threads (1 to 65536, see --ctas)\n"
+		"      --qdepth=N         the same as -t\n"
+		"      --min-size=BYTES   first size of the sweep (default 2)\n"
+		"      --max-size=BYTES   last size of the sweep (default 8M); K, M, G suffixes\n"
 		"      --warmup=N         untimed iterations before each size (default 16)\n"
-		"  -t, --threads=N        initiator threads (default 1): CPU threads (1 to 256)\n"
-		"                         or GPU threads (1 to 65536, see --ctas)\n"
-		"  -q, --qdepth=N         outstanding WQEs per thread, the post window of the\n"
-		"                         bandwidth tests (default 128)\n"
 		"      --shared[=gpu|cta] one QP shared by all threads (gpu, the default:\n"
-		"                         KN_SHARE_GPU) or, cuda executor, one QP per CTA\n"
-		"                         shared by its threads (cta: KN_SHARE_CTA); without\n"
+		"                         KN_SHARE_GPU, as -q 1) or, cuda executor, one QP per\n"
+		"                         CTA shared by its threads (cta: KN_SHARE_CTA); without\n"
 		"                         it one QP per thread (warp scope: per warp, block\n"
 		"                         scope: per CTA)\n"
 		"      --db-mode=MODE     doorbell mode: gpu, blueflame, cpu (default: auto)\n"
@@ -127,11 +175,12 @@ static void usage(FILE *f)
 		"                         KINET_ENGINE_THREADS)\n"
 		"      --executor=NAME    who runs the device code: cuda (GPU threads, one per\n"
 		"                         job; the default when built with CUDA and a GPU is\n"
-		"                         usable) or host (CPU threads; the default otherwise)\n"
-		"      --ctas=N           cuda: CTAs of the launch (default: enough for -t)\n"
+		"                         usable, in one process) or host (CPU threads; the\n"
+		"                         default otherwise)\n"
+		"      --ctas=N           cuda: CTAs of the launch (default: enough for --threads)\n"
 		"      --cta-threads=N    cuda: threads per CTA, 1 to 1024 (default 1 at thread\n"
 		"                         scope, 32 at warp and block scope); with --ctas,\n"
-		"                         -t is --ctas x --cta-threads (give one or agree)\n"
+		"                         --threads is --ctas x --cta-threads (give one or agree)\n"
 		"      --scope=SCOPE      cuda: who posts: thread (each thread alone, the\n"
 		"                         default), warp (the 32 lanes in one post, one\n"
 		"                         doorbell) or block (the whole CTA in one post);\n"
@@ -141,37 +190,29 @@ static void usage(FILE *f)
 		"                         data check)\n"
 		"      --poll=spin|yield  host executor, while a thread waits: spin with the\n"
 		"                         device layer's pause (default, as a GPU thread does)\n"
-		"                         or give the CPU away (sched_yield) between all polls;\n"
-		"                         yield suits machines with fewer cores than initiator\n"
-		"                         plus engine threads\n"
+		"                         or give the CPU away (sched_yield) between all polls\n"
 		"      --json             print one JSON object per line (JSON Lines) on\n"
 		"                         stdout, one per message size, and nothing else\n"
-		"      --corrupt          (testing the tool) flip one destination byte after\n"
-		"                         the run: the data check must fail\n"
-		"  -h, --help             this text\n"
-		"\n"
-		"Across processes (the software NIC's wire; every test but memcpy_bw):\n"
-		"  kinet-perf TEST --server [options]     waits for one client, then serves\n"
-		"                                         as the target\n"
-		"  kinet-perf TEST HOST[:PORT] [options]  the client: initiates; its run\n"
-		"                                         options (-s -a -n --warmup -t -q\n"
-		"                                         --shared) apply to both sides\n"
-		"  kinet-perf TEST --pair [options]       a server and a client on this\n"
-		"                                         machine (loopback), one command\n"
-		"  -p, --port=PORT        the server's TCP port (default 18515; 0 on a server:\n"
-		"                         any free port, printed)\n"
 		"      --secret=STRING    job secret, the same on both sides (default:\n"
 		"                         KINET_BOOT_SECRET; --pair makes a fresh one)\n"
-		"      --timeout=SECONDS  bound on joining and on each exchange, including the\n"
-		"                         server's wait during one size's run (default 300,\n"
-		"                         or KINET_BOOT_TIMEOUT_MS when set)\n"
+		"      --timeout=SECONDS  bound on joining (a client retries until then, a\n"
+		"                         line per attempt) and on each exchange, including\n"
+		"                         the server's wait during one size's run (default\n"
+		"                         300, or KINET_BOOT_TIMEOUT_MS; at least -D + 60)\n"
+		"      --corrupt          (testing the tool) flip one destination byte after\n"
+		"                         the run: the data check must fail\n"
+		"\n"
+		"Across processes (every test but memcpy_bw, which runs in one process): the\n"
+		"client initiates; its run options (-s -a -n -D --warmup --threads -q -t -I\n"
+		"--shared) apply to both sides, and a server given some of them refuses a\n"
+		"client whose values differ. Both sides need the same --backend.\n"
 		"\n"
 		"Bandwidth: BW average = bytes / (last completion - first post), all threads\n"
 		"together; BW peak = best rate over max(q*threads, messages/16) consecutive\n"
-		"messages; MB = 2^20 bytes; MsgRate in 10^6 messages per second.\n"
-		"Latency in microseconds; t_typical is the median; write_lat reports half the\n"
-		"round trip of a ping-pong. Every run checks its data (random contents) and\n"
-		"fails if a byte differs.\n"
+		"messages; MB = 2^20 bytes, Gb = 10^9 bits; MsgRate in 10^6 messages per\n"
+		"second. Latency in microseconds; t_typical is the median; write_lat reports\n"
+		"half the round trip of a ping-pong. Every run checks its data (random\n"
+		"contents) and fails if a byte differs.\n"
 		"\n"
 		"Exit status: 0 success, 1 the run failed, 2 bad usage.\n");
 }
@@ -227,6 +268,19 @@ struct exec_given {
 	bool executor, threads, poll, ctas, cta_threads, scope, mem;
 };
 
+/* The QP grouping both executors share: SQ size and send_bw's single
+ * receive consumer. 0, or 2 after a message. */
+static int qp_checks(const struct perf_opts *o)
+{
+	if ((uint64_t)o->qp_group * o->qdepth > KPERF_MAX_SQ)
+		return usage_error("%s", "threads per QP x tx depth (-t) above the largest SQ "
+					 "(32768): lower -t or use more QPs (-q)");
+	if (o->test->id == PERF_SEND_BW && o->qp_group > 1)
+		return usage_error("%s", "send_bw on a shared QP takes one thread: the receive "
+					 "queue has a single consumer");
+	return 0;
+}
+
 /* After the options: picks the executor (cuda when built in and a GPU is
  * usable, or when a GPU-only option asks for it; host otherwise, and for
  * memcpy_bw, --poll and runs across processes), works out the GPU launch
@@ -273,10 +327,16 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 							     "kinet-perf is built without CUDA)",
 					   gpu_name);
 		if (o->threads > KPERF_MAX_THREADS)
-			return usage_error("%s", "the host executor runs 1 to 256 threads (-t)");
+			return usage_error("%s", "the host executor runs 1 to 256 threads (--threads)");
 		if (fallback)
 			fprintf(stderr, "kinet-perf: %s: running on the host executor\n", fallback);
-		return 0;
+		/* QPs: one per thread, -q of them shared evenly, or one (--shared) */
+		if (o->nqp && o->threads % o->nqp)
+			return usage_error("%s", "--threads must be a multiple of -q (the threads "
+						 "share the QPs evenly)");
+		o->qp_group = o->shared ? o->threads : o->nqp ? o->threads / o->nqp : 1;
+		o->qp_share = o->qp_group > 1 ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE;
+		return qp_checks(o);
 	}
 	/* the cuda executor */
 	if (pt->flags & PERF_F_NO_NIC)
@@ -292,16 +352,22 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 	if (scope != PERF_SCOPE_THREAD && pt->id == PERF_SEND_BW)
 		return usage_error("%s", "send_bw is thread scope only: a receive queue has a "
 					 "single consumer");
+	if (scope != PERF_SCOPE_THREAD && (o->nqp || o->duration_s || o->inline_size))
+		return usage_error("--scope %s: -q, -D and -I are for thread scope (a warp or a "
+				   "CTA posts on its own QP, for -n iterations, without inline data)",
+				   sname);
+	if (o->nqp && o->shared_cta)
+		return usage_error("%s", "-q and --shared=cta: give one");
 	long n;
 	if (g->ctas) {
 		n = (long)o->ctas * tpc;
 		if (g->threads && o->threads != n)
-			return usage_error("%s", "-t differs from --ctas x --cta-threads (give one "
+			return usage_error("%s", "--threads differs from --ctas x --cta-threads (give one "
 						 "or make them agree)");
 	} else {
 		n = g->threads ? o->threads : tpc;
 		if (scope != PERF_SCOPE_THREAD && n % tpc)
-			return usage_error("--scope %s: -t must be whole CTAs (a multiple of "
+			return usage_error("--scope %s: --threads must be whole CTAs (a multiple of "
 					   "--cta-threads)",
 					   sname);
 		o->ctas = (int)((n + tpc - 1) / tpc);
@@ -314,7 +380,13 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 	 * one for the whole grid */
 	int group = scope == PERF_SCOPE_THREAD ? 1 : scope == PERF_SCOPE_WARP ? 32 : tpc;
 	int share = KN_SHARE_EXCLUSIVE;
-	if (o->shared) {
+	if (o->nqp) {
+		if (n % o->nqp)
+			return usage_error("%s", "the GPU threads must be a multiple of -q (they "
+						 "share the QPs evenly)");
+		group = (int)(n / o->nqp);
+		share = group > 1 ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE;
+	} else if (o->shared) {
 		group = (int)n;
 		share = KN_SHARE_GPU;
 	} else if (o->shared_cta) {
@@ -324,13 +396,12 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 		group = tpc;
 		share = KN_SHARE_CTA;
 	}
-	if ((uint64_t)group * o->qdepth > KPERF_MAX_SQ)
-		return usage_error("%s", "threads per QP x qdepth above the largest SQ (32768): "
-					 "lower -q");
-	if (pt->id == PERF_SEND_BW && group > 1)
-		return usage_error("%s", "send_bw on a shared QP takes one thread: the receive "
-					 "queue has a single consumer");
-	if ((uint64_t)n * o->iters > (1ull << 26))
+	o->qp_group = group;
+	o->qp_share = share;
+	int rc = qp_checks(o);
+	if (rc)
+		return rc;
+	if (!o->duration_s && (uint64_t)n * o->iters > (1ull << 26))
 		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
 #if KINET_HAVE_CUDA
 	/* last: the shape refusals above need no GPU */
@@ -343,8 +414,6 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 						 "device, or KINET_NO_CUDA is set)",
 				   g->executor ? o->executor : gpu_name);
 #endif
-	o->qp_group = group;
-	o->qp_share = share;
 	return 0;
 }
 
@@ -367,7 +436,61 @@ enum {
 	OPT_PAIR,
 	OPT_SECRET,
 	OPT_TIMEOUT,
+	OPT_THREADS,
+	OPT_QDEPTH,
+	OPT_BACKEND,
+	OPT_LOOPBACK,
+	OPT_REPORT_GBITS,
+	OPT_OUT_JSON,
+	OPT_OUT_JSON_FILE,
 };
+
+#define KPERF_JSON_FILE "kinet_perf_out.json"
+
+/* The command line as one string, for the JSON records (arguments with
+ * spaces or quotes in single quotes). */
+static const char *join_args(int argc, char **argv)
+{
+	size_t n = 1;
+	for (int i = 0; i < argc; i++)
+		n += 4 * strlen(argv[i]) + 3;
+	char *s = malloc(n), *p = s;
+	if (!s)
+		return "";
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		bool q = !*a || strpbrk(a, " \t'\"\\$") != NULL;
+		if (i)
+			*p++ = ' ';
+		if (q)
+			*p++ = '\'';
+		for (; *a; a++) {
+			if (*a == '\'' && q) {
+				memcpy(p, "'\\''", 4);
+				p += 4;
+			} else {
+				*p++ = *a;
+			}
+		}
+		if (q)
+			*p++ = '\'';
+	}
+	*p = 0;
+	return s;
+}
+
+/* A backend's name (any case, as the tunable takes it): enum kinet_backend,
+ * or -1. */
+static int backend_from(const char *s)
+{
+	if (!s || !*s || !strcasecmp(s, "auto"))
+		return KINET_BACKEND_AUTO;
+	if (!strcasecmp(s, "soft"))
+		return KINET_BACKEND_SOFT;
+	if (!strcasecmp(s, "mlx5"))
+		return KINET_BACKEND_MLX5;
+	return -1;
+}
 
 static int parse_args(int argc, char **argv, struct perf_opts *o)
 {
@@ -377,9 +500,24 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		{"min-size", required_argument, NULL, OPT_MIN_SIZE},
 		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
 		{"iters", required_argument, NULL, 'n'},
+		{"duration", required_argument, NULL, 'D'},
 		{"warmup", required_argument, NULL, OPT_WARMUP},
-		{"threads", required_argument, NULL, 't'},
-		{"qdepth", required_argument, NULL, 'q'},
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{"qdepth", required_argument, NULL, OPT_QDEPTH},
+		{"tx-depth", required_argument, NULL, 't'},
+		{"qp", required_argument, NULL, 'q'},
+		{"inline_size", required_argument, NULL, 'I'},
+		{"connection", required_argument, NULL, 'c'},
+		{"ib-dev", required_argument, NULL, 'd'},
+		{"ib-port", required_argument, NULL, 'i'},
+		{"gid-index", required_argument, NULL, 'x'},
+		{"mtu", required_argument, NULL, 'm'},
+		{"CPU-freq", no_argument, NULL, 'F'},
+		{"report_gbits", no_argument, NULL, OPT_REPORT_GBITS},
+		{"out_json", no_argument, NULL, OPT_OUT_JSON},
+		{"out_json_file", required_argument, NULL, OPT_OUT_JSON_FILE},
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"loopback", no_argument, NULL, OPT_LOOPBACK},
 		{"shared", optional_argument, NULL, OPT_SHARED},
 		{"db-mode", required_argument, NULL, OPT_DB_MODE},
 		{"engine-threads", required_argument, NULL, OPT_ENGINE_THREADS},
@@ -392,15 +530,18 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		{"scope", required_argument, NULL, OPT_SCOPE},
 		{"mem", required_argument, NULL, OPT_MEM},
 		{"server", no_argument, NULL, OPT_SERVER},
-		{"pair", no_argument, NULL, OPT_PAIR},
+		{"pair", optional_argument, NULL, OPT_PAIR},
 		{"port", required_argument, NULL, 'p'},
 		{"secret", required_argument, NULL, OPT_SECRET},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	bool have_size = false, have_iters = false, have_warmup = false;
+	bool have_size = false, have_iters = false, have_warmup = false, have_qdepth = false;
+	bool have_backend = false;
 	struct exec_given gg = {false, false, false, false, false, false, false};
+	const char *ib_port = NULL, *gid_index = NULL;
 	uint64_t v;
 	int c;
 	memset(o, 0, sizeof(*o));
@@ -411,17 +552,22 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	o->db_mode = KN_DB_AUTO;
 	o->executor = "host";
 	o->port = -1;
+	o->gid_index = -1;
+	o->cmdline = join_args(argc, argv);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:an:t:q:p:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:an:D:t:q:I:c:d:i:x:m:Fp:hV", lopts, NULL)) != -1) {
 		/* run options given (a server takes the client's for the others) */
 		switch (c) {
 		case 's': case 'a': case OPT_MIN_SIZE: case OPT_MAX_SIZE:
 			o->given |= PERF_GIVEN_SIZES;
 			break;
 		case 'n': o->given |= PERF_GIVEN_ITERS; break;
+		case 'D': o->given |= PERF_GIVEN_DURATION; break;
 		case OPT_WARMUP: o->given |= PERF_GIVEN_WARMUP; break;
-		case 't': o->given |= PERF_GIVEN_THREADS; break;
-		case 'q': o->given |= PERF_GIVEN_QDEPTH; break;
+		case OPT_THREADS: o->given |= PERF_GIVEN_THREADS; break;
+		case 't': case OPT_QDEPTH: o->given |= PERF_GIVEN_QDEPTH; break;
+		case 'q': o->given |= PERF_GIVEN_QPS; break;
+		case 'I': o->given |= PERF_GIVEN_INLINE; break;
 		case OPT_SHARED: o->given |= PERF_GIVEN_SHARED; break;
 		default: break;
 		}
@@ -430,7 +576,16 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			o->server = true;
 			break;
 		case OPT_PAIR:
+			if (!optarg || !strcmp(optarg, "processes"))
+				o->pair_threads = false;
+			else if (!strcmp(optarg, "threads"))
+				o->pair_threads = true;
+			else
+				return usage_error("bad --pair '%s' (processes, threads)", optarg);
 			o->pair = true;
+			break;
+		case OPT_LOOPBACK:
+			o->loopback = true;
 			break;
 		case 'p':
 			if (parse_uint(optarg, 0, 65535, &v))
@@ -468,23 +623,94 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				return usage_error("bad iteration count '%s' (1 to 10^9)", optarg);
 			have_iters = true;
 			break;
+		case 'D':
+			if (parse_uint(optarg, 1, 86400, &v))
+				return usage_error("bad duration '%s' (-D: 1 to 86400 seconds)", optarg);
+			o->duration_s = (unsigned)v;
+			break;
 		case OPT_WARMUP:
 			if (parse_uint(optarg, 0, 1000000000ull, &o->warmup))
 				return usage_error("bad warm-up count '%s'", optarg);
 			have_warmup = true;
 			break;
-		case 't':
+		case OPT_THREADS:
 			if (parse_uint(optarg, 1, KPERF_MAX_GPU_THREADS, &v))
-				return usage_error("bad thread count '%s' (1 to 256 CPU threads, "
-						   "1 to 65536 GPU threads)",
+				return usage_error("bad thread count '%s' (--threads: 1 to 256 CPU "
+						   "threads, 1 to 65536 GPU threads)",
 						   optarg);
 			o->threads = (int)v;
 			gg.threads = true;
 			break;
-		case 'q':
+		case 't':
+		case OPT_QDEPTH:
 			if (parse_uint(optarg, 1, KPERF_MAX_SQ, &v))
-				return usage_error("bad queue depth '%s' (1 to 32768)", optarg);
+				return usage_error("bad tx depth '%s' (-t, --qdepth: 1 to 32768 "
+						   "outstanding WQEs; the threads are --threads)",
+						   optarg);
 			o->qdepth = (uint32_t)v;
+			have_qdepth = true;
+			break;
+		case 'q':
+			if (parse_uint(optarg, 1, KPERF_MAX_GPU_THREADS, &v))
+				return usage_error("bad number of QPs '%s' (-q: 1 to 65536; the "
+						   "outstanding WQEs are -t or --qdepth)",
+						   optarg);
+			o->nqp = (int)v;
+			break;
+		case 'I':
+			if (parse_uint(optarg, 0, KN_MAX_INLINE_WRITE, &v))
+				return usage_error("bad inline size '%s' (-I: 0 to 28 bytes, what one "
+						   "WQE carries)",
+						   optarg);
+			o->inline_size = (uint32_t)v;
+			break;
+		case 'c':
+			if (strcmp(optarg, "RC") && strcmp(optarg, "rc"))
+				return usage_error("-c %s: kinet QPs are reliable connected only (-c RC)",
+						   optarg);
+			break;
+		case 'd':
+			if (!*optarg)
+				return usage_error("%s", "-d needs a device name");
+			o->device = optarg;
+			break;
+		case 'i':
+			if (parse_uint(optarg, 1, 255, &v))
+				return usage_error("bad port of the device '%s' (-i: 1 to 255)", optarg);
+			o->ib_port = (int)v;
+			ib_port = optarg;
+			break;
+		case 'x':
+			if (parse_uint(optarg, 0, 255, &v))
+				return usage_error("bad GID index '%s' (-x: 0 to 255)", optarg);
+			o->gid_index = (int)v;
+			gid_index = optarg;
+			break;
+		case 'm':
+			if (parse_uint(optarg, 256, 4096, &v) || (v & (v - 1)))
+				return usage_error("bad MTU '%s' (-m: 256, 512, 1024, 2048 or 4096)",
+						   optarg);
+			o->mtu = (int)v;
+			break;
+		case 'F':
+			o->cpu_freq = true;
+			break;
+		case OPT_REPORT_GBITS:
+			o->report_gbits = true;
+			break;
+		case OPT_OUT_JSON:
+			if (!o->json_file)
+				o->json_file = KPERF_JSON_FILE;
+			break;
+		case OPT_OUT_JSON_FILE:
+			if (!*optarg)
+				return usage_error("%s", "--out_json_file needs a file name");
+			o->json_file = optarg;
+			break;
+		case OPT_BACKEND:
+			if ((o->backend = backend_from(optarg)) < 0)
+				return usage_error("bad --backend '%s' (auto, soft, mlx5)", optarg);
+			have_backend = true;
 			break;
 		case OPT_SHARED:
 			if (!optarg || !strcmp(optarg, "gpu"))
@@ -565,6 +791,9 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'V':
+			printf("kinet-perf (kinet %d.%d)\n", KINET_VERSION_MAJOR, KINET_VERSION_MINOR);
+			exit(0);
 		case ':':
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
@@ -584,22 +813,68 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	if (optind + 2 < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 2]);
 
+	/* the device options reach the mlx5 backend through its tunables, set
+	 * before anything reads them */
+	if (ib_port)
+		setenv("KINET_MLX5_PORT", ib_port, 1);
+	if (gid_index)
+		setenv("KINET_MLX5_GID_INDEX", gid_index, 1);
+	if (!have_backend) { /* the default of --backend: the variable, as given */
+		const char *env = getenv("KINET_BACKEND");
+		if ((o->backend = backend_from(env)) < 0)
+			return usage_error("KINET_BACKEND=%s: auto, soft or mlx5", env);
+	}
 	const struct perf_test *pt = o->test;
-	int modes = (o->peer != NULL) + o->server + o->pair;
+	bool mlx5_opt = o->device || o->ib_port || o->gid_index >= 0 || o->mtu;
+	if (o->backend == KINET_BACKEND_SOFT && mlx5_opt)
+		return usage_error("%s", "-d, -i, -x and -m apply to an RDMA device (the mlx5 "
+					 "backend), not to the software NIC (--backend soft)");
+	if (o->backend == KINET_BACKEND_MLX5 && o->engine_threads)
+		return usage_error("%s", "--engine-threads applies to the software NIC, not to "
+					 "--backend mlx5");
+
+	/* who is where: no HOST is the server, as in perftest; memcpy_bw has no
+	 * peer and runs in this process */
+	int modes = (o->peer != NULL) + o->server + o->pair + o->loopback;
 	if (modes > 1)
-		return usage_error("%s", "use one of --server, --pair and a HOST operand "
-					 "(the client), not two");
-	if (modes && (pt->flags & PERF_F_NO_NIC))
-		return usage_error("%s has no peer: it runs in one process", pt->name);
-	if (!modes && (o->port >= 0 || o->secret || o->timeout_ms))
-		return usage_error("%s", "-p, --secret and --timeout go with --server, --pair or "
-					 "a HOST operand");
+		return usage_error("%s", "use one of --server, --pair, --loopback and a HOST "
+					 "operand (the client), not two");
+	if (pt->flags & PERF_F_NO_NIC) {
+		if (modes && !o->loopback)
+			return usage_error("%s has no peer: it runs in one process", pt->name);
+		o->loopback = true;
+	} else if (!modes) {
+		o->server = true;
+	}
+	if (o->loopback && (o->port >= 0 || o->secret || o->timeout_ms))
+		return usage_error("%s", "-p, --secret and --timeout go with a server, a client "
+					 "(HOST) or --pair, not with --loopback");
 	if (o->pair && o->port >= 0)
 		return usage_error("%s", "--pair picks a free port itself (no -p)");
+	if (o->duration_s && have_iters)
+		return usage_error("%s", "-D and -n: a run is bounded by time or by iterations, "
+					 "give one");
+	if (o->duration_s && o->sweep)
+		return usage_error("%s", "-D runs one message size (as perftest): no -a");
+	if (o->inline_size && pt->id != PERF_WRITE_BW && pt->id != PERF_WRITE_LAT &&
+	    pt->id != PERF_PUT_BW)
+		return usage_error("-I: %s has no inline form (writes only: write_bw, write_lat, "
+				   "put_bw; -I 0 turns it off)",
+				   pt->name);
+	if (o->nqp && o->shared && o->nqp > 1)
+		return usage_error("%s", "--shared is one QP: not with -q above 1");
+	if (o->shared)
+		o->nqp = 0;
+	if (o->nqp && !gg.threads) /* one thread per QP, as perftest's QPs */
+		o->threads = o->nqp, gg.threads = true;
+	if (o->nqp > o->threads)
+		return usage_error("%s", "more QPs (-q) than threads (--threads): each thread "
+					 "drives one QP");
 	if (!have_iters)
 		o->iters = pt->kind == PERF_BW ? 5000 : 1000;
 	if (!have_warmup)
 		o->warmup = 16;
+	(void)have_qdepth;
 	if (pt->flags & PERF_F_FIXED8) {
 		if (have_size && o->size != 8)
 			return usage_error("%s moves 8 bytes per message (-s 8 or no -s)", pt->name);
@@ -618,12 +893,14 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			return usage_error("%s", "no power of two between --min-size and --max-size");
 	}
 	if (o->shared && o->threads * (uint64_t)o->qdepth > KPERF_MAX_SQ)
-		return usage_error("%s", "--shared: threads x qdepth above the largest SQ (32768)");
+		return usage_error("%s", "--shared: threads x tx depth above the largest SQ (32768)");
 	if (o->shared && pt->id == PERF_SEND_BW && o->threads > 1)
 		return usage_error("%s", "send_bw --shared takes one thread: the receive queue "
 					 "has a single consumer");
-	if ((uint64_t)o->threads * o->iters > (1ull << 26))
+	if (!o->duration_s && (uint64_t)o->threads * o->iters > (1ull << 26))
 		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
+	if (o->pair_threads && gg.executor && strcmp(o->executor, "host"))
+		return usage_error("%s", "--pair=threads runs on the host executor");
 	return resolve_executor(o, &gg);
 }
 
@@ -698,8 +975,24 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NEXEC; i++)
 		if (!strcmp(executors[i]->name, o.executor))
 			x = executors[i];
-	if (o.server || o.pair || o.peer) /* across processes: remote.c */
-		return perf_remote_main(&o, x);
+	/* what every JSON record says about the run */
+	time_t now = time(NULL);
+	struct tm tm;
+	if (gmtime_r(&now, &tm))
+		strftime(o.date, sizeof(o.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (gethostname(o.host, sizeof(o.host)))
+		snprintf(o.host, sizeof(o.host), "?");
+	o.host[sizeof(o.host) - 1] = 0;
+	if (o.json_file && !(o.json_out = fopen(o.json_file, "w"))) {
+		fprintf(stderr, "kinet-perf: --out_json_file %s: %s\n", o.json_file, strerror(errno));
+		return 1;
+	}
+	if (!o.loopback) { /* across processes: remote.c */
+		rc = perf_remote_main(&o, x);
+		if (o.json_out)
+			fclose(o.json_out);
+		return rc;
+	}
 
 	struct perf_env e;
 	const char *what = "setup";
@@ -724,5 +1017,9 @@ int main(int argc, char **argv)
 	if (x->close)
 		x->close(&e);
 	perf_env_close(&e);
+	if (o.json_out && fclose(o.json_out)) {
+		fprintf(stderr, "kinet-perf: --out_json_file %s: %s\n", o.json_file, strerror(errno));
+		failed = 1;
+	}
 	return failed ? 1 : 0;
 }

@@ -49,9 +49,14 @@ struct perf_opts {
 	bool sweep;          /* -a */
 	uint64_t iters;      /* -n */
 	uint64_t warmup;     /* untimed iterations before each measurement */
-	int threads;         /* -t */
-	uint32_t qdepth;     /* -q: outstanding WQEs per thread */
+	unsigned duration_s; /* -D: seconds of each timed phase (0: -n iterations) */
+	int threads;         /* --threads */
+	uint32_t qdepth;     /* -t, --qdepth: outstanding WQEs per thread */
+	int nqp;             /* -q: QPs (0: one per thread, or 1 with --shared) */
 	bool json;           /* --json */
+	const char *json_file; /* --out_json, --out_json_file: JSON Lines into this file */
+	FILE *json_out;      /* that file, open during the run */
+	bool report_gbits;   /* --report_gbits: bandwidth in Gb/s (10^9 bits) */
 	int engine_threads;  /* --engine-threads (0: KINET_ENGINE_THREADS) */
 	int db_mode;         /* --db-mode (enum kn_db_mode, KN_DB_AUTO by default) */
 	bool shared;         /* --shared: one QP shared by every thread */
@@ -59,9 +64,19 @@ struct perf_opts {
 	const char *executor; /* --executor: "host" (see kinet-perf.c) */
 	const char *peer;     /* HOST operand: the client of a server (remote.c) */
 	bool corrupt;         /* --corrupt: damage the destination before the check */
+	/* the NIC */
+	int backend;          /* --backend, KINET_BACKEND: enum kinet_backend */
+	const char *device;   /* -d: RDMA device (mlx5) */
+	int ib_port;          /* -i: port of the device (0: the first active one) */
+	int gid_index;        /* -x: GID index (-1: picked by the link layer) */
+	int mtu;              /* -m: path MTU asked for (0: the port's) */
+	uint32_t inline_size; /* -I: writes of at most this many bytes go inline (0: none) */
+	bool cpu_freq;        /* -F (accepted; kinet-perf makes no CPU-frequency check) */
 	/* across processes (remote.c) */
-	bool server;          /* --server: wait for a client (rank 0) */
+	bool loopback;        /* --loopback: both ends in this process (a local pair) */
+	bool server;          /* --server, or a NIC test with no HOST: wait for a client */
 	bool pair;            /* --pair: a server and a client on this machine */
+	bool pair_threads;    /* --pair=threads: the two sides on two threads of this process */
 	int port;             /* -p: the server's TCP port (default 18515; -1: unset) */
 	const char *secret;   /* --secret (NULL: KINET_BOOT_SECRET) */
 	int timeout_ms;       /* --timeout: bound on each exchange (0: default) */
@@ -72,8 +87,12 @@ struct perf_opts {
 	int cta_threads;      /* --cta-threads: threads per CTA */
 	int mem;              /* --mem: enum perf_mem, where the payload buffers live */
 	bool shared_cta;      /* --shared=cta: one QP per CTA, shared by its threads */
-	int qp_group;         /* jobs per QP pair (0: 1, or all threads with --shared) */
-	int qp_share;         /* enum kn_share of the QPs, when qp_group > 0 */
+	int qp_group;         /* jobs per QP (set by kinet-perf.c: 1, threads / -q, ...) */
+	int qp_share;         /* enum kn_share of the QPs */
+	/* what the JSON records say about the run */
+	const char *cmdline;  /* the command line, as given */
+	char date[32];        /* start of the run, UTC, ISO 8601 */
+	char host[64];        /* this host's name */
 };
 
 /* Who posts on the GPU: each thread alone (device.h), each warp together or
@@ -85,12 +104,15 @@ enum perf_mem { PERF_MEM_HOST = 0, PERF_MEM_GPU = 1 };
 
 /* Run options the command line gave (a server takes the client's values for
  * the others, and refuses a client whose values differ from these). */
-#define PERF_GIVEN_SIZES 1u   /* -s, -a, --min-size, --max-size */
-#define PERF_GIVEN_ITERS 2u   /* -n */
-#define PERF_GIVEN_WARMUP 4u  /* --warmup */
-#define PERF_GIVEN_THREADS 8u /* -t */
-#define PERF_GIVEN_QDEPTH 16u /* -q */
-#define PERF_GIVEN_SHARED 32u /* --shared */
+#define PERF_GIVEN_SIZES 1u     /* -s, -a, --min-size, --max-size */
+#define PERF_GIVEN_ITERS 2u     /* -n */
+#define PERF_GIVEN_WARMUP 4u    /* --warmup */
+#define PERF_GIVEN_THREADS 8u   /* --threads */
+#define PERF_GIVEN_QDEPTH 16u   /* -t, --qdepth */
+#define PERF_GIVEN_SHARED 32u   /* --shared */
+#define PERF_GIVEN_QPS 64u      /* -q */
+#define PERF_GIVEN_INLINE 128u  /* -I */
+#define PERF_GIVEN_DURATION 256u /* -D */
 
 /* ---- the QP pair and its buffers (setup.c) ----------------------------------- */
 
@@ -101,7 +123,9 @@ struct perf_env {
 	const struct perf_opts *o;
 	kinet_ctx *ctx;
 	kinet_pd *pd;
-	int nqp;              /* QP pairs: threads, or 1 with --shared */
+	int nqp;              /* QP pairs: threads / o->qp_group */
+	int backend;          /* enum kinet_backend of the context (-1 without one) */
+	const char *backend_reason; /* kinet_ctx_backend_reason() */
 	kinet_qp **qa, **qb;  /* initiator side, target side */
 	kn_qp **da, **db;     /* their device descriptors */
 	/* side A (initiator) and side B (target): one slice per thread */
@@ -121,7 +145,18 @@ struct perf_env {
 	/* across processes (remote.c): this process's side only, in qa/da,
 	 * abuf/amr (qb, db, bbuf, bmr stay NULL); NULL for a local pair */
 	const char *procs_line; /* the header's "Processes" line */
+	char provider[32];    /* transport of this side's QPs ("tcp;ofi_rxm", "mlx5") */
+	char peer_host[64];
+	int mem_initiator, mem_target; /* enum kinet_mem_kind of both sides' payloads */
 };
+
+/* Opens e->ctx and e->pd with the backend and device options of o, and
+ * refuses options that the opened backend cannot honour (-d, -i, -x, -m on
+ * the software NIC; --engine-threads on mlx5). 0 or -errno; on failure
+ * `what` names the step or the refusal. */
+int perf_open_ctx(struct perf_env *e, const char **what);
+/* The QP (index into qa/da) that job i uses. */
+int perf_qp_of(const struct perf_opts *o, int i);
 
 /* Opens the context and the QP pairs for o (no buffers yet). 0 or -errno;
  * `what` names the step that failed. */
@@ -172,9 +207,14 @@ int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x);
 
 struct perf_bw {
 	double peak_mbs, avg_mbs, mpps;
+	bool has_peak;  /* false in a duration run (no samples kept, as perftest) */
+	uint64_t msgs;  /* timed messages of all threads */
 };
 struct perf_lat {
 	double min_us, max_us, typical_us, avg_us, stdev_us, p99_us, p999_us;
+	bool duration;  /* a duration run: only avg_us and tps (as perftest) */
+	uint64_t n;     /* timed samples of all threads */
+	double tps;     /* round trips / operations per second, all threads */
 };
 
 /* Statistics over the jobs' sample arrays (merged across threads). */
@@ -182,6 +222,14 @@ int perf_bw_stats(const struct perf_env *e, uint64_t size, struct perf_bw *out);
 int perf_lat_stats(const struct perf_env *e, struct perf_lat *out);
 
 void perf_report_header(const struct perf_env *e, FILE *f);
+/* One size's row: perftest's columns, or a JSON record (with the metadata of
+ * the run: version, backend, provider, host, date, executor, memory kinds,
+ * command line). The perf_report_* calls print the row as the options ask
+ * (--json or columns) on f and a JSON record into --out_json's file. */
+void perf_row_bw(const struct perf_env *e, uint64_t size, const struct perf_bw *r, bool json,
+		 FILE *f);
+void perf_row_lat(const struct perf_env *e, uint64_t size, const struct perf_lat *r, bool json,
+		  FILE *f);
 void perf_report_bw(const struct perf_env *e, uint64_t size, const struct perf_bw *r, FILE *f);
 void perf_report_lat(const struct perf_env *e, uint64_t size, const struct perf_lat *r, FILE *f);
 void perf_report_footer(const struct perf_env *e, FILE *f);

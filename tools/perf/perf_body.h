@@ -11,7 +11,10 @@
  * the host executor; mapped or device memory for a GPU).
  *
  * Message numbering: a job posts warmup + iters messages, k = 0, 1, ...;
- * the first `warmup` are not timed. Samples land at index k - warmup.
+ * the first `warmup` are not timed. Samples land at index k - warmup (below
+ * `cap`). A duration run (-D: duration_ns > 0) posts timed messages until
+ * duration_ns have passed since the timed phase began, keeps no samples
+ * (cap 0) and counts them instead (done; lat_sum for the latency tests).
  */
 #ifndef KINET_PERF_BODY_H
 #define KINET_PERF_BODY_H
@@ -72,6 +75,9 @@ struct perf_job {
 	uint32_t size;   /* message bytes */
 	uint32_t window; /* messages in flight (bandwidth tests) */
 	uint64_t iters, warmup;
+	uint64_t cap;         /* sample slots of tpost / tcomp (iters, or 0 in a duration run) */
+	uint64_t duration_ns; /* > 0: a duration run (the timed phase is time-bounded) */
+	uint32_t inline_max;  /* -I: writes of at most this many bytes are posted inline */
 	uint64_t timeout_ns;
 	/* the initiator: its QP and local memory */
 	const kn_qp *qp;
@@ -95,12 +101,21 @@ struct perf_job {
 	uint32_t t_rkey;
 	uint32_t yield;   /* host: sched_yield() instead of pause while waiting */
 	uint64_t atomic_init; /* atomics: initial value of the remote word */
+	/* a duration run across processes (write_lat, send_bw): the target does
+	 * not know how many messages come, so the initiator writes the count + 1
+	 * into the target's stop word after its last message (from stop_laddr,
+	 * 8 registered bytes of its own), and the target job watches t_stop */
+	uint64_t stop_raddr, stop_laddr;
+	uint32_t stop_rkey, stop_lkey;
+	uint64_t t_stop;      /* target job: its stop word (0: none) */
 	uint64_t *barrier;    /* shared by the jobs of a run, starts at 0 */
 	/* outputs */
 	uint64_t *tpost;  /* bw: post time of message k (ns); unused by lat */
 	uint64_t *tcomp;  /* bw: completion time seen; lat: the sample (ns) */
 	uint64_t *ring;   /* `window` tickets in flight */
 	uint64_t t_begin, t_end; /* timed phase, for the report */
+	uint64_t done;     /* timed messages completed (every run; a duration run's count) */
+	uint64_t lat_sum;  /* latency tests: sum of the timed samples (ns) */
 	uint64_t seen_ns;  /* time of the last completions perf_reap() saw */
 	uint64_t rx_posted, rx_done; /* send_bw: receives posted / consumed */
 	uint64_t bad;      /* data or length mismatches seen during the run */
@@ -129,6 +144,24 @@ KN_INLINE int perf_timed_out(uint64_t *t0, uint64_t limit)
 		return 0;
 	}
 	return now - *t0 > limit;
+}
+
+/* Messages a job is to post in all (a duration run: as many as time allows). */
+KN_INLINE uint64_t perf_job_limit(const struct perf_job *j)
+{
+	return j->warmup + (j->duration_ns ? (uint64_t)1 << 62 : j->iters);
+}
+
+/* Messages a job posted in all, after its run. */
+KN_INLINE uint64_t perf_job_total(const struct perf_job *j)
+{
+	return j->warmup + (j->duration_ns ? j->done : j->iters);
+}
+
+/* In a duration run: has the timed phase lasted its time at `now`? */
+KN_INLINE int perf_time_up(const struct perf_job *j, uint64_t now)
+{
+	return j->duration_ns && now - j->t_begin >= j->duration_ns;
 }
 
 /* Every job arrives; generation gen (1, 2, ...) is complete when the counter
@@ -164,19 +197,38 @@ KN_INLINE void perf_check_atomic(struct perf_job *j, uint64_t k)
 	}
 }
 
+/* -I: an RDMA write of the message carried in the WQE itself (reserved slot
+ * t), submitted; the source is read now. 0, or the error of the prepare. */
+KN_INLINE int perf_inline_write(struct perf_job *j, const kn_qp *qp, void *w, kn_ticket_t t,
+				uint64_t laddr, uint64_t raddr, uint32_t rkey)
+{
+	int rc = kn_prep_write_inline(qp, w, t, (const void *)(uintptr_t)laddr, j->size, raddr,
+				      rkey);
+	if (rc)
+		kn_prep_nop(qp, w, t); /* the slot is reserved: it must still complete */
+	kn_sq_submit(qp, t, 1);
+	return rc;
+}
+
 /* Posts message k of a bandwidth or read/atomic latency test. */
 KN_INLINE int perf_post(struct perf_job *j, uint64_t k, kn_ticket_t *t)
 {
 	const kn_qp *qp = j->qp;
-	if (j->test == PERF_PUT_BW) /* the high-level API */
+	if (j->test == PERF_PUT_BW) { /* the high-level API */
+		if (j->size <= j->inline_max)
+			return kn_put_inline(qp, j->raddr, j->rkey,
+					     (const void *)(uintptr_t)j->laddr, j->size, t);
 		return kn_put(qp, j->raddr, j->rkey, (const void *)(uintptr_t)j->laddr, j->lkey,
 			      j->size, t);
+	}
 	int rc = kn_sq_reserve(qp, 1, t);
 	if (rc)
 		return rc;
 	void *w = kn_wqe_ptr(qp, *t);
 	switch (j->test) {
 	case PERF_WRITE_BW:
+		if (j->size <= j->inline_max)
+			return perf_inline_write(j, qp, w, *t, j->laddr, j->raddr, j->rkey);
 		kn_prep_write(qp, w, *t, j->laddr, j->lkey, j->raddr, j->rkey, j->size);
 		break;
 	case PERF_READ_BW:
@@ -219,7 +271,7 @@ KN_INLINE int perf_reap(struct perf_job *j, uint64_t *reaped, uint64_t posted, u
 				return perf_fail(j, qp, -EIO, PERF_STEP_CQE);
 			if (!now)
 				j->seen_ns = now = kn_now_ns();
-			if (k >= j->warmup)
+			if (k >= j->warmup && k - j->warmup < j->cap)
 				j->tcomp[k - j->warmup] = now;
 			if (j->test == PERF_ATOMIC_BW)
 				perf_check_atomic(j, k);
@@ -260,7 +312,7 @@ KN_INLINE int perf_rx_poll(struct perf_job *j, int blocking)
 KN_INLINE int perf_rx_ready(struct perf_job *j, uint64_t k)
 {
 	const kn_qp *tq = j->tqp;
-	uint64_t total = j->warmup + j->iters;
+	uint64_t total = perf_job_limit(j);
 	for (;;) {
 		int rc;
 		while ((rc = perf_rx_poll(j, 0)) == 0)
@@ -282,10 +334,12 @@ KN_INLINE int perf_rx_ready(struct perf_job *j, uint64_t k)
 	}
 }
 
-/* Bandwidth: messages [*k, end) with at most `window` in flight. */
+/* Bandwidth: messages [*k, end) with at most `window` in flight; a timed
+ * phase of a duration run ends earlier, when its time is up. */
 KN_INLINE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 {
 	uint64_t posted = *k, reaped = *k;
+	int timed = *k >= j->warmup;
 	int rc;
 	while (posted < end) {
 		uint64_t now = 0;
@@ -301,12 +355,14 @@ KN_INLINE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 			return rc;
 		if (!now || j->test == PERF_SEND_BW)
 			now = kn_now_ns();
+		if (timed && perf_time_up(j, now))
+			break;
 		kn_ticket_t t;
 		rc = perf_post(j, posted, &t);
 		if (rc)
 			return perf_fail(j, j->qp, rc, PERF_STEP_POST);
 		j->ring[posted % j->window] = t;
-		if (posted >= j->warmup)
+		if (posted >= j->warmup && posted - j->warmup < j->cap)
 			j->tpost[posted - j->warmup] = now;
 		posted++;
 	}
@@ -314,7 +370,7 @@ KN_INLINE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 	if (rc)
 		return rc;
 	if (j->test == PERF_SEND_BW && j->tqp)
-		while (j->rx_done < end)
+		while (j->rx_done < posted)
 			if ((rc = perf_rx_poll(j, 1)))
 				return rc;
 	*k = posted;
@@ -323,23 +379,44 @@ KN_INLINE int perf_bw_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 
 /* write_lat: waits until the last byte of a landing buffer shows `stamp`;
  * the write that carries it is ticket t of qp (its error ends the wait; qp
- * NULL: no write of ours to watch). */
+ * NULL: no write of ours to watch). A target job of a duration run also
+ * watches its stop word: 1 when it says that message k never comes (the
+ * initiator sent k messages in all). */
 KN_INLINE int perf_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp, const kn_qp *qp,
-			     kn_ticket_t t)
+			     kn_ticket_t t, uint64_t k)
 {
 	volatile const uint8_t *p = (volatile const uint8_t *)(uintptr_t)(addr + j->size - 1);
+	volatile const uint64_t *stop = (volatile const uint64_t *)(uintptr_t)j->t_stop;
 	uint64_t t0 = 0;
 	unsigned spins = 0;
 	while (*p != stamp) {
 		if ((++spins & 63u) == 0) {
 			if (qp && kn_test(qp, t) == -EIO)
 				return perf_fail(j, qp, -EIO, PERF_STEP_CQE);
+			if (stop && *stop == k + 1)
+				return 1;
 			if (perf_timed_out(&t0, j->timeout_ns))
 				return perf_fail(j, qp, -ETIMEDOUT, PERF_STEP_ARRIVAL);
 		}
 		PERF_RELAX(j);
 	}
 	KN_FENCE_ACQ();
+	return 0;
+}
+
+/* One write of the message in buffer laddr (inline up to -I bytes) to raddr
+ * on qp: its ticket in *t. */
+KN_INLINE int perf_write_one(struct perf_job *j, const kn_qp *qp, uint64_t laddr, uint32_t lkey,
+			     uint64_t raddr, uint32_t rkey, kn_ticket_t *t)
+{
+	int rc = kn_sq_reserve(qp, 1, t);
+	if (rc)
+		return rc;
+	void *w = kn_wqe_ptr(qp, *t);
+	if (j->size <= j->inline_max)
+		return perf_inline_write(j, qp, w, *t, laddr, raddr, rkey);
+	kn_prep_write(qp, w, *t, laddr, lkey, raddr, rkey, j->size);
+	kn_sq_submit(qp, *t, 1);
 	return 0;
 }
 
@@ -352,34 +429,31 @@ KN_INLINE int perf_pingpong(struct perf_job *j, uint64_t k)
 	kn_ticket_t t;
 	int rc;
 	((volatile uint8_t *)(uintptr_t)j->laddr)[j->size - 1] = stamp;
-	rc = kn_sq_reserve(j->qp, 1, &t);
-	if (rc)
+	if ((rc = perf_write_one(j, j->qp, j->laddr, j->lkey, j->raddr, j->rkey, &t)))
 		return perf_fail(j, j->qp, rc, PERF_STEP_POST);
-	kn_prep_write(j->qp, kn_wqe_ptr(j->qp, t), t, j->laddr, j->lkey, j->raddr, j->rkey, j->size);
-	kn_sq_submit(j->qp, t, 1);
 	if (!j->tqp) /* another process replies */
-		return perf_wait_byte(j, j->land, stamp, j->qp, t);
+		return perf_wait_byte(j, j->land, stamp, j->qp, t, k);
 	/* the target's side */
-	if ((rc = perf_wait_byte(j, j->t_land, stamp, j->qp, t)))
+	if ((rc = perf_wait_byte(j, j->t_land, stamp, j->qp, t, k)))
 		return rc;
 	((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
 	kn_ticket_t u;
-	rc = kn_sq_reserve(j->tqp, 1, &u);
-	if (rc)
+	if ((rc = perf_write_one(j, j->tqp, j->t_laddr, j->t_lkey, j->t_raddr, j->t_rkey, &u)))
 		return perf_fail(j, j->tqp, rc, PERF_STEP_POST);
-	kn_prep_write(j->tqp, kn_wqe_ptr(j->tqp, u), u, j->t_laddr, j->t_lkey, j->t_raddr, j->t_rkey,
-		      j->size);
-	kn_sq_submit(j->tqp, u, 1);
 	/* back at the initiator */
-	return perf_wait_byte(j, j->land, stamp, j->tqp, u);
+	return perf_wait_byte(j, j->land, stamp, j->tqp, u, k);
 }
 
-/* Latency: messages [*k, end), one at a time. */
+/* Latency: messages [*k, end), one at a time; a timed phase of a duration
+ * run ends earlier, when its time is up. */
 KN_INLINE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 {
+	int timed = *k >= j->warmup;
 	int rc;
 	for (; *k < end; (*k)++) {
 		uint64_t t0 = kn_now_ns();
+		if (timed && perf_time_up(j, t0))
+			break;
 		if (j->test == PERF_WRITE_LAT) {
 			if ((rc = perf_pingpong(j, *k)))
 				return rc;
@@ -393,8 +467,11 @@ KN_INLINE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 		uint64_t t1 = kn_now_ns();
 		if (j->test == PERF_ATOMIC_LAT)
 			perf_check_atomic(j, *k);
-		if (*k >= j->warmup)
-			j->tcomp[*k - j->warmup] = t1 - t0;
+		if (*k >= j->warmup) {
+			if (*k - j->warmup < j->cap)
+				j->tcomp[*k - j->warmup] = t1 - t0;
+			j->lat_sum += t1 - t0;
+		}
 	}
 	return 0;
 }
@@ -410,41 +487,99 @@ KN_INLINE int perf_drain(struct perf_job *j)
 	return 0;
 }
 
+/* A duration run across processes: tells the target job that `total`
+ * messages came (its stop word becomes total + 1), after all of them
+ * completed. */
+KN_INLINE int perf_send_stop(struct perf_job *j, uint64_t total)
+{
+	kn_ticket_t t;
+	*(volatile uint64_t *)(uintptr_t)j->stop_laddr = total + 1;
+	KN_FENCE_SYS();
+	int rc = kn_sq_reserve(j->qp, 1, &t);
+	if (rc)
+		return perf_fail(j, j->qp, rc, PERF_STEP_POST);
+	kn_prep_write(j->qp, kn_wqe_ptr(j->qp, t), t, j->stop_laddr, j->stop_lkey, j->stop_raddr,
+		      j->stop_rkey, 8);
+	kn_sq_submit(j->qp, t, 1);
+	if ((rc = kn_wait(j->qp, t)))
+		return perf_fail(j, j->qp, rc, PERF_STEP_CQE);
+	return 0;
+}
+
+/* send_bw's target in a duration run: keeps receives posted and consumes
+ * them until the stop word says how many came and they all did. */
+KN_INLINE int perf_target_rx_until_stop(struct perf_job *j)
+{
+	const kn_qp *tq = j->tqp;
+	volatile const uint64_t *stop = (volatile const uint64_t *)(uintptr_t)j->t_stop;
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	for (;;) {
+		int rc;
+		uint64_t before = j->rx_done;
+		while ((rc = perf_rx_poll(j, 0)) == 0)
+			;
+		if (rc != -EBUSY)
+			return rc;
+		uint64_t s = *stop;
+		if (s && j->rx_done >= s - 1)
+			return 0;
+		while (j->rx_posted - j->rx_done < tq->rq_wqe_cnt) {
+			kn_ticket_t rt;
+			rc = kn_recv_post(tq, (void *)(uintptr_t)j->t_laddr, j->t_lkey, j->size, &rt);
+			if (rc)
+				return perf_fail(j, (const kn_qp *)0, rc, PERF_STEP_RECV);
+			j->rx_posted++;
+		}
+		if (j->rx_done != before)
+			t0 = 0;
+		else if ((++spins & 255u) == 0 && perf_timed_out(&t0, j->timeout_ns))
+			return perf_fail(j, (const kn_qp *)0, -ETIMEDOUT, PERF_STEP_RECV);
+		PERF_RELAX(j);
+	}
+}
+
 /* The target's part only (PERF_ROLE_TARGET; the initiator is another
- * process): write_lat answers each of the warmup + iters writes with one of
- * its own once it has landed; send_bw keeps receives posted (up to the RQ
- * depth) and consumes warmup + iters of them, checking their lengths. Other
- * tests have nothing to do at the target. Uses tqp and the t_* fields. */
+ * process): write_lat answers each of the initiator's writes with one of its
+ * own once it has landed; send_bw keeps receives posted (up to the RQ depth)
+ * and consumes them, checking their lengths. warmup + iters of them, or in a
+ * duration run as many as the stop word (t_stop) says came. Other tests have
+ * nothing to do at the target. Uses tqp and the t_* fields; done counts the
+ * messages served. */
 KN_INLINE int perf_target_run(struct perf_job *j)
 {
 	const kn_qp *tq = j->tqp;
-	uint64_t total = j->warmup + j->iters;
+	uint64_t total = perf_job_limit(j);
 	int rc;
 	j->rx_posted = j->rx_done = 0;
 	j->bad = 0;
+	j->done = 0;
 	j->t_begin = kn_now_ns();
 	if (j->test == PERF_WRITE_LAT) {
 		kn_ticket_t u = 0;
 		for (uint64_t k = 0; k < total; k++) {
 			uint8_t stamp = (uint8_t)(k % 255u + 1u);
-			if (perf_wait_byte(j, j->t_land, stamp, k ? tq : (const kn_qp *)0, u))
+			if (perf_wait_byte(j, j->t_land, stamp, k ? tq : (const kn_qp *)0, u, k))
 				break;
 			((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
-			if ((rc = kn_sq_reserve(tq, 1, &u))) {
+			if ((rc = perf_write_one(j, tq, j->t_laddr, j->t_lkey, j->t_raddr, j->t_rkey,
+						 &u))) {
 				perf_fail(j, tq, rc, PERF_STEP_POST);
 				break;
 			}
-			kn_prep_write(tq, kn_wqe_ptr(tq, u), u, j->t_laddr, j->t_lkey, j->t_raddr,
-				      j->t_rkey, j->size);
-			kn_sq_submit(tq, u, 1);
+			j->done = k + 1;
 		}
 		if (!j->rc && (rc = kn_quiet(tq)))
 			perf_fail(j, tq, rc, PERF_STEP_CQE);
+	} else if (j->test == PERF_SEND_BW && j->t_stop) {
+		perf_target_rx_until_stop(j);
+		j->done = j->rx_done;
 	} else if (j->test == PERF_SEND_BW) {
 		for (uint64_t k = 0; k < total && !j->rc; k++)
 			perf_rx_ready(j, k);
 		while (!j->rc && j->rx_done < total)
 			perf_rx_poll(j, 1);
+		j->done = j->rx_done;
 	}
 	j->t_end = kn_now_ns();
 	return j->rc;
@@ -462,17 +597,22 @@ KN_INLINE int perf_body_run(struct perf_job *j)
 	uint64_t k = 0;
 	j->rx_posted = j->rx_done = 0;
 	j->bad = 0;
+	j->done = 0;
+	j->lat_sum = 0;
 	if (!j->rc)
 		(void)(lat ? perf_lat_phase(j, &k, j->warmup) : perf_bw_phase(j, &k, j->warmup));
 	perf_barrier(j, 1);
 	j->t_begin = kn_now_ns();
 	if (!j->rc)
-		(void)(lat ? perf_lat_phase(j, &k, j->warmup + j->iters)
-			   : perf_bw_phase(j, &k, j->warmup + j->iters));
+		(void)(lat ? perf_lat_phase(j, &k, perf_job_limit(j))
+			   : perf_bw_phase(j, &k, perf_job_limit(j)));
 	j->t_end = kn_now_ns();
+	j->done = k > j->warmup ? k - j->warmup : 0;
 	perf_barrier(j, 2);
 	if (!j->rc)
 		perf_drain(j);
+	if (!j->rc && j->stop_raddr)
+		perf_send_stop(j, k);
 	return j->rc;
 }
 

@@ -3,39 +3,58 @@
  * remote.c - kinet-perf across processes: a server, a client, or both on
  * this machine (--pair).
  *
- *   kinet-perf TEST --server [-p PORT]      waits for one client (rank 0)
- *   kinet-perf TEST HOST[:PORT] [options]   the client (rank 1): initiates
+ *   kinet-perf TEST [-p PORT]               the server: waits for one client (rank 0)
+ *   kinet-perf TEST [options] HOST[:PORT]   the client (rank 1): initiates
  *   kinet-perf TEST --pair [options]        forks a server and a client
+ *   kinet-perf TEST --pair=threads ...      the two on two threads of this process
  *
- * The processes meet through the TCP bootstrap (kinet/boot.h: the job
- * secret from --secret or KINET_BOOT_SECRET) and then speak only through
- * fixed-size records exchanged with kinet_boot_allgather (every integer in
- * little-endian order, so hosts of any byte order agree):
+ * Each side first opens its context (--backend: a failure is reported at
+ * once). The client then reaches the server's TCP port itself: when nothing
+ * listens there it says so at once and on each attempt until --timeout
+ * (wait_for_server), and only then joins. The processes meet through the
+ * TCP bootstrap (kinet/boot.h: the job secret from --secret or
+ * KINET_BOOT_SECRET) and then speak only through fixed-size records
+ * exchanged with kinet_boot_allgather (every integer in little-endian
+ * order, so hosts of any byte order agree):
  *
- *   HELLO    test, run options, the options given on the command line. The
- *            client's run options apply to both; a server refuses a client
- *            whose values differ from those it was given explicitly. Both
+ *   HELLO    test, run options, the options given on the command line, the
+ *            backend opened. The client's run options apply to both; a
+ *            server refuses a client whose values differ from those it was
+ *            given explicitly, and both refuse two different backends. Both
  *            sides decide alike from the two records.
- *   DESC     each side's QP descriptors (one per thread, or one shared) and
- *            the descriptor of its registered buffer (kinet/net.h), or why
- *            its setup failed. Then each QP connects to its peer's.
+ *   DESC     each side's QP descriptors (one per QP: -q, one per thread, or
+ *            one shared) and the descriptor of its registered buffer
+ *            (kinet/net.h: a software-NIC wire address, or an mlx5 QP's
+ *            addressing), or why its setup failed. Then each QP connects to
+ *            its peer's.
  *   per message size:
  *   READY    both buffers hold the size's random contents (same seed on
  *            both sides), the connection is up: the client starts.
  *   DONE     the run's outcome on each side (the client's jobs; the
- *            server's replies for write_lat, receives for send_bw).
+ *            server's replies for write_lat, receives for send_bw), and the
+ *            number of messages each client job posted (a duration run's
+ *            server checks against them).
  *   VERDICT  each side checked what it holds (the server the destination of
  *            writes, sends and atomics, the client the sink of reads, both
  *            for write_lat), byte for byte against the contents regenerated
- *            from the seed; the client adds its report line, which the
- *            server prints too. The server's buffer stays registered until
- *            this exchange: the client has finished with it by then.
+ *            from the seed; the client adds its report, as columns and as a
+ *            JSON record, which the server prints too. The server's buffer
+ *            stays registered until this exchange: the client has finished
+ *            with it by then.
+ *
+ * A duration run (-D) of write_lat or send_bw: the server's target job
+ * cannot know how many messages come, so the client's job writes the count
+ * into the server's stop word after its last message (perf_body.h).
  *
  * A failure on either side travels in the next record, so both processes
  * say what went wrong (a --pair server leaves that to its client) and both
  * exit 1. Every exchange is bounded by --timeout (the bootstrap's timeout;
- * default 300 s, or KINET_BOOT_TIMEOUT_MS when set): the longest wait is the
- * server's during the client's run of one message size.
+ * default 300 s, or KINET_BOOT_TIMEOUT_MS when set; at least -D + 60 s): the
+ * longest wait is the server's during the client's run of one message size.
+ *
+ * --pair=threads exists for the emulated rdma-core (KINET_MLX5_EMULATE=1),
+ * whose QPs reach only QPs of their own process: the whole exchange runs,
+ * with both sides in one process.
  *
  * This process's side lives in the perf_env's initiator slots (qa, da, abuf,
  * amr); qb, db, bbuf, bmr stay empty. The client's jobs have tqp = NULL;
@@ -54,20 +73,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <pthread.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <kinet/boot.h>
 #include <kinet/net.h>
 #include "perf.h"
 
-#define RMT_PROTO 1u
+#define RMT_PROTO 2u /* 2: -q, -I, -D, the backend, counts and JSON rows in the steps */
 #define RMT_PORT 18515
 #define RMT_TIMEOUT_MS 300000
 #define RMT_ALIGN 4096u
 #define RMT_MAX_SIZE (1ull << 30)
 #define RMT_MAX_THREADS 256u
 #define RMT_MAX_SQ 32768u
+#define RMT_RETRY_MS 1000 /* a client's attempts to reach its server: at most 1 s apart */
+#define RMT_RETRY_FIRST_MS 100 /* the first ones sooner (100, 200, 400, 800 ms) */
 
 /* ---- records ------------------------------------------------------------------ */
 
@@ -85,6 +110,10 @@
 #define H_ITERS 64   /* u64 */
 #define H_WARMUP 72  /* u64 */
 #define H_HOST 80    /* char[64]: host name, for the header */
+#define H_NQP 144    /* u32: QPs (-q; 0: one per thread, or 1 with --shared) */
+#define H_INLINE 148 /* u32: -I */
+#define H_DURATION 152 /* u32: -D seconds (0: -n iterations) */
+#define H_BACKEND 156  /* u32: the backend this side opened (enum kinet_backend) */
 #define HF_SHARED 1u
 #define HF_SWEEP 2u
 #define HF_CORRUPT 4u
@@ -99,7 +128,7 @@
 #define D_MSG 80     /* char[176] */
 #define D_QP_SLOT (4 + KINET_QP_DESC_MAX) /* u32 length, descriptor */
 
-#define STEP_LEN 2048
+#define STEP_LEN 8192
 #define S_KIND 0     /* u32: STEP_* */
 #define S_STATUS 4   /* u32: 0 fine, 1 failed */
 #define S_SIZE 8     /* u64 */
@@ -107,8 +136,11 @@
 #define S_FLAGS 24   /* u32: 1 = --corrupt */
 #define S_MSG 32     /* char[480]: the failure, "server: ..." / "client: ..." */
 #define S_MSG_LEN 480
-#define S_ROW 512    /* char[1536]: the client's report line(s) */
+#define S_ROW 512    /* char[1536]: the client's report line(s), as its options ask */
 #define S_ROW_LEN 1536
+#define S_COUNTS 2048 /* DONE: u64 per thread, the messages each client job posted */
+#define S_JSON 4096  /* char[4096]: the client's report as a JSON record */
+#define S_JSON_LEN 4096
 enum { STEP_READY = 1, STEP_DONE = 2, STEP_VERDICT = 3 };
 
 static const uint8_t MAGIC[8] = {'k', 'n', 'p', 'e', 'r', 'f', 0x0d, 0x0a};
@@ -155,6 +187,12 @@ struct rmt {
 	bool failed;
 	char peer_msg[S_MSG_LEN];
 	bool peer_failed;
+	int peer_backend;        /* the backend the peer opened (HELLO) */
+	/* carried by the steps: the messages each client job posted (DONE;
+	 * a duration run's server checks against them), the client's JSON
+	 * record of a size (VERDICT) */
+	uint64_t counts[RMT_MAX_THREADS], peer_counts[RMT_MAX_THREADS];
+	char json[S_JSON_LEN], peer_json[S_JSON_LEN];
 };
 
 static const char *role(const struct rmt *r)
@@ -234,6 +272,9 @@ static int step(struct rmt *r, uint32_t kind, uint64_t size, uint64_t seed, cons
 	kn_store_le32(mine + S_FLAGS, r->corrupt ? 1u : 0u);
 	put_str(mine + S_MSG, S_MSG_LEN, r->failed ? r->msg : "");
 	put_str(mine + S_ROW, S_ROW_LEN, row);
+	for (int i = 0; i < r->o.threads && i < (int)RMT_MAX_THREADS; i++)
+		kn_store_le64(mine + S_COUNTS + 8 * i, r->counts[i]);
+	put_str(mine + S_JSON, S_JSON_LEN, r->json);
 	int rc = xchg(r, mine, peer, sizeof(peer));
 	if (rc) {
 		char what[96];
@@ -256,6 +297,9 @@ static int step(struct rmt *r, uint32_t kind, uint64_t size, uint64_t seed, cons
 		*peer_seed = kn_load_le64(peer + S_SEED);
 	if (peer_row)
 		get_str(peer_row, rowcap, peer + S_ROW, S_ROW_LEN);
+	for (int i = 0; i < r->o.threads && i < (int)RMT_MAX_THREADS; i++)
+		r->peer_counts[i] = kn_load_le64(peer + S_COUNTS + 8 * i);
+	get_str(r->peer_json, sizeof(r->peer_json), peer + S_JSON, S_JSON_LEN);
 	return 0;
 }
 
@@ -290,6 +334,10 @@ static void hello_fill(const struct rmt *r, const struct perf_opts *o, uint8_t *
 	kn_store_le64(h + H_LAST, last);
 	kn_store_le64(h + H_ITERS, o->iters);
 	kn_store_le64(h + H_WARMUP, o->warmup);
+	kn_store_le32(h + H_NQP, (uint32_t)o->nqp);
+	kn_store_le32(h + H_INLINE, o->inline_size);
+	kn_store_le32(h + H_DURATION, o->duration_s);
+	kn_store_le32(h + H_BACKEND, (uint32_t)r->e.backend);
 	char host[64] = "?";
 	if (gethostname(host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
@@ -335,15 +383,15 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	} chk[] = {
 		{PERF_GIVEN_SIZES, "message sizes (-s, -a, --min-size, --max-size)", 0,
 		 sizes_differ},
-		{PERF_GIVEN_ITERS, "iterations (-n)", kn_load_le64(srv + H_ITERS),
-		 kn_load_le64(cli + H_ITERS)},
-		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", kn_load_le64(srv + H_WARMUP),
-		 kn_load_le64(cli + H_WARMUP)},
-		{PERF_GIVEN_THREADS, "threads (-t)", kn_load_le32(srv + H_THREADS),
-		 kn_load_le32(cli + H_THREADS)},
-		{PERF_GIVEN_QDEPTH, "queue depth (-q)", kn_load_le32(srv + H_QDEPTH),
-		 kn_load_le32(cli + H_QDEPTH)},
+		{PERF_GIVEN_ITERS, "iterations (-n)", kn_load_le64(srv + H_ITERS), kn_load_le64(cli + H_ITERS)},
+		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", kn_load_le64(srv + H_WARMUP), kn_load_le64(cli + H_WARMUP)},
+		{PERF_GIVEN_THREADS, "threads (-t)", kn_load_le32(srv + H_THREADS), kn_load_le32(cli + H_THREADS)},
+		{PERF_GIVEN_QDEPTH, "queue depth (-q)", kn_load_le32(srv + H_QDEPTH), kn_load_le32(cli + H_QDEPTH)},
 		{PERF_GIVEN_SHARED, "--shared", sf & HF_SHARED, cf & HF_SHARED},
+		{PERF_GIVEN_QPS, "numbers of QPs (-q)", kn_load_le32(srv + H_NQP), kn_load_le32(cli + H_NQP)},
+		{PERF_GIVEN_INLINE, "inline sizes (-I)", kn_load_le32(srv + H_INLINE), kn_load_le32(cli + H_INLINE)},
+		{PERF_GIVEN_DURATION, "durations (-D)", kn_load_le32(srv + H_DURATION),
+		 kn_load_le32(cli + H_DURATION)},
 	};
 	for (size_t i = 0; i < sizeof(chk) / sizeof(chk[0]); i++) {
 		if ((given & chk[i].bit) && chk[i].s != chk[i].c) {
@@ -358,15 +406,28 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	uint64_t first = kn_load_le64(cli + H_FIRST), last = kn_load_le64(cli + H_LAST);
 	uint64_t iters = kn_load_le64(cli + H_ITERS), warmup = kn_load_le64(cli + H_WARMUP);
 	uint32_t threads = kn_load_le32(cli + H_THREADS), qdepth = kn_load_le32(cli + H_QDEPTH);
+	uint32_t nqp = kn_load_le32(cli + H_NQP), inl = kn_load_le32(cli + H_INLINE);
+	uint32_t duration = kn_load_le32(cli + H_DURATION);
 	bool sweep = cf & HF_SWEEP, shared = cf & HF_SHARED;
+	uint32_t group = shared ? threads : nqp ? threads / nqp : 1;
 	if (!first || first > last || last > RMT_MAX_SIZE || !threads ||
 	    threads > RMT_MAX_THREADS || !qdepth || qdepth > RMT_MAX_SQ || !iters ||
 	    iters > 1000000000ull || warmup > 1000000000ull ||
-	    (uint64_t)threads * iters > (1ull << 26) ||
-	    (shared && (uint64_t)threads * qdepth > RMT_MAX_SQ) ||
+	    (!duration && (uint64_t)threads * iters > (1ull << 26)) || nqp > threads ||
+	    (nqp && threads % nqp) || (shared && nqp) || inl > KN_MAX_INLINE_WRITE ||
+	    duration > 86400 || (duration && sweep) ||
+	    (uint64_t)group * qdepth > RMT_MAX_SQ ||
 	    ((r->o.test->flags & PERF_F_FIXED8) && (first != 8 || last != 8)) ||
 	    (first != last && !sweep)) {
 		fail(r, "the client's run options are out of range (protocol error)");
+		return 1;
+	}
+	r->peer_backend = (int)kn_load_le32(peer + H_BACKEND);
+	int sb = (int)kn_load_le32(srv + H_BACKEND), cb = (int)kn_load_le32(cli + H_BACKEND);
+	if (sb != cb) {
+		fail(r, "the server opened the %s backend, the client %s: their QPs cannot "
+			"connect (give both the same --backend)",
+		     kinet_backend_name(sb), kinet_backend_name(cb));
 		return 1;
 	}
 	r->o.size = first;
@@ -378,10 +439,16 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	r->o.threads = (int)threads;
 	r->o.qdepth = qdepth;
 	r->o.shared = shared;
+	r->o.nqp = (int)nqp;
+	r->o.inline_size = inl;
+	r->o.duration_s = duration;
+	r->o.qp_group = (int)group;
+	r->o.qp_share = group > 1 ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE;
 	r->first = first;
 	r->last = last;
 	r->corrupt = ((sf | cf) & HF_CORRUPT) != 0;
 	get_str(r->peer_host, sizeof(r->peer_host), peer + H_HOST, 64);
+	snprintf(r->e.peer_host, sizeof(r->e.peer_host), "%s", r->peer_host);
 	return 0;
 }
 
@@ -392,8 +459,9 @@ static size_t round_up(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
-/* Context, QPs and the registered buffer, laid out as setup.c lays out one
- * side of a local pair (so both sides agree on every offset). */
+/* QPs and the registered buffer (the context is open already), laid out as
+ * setup.c lays out one side of a local pair (so both sides agree on every
+ * offset). */
 static int side_open(struct rmt *r, const char **what)
 {
 	struct perf_env *e = &r->e;
@@ -403,17 +471,9 @@ static int side_open(struct rmt *r, const char **what)
 	e->o = o;
 	e->seed = 0x6b696e6574ull;
 	e->procs_line = r->procs;
-	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT,
-				    .engine_threads = o->engine_threads};
-	*what = "kinet_open";
-	if ((rc = kinet_open(&ca, &e->ctx)))
-		return rc;
-	*what = "kinet_pd_alloc";
-	if ((rc = kinet_pd_alloc(e->ctx, &e->pd)))
-		return rc;
-	e->nqp = o->shared ? 1 : o->threads;
-	uint32_t sharers = o->shared ? (uint32_t)o->threads : 1u;
-	uint64_t want = (uint64_t)o->qdepth * sharers;
+	int group = o->qp_group > 0 ? o->qp_group : 1;
+	e->nqp = (o->threads + group - 1) / group;
+	uint64_t want = (uint64_t)o->qdepth * (uint64_t)group;
 	struct kinet_qp_attr qa = {
 		.sq_depth = (uint32_t)(want < 16 ? 16 : want),
 		/* the receives of send_bw are the server's */
@@ -421,7 +481,7 @@ static int side_open(struct rmt *r, const char **what)
 				    ? (o->qdepth < 16 ? 16 : o->qdepth)
 				    : 0,
 		.db_mode = o->db_mode,
-		.share = o->shared ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE,
+		.share = o->qp_share,
 	};
 	*what = "memory";
 	e->qa = calloc((size_t)e->nqp, sizeof(*e->qa));
@@ -448,8 +508,8 @@ static int side_open(struct rmt *r, const char **what)
 		return -ENOMEM;
 	memset(e->abuf, 0, e->buf_len);
 	r->expect = malloc((size_t)r->last);
-	e->cap_iters = o->iters;
-	size_t n = (size_t)o->threads * (size_t)e->cap_iters;
+	e->cap_iters = o->duration_s ? 0 : o->iters;
+	size_t n = (size_t)o->threads * (size_t)e->cap_iters + 1;
 	e->tpost = calloc(n, sizeof(uint64_t));
 	e->tcomp = calloc(n, sizeof(uint64_t));
 	e->ring = calloc((size_t)o->threads * o->qdepth, sizeof(uint64_t));
@@ -462,11 +522,22 @@ static int side_open(struct rmt *r, const char **what)
 	return kinet_mr_reg(e->pd, e->abuf, e->buf_len, KINET_ACCESS_ALL, &e->amr);
 }
 
+/* What may explain a failed connection: the emulated rdma-core reaches
+ * only QPs of its own process. */
+static const char *connect_hint(const struct rmt *r)
+{
+	if (r->e.backend == KINET_BACKEND_MLX5 && !r->o.pair_threads &&
+	    kinet_tunable_int("KINET_MLX5_EMULATE") == 1)
+		return " (the emulated rdma-core of KINET_MLX5_EMULATE=1 reaches only QPs of "
+		       "its own process: run both sides in one with --pair=threads)";
+	return "";
+}
+
 /* DESC: descriptors both ways, then every QP connects to its peer's. */
 static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 {
 	struct perf_env *e = &r->e;
-	int nqp = r->o.shared ? 1 : r->o.threads;
+	int nqp = e->nqp;
 	size_t len = DESC_HDR + (size_t)nqp * D_QP_SLOT;
 	uint8_t *mine = calloc(1, len), *peer = calloc(1, len);
 	int rc = -ENOMEM, status = 1;
@@ -478,11 +549,15 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 	for (int i = 0; !setup_rc && i < nqp; i++) {
 		int n = kinet_qp_export(e->qa[i], mine + DESC_HDR + (size_t)i * D_QP_SLOT + 4,
 					KINET_QP_DESC_MAX);
+		struct kinet_qp_info qi;
 		if (n < 0) {
 			setup_rc = n;
 			what = "kinet_qp_export";
 		} else {
 			kn_store_le32(mine + DESC_HDR + (size_t)i * D_QP_SLOT, (uint32_t)n);
+			/* the transport, for the header and the JSON records */
+			if (i == 0 && !kinet_qp_desc_parse(mine + DESC_HDR + 4, (size_t)n, &qi))
+				snprintf(e->provider, sizeof(e->provider), "%s", qi.provider);
 		}
 	}
 	if (!setup_rc) {
@@ -518,8 +593,7 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 	if (kn_load_le32(peer + D_NQP) != (uint32_t)nqp || kn_load_le64(peer + D_SLICE) != e->slice ||
 	    kn_load_le64(peer + D_BUFLEN) != e->buf_len) {
 		fail(r, "the %s laid out its buffer differently (protocol error)", peer_role(r));
-	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, kn_load_le32(peer + D_MRLEN),
-					     &r->peer_mr))) {
+	} else if ((rc = kinet_mr_desc_parse(peer + D_MR, kn_load_le32(peer + D_MRLEN), &r->peer_mr))) {
 		fail(r, "the %s's memory descriptor: %s", peer_role(r), kinet_strerror(rc));
 	} else if (r->peer_mr.len < e->buf_len) {
 		fail(r, "the %s's region is too small (protocol error)", peer_role(r));
@@ -530,8 +604,14 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 			if (n > KINET_QP_DESC_MAX)
 				fail(r, "the %s's QP descriptor %d is too long", peer_role(r), i);
 			else if ((rc = kinet_qp_connect_remote(e->qa[i], d + 4, n)))
-				fail(r, "kinet_qp_connect_remote (QP %d): %s", i, kinet_strerror(rc));
+				fail(r, "kinet_qp_connect_remote (QP %d): %s%s", i,
+				     kinet_strerror(rc), connect_hint(r));
 		}
+		/* the kinds of memory at both ends, for the JSON records */
+		int mine_k = r->o.mem == PERF_MEM_GPU ? KINET_MEM_CUDA : KINET_MEM_HOST;
+		int theirs = (int)r->peer_mr.kind;
+		e->mem_initiator = r->server ? theirs : mine_k;
+		e->mem_target = r->server ? mine_k : theirs;
 	}
 	status = 0; /* a failure here travels in the first READY */
 out:
@@ -550,10 +630,19 @@ static uint64_t seed_a1(uint64_t s, int i) { return s * 11 + (uint64_t)i; }
 static uint64_t seed_b1(uint64_t s, int i) { return s * 7 + (uint64_t)i; }
 static uint64_t seed_w(uint64_t s, int i) { return s * 13 + (uint64_t)i; }
 
-/* write_lat: the stamp in the last byte of the last message */
-static uint8_t last_stamp(const struct perf_opts *o)
+/* Messages the client's job i posted in all: warmup + iters, or what its
+ * DONE record said (a duration run). */
+static uint64_t total_of(const struct rmt *r, int i)
 {
-	return (uint8_t)((o->warmup + o->iters - 1) % 255u + 1u);
+	if (!r->o.duration_s)
+		return r->o.warmup + r->o.iters;
+	return r->server ? r->peer_counts[i] : r->counts[i];
+}
+
+/* write_lat: the stamp in the last byte of the last of n messages */
+static uint8_t last_stamp(uint64_t n)
+{
+	return (uint8_t)((n - 1) % 255u + 1u);
 }
 
 static void prepare(struct rmt *r, uint64_t size)
@@ -568,7 +657,8 @@ static void prepare(struct rmt *r, uint64_t size)
 		uint8_t *a = e->abuf + (size_t)i * e->slice;
 		uint64_t ra = r->peer_mr.addr + (uint64_t)i * e->slice; /* the peer's slice */
 		struct perf_job *j = &e->jobs[i];
-		const kn_qp *qp = e->da[o->shared ? 0 : i];
+		const kn_qp *qp = e->da[perf_qp_of(o, i)];
+		bool stop = o->duration_s && (pt->id == PERF_WRITE_LAT || pt->id == PERF_SEND_BW);
 		uint64_t init;
 		perf_fill_random((uint8_t *)&init, 8, seed_w(s, i));
 		perf_fill_random(a, (size_t)size, r->server ? seed_b(s, i) : seed_a(s, i));
@@ -577,9 +667,9 @@ static void prepare(struct rmt *r, uint64_t size)
 					 r->server ? seed_b1(s, i) : seed_a1(s, i));
 			a[e->off_buf1 + size - 1] = 0; /* the polled byte: no stamp is 0 */
 		}
-		if (r->server)
+		if (r->server && !stop)
 			memcpy(a + e->off_small, &init, 8);
-		else
+		else /* the client's results; a duration run's stop word at the server */
 			memset(a + e->off_small, 0, (size_t)o->qdepth * 8);
 
 		memset(j, 0, sizeof(*j));
@@ -590,6 +680,9 @@ static void prepare(struct rmt *r, uint64_t size)
 		j->window = pt->kind == PERF_LAT ? 1 : o->qdepth;
 		j->iters = o->iters;
 		j->warmup = o->warmup;
+		j->cap = e->cap_iters;
+		j->duration_ns = (uint64_t)o->duration_s * 1000000000ull;
+		j->inline_max = o->inline_size;
 		j->barrier = e->barrier;
 		j->tpost = e->tpost + (size_t)i * e->cap_iters;
 		j->tcomp = e->tcomp + (size_t)i * e->cap_iters;
@@ -605,6 +698,8 @@ static void prepare(struct rmt *r, uint64_t size)
 			j->t_laddr = (uint64_t)(uintptr_t)a;
 			j->t_land = (uint64_t)(uintptr_t)(a + e->off_buf1);
 			j->t_raddr = ra + e->off_buf1;
+			if (stop)
+				j->t_stop = (uint64_t)(uintptr_t)(a + e->off_small);
 			continue;
 		}
 		j->role = PERF_ROLE_INITIATOR;
@@ -621,6 +716,12 @@ static void prepare(struct rmt *r, uint64_t size)
 		if (pt->flags & PERF_F_PINGPONG) {
 			j->raddr = ra + e->off_buf1;
 			j->land = (uint64_t)(uintptr_t)(a + e->off_buf1);
+		}
+		if (stop) {
+			j->stop_laddr = (uint64_t)(uintptr_t)(a + e->off_small);
+			j->stop_lkey = j->lkey;
+			j->stop_raddr = ra + e->off_small;
+			j->stop_rkey = r->peer_mr.rkey;
 		}
 	}
 }
@@ -737,15 +838,17 @@ static void verify(struct rmt *r, uint64_t size)
 				check_bytes(r, a, n, seed_b(s, i), 0, i, "read buffer");
 			break;
 		case PERF_WRITE_LAT:
+			if (!total_of(r, i))
+				break; /* no message: the landing buffer holds its own contents */
 			check_bytes(r, a + e->off_buf1, n, r->server ? seed_a(s, i) : seed_b(s, i),
-				    last_stamp(o), i,
+				    last_stamp(total_of(r, i)), i,
 				    r->server ? "the server's landing buffer"
 					      : "the client's landing buffer");
 			break;
 		case PERF_ATOMIC_BW:
 		case PERF_ATOMIC_LAT:
 			if (r->server) {
-				uint64_t got, k = o->warmup + o->iters;
+				uint64_t got, k = total_of(r, i);
 				memcpy(&got, a + e->off_small, 8);
 				uint64_t want = perf_atomic_expect(j, k);
 				if (got != want)
@@ -766,31 +869,54 @@ static void verify(struct rmt *r, uint64_t size)
 	}
 }
 
-/* The client's report line(s) for this size, as text (the server prints
- * them too). */
+/* The client's report of this size: its row in columns (row) and as a JSON
+ * record (r->json); the server prints them too. */
 static void report_row(struct rmt *r, uint64_t size, char *row, size_t cap)
 {
-	char *buf = NULL;
-	size_t len = 0;
+	char *buf = NULL, *jbuf = NULL;
+	size_t len = 0, jlen = 0;
 	row[0] = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int rc = f ? 0 : -ENOMEM;
+	r->json[0] = 0;
+	FILE *f = open_memstream(&buf, &len), *jf = open_memstream(&jbuf, &jlen);
+	int rc = f && jf ? 0 : -ENOMEM;
 	if (!rc && r->o.test->kind == PERF_BW) {
 		struct perf_bw b;
-		if (!(rc = perf_bw_stats(&r->e, size, &b)))
-			perf_report_bw(&r->e, size, &b, f);
+		if (!(rc = perf_bw_stats(&r->e, size, &b))) {
+			perf_row_bw(&r->e, size, &b, false, f);
+			perf_row_bw(&r->e, size, &b, true, jf);
+		}
 	} else if (!rc) {
 		struct perf_lat l;
-		if (!(rc = perf_lat_stats(&r->e, &l)))
-			perf_report_lat(&r->e, size, &l, f);
+		if (!(rc = perf_lat_stats(&r->e, &l))) {
+			perf_row_lat(&r->e, size, &l, false, f);
+			perf_row_lat(&r->e, size, &l, true, jf);
+		}
 	}
 	if (f)
 		fclose(f);
-	if (rc)
+	if (jf)
+		fclose(jf);
+	if (rc) {
 		fail(r, "statistics: %s", kinet_strerror(rc));
-	else
+	} else {
 		snprintf(row, cap, "%s", buf ? buf : "");
+		snprintf(r->json, sizeof(r->json), "%s", jbuf ? jbuf : "");
+	}
 	free(buf);
+	free(jbuf);
+}
+
+/* This side's output of a size: the client's row in columns or JSON (as
+ * this side's --json asks), and the JSON record into --out_json's file. */
+static void print_row(struct rmt *r, const char *row, const char *json)
+{
+	if (r->o.json_out && *json && !r->quiet) { /* a --pair server: its client writes */
+		fputs(json, r->o.json_out);
+		fflush(r->o.json_out);
+	}
+	if (!r->quiet)
+		fputs(r->o.json ? json : row, stdout);
+	fflush(stdout);
 }
 
 /* One message size, both sides in step. 0 or 1 (failed). */
@@ -800,6 +926,8 @@ static int run_size(struct rmt *r, uint64_t size)
 	uint64_t psize = 0, pseed = 0;
 	char row[S_ROW_LEN], prow[S_ROW_LEN];
 	e->seed++;
+	r->json[0] = 0;
+	memset(r->counts, 0, sizeof(r->counts));
 	if (!r->failed)
 		prepare(r, size);
 	if (step(r, STEP_READY, size, e->seed, "", &psize, &pseed, NULL, 0))
@@ -809,6 +937,9 @@ static int run_size(struct rmt *r, uint64_t size)
 	if (report_failures(r))
 		return 1;
 	run_jobs(r, size);
+	if (!r->server) /* what the client's jobs posted, for the server's check */
+		for (int i = 0; i < r->o.threads; i++)
+			r->counts[i] = perf_job_total(&e->jobs[i]);
 	if (step(r, STEP_DONE, 0, 0, "", NULL, NULL, NULL, 0) || report_failures(r))
 		return 1;
 	if (r->corrupt)
@@ -822,10 +953,9 @@ static int run_size(struct rmt *r, uint64_t size)
 	    report_failures(r))
 		return 1;
 	if (!r->server)
-		fputs(row, stdout);
-	else if (!r->quiet)
-		fputs(prow, stdout);
-	fflush(stdout);
+		print_row(r, row, r->json);
+	else
+		print_row(r, prow, r->peer_json);
 	return 0;
 }
 
@@ -853,12 +983,118 @@ static void on_listening(const char *addr, void *arg)
 	fflush(stdout);
 }
 
+/* The bootstrap's bound on joining and on every exchange (0: its tunable),
+ * at least -D + 60 s: the server waits that long for the end of a run. */
 static int boot_timeout(const struct perf_opts *o)
 {
-	if (o->timeout_ms)
-		return o->timeout_ms;
-	return (kinet_tunable_get("KINET_BOOT_TIMEOUT_MS")->flags & KINET_TUNABLE_SET) ? 0
-										: RMT_TIMEOUT_MS;
+	int ms = o->timeout_ms;
+	if (!ms && !(kinet_tunable_get("KINET_BOOT_TIMEOUT_MS")->flags & KINET_TUNABLE_SET))
+		ms = RMT_TIMEOUT_MS;
+	long long floor = o->duration_s ? (long long)o->duration_s * 1000 + 60000 : 0;
+	if (floor) {
+		long long eff = ms ? ms : kinet_tunable_int("KINET_BOOT_TIMEOUT_MS");
+		if (eff < floor)
+			ms = (int)floor;
+	}
+	return ms;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One attempt to reach host:port over TCP, waiting at most ms: 0 (something
+ * listens there), a positive errno, or -EHOSTUNREACH (no such host). */
+static int probe(const char *host, const char *port, int ms)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+	int gai = getaddrinfo(host, port, &hints, &res);
+	if (gai == EAI_AGAIN)
+		return EAGAIN;
+	if (gai)
+		return -EHOSTUNREACH;
+	int last = ECONNREFUSED;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				ai->ai_protocol);
+		if (fd < 0) {
+			last = errno;
+			continue;
+		}
+		int rc = connect(fd, ai->ai_addr, ai->ai_addrlen) ? errno : 0;
+		if (rc == EINPROGRESS) {
+			struct pollfd p = {fd, POLLOUT, 0};
+			int k = poll(&p, 1, ms);
+			socklen_t el = sizeof(rc);
+			if (k <= 0)
+				rc = k ? errno : ETIMEDOUT;
+			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &el))
+				rc = errno;
+		}
+		close(fd);
+		if (!rc) {
+			freeaddrinfo(res);
+			return 0;
+		}
+		last = rc;
+	}
+	freeaddrinfo(res);
+	return last;
+}
+
+/* The client's first step: reach the server's port. When nothing listens
+ * there it says so at once, and again at each attempt (100 ms after the
+ * first, the gap doubling up to 1 s), until timeout_ms. 0 (the server is
+ * there: the bootstrap takes over), or 1 after a message. */
+static int wait_for_server(const struct rmt *r, const char *addr, int timeout_ms)
+{
+	char host[256], port[8];
+	const char *c = strrchr(addr, ':');
+	size_t hl = c ? (size_t)(c - addr) : 0;
+	if (!c || hl >= sizeof(host) || strlen(c + 1) >= sizeof(port))
+		return 0; /* not host:port: the bootstrap says what is wrong */
+	memcpy(host, addr, hl);
+	host[hl] = 0;
+	if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	snprintf(port, sizeof(port), "%s", c + 1);
+	int64_t deadline = now_ms() + timeout_ms;
+	int gap = RMT_RETRY_FIRST_MS;
+	for (int attempt = 1;; attempt++) {
+		int64_t t0 = now_ms();
+		int64_t left = deadline - t0;
+		int err = probe(host, port, (int)(left < RMT_RETRY_MS ? (left > 0 ? left : 1)
+								      : RMT_RETRY_MS));
+		if (!err)
+			return 0;
+		if (err < 0) {
+			fprintf(stderr, "kinet-perf: %s: client: cannot resolve the server's host '%s'\n",
+				r->test, host);
+			return 1;
+		}
+		left = deadline - now_ms();
+		if (left <= 0) {
+			fprintf(stderr,
+				"kinet-perf: %s: client: no server answered at %s within %d s (%d "
+				"attempt%s; last: %s)\n",
+				r->test, addr, (timeout_ms + 999) / 1000, attempt, attempt == 1 ? "" : "s",
+				strerror(err));
+			return 1;
+		}
+		fprintf(stderr,
+			"kinet-perf: %s: client: no server at %s yet (%s); attempt %d, retrying "
+			"for %lld s more\n",
+			r->test, addr, strerror(err), attempt, (long long)(left + 999) / 1000);
+		int64_t wake = t0 + gap;
+		while (now_ms() < wake && now_ms() < deadline)
+			poll(NULL, 0, (int)(wake - now_ms()));
+		gap = gap * 2 < RMT_RETRY_MS ? gap * 2 : RMT_RETRY_MS;
+	}
 }
 
 /* Runs one side to its end; the exit status. addr: rank 0's "host:port". */
@@ -876,15 +1112,31 @@ static int run_side(const struct perf_opts *o, const struct perf_executor *x, bo
 	r->quiet = quiet;
 	r->pipe_fd = pipe_fd;
 	r->test = o->test->name;
+	r->e.o = &r->o;
 	snprintf(r->addr, sizeof(r->addr), "%s", addr);
 	int status = 1, rc;
+	const char *what = "setup";
 
+	/* the context first: a backend that cannot open fails at once */
+	if ((rc = perf_open_ctx(&r->e, &what))) {
+		fprintf(stderr, "kinet-perf: %s: %s: %s: %s\n", r->test, role(r), what,
+			kinet_strerror(rc));
+		if (r->pipe_fd >= 0) { /* --pair: the parent learns that no server came */
+			close(r->pipe_fd);
+			r->pipe_fd = -1;
+		}
+		goto out;
+	}
+	int bto = boot_timeout(o);
+	if (!server &&
+	    wait_for_server(r, addr, bto ? bto : (int)kinet_tunable_int("KINET_BOOT_TIMEOUT_MS")))
+		goto out;
 	struct kinet_boot_attr ba = {
 		.rank = server ? 0 : 1,
 		.size = 2,
 		.addr = addr,
 		.secret = secret,
-		.timeout_ms = boot_timeout(o),
+		.timeout_ms = bto,
 		.listening = server ? on_listening : NULL,
 		.listening_arg = r,
 	};
@@ -912,19 +1164,17 @@ static int run_side(const struct perf_opts *o, const struct perf_executor *x, bo
 		status = report_failures(r);
 		goto out;
 	}
-	char me[64] = "?";
-	if (gethostname(me, sizeof(me)))
-		snprintf(me, sizeof(me), "?");
-	me[sizeof(me) - 1] = 0;
+	const char *me = o->host[0] ? o->host : "?";
+	const char *how = o->pair_threads ? "; both in this process" : "";
 	if (server)
-		snprintf(r->procs, sizeof(r->procs), "2, this is the server (%s, at %s); client on %s",
-			 me, r->addr, r->peer_host);
+		snprintf(r->procs, sizeof(r->procs),
+			 "2, this is the server (%s, at %s); client on %s%s", me, r->addr,
+			 r->peer_host, how);
 	else
-		snprintf(r->procs, sizeof(r->procs), "2, this is the client (%s); server %s at %s", me,
-			 r->peer_host, r->addr);
+		snprintf(r->procs, sizeof(r->procs), "2, this is the client (%s); server %s at %s%s",
+			 me, r->peer_host, r->addr, how);
 
 	/* DESC and connection */
-	const char *what = "setup";
 	rc = side_open(r, &what);
 	if ((status = desc_exchange(r, rc, what)))
 		goto out;
@@ -942,6 +1192,8 @@ static int run_side(const struct perf_opts *o, const struct perf_executor *x, bo
 	}
 out:
 	fflush(stdout);
+	if (r->x->close)
+		r->x->close(&r->e);
 	perf_env_close(&r->e);
 	kinet_boot_close(r->boot);
 	free(r->expect);
@@ -1051,6 +1303,22 @@ static int exit_status(int st)
 	return 1;
 }
 
+/* --pair=threads: the server's side on a thread of its own. */
+struct pair_thread {
+	const struct perf_opts *o;
+	const struct perf_executor *x;
+	const char *secret;
+	int pipe_fd;
+	int status;
+};
+
+static void *pair_server(void *arg)
+{
+	struct pair_thread *t = arg;
+	t->status = run_side(t->o, t->x, true, true, "127.0.0.1:0", t->secret, t->pipe_fd);
+	return NULL;
+}
+
 static int run_pair(const struct perf_opts *o, const struct perf_executor *x)
 {
 	char secret[33];
@@ -1071,6 +1339,22 @@ static int run_pair(const struct perf_opts *o, const struct perf_executor *x)
 	if (pipe2(p, O_CLOEXEC)) {
 		fprintf(stderr, "kinet-perf: pipe: %s\n", strerror(errno));
 		return 1;
+	}
+	if (o->pair_threads) { /* both sides in this process, on two threads */
+		struct pair_thread pt = {o, x, sec, p[1], 1};
+		pthread_t th;
+		if ((errno = pthread_create(&th, NULL, pair_server, &pt))) {
+			fprintf(stderr, "kinet-perf: pthread_create: %s\n", strerror(errno));
+			close(p[0]);
+			close(p[1]);
+			return 1;
+		}
+		char addr[320];
+		int rc = read_line(p[0], addr, sizeof(addr), 30000);
+		close(p[0]);
+		int cs = rc ? 1 : run_side(o, x, false, false, addr, sec, -1);
+		pthread_join(th, NULL);
+		return cs > pt.status ? cs : pt.status;
 	}
 	fflush(NULL);
 	pid_t srv = fork();
@@ -1111,10 +1395,11 @@ static int run_pair(const struct perf_opts *o, const struct perf_executor *x)
 
 int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x)
 {
-	if (strcmp(x->name, "host")) {
-		fprintf(stderr, "kinet-perf: across processes the jobs run on the host executor "
-				"only so far (not %s): add --executor host\n(kinet-perf -h for help)\n",
-			x->name);
+	if (strcmp(x->name, "host") && (o->mem == PERF_MEM_GPU || o->scope != PERF_SCOPE_THREAD)) {
+		fprintf(stderr, "kinet-perf: across processes the cuda executor runs thread scope "
+				"with payloads in host memory only so far (not %s): drop it, or "
+				"use --loopback\n(kinet-perf -h for help)\n",
+			o->mem == PERF_MEM_GPU ? "--mem gpu" : "--scope warp/block");
 		return 2;
 	}
 	if (o->pair)

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * setup.c - "the QP pair" of kinet-perf: a software-NIC context, one
- * connected pair of QPs per thread (or one pair shared by all threads),
- * registered buffers for both sides, the jobs of one message size, and the
- * data check after a run.
+ * setup.c - "the QP pair" of kinet-perf: a context of the chosen backend
+ * (--backend, KINET_BACKEND: the software NIC or a ConnectX through
+ * rdma-core), connected pairs of QPs (one per thread, per group of threads
+ * sharing one with -q or --shared), registered buffers for both sides, the
+ * jobs of one message size, and the data check after a run.
  *
- * Today both ends live in this process (kinet_qp_connect_local). A
- * server/client mode replaces perf_env_open()/perf_env_buffers() with a
- * version that creates only its own side and exchanges (QP endpoint,
- * address, rkey) with the peer; the jobs then get tqp = NULL and the peer
- * process runs the target's part (write_lat replies, send_bw receives).
+ * Here both ends live in this process (--loopback: kinet_qp_connect_local).
+ * remote.c replaces perf_env_open()/perf_env_buffers() with a version that
+ * creates only its own side and exchanges descriptors with the peer; the
+ * jobs then get tqp = NULL and the peer process runs the target's part
+ * (write_lat replies, send_bw receives). Every QP is created with CQs of its
+ * own and used from RTS to its end: the mlx5 backend has no shared CQs and
+ * no reuse of a QP after RESET, and kinet-perf needs neither.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "perf.h"
@@ -52,6 +56,46 @@ int perf_env_db_mode(const struct perf_env *e)
 	return e->nqp ? kinet_qp_db_mode(e->qa[0]) : KN_DB_AUTO;
 }
 
+int perf_qp_of(const struct perf_opts *o, int i)
+{
+	return o->qp_group > 0 ? i / o->qp_group : i;
+}
+
+int perf_open_ctx(struct perf_env *e, const char **what)
+{
+	static char why[512];
+	const struct perf_opts *o = e->o;
+	struct kinet_ctx_attr ca = {.backend = o->backend,
+				    .engine_threads = o->engine_threads,
+				    .device = o->device};
+	int rc;
+	e->backend = -1;
+	*what = "kinet_open";
+	if ((rc = kinet_open(&ca, &e->ctx)))
+		return rc;
+	e->backend = kinet_ctx_backend(e->ctx);
+	e->backend_reason = kinet_ctx_backend_reason(e->ctx);
+	/* options the opened backend cannot honour: refused, never dropped */
+	const char *opt = NULL;
+	if (e->backend == KINET_BACKEND_SOFT)
+		opt = o->device ? "-d" : o->ib_port ? "-i" : o->gid_index >= 0 ? "-x" : o->mtu ? "-m" : NULL;
+	if (opt) {
+		snprintf(why, sizeof(why),
+			 "%s applies to an RDMA device (the mlx5 backend), and the backend is "
+			 "soft (%s)",
+			 opt, e->backend_reason);
+		*what = why;
+		return -ENODEV;
+	}
+	if (e->backend == KINET_BACKEND_MLX5 && o->engine_threads) {
+		*what = "--engine-threads applies to the software NIC (--backend soft), and the "
+			"backend is mlx5";
+		return -EINVAL;
+	}
+	*what = "kinet_pd_alloc";
+	return kinet_pd_alloc(e->ctx, &e->pd);
+}
+
 int perf_env_open(struct perf_env *e, const struct perf_opts *o, const char **what)
 {
 	const struct perf_test *pt = o->test;
@@ -59,19 +103,17 @@ int perf_env_open(struct perf_env *e, const struct perf_opts *o, const char **wh
 	memset(e, 0, sizeof(*e));
 	e->o = o;
 	e->seed = 0x6b696e6574ull; /* fixed: runs are reproducible */
+	e->backend = -1;
+	e->mem_initiator = e->mem_target = o->mem == PERF_MEM_GPU ? KINET_MEM_CUDA : KINET_MEM_HOST;
 	if (pt->flags & PERF_F_NO_NIC)
 		return 0; /* the memcpy baseline needs buffers only */
-	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT,
-				    .engine_threads = o->engine_threads};
-	*what = "kinet_open";
-	if ((rc = kinet_open(&ca, &e->ctx)))
+	if ((rc = perf_open_ctx(e, what)))
 		return rc;
-	*what = "kinet_pd_alloc";
-	if ((rc = kinet_pd_alloc(e->ctx, &e->pd)))
-		return rc;
-	/* jobs per QP pair: 1, every thread (--shared), or what the cuda
-	 * executor's scope and sharing ask for (qp_group) */
-	int group = o->qp_group > 0 ? o->qp_group : (o->shared ? o->threads : 1);
+	/* jobs per QP pair (kinet-perf.c: 1, threads / -q, every thread with
+	 * --shared, or what the cuda executor's scope and sharing ask for);
+	 * mlx5 QPs have CQs of their own, so every QP gets its own (the
+	 * one-call form of kinet_qp_create), on both backends */
+	int group = o->qp_group > 0 ? o->qp_group : 1;
 	e->nqp = (o->threads + group - 1) / group;
 	uint32_t sharers = (uint32_t)group;
 	uint64_t want = (uint64_t)o->qdepth * sharers;
@@ -81,8 +123,7 @@ int perf_env_open(struct perf_env *e, const struct perf_opts *o, const char **wh
 		.sq_depth = (uint32_t)want,
 		.rq_depth = (pt->flags & PERF_F_RECV) ? (o->qdepth < 16 ? 16 : o->qdepth) : 0,
 		.db_mode = o->db_mode,
-		.share = o->qp_group > 0 ? o->qp_share
-					 : (o->shared ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE),
+		.share = o->qp_share,
 	};
 	e->qa = calloc((size_t)e->nqp, sizeof(*e->qa));
 	e->qb = calloc((size_t)e->nqp, sizeof(*e->qb));
@@ -124,8 +165,8 @@ int perf_env_buffers(struct perf_env *e, uint64_t max_size, const char **what)
 	memset(e->abuf, 0, e->buf_len);
 	memset(e->bbuf, 0, e->buf_len);
 	/* samples: timed iterations per thread */
-	e->cap_iters = o->iters;
-	size_t n = (size_t)o->threads * (size_t)e->cap_iters;
+	e->cap_iters = o->duration_s ? 0 : o->iters; /* a duration run keeps no samples */
+	size_t n = (size_t)o->threads * (size_t)e->cap_iters + 1;
 	e->tpost = calloc(n, sizeof(uint64_t));
 	e->tcomp = calloc(n, sizeof(uint64_t));
 	e->ring = calloc((size_t)o->threads * o->qdepth, sizeof(uint64_t));
@@ -154,7 +195,7 @@ int perf_env_prepare(struct perf_env *e, uint64_t size)
 		uint8_t *a = e->abuf + (size_t)i * e->slice;
 		uint8_t *b = e->bbuf + (size_t)i * e->slice;
 		struct perf_job *j = &e->jobs[i];
-		int q = o->qp_group > 0 ? i / o->qp_group : (o->shared ? 0 : i);
+		int q = perf_qp_of(o, i);
 		/* different random contents on both sides: a byte that did not
 		 * move is seen by the check */
 		fill_random(a, (size_t)size, e->seed * 131 + (uint64_t)i * 2);
@@ -179,6 +220,9 @@ int perf_env_prepare(struct perf_env *e, uint64_t size)
 		j->window = pt->kind == PERF_LAT ? 1 : o->qdepth;
 		j->iters = o->iters;
 		j->warmup = o->warmup;
+		j->cap = e->cap_iters;
+		j->duration_ns = (uint64_t)o->duration_s * 1000000000ull;
+		j->inline_max = o->inline_size;
 		j->barrier = e->barrier;
 		j->tpost = e->tpost + (size_t)i * e->cap_iters;
 		j->tcomp = e->tcomp + (size_t)i * e->cap_iters;
@@ -258,7 +302,7 @@ int perf_env_verify(struct perf_env *e, uint64_t size, char *why, size_t whylen)
 			break;
 		case PERF_ATOMIC_BW:
 		case PERF_ATOMIC_LAT: {
-			uint64_t got, k = j->warmup + j->iters;
+			uint64_t got, k = perf_job_total(j);
 			memcpy(&got, b + e->off_small, 8);
 			uint64_t want = perf_atomic_expect(j, k);
 			if (got != want) {

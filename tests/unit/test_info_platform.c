@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet-info's view of the platform around the GPUs and NICs, on whatever
+ * machine runs the test (CI: no GPU, no RDMA NIC; with KINET_MLX5_EMULATE=1
+ * two emulated NICs that sysfs does not know): libfabric's version and
+ * providers, the kernel, the IOMMU mode, ACS on the GPU-NIC paths, and per
+ * device NUMA node, driver, firmware, IOMMU group (and BAR1 of a GPU). Every
+ * key is there, and what cannot be read says "unknown (why)".
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "kinet_config.h"
+#ifdef KINET_HAVE_JSONC
+#include <json-c/json.h>
+#endif
+
+#ifndef KINET_INFO_BIN
+#define KINET_INFO_BIN "kinet-info"
+#endif
+
+/* kinet-info's output with args, the environment assignments in env. */
+static char *run_info(const char *env, const char *args, int *status)
+{
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd, "%s '%s' %s 2>&1", env, KINET_INFO_BIN, args) > 0);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = 0, cap = 1 << 20;
+	char *buf = malloc(cap);
+	cr_assert_not_null(buf);
+	size_t k;
+	while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0)
+		n += k;
+	buf[n] = 0;
+	int st = pclose(p);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	free(cmd);
+	return buf;
+}
+
+Test(info_platform, text_sections)
+{
+	int st;
+	char *out = run_info("KINET_MLX5_EMULATE=0", "--no-trial", &st);
+	cr_assert_eq(st, 0, "%s", out);
+	const char *want[] = {"== platform ==", "  kernel ", "  IOMMU ", "kernel options: ",
+			      "  NVIDIA driver ", "  libfabric ", "== ACS on the GPU-NIC paths =="};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert_not_null(strstr(out, want[i]), "no '%s' in:\n%s", want[i], out);
+	free(out);
+}
+
+#ifdef KINET_HAVE_JSONC
+static json_object *get(json_object *o, const char *key, json_type type)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "no key %s in %s", key,
+		  json_object_to_json_string(o));
+	cr_assert(json_object_is_type(v, type), "%s has the wrong type", key);
+	return v;
+}
+
+static const char *str(json_object *o, const char *key)
+{
+	const char *s = json_object_get_string(get(o, key, json_type_string));
+	cr_assert(s && *s, "%s is empty", key);
+	return s;
+}
+
+static json_object *run_json(const char *env)
+{
+	int st;
+	char *out = run_info(env, "--json --no-trial", &st);
+	cr_assert_eq(st, 0, "%s", out);
+	json_tokener *tk = json_tokener_new();
+	json_object *o = json_tokener_parse_ex(tk, out, (int)strlen(out));
+	cr_assert_not_null(o, "--json output does not parse: %s\n%s",
+			   json_tokener_error_desc(json_tokener_get_error(tk)), out);
+	json_tokener_free(tk);
+	free(out);
+	return o;
+}
+
+/* A value, or "unknown (why)" with a why. */
+static void value_or_why(const char *key, const char *s)
+{
+	if (!strncmp(s, "unknown", 7))
+		cr_assert(!strncmp(s, "unknown (", 9) && strlen(s) > 11 && s[strlen(s) - 1] == ')',
+			  "%s: '%s' does not say why", key, s);
+}
+#endif
+
+Test(info_platform, json_keys_on_this_machine)
+{
+#ifndef KINET_HAVE_JSONC
+	cr_skip_test("json-c not found at build time (libjson-c-dev)");
+#else
+	json_object *o = run_json("KINET_MLX5_EMULATE=0");
+	json_object *p = get(o, "platform", json_type_object);
+	const char *keys[] = {"kernel", "iommu", "iommu_cmdline", "gpu_driver", "acs_note"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		value_or_why(keys[i], str(p, keys[i]));
+	cr_assert(!strncmp(str(p, "kernel"), "Linux ", 6));
+	const char *iommu = str(p, "iommu");
+	cr_assert(!strncmp(iommu, "on", 2) || !strncmp(iommu, "off", 3) ||
+			  !strncmp(iommu, "unknown (", 9),
+		  "iommu: %s", iommu);
+	/* libfabric: its version and the providers with their interfaces */
+	json_object *fi = get(p, "libfabric", json_type_object);
+	const char *ver = str(fi, "version");
+	json_object *provs = get(fi, "providers", json_type_array);
+	const char *wire = str(fi, "wire_provider");
+	bool found = json_object_get_boolean(get(fi, "wire_provider_found", json_type_boolean));
+	get(fi, "note", json_type_string);
+	if (KINET_HAVE_FABRIC) {
+		unsigned ma, mi;
+		cr_assert_eq(sscanf(ver, "%u.%u", &ma, &mi), 2, "libfabric version '%s'", ver);
+		cr_assert_eq(sscanf(str(fi, "built_with"), "%u.%u", &ma, &mi), 2);
+		bool seen = false;
+		for (size_t i = 0; i < json_object_array_length(provs); i++) {
+			json_object *e = json_object_array_get_idx(provs, i);
+			const char *pn = str(e, "provider");
+			get(e, "fabric", json_type_string);
+			get(e, "domain", json_type_string);
+			seen |= !strcmp(pn, wire);
+		}
+		cr_assert_eq(seen, found, "wire provider %s: found=%d, in the list=%d", wire, found,
+			     seen);
+	} else {
+		cr_assert(!strncmp(ver, "unknown (", 9), "%s", ver);
+	}
+	/* ACS: nothing to pair without a GPU and a NIC, and it says so */
+	json_object *gpus = get(o, "gpus", json_type_array), *nics = get(o, "nics", json_type_array);
+	json_object *acs = get(p, "acs", json_type_array);
+	size_t ng = json_object_array_length(gpus), nn = json_object_array_length(nics);
+	cr_assert_eq(json_object_array_length(acs), ng * nn);
+	if (!ng || !nn)
+		cr_assert(!strncmp(str(p, "acs_note"), "unknown (no GPU-NIC pair", 24), "%s",
+			  str(p, "acs_note"));
+	for (size_t i = 0; i < json_object_array_length(acs); i++) {
+		json_object *a = json_object_array_get_idx(acs, i);
+		value_or_why("acs state", str(a, "state"));
+		get(a, "bridges", json_type_array);
+	}
+	/* every GPU: NUMA node, BAR1, driver, firmware, IOMMU group */
+	for (size_t i = 0; i < ng; i++) {
+		json_object *g = json_object_array_get_idx(gpus, i);
+		const char *gk[] = {"numa_node", "bar1", "driver", "firmware", "iommu_group"};
+		for (size_t k = 0; k < 5; k++)
+			value_or_why(gk[k], str(g, gk[k]));
+		json_object *b;
+		cr_assert(json_object_object_get_ex(g, "bar1_bytes", &b));
+	}
+	json_object_put(o);
+#endif
+}
+
+/* Emulated NICs have no PCI function: every sysfs item says why not. */
+Test(info_platform, json_nic_items_over_the_emulation)
+{
+#ifndef KINET_HAVE_JSONC
+	cr_skip_test("json-c not found at build time (libjson-c-dev)");
+#else
+	json_object *o = run_json("KINET_MLX5_EMULATE=1");
+	json_object *nics = get(o, "nics", json_type_array);
+	cr_assert_eq(json_object_array_length(nics), 2u);
+	for (size_t i = 0; i < 2; i++) {
+		json_object *n = json_object_array_get_idx(nics, i);
+		const char *nk[] = {"numa_node", "driver", "firmware", "iommu_group"};
+		for (size_t k = 0; k < 4; k++) {
+			const char *s = str(n, nk[k]);
+			cr_assert(!strncmp(s, "unknown (no PCI function", 24), "%s: %s", nk[k], s);
+		}
+	}
+	json_object *p = get(o, "platform", json_type_object);
+	cr_assert_eq(json_object_array_length(get(p, "acs", json_type_array)),
+		     json_object_array_length(get(o, "gpus", json_type_array)) * 2);
+	json_object_put(o);
+#endif
+}
