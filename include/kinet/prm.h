@@ -59,6 +59,7 @@ enum {
 };
 
 #define KN_INLINE_SEG 0x80000000u /* inline segment flag in byte_count */
+#define KN_INVALID_LKEY 0x100u   /* mlx5 reserved lkey: ends a receive scatter list */
 
 /* ---- CQE opcodes (op_own >> 4) ---------------------------------------- */
 enum kn_cqe_opcode {

@@ -136,20 +136,20 @@ static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap
 		bc = kn_be32toh(bc);
 		lkey = kn_be32toh(lkey);
 		addr = kn_be64toh(addr);
-		if (lkey == 0x100) /* MLX5_INVALID_LKEY ends the list */
+		if (lkey == KN_INVALID_LKEY) /* ends the list */
 			break;
-		if (bc == 0)
-			continue;
+		/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
+		uint64_t len = bc ? bc : 1ull << 31;
 		struct kinet_mr_ref ref;
-		if (soft_mr_check(t->ctx, t->pd, lkey, addr, bc, KINET_ACCESS_LOCAL_WRITE, &ref)) {
+		if (soft_mr_check(t->ctx, t->pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE, &ref)) {
 			resp_fail(t, KN_SYND_LOCAL_PROT_ERR, src_qpn);
 			return KN_SYND_REMOTE_OP_ERR;
 		}
 		iov[*niov].ptr = ref.ptr;
-		iov[*niov].len = bc;
+		iov[*niov].len = len;
 		iov[*niov].kind = ref.kind;
 		(*niov)++;
-		*cap += bc;
+		*cap += len;
 	}
 	return 0;
 }

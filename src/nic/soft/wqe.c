@@ -49,7 +49,9 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 				return KN_SYND_LOCAL_QP_OP_ERR;
 			uint32_t lkey = kn_load_be32(r->wqe + off + 4);
 			uint64_t addr = kn_load_be64(r->wqe + off + 8);
-			uint32_t s = local_seg(qp, lkey, addr, bc, access, iov);
+			/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
+			uint64_t len = bc ? bc : 1ull << 31;
+			uint32_t s = local_seg(qp, lkey, addr, len, access, iov);
 			if (s)
 				return s;
 			off += 16;
