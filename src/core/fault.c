@@ -71,7 +71,14 @@ static int parse_rule(char *txt, const char *who, struct kinet_fault_rule *r)
 			return -EINVAL;
 		}
 		*eq = 0;
-		const char *k = it, *v = eq + 1;
+		char *k = it, *v = eq + 1;
+		/* spaces around keys and values are allowed */
+		for (char *z = eq - 1; z >= k && isspace((unsigned char)*z); z--)
+			*z = 0;
+		while (isspace((unsigned char)*v))
+			v++;
+		for (char *z = v + strlen(v) - 1; z >= v && isspace((unsigned char)*z); z--)
+			*z = 0;
 		uint64_t x;
 		if (!strcmp(k, "action")) {
 			for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
