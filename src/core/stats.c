@@ -4,7 +4,8 @@
  * /dev/shm/kinet-PID, rewritten by a thread of its own every
  * KINET_STATS_INTERVAL_MS from the counters (kinet_ctx_counters,
  * kinet_qp_counters, kinet_mr_cache_stats), so the data path is not touched:
- * engines keep counting in their own blocks, without locks. Removed at exit.
+ * engines keep counting in their own blocks, without locks. Removed when the
+ * last context closes, or at exit.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -157,7 +158,8 @@ static void *stats_main(void *arg)
 	uint64_t ns = (uint64_t)KT(STATS_INTERVAL_MS) * 1000000ull;
 	pthread_mutex_lock(&s_lock);
 	while (!s_stop) {
-		publish();
+		if (s_seg)
+			publish();
 		pthread_mutex_unlock(&s_lock);
 		kinet_sleep_ns(ns);
 		pthread_mutex_lock(&s_lock);
@@ -173,7 +175,8 @@ static void stats_exit(void)
 	pthread_mutex_unlock(&s_lock);
 	if (s_started)
 		pthread_join(s_th, NULL);
-	unlink(s_path);
+	if (s_seg)
+		unlink(s_path);
 }
 
 /* Creates the segment (s_lock held): 0 or -errno. */
@@ -245,7 +248,10 @@ void kinet_stats_ctx_add(kinet_ctx *ctx)
 			pthread_mutex_unlock(&s_lock);
 			return;
 		}
-		atexit(stats_exit);
+		static bool at;
+		if (!at)
+			atexit(stats_exit);
+		at = true;
 		KLOG_INFO("KINET_STATS: counters published in %s (kinet-stat %d)", s_path,
 			  (int)getpid());
 	}
@@ -271,8 +277,14 @@ void kinet_stats_ctx_remove(kinet_ctx *ctx)
 	for (int i = 0; i < s_nctx; i++)
 		if (s_ctx[i] == ctx) {
 			s_ctx[i] = s_ctx[--s_nctx];
-			if (s_seg)
+			if (s_seg && s_nctx)
 				publish(); /* what is left, without it */
+			if (s_seg && !s_nctx) {
+				/* the last context: nothing left to show */
+				unlink(s_path);
+				munmap(s_seg, s_size);
+				s_seg = NULL;
+			}
 			break;
 		}
 	pthread_mutex_unlock(&s_lock);
