@@ -128,7 +128,8 @@ void kinet_trace_emit(struct kinet_trace_rec *r)
 		pthread_mutex_unlock(&t_lock);
 		t_self = b;
 	}
-	r->t_ns = mono_ns() - t_start;
+	if (!r->t_ns)
+		r->t_ns = mono_ns() - t_start;
 	r->engine = kinet_trace_engine;
 	r->pass = kinet_trace_pass;
 	pthread_mutex_lock(&b->lock);
@@ -136,6 +137,12 @@ void kinet_trace_emit(struct kinet_trace_rec *r)
 	if (b->n == TBUF_RECS)
 		write_out(b);
 	pthread_mutex_unlock(&b->lock);
+}
+
+uint64_t kinet_trace_now(void)
+{
+	uint64_t t = mono_ns() - t_start;
+	return t ? t : 1;
 }
 
 void kinet_trace_cqe(kinet_qp *qp, const struct kn_cqe64 *cqe, uint64_t len)

@@ -20,7 +20,9 @@ extern __thread uint32_t kinet_trace_pass __attribute__((tls_model("initial-exec
 
 /* Opens the file of KINET_TRACE (once per process): 0, or -errno (logged). */
 int kinet_trace_init(void);
-/* Appends a record (t_ns, engine and pass are filled here). */
+/* The trace's clock now (never 0). */
+uint64_t kinet_trace_now(void);
+/* Appends a record (engine and pass are filled here, t_ns too unless set). */
 void kinet_trace_emit(struct kinet_trace_rec *r);
 /* A CQE of qp (send or receive) as a record. */
 void kinet_trace_cqe(struct kinet_qp *qp, const struct kn_cqe64 *cqe, uint64_t len);

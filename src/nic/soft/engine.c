@@ -479,6 +479,7 @@ static void trace_wqe(kinet_qp *qp, const struct soft_req *r, bool from_bf)
 	struct kinet_trace_rec t;
 	memset(&t, 0, sizeof(t));
 	t.type = KINET_TR_WQE;
+	t.t_ns = r->trace_t;
 	t.ctx = qp->ctx->id;
 	t.qpn = qp->qpn;
 	t.opcode = r->opcode;
@@ -583,6 +584,8 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		/* BlueFlame: the register's copy of this WQE, when it has one */
 		bool bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)s->sq_ci;
 		uint32_t synd = soft_parse_wqe_bb(qp, s->sq_ci, avail, bf ? sp->bf : NULL, r);
+		if (__builtin_expect(kinet_trace_on, 0))
+			r->trace_t = kinet_trace_now();
 		if (!synd && __builtin_expect(s->hold_kind || soft_ctx(qp->ctx)->faults, 0) &&
 		    fault_wqe(qp, s, r, &synd)) {
 			if (rsv)

@@ -159,6 +159,7 @@ struct soft_req {
 	uint64_t total;    /* payload bytes */
 	uint8_t async_ok;  /* in: GPU-to-GPU copies may be left in flight (engine) */
 	uint8_t in_flight; /* out: soft_exec_local left a copy in flight */
+	uint64_t trace_t;  /* KINET_TRACE: when the engine took it */
 	int niov;
 	struct soft_iov iov[SOFT_MAX_SGE]; /* local gather (write/send) or scatter (read/atomic) */
 	const uint8_t *inl[SOFT_MAX_SGE]; /* inline data pieces point into wqe (iov.kind host) */
