@@ -5,7 +5,8 @@ set -euo pipefail
 
 required=(cmake make gcc pkg-config libcriterion-dev)
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
-          openmpi-bin libopenmpi-dev libjson-c-dev)
+          openmpi-bin libopenmpi-dev libjson-c-dev
+          python3-matplotlib) # python3-matplotlib: scripts/trace_png.py (the timeline in docs/)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

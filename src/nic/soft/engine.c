@@ -943,6 +943,10 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		qp->proxy_seen = 0;
 		s->rnr_count = 0;
 		s->rnr_until_ns = 0;
+		s->hold_kind = 0; /* an injected hold ends with the WQEs it held */
+		s->hold_done_ci = 0;
+		s->nr_dbr = 0;
+		s->nr_reg = 0;
 		memset((void *)qp->dbrec, 0, 64);
 		memset((void *)qp->db, 0, 64);
 		atomic_store(&s->sq_ci_pub, 0);
