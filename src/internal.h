@@ -276,6 +276,10 @@ void kinet_qp_forget_peer(kinet_qp *qp);
 			atomic_fetch_add_explicit(&kq_qp->ctr.shr[idx_], kq_n,                  \
 						  memory_order_relaxed);                        \
 	} while (0)
+/* The same from the QP's serving engine itself (known to be the owner): a
+ * plain update. */
+#define KINET_QCOUNT_OWN(qp_, idx_, n_)                                                         \
+	__atomic_store_n(&(qp_)->ctr.own[idx_], (qp_)->ctr.own[idx_] + (n_), __ATOMIC_RELAXED)
 /* The value of per-QP counter idx (both halves). */
 uint64_t kinet_qp_ctr_get(const kinet_qp *qp, int idx);
 /* Counts an error or flush CQE of syndrome s against qp (errors, flushes,

@@ -14,9 +14,10 @@
 #include "internal.h"
 #include "core/trace.h"
 
-bool kinet_trace_on;
-__thread uint8_t kinet_trace_engine __attribute__((tls_model("initial-exec"))) = 0xff;
-__thread uint32_t kinet_trace_pass __attribute__((tls_model("initial-exec")));
+bool kinet_trace_on __attribute__((visibility("hidden")));
+__thread uint8_t kinet_trace_engine
+	__attribute__((tls_model("initial-exec"), visibility("hidden"))) = 0xff;
+__thread uint32_t kinet_trace_pass __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 #define TBUF_RECS 2048
 

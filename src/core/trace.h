@@ -12,11 +12,14 @@
 struct kinet_qp;
 struct kn_cqe64;
 
-/* True once the trace file is open (set at the first kinet_open). */
-extern bool kinet_trace_on;
+/* True once the trace file is open (set at the first kinet_open). Hidden:
+ * one direct load at every call site, no GOT. */
+extern bool kinet_trace_on __attribute__((visibility("hidden")));
 /* The calling thread's engine index and pass (engine threads set them). */
-extern __thread uint8_t kinet_trace_engine __attribute__((tls_model("initial-exec")));
-extern __thread uint32_t kinet_trace_pass __attribute__((tls_model("initial-exec")));
+extern __thread uint8_t kinet_trace_engine
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern __thread uint32_t kinet_trace_pass
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* Opens the file of KINET_TRACE (once per process): 0, or -errno (logged). */
 int kinet_trace_init(void);

@@ -254,6 +254,9 @@ Test(mlx5_host, counters_dereg_in_flight_and_revoke)
 	cr_assert_eq(c.posted, 2);
 	cr_assert_eq(c.completed, 2);
 	cr_assert_eq(c.outstanding, 0);
+	struct kinet_counters k;
+	cr_assert_eq(kinet_ctx_counters(p.ctx, &k), 0);
+	cr_assert_eq(k.wqes, 2); /* its QPs' figures added up */
 	uint8_t *src = malloc(8192), *dst = malloc(8192);
 	tu_fill_random(src, 8192, 41);
 	tu_fill_random(dst, 8192, 42);

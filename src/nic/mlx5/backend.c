@@ -733,6 +733,25 @@ static void m5_qp_counters(kinet_qp *qp, struct kinet_qp_counters *o)
 	o->cqes = o->host_cqes;
 }
 
+/* The context's counters: its QPs' host-side figures added up (WQEs posted,
+ * CQEs consumed, first errors); the rest is the NIC's port counters. */
+static void m5_counters(kinet_ctx *ctx, struct kinet_counters *o)
+{
+	struct m5 *m = m5_of(ctx);
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->nqps; i++) {
+		struct kinet_qp_counters q;
+		kinet_qp_counters(m->qps[i], &q);
+		o->wqes += q.posted;
+		o->cqes += q.cqes;
+		o->errors += q.errors;
+		o->flushed += q.flushed;
+		for (int k = 0; k < 64; k++)
+			o->by_syndrome[k] += q.by_syndrome[k];
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- mapping queue memory and the doorbell into the GPU -------------------- */
 
 /* Pages are mapped one by one and refcounted: rdma-core places the doorbell
@@ -1333,6 +1352,7 @@ const struct kinet_backend_ops kinet_mlx5_backend = {
 	.mr_dereg = m5_mr_dereg,
 	.mr_revoke = m5_mr_revoke,
 	.qp_counters = m5_qp_counters,
+	.counters = m5_counters,
 	.qp_create = m5_qp_create,
 	.qp_attach = m5_qp_attach,
 	.qp_detach = m5_qp_detach,

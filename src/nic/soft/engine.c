@@ -134,7 +134,7 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint64_
 	uint32_t opmod_idx_op = kn_be32toh(a), qpn_ds = kn_be32toh(b);
 	if ((qpn_ds >> 8) != qp->qpn) {
 		KINET_COUNT(qp->ctx, c_db_foreign, 1);
-		KINET_QCOUNT(qp, KQ_DB_FOREIGN, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DB_FOREIGN, 1);
 		return;
 	}
 	uint16_t idx = (uint16_t)(opmod_idx_op >> 8);
@@ -142,7 +142,7 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint64_
 	if (ds == 0) {
 		/* no WQE has ds 0: the next producer index */
 		KINET_COUNT(qp->ctx, c_db_pi, 1);
-		KINET_QCOUNT(qp, KQ_DB_PI, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DB_PI, 1);
 		s->db_form = KINET_TR_DB_PI;
 		s->db_target = idx | 0x10000u; /* bit 16: valid */
 		uint64_t ctrl;
@@ -153,7 +153,7 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint64_
 	}
 	/* the ctrl word of the last WQE: the producer is past its WQEBBs */
 	KINET_COUNT(qp->ctx, c_db_wqe, 1);
-	KINET_QCOUNT(qp, KQ_DB_WQE, 1);
+	KINET_QCOUNT_OWN(qp, KQ_DB_WQE, 1);
 	s->db_form = KINET_TR_DB_WQE;
 	s->db_target = (uint16_t)(idx + (ds * 16 + 63) / 64) | 0x10000u;
 	bf_take(qp, s, sp, idx, w);
@@ -170,7 +170,7 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 	if (reg != s->last_db_word) {
 		s->last_db_word = reg;
 		KINET_COUNT(qp->ctx, c_doorbells, 1);
-		KINET_QCOUNT(qp, KQ_DOORBELLS, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DOORBELLS, 1);
 		reg_word(qp, s, sp, reg);
 	}
 	if (dbr != s->dbr_seen) {
@@ -220,8 +220,8 @@ static int flush_sq(kinet_qp *qp, struct soft_req *r)
 		r->total = 0;
 		if (soft_req_cqe(qp, r, KN_SYND_WR_FLUSH_ERR))
 			break; /* CQ full: later */
-		KINET_QCOUNT(qp, KQ_POSTED, 1);
-		KINET_QCOUNT(qp, KQ_COMPLETED, 1);
+		KINET_QCOUNT_OWN(qp, KQ_POSTED, 1);
+		KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		((struct eng_qp *)s->engine_priv)->bf_idx = 0;
 		s->sq_ci += nbb;
 		avail -= nbb;
@@ -240,7 +240,7 @@ static void not_ready_doorbell(kinet_qp *qp, struct soft_qp *s, int state)
 		return;
 	s->nr_dbr = dbr;
 	s->nr_reg = reg;
-	KINET_QCOUNT(qp, KQ_DB_NOT_READY, 1);
+	KINET_QCOUNT_OWN(qp, KQ_DB_NOT_READY, 1);
 	if (!s->nr_warned) {
 		s->nr_warned = true;
 		KLOG_WARN("qp 0x%x: doorbell rung while the QP is in %s: ignored until it reaches "
@@ -274,7 +274,7 @@ static int fault_wqe(kinet_qp *qp, struct soft_qp *s, const struct soft_req *r, 
 					      : NULL;
 	if (!f)
 		return 0;
-	KINET_QCOUNT(qp, KQ_FAULTS, 1);
+	KINET_QCOUNT_OWN(qp, KQ_FAULTS, 1);
 	switch (f->action) {
 	case KF_ERROR:
 		*synd = SOFT_REASON(f->synd, KINET_REASON_INJECTED);
@@ -398,7 +398,7 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct eng_qp *sp, uin
 		d->opcode = f->opcode;
 		d->wqe_idx = f->wqe_idx;
 		d->total = f->total;
-		KINET_QCOUNT(qp, KQ_COMPLETED, 1);
+		KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		if (f->signaled || synd)
 			soft_req_cqe_reserved(qp, d, synd);
 		else
@@ -506,16 +506,16 @@ static void trace_wqe(kinet_qp *qp, const struct soft_req *r, bool from_bf)
 
 static void consume(kinet_qp *qp, struct eng_qp *sp, const struct soft_req *r, bool from_bf)
 {
-	KINET_QCOUNT(qp, KQ_POSTED, 1);
+	KINET_QCOUNT_OWN(qp, KQ_POSTED, 1);
 	if (__builtin_expect(kinet_trace_on, 0))
 		trace_wqe(qp, r, from_bf);
 	if (from_bf) {
 		sp->bf_idx = 0;
 		KINET_COUNT(qp->ctx, c_bf_wqes, 1);
-		KINET_QCOUNT(qp, KQ_BF_WQES, 1);
+		KINET_QCOUNT_OWN(qp, KQ_BF_WQES, 1);
 	} else if ((sp->bf_bad & 0x10000u) && (uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci) {
 		KINET_COUNT(qp->ctx, c_bf_mismatch, 1); /* its register copy was refused */
-		KINET_QCOUNT(qp, KQ_BF_MISMATCH, 1);
+		KINET_QCOUNT_OWN(qp, KQ_BF_MISMATCH, 1);
 	}
 	if ((uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci)
 		sp->bf_bad = 0;
@@ -567,7 +567,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	uint32_t avail = published(qp, &dbr_only);
 	if (avail && dbr_only) {
 		KINET_COUNT(qp->ctx, c_dbr_only, 1);
-		KINET_QCOUNT(qp, KQ_DBR_ONLY, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DBR_ONLY, 1);
 	}
 	for (int n = 0; n < BURST && avail > 0; n++) {
 		/* room for the completion, or wait for the consumer. A local WQE
@@ -608,9 +608,9 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			if (s->wire) {
 				res = kinet_wire_post(qp, r); /* completes later, in order */
 				if (res == 0) {
-					KINET_QCOUNT(qp, KQ_WIRE_POSTED, 1);
-					KINET_QCOUNT(qp, KQ_BYTES, r->total);
-					KINET_QCOUNT(qp, wire_gpu(r) ? KQ_STAGED : KQ_DIRECT, r->total);
+					KINET_QCOUNT_OWN(qp, KQ_WIRE_POSTED, 1);
+					KINET_QCOUNT_OWN(qp, KQ_BYTES, r->total);
+					KINET_QCOUNT_OWN(qp, wire_gpu(r) ? KQ_STAGED : KQ_DIRECT, r->total);
 					consume(qp, sp, r, bf);
 					avail -= r->nbb;
 					work++;
@@ -625,7 +625,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		}
 		if (res == SOFT_RNR) {
 			KINET_COUNT(qp->ctx, c_rnr, 1);
-			KINET_QCOUNT(qp, KQ_RNR, 1);
+			KINET_QCOUNT_OWN(qp, KQ_RNR, 1);
 			if (qp->attr.rnr_retry == 7 || s->rnr_count < qp->attr.rnr_retry) {
 				s->rnr_count++;
 				s->rnr_until_ns =
@@ -663,8 +663,8 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		s->rnr_count = 0;
 		s->rnr_until_ns = 0;
 		if (res == 0) {
-			KINET_QCOUNT(qp, KQ_BYTES, r->total);
-			KINET_QCOUNT(qp, soft_moved_staged ? KQ_STAGED : KQ_DIRECT, r->total);
+			KINET_QCOUNT_OWN(qp, KQ_BYTES, r->total);
+			KINET_QCOUNT_OWN(qp, soft_moved_staged ? KQ_STAGED : KQ_DIRECT, r->total);
 			if (r->in_flight || infl_busy(sp))
 				infl_push(sp, r); /* its CQE once its copies landed */
 			else if (r->signaled && rsv)
@@ -674,7 +674,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			else if (r->signaled && soft_req_cqe(qp, r, 0))
 				break; /* cannot happen: space was checked */
 			if (!r->in_flight && !infl_busy(sp))
-				KINET_QCOUNT(qp, KQ_COMPLETED, 1);
+				KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		} else {
 			/* ERR first (whoever sees the error CQE sees ERR); the CQE
 			 * names the slot's own index, whatever the WQE said */
@@ -687,7 +687,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			KLOG_DBG("qp 0x%x: WQE %u: %s (%s)", qp->qpn, r->wqe_idx,
 				 kinet_syndrome_str(SOFT_SYND(res)),
 				 kinet_reason_str(soft_reason_of((uint32_t)res)));
-			KINET_QCOUNT(qp, KQ_COMPLETED, 1);
+			KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 			consume(qp, sp, r, bf);
 			work++;
 			break;

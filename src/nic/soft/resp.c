@@ -90,9 +90,10 @@ __thread bool soft_moved_staged __attribute__((tls_model("initial-exec")));
 static void count_move(kinet_ctx *ctx, const struct soft_iov *a, int na, int bkind,
 		       uint64_t total)
 {
-	bool gpu = bkind != KINET_MEM_HOST;
-	for (int i = 0; i < na && !gpu; i++)
-		gpu = a[i].len && a[i].kind != KINET_MEM_HOST;
+	int k = bkind; /* KINET_MEM_HOST is 0; an empty piece is host memory */
+	for (int i = 0; i < na; i++)
+		k |= a[i].kind;
+	bool gpu = k != KINET_MEM_HOST;
 	KINET_COUNT(ctx, c_bytes, total);
 	if (gpu)
 		KINET_COUNT(ctx, c_staged, total);
