@@ -213,7 +213,12 @@ Test(observe, error_cqes_say_which_check_failed)
 	cr_assert_eq(w, KINET_REASON_ALIGNMENT);
 	reconnect(&e);
 	/* the target QP not ready: b goes to ERR, a's write fails */
+	struct kinet_ep_info ei;
+	cr_assert_eq(kinet_qp_ep_info(e.p.a, &ei), 0);
+	cr_assert_eq(ei.state, KINET_EP_READY);
 	cr_assert_eq(kinet_qp_modify(e.p.b, KINET_QPS_ERR, NULL), 0);
+	cr_assert_eq(kinet_qp_ep_info(e.p.a, &ei), 0);
+	cr_assert_eq(ei.state, KINET_EP_DEGRADED); /* its peer does not accept */
 	one_bad_put(&e, dst, rk, lk, &s, &w);
 	cr_assert_eq(s, KN_SYND_TRANSPORT_RETRY_EXC_ERR);
 	cr_assert_eq(w, KINET_REASON_QP_NOT_READY);

@@ -360,11 +360,17 @@ static void soft_qp_ep_info(kinet_qp *qp, struct kinet_ep_info *o)
 	struct soft_qp *s = soft_qp(qp);
 	struct kinet_wire_status st;
 	if (!s->wire || kinet_wire_qp_status(qp, &st) != 0) {
-		if (o->qp_state == KINET_QPS_RTS && !__atomic_load_n(&s->peer, __ATOMIC_RELAXED) &&
-		    !s->wire) {
-			o->peer_dead = 1; /* the local peer was destroyed */
+		if (o->qp_state != KINET_QPS_RTS || s->wire)
+			return;
+		/* a local peer: gone (destroyed), or not accepting (RESET, INIT, ERR) */
+		pthread_mutex_lock(&soft_peer_lock);
+		kinet_qp *p = s->peer;
+		int ps = p ? atomic_load(&p->state) : -1;
+		pthread_mutex_unlock(&soft_peer_lock);
+		if (!p)
+			o->peer_dead = 1;
+		if (ps != KINET_QPS_RTR && ps != KINET_QPS_RTS)
 			o->state = KINET_EP_DEGRADED;
-		}
 		return;
 	}
 	o->remote = 1;
