@@ -55,6 +55,11 @@ TW_FN int rv_a(int fd, int fd2, void *arg)
 		 KN_SYND_REMOTE_ACCESS_ERR, KINET_REASON_OUT_OF_BOUNDS);
 	tw_qp_new(&s);
 	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q, TW_P, 4096, 0, 0)));
+	/* a QP whose work went over the wire: completed once the wire's window let go */
+	struct kinet_qp_counters qc;
+	CK0(kinet_qp_counters(s.qp, &qc));
+	CK(qc.posted == 1 && qc.completed == 1 && qc.outstanding == 0 && qc.cqes == 1);
+	CK(qc.bytes == 4096 && qc.direct_bytes == 4096 && qc.errors == 0);
 	CK(tw_sync(fd, 1) == 1);
 	CK(tw_sync(fd, 2) == 2); /* b revoked its region */
 	lc_fails(&s, tw_post_write(&s, TW_Q, TW_P + 8192, 64, 0, 0), KN_SYND_REMOTE_ACCESS_ERR,
