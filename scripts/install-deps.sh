@@ -9,7 +9,7 @@ required=(cmake make gcc pkg-config libcriterion-dev)
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
           openmpi-bin libopenmpi-dev libjson-c-dev g++ clang
           python3-matplotlib groff-base man-db)
-# python3-matplotlib: kinet-plot (and its test); groff-base, man-db: rendering
+# python3-matplotlib: kinet-plot (and its test) and scripts/trace_png.py; groff-base, man-db: rendering
 # and checking the man pages (docs/man, test_man_pages)
 
 missing=()

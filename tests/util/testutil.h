@@ -85,6 +85,20 @@ uint64_t tu_post(struct tu_rawpair *p, const void *wqe, uint32_t nbb);
  * tries: 0 or -ETIMEDOUT. */
 int tu_poll(kinet_cq *cq, struct kn_cqe64 *out, int timeout_ms);
 
+/* An RDMA write WQE of one WQEBB (ctrl, raddr, data segments) at index idx
+ * of QP qpn, asking for a CQE when signaled. */
+static inline void tu_wqe_write(uint8_t w[64], uint16_t idx, uint32_t qpn, uint64_t laddr,
+				uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
+				int signaled)
+{
+	for (int i = 0; i < 64; i++)
+		w[i] = 0;
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, idx, KN_OPCODE_RDMA_WRITE, 0, qpn,
+			signaled ? KN_WQE_CTRL_CQ_UPDATE : 0, 3, 0, 0);
+	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lkey, laddr);
+}
+
 /* Fields of a CQE in host order. */
 static inline uint8_t tu_cqe_op(const struct kn_cqe64 *c) { return c->op_own >> 4; }
 static inline uint16_t tu_cqe_idx(const struct kn_cqe64 *c) { return kn_be16toh(c->wqe_counter); }

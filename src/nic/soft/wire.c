@@ -117,6 +117,32 @@ int kinet_wire_progress(kinet_qp *qp)
 	return work;
 }
 
+/* ---- status query (endpoint states, per-QP counters: src/nic/soft/backend.c) ---- */
+
+int kinet_wire_qp_status(kinet_qp *qp, struct kinet_wire_status *st)
+{
+	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
+	memset(st, 0, sizeof(*st));
+	if (!w)
+		return -ENOENT;
+	pthread_mutex_lock(&w->lock);
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
+	if (!wq) {
+		pthread_mutex_unlock(&w->lock);
+		return -ENOENT;
+	}
+	st->connected = wq->connected;
+	st->peer_dead = wq->peer >= 0 && w->peers[wq->peer].dead;
+	st->outstanding = wq->tail - wq->head;
+	uint64_t ref = wq->last_rx_ns > wq->busy_since_ns ? wq->last_rx_ns : wq->busy_since_ns;
+	uint64_t now = kn_now_ns();
+	st->silent_ns = st->outstanding && now > ref ? now - ref : 0;
+	st->timeout_ns = w->timeout_ns;
+	st->rnr_waiting = wq->rnr_count > 0;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
 bool kinet_wire_drained(kinet_qp *qp)
 {
 	struct wire_qp *wq = soft_qp(qp)->wire_ep;

@@ -470,6 +470,9 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 	}
 	if (m->type != M_REQ && m->type != M_RTS)
 		goto drop;
+	/* hook (fault injection, kinet_fault_add): a request dropped or corrupted */
+	if (soft_ctx(w->ctx)->faults && kinet_soft_fault_rx(wq->qp, m->op, rb->buf + HDR, m->len))
+		goto drop;
 	/* target: keep it, in message order */
 	rb->executed = 0;
 	rb->off = 0;

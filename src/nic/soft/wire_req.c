@@ -344,7 +344,7 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 		e->fin = true;
 		if (m->op) {
 			e->done = true;
-			e->status = m->op;
+			e->status = SOFT_REASON(m->op, m->rnr); /* hook: the target's reason */
 			return;
 		}
 	}

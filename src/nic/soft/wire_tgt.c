@@ -60,6 +60,7 @@ static int answer(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, uint32
 	struct wmsg m = {.type = M_RESP, .op = (uint8_t)status, .flags = F_FIN,
 			 .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn, .dst_gen = wq->peer_gen,
 			 .src_gen = wq->gen, .seq = seq, .a = a};
+	m.rnr = (uint8_t)SOFT_WHY(status); /* hook (kinet_reason): the check that failed */
 	return wire_send_ctrl(w, wq, &m);
 }
 
@@ -328,9 +329,10 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, cons
 	}
 	if (!st) {
 		struct kinet_mr_ref ref;
-		if (soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
-				   KINET_ACCESS_REMOTE_WRITE, &ref)) {
-			st = KN_SYND_REMOTE_ACCESS_ERR;
+		uint32_t why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
+					     KINET_ACCESS_REMOTE_WRITE, &ref);
+		if (why) {
+			st = SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why); /* hook: the failed check */
 		} else {
 			p->dst = ref.ptr;
 			p->dkind = ref.kind;
@@ -358,9 +360,10 @@ static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
 		p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR;
 		return false;
 	}
-	if (soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued, p->total - p->issued,
-			   KINET_ACCESS_REMOTE_WRITE, &ref)) {
-		p->status = KN_SYND_REMOTE_ACCESS_ERR;
+	uint32_t why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued,
+				     p->total - p->issued, KINET_ACCESS_REMOTE_WRITE, &ref);
+	if (why) {
+		p->status = SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why); /* hook: the failed check */
 		return false;
 	}
 	p->dst = ref.ptr - p->issued;
