@@ -237,6 +237,7 @@ struct kinet_qp {
 	uint32_t rq_cnt, rq_stride;
 	volatile uint32_t *dbrec;  /* [KN_RCV_DBR], [KN_SND_DBR] */
 	volatile uint8_t *db;      /* doorbell / BlueFlame register (64 bytes) */
+	uint32_t bf_alt;           /* bytes from db to the UAR's second register; 0: one */
 	volatile uint32_t *cpu_pi; /* KN_DB_CPU_PROXY: the producer's published index */
 	int db_mode;
 	/* device descriptor (host executor copy) and its state */
@@ -249,9 +250,11 @@ struct kinet_qp {
 	uint32_t peer_qpn;
 	/* the CPU proxy (kinet_proxy_ring) */
 	uint32_t proxy_seen;
+	uint32_t proxy_bf_off; /* the register its next ring writes */
 	/* kinet_qp_post_raw: producer, and the SQ consumer learned from CQEs */
 	pthread_mutex_t raw_lock;
 	uint64_t raw_pi, raw_ci;
+	uint32_t raw_bf_off; /* the register the next raw post rings */
 	uint8_t *raw_nbb; /* per slot: WQEBBs of the raw WQE that starts there */
 	kinet_qp *ctx_next, **ctx_pprev; /* the context's list (qp_lock) */
 	/* the peer's descriptor connected to (kinet_qp_connect_remote) */

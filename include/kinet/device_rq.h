@@ -49,9 +49,10 @@ KN_INLINE int kn_recv_post(const kn_qp *qp, void *addr, uint32_t lkey, uint32_t 
 	for (; off < qp->rq_stride; off += 16) /* terminate the list */
 		kn_set_data_seg(seg + off / 16, 0, KN_INVALID_LKEY, 0);
 	st->rq_resv = t + 1;
-	KN_FENCE_SYS();
+	KN_BAR_WQE_DBR();
 	qp->dbrec[KN_RCV_DBR] = kn_htobe32((uint32_t)((t + 1) & 0xffff));
-	KN_FENCE_SYS();
+	/* a send posted after this receive rings after it: that ring's first
+	 * barrier orders this record before its own */
 	*ticket = t;
 	return 0;
 }
@@ -77,7 +78,7 @@ KN_INLINE int kn_recv_poll(const kn_qp *qp, kn_ticket_t ticket, int blocking, kn
 			return -ETIMEDOUT;
 		KN_PAUSE();
 	}
-	KN_FENCE_ACQ();
+	KN_BAR_CQE_DATA();
 	uint8_t op = kn_cqe_opcode(cqe);
 	info->opcode = op;
 	info->byte_len = kn_be32toh(cqe->byte_cnt);

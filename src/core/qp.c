@@ -71,6 +71,7 @@ void kinet_qp_fill_desc(kinet_qp *qp)
 	d->sq = qp->sq;
 	d->dbrec = qp->dbrec;
 	d->db = qp->db;
+	d->bf_alt = qp->bf_alt;
 	d->cpu_pi = qp->cpu_pi;
 	d->cq = qp->scq->buf;
 	d->cq_dbrec = qp->scq->dbrec;
@@ -432,15 +433,16 @@ long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb)
 	 * before the register, which gets the first 8 bytes of the WQE's ctrl
 	 * (the software NIC serves the record alone: a raw WQE may be malformed
 	 * on purpose, and the record says exactly what was posted) */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	KN_BAR_WQE_DBR();
 	__atomic_store_n(&qp->dbrec[KN_SND_DBR], kn_htobe32((uint32_t)(qp->raw_pi & 0xffff)),
-			 __ATOMIC_RELEASE);
+			 __ATOMIC_RELAXED);
 	if (qp->flags & KINET_QPF_HW_DOORBELL) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		uint64_t w;
-		memcpy(&w, qp->sq + (t & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
-		__atomic_store_n((volatile uint64_t *)qp->db, w, __ATOMIC_RELEASE);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		memcpy(&w, wqe, 8); /* the caller's copy: the slot may be reused by now */
+		KN_BAR_DBR_REG();
+		*(volatile uint64_t *)(qp->db + qp->raw_bf_off) = w;
+		KN_BAR_REG_FLUSH();
+		qp->raw_bf_off ^= qp->bf_alt; /* the two registers in turn */
 	}
 	pthread_mutex_unlock(&qp->raw_lock);
 	return (long long)t;

@@ -121,4 +121,16 @@ void tu_fail(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 			return __LINE__;             \
 		}                                    \
 	} while (0)
+
+/* ---- doorbell registers ----------------------------------------------------- */
+
+/* Posts n single 64-byte puts src -> dst (registered: lkey, rkey), one at a
+ * time, each waited for, and checks what each ring left in the registers:
+ * rings alternate between qp->db and qp->db + qp->bf_alt (starting with the
+ * one the QP's state names); in BlueFlame mode the register holds the whole
+ * WQE, otherwise the first 8 bytes of its ctrl segment and nothing else;
+ * the bytes arrive. Then one kn_put_signal (two WQEs: a doorbell word, never
+ * BlueFlame). 0, or the failing line with tu_fail_msg set. */
+int tu_check_rings(const kn_qp *qp, uint8_t *src, uint32_t lkey, uint8_t *dst, uint32_t rkey,
+		   uint64_t *sig, uint32_t sig_rkey, int n);
 #endif

@@ -1015,6 +1015,7 @@ static int m5_qp_create(kinet_qp *qp)
 	qp->flags |= KINET_QPF_HW_DOORBELL;
 	uint8_t *uar = (uint8_t *)((uintptr_t)x->bf_reg & ~(uintptr_t)(KN_UAR_PAGE_SIZE - 1));
 	qp->db = x->bf_reg;
+	qp->bf_alt = x->bf_size; /* rings alternate between the two buffers */
 	qp->scq = &x->scq;
 	if (qp->rq_cnt)
 		qp->rcq = &x->rcq;

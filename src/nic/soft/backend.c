@@ -220,6 +220,7 @@ static int soft_qp_create(kinet_qp *qp)
 		goto fail;
 	qp->dbrec = s->dbrec_page;
 	qp->db = s->uar + KN_BF_OFFSET;
+	qp->bf_alt = KN_BF_SIZE; /* the engine watches both registers */
 	qp->cpu_pi = qp->dbrec + 4;
 	/* completion queues: dedicated ones unless given */
 	if (qp->attr.send_cq) {

@@ -60,7 +60,7 @@ struct soft_qp {
 	void *wire_ep;
 	/* engine side (touched by the serving engine thread only, unless noted) */
 	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
-	uint64_t last_db_word;      /* last doorbell register value seen */
+	uint64_t last_db_word[2];   /* last value seen in each register (doorbell words) */
 	uint32_t db_target;         /* producer named by the register (bit 16: valid) */
 	uint32_t dbr_seen;          /* the doorbell record when last read */
 	uint32_t dbr_target;        /* producer named by the record (bit 16: valid) */
@@ -70,8 +70,9 @@ struct soft_qp {
 	uint64_t rnr_until_ns;
 	uint8_t db_form;     /* how the producer last rang (KINET_TR_DB_*: the trace) */
 	uint32_t nr_dbr;     /* doorbell record / register seen while in RESET or INIT */
-	uint64_t nr_reg;
+	uint64_t nr_reg[2];
 	bool nr_warned;      /* that was logged once */
+	_Atomic bool nr_armed; /* the registers were cleared in RESET: new words count */
 	uint64_t hold_until_ns; /* fault injection: the head WQE waits (delay, cqfull, silent) */
 	uint8_t hold_kind;      /* which (enum kinet_fault_action), 0: none */
 	uint64_t hold_done_ci;  /* bit 63 | sq_ci of the WQE whose hold just ended */
