@@ -101,8 +101,10 @@ int kinet_wire_progress(kinet_qp *qp)
 		return 0;
 	/* the endpoint itself is polled once per engine pass, by
 	 * kinet_wire_ctx_progress, which also writes CQEs as answers arrive */
-	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail)
-		return 0; /* nothing outstanding (only this engine adds to tail) */
+	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail &&
+	    __atomic_load_n(&wq->fence_sent, __ATOMIC_RELAXED) ==
+		    __atomic_load_n(&wq->fence_want, __ATOMIC_RELAXED))
+		return 0; /* nothing outstanding (only this engine adds to tail), no fence due */
 	pthread_mutex_lock(&w->lock);
 	int work = 0;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR && !wq->failed && wq->head != wq->tail) {
@@ -269,12 +271,17 @@ int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 		return -ENOSYS;
 	if (pthread_mutex_trylock(&w->lock))
 		return 0; /* another engine is at it: do not sleep */
+	if (!w->cq || w->wait_fd < 0) {
+		pthread_mutex_unlock(&w->lock);
+		return -ENOSYS; /* the endpoint is being opened again, or stays closed */
+	}
 	struct fid *f = &w->cq->fid;
 	int rc = fi_trywait(w->fab, &f, 1);
+	int fd = w->wait_fd; /* the CQ may be replaced once the lock is let go */
 	pthread_mutex_unlock(&w->lock);
 	if (rc != FI_SUCCESS)
 		return 0; /* something to read now */
-	struct pollfd pf = {.fd = w->wait_fd, .events = POLLIN};
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	ppoll(&pf, 1, &ts, NULL);
 	return 0;
@@ -562,6 +569,8 @@ void kinet_wire_qp_close(kinet_qp *qp)
 		for (uint32_t s = wq->head; s != wq->tail; s++)
 			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
 	}
+	if (wq->connected)
+		wire_send_fences(w, wq); /* its holds outlive it */
 	wire_tq_drop(w, wq);
 	wq_unreg_all(wq);
 	peer_unref(w, wq);

@@ -125,11 +125,25 @@ void wire_repost(struct kinet_wire *w)
 	}
 }
 
-/* The address vector and the endpoint, bound and enabled, and our address:
- * at creation, and again after the endpoint was closed (ep_reset). */
+/* The CQ, the address vector and the endpoint, bound and enabled, and our
+ * address: at creation, and again after the endpoint was closed (ep_reset:
+ * rxm leaves a closed endpoint's wait callback in its CQ, which must go
+ * with it). */
 static int ep_open(struct kinet_wire *w, const char **step)
 {
 	int rc;
+	/* a wait fd lets an idle engine sleep until the network has something */
+	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
+	*step = "fi_cq_open";
+	if (fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
+		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
+			w->wait_fd = -1;
+	} else {
+		w->wait_fd = -1;
+		cqa.wait_obj = FI_WAIT_NONE;
+		if ((rc = fi_cq_open(w->dom, &cqa, &w->cq, NULL)))
+			return rc;
+	}
 	struct fi_av_attr ava = {.type = FI_AV_TABLE};
 	*step = "fi_av_open";
 	if ((rc = fi_av_open(w->dom, &ava, &w->av, NULL)))
@@ -259,17 +273,6 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	step = "fi_domain";
 	if ((rc = fi_domain(w->fab, w->info, &w->dom, NULL)))
 		goto fail;
-	/* a wait fd lets an idle engine sleep until the network has something */
-	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
-	step = "fi_cq_open";
-	if (fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
-		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
-			w->wait_fd = -1;
-	} else {
-		cqa.wait_obj = FI_WAIT_NONE;
-		if ((rc = fi_cq_open(w->dom, &cqa, &w->cq, NULL)))
-			goto fail;
-	}
 	if ((rc = ep_open(w, &step)))
 		goto fail;
 	/* buffers */
@@ -499,6 +502,10 @@ static void ep_reset(struct kinet_wire *w)
 	if (w->av)
 		fi_close(&w->av->fid);
 	w->av = NULL;
+	if (w->cq)
+		fi_close(&w->cq->fid);
+	w->cq = NULL;
+	w->wait_fd = -1;
 	const char *step;
 	int rc = ep_open(w, &step);
 	if (rc) {
@@ -700,7 +707,10 @@ static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m, uint8_t what,
 			 uint32_t seq)
 {
-	if (w->peers[wq->peer].dead || !w->ep)
+	/* a fence also goes to a dropped peer whose connection is still there:
+	 * it fails at once on a broken one */
+	const struct wpeer *p = &w->peers[wq->peer];
+	if ((p->dead && what != TX_FENCE) || p->removed || !w->ep)
 		return -ECONNRESET;
 	struct txd *t = wire_txd_get(w, wq);
 	if (!t)
@@ -908,6 +918,8 @@ static int ctx_kind(void *op_context)
 int wire_poll_cq(struct kinet_wire *w)
 {
 	int work = 0;
+	if (!w->cq)
+		return 0; /* the endpoint stays closed (ep_reset failed) */
 	struct fi_cq_msg_entry ce[16];
 	for (int round = 0; round < 8; round++) {
 		ssize_t n = fi_cq_read(w->cq, ce, 16);

@@ -99,7 +99,8 @@
 #define PCSZ 24u
 #define RTSE 32u             /* fixed part of a rendezvous entry in an RTS message */
 #define RTS_MAX (SMALL - HDR) /* payload of one RTS message (its entries) */
-#define NRD 64               /* target reads in flight per endpoint */
+#define RD_PIECE (1u << 20)  /* largest target read: the size of its bounce buffer */
+#define NRD 16               /* target reads in flight per endpoint (RD_BYTES of buffers) */
 #define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
 #define ACK_EVERY 16u        /* while writes are landing: an ACK per this many, */
 #define ACK_DELAY_NS 50000u  /* or once the oldest unacknowledged is this old */
@@ -270,7 +271,7 @@ struct rdop {
 	bool busy;       /* with the provider */
 	bool lost;       /* given up */
 	int peer;        /* index in w->peers */
-	uint8_t *buf;    /* its bounce buffer (CHUNK bytes) */
+	uint8_t *buf;    /* its bounce buffer (RD_PIECE bytes) */
 	struct tpend *p;
 	uint8_t *bounce; /* staging for a destination that is not host memory */
 	uint8_t *dst;

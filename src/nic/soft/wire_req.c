@@ -139,7 +139,7 @@ void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answe
 /* Sends the fence that releases wq's holds, if one is due: 1 when sent. */
 int wire_send_fences(struct kinet_wire *w, struct wire_qp *wq)
 {
-	if (wq->fence_want == wq->fence_sent || wq->peer < 0 || w->peers[wq->peer].dead)
+	if (wq->fence_want == wq->fence_sent || wq->peer < 0 || w->peers[wq->peer].removed)
 		return 0;
 	if (wire_send_fence(w, wq, wq->fence_want))
 		return 0; /* later (or the peer is being dropped) */

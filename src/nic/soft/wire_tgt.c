@@ -45,12 +45,12 @@ bool wire_rd_init(struct kinet_wire *w)
 	w->rdall = calloc(NRD, sizeof(*w->rdall));
 	if (!w->rdall)
 		return false;
-	if (!(w->rdmem = malloc((size_t)NRD * CHUNK)))
+	if (!(w->rdmem = malloc((size_t)NRD * RD_PIECE)))
 		return false;
 	for (int i = NRD - 1; i >= 0; i--) {
 		struct rdop *op = &w->rd[i];
 		op->kind = CTX_RD;
-		op->buf = w->rdmem + (size_t)i * CHUNK;
+		op->buf = w->rdmem + (size_t)i * RD_PIECE;
 		op->next = w->rdfree;
 		w->rdfree = op;
 		w->rdall[i] = op;
@@ -79,7 +79,7 @@ void wire_rd_give_up(struct kinet_wire *w, int idx)
 		pr->nbusy--;
 		pr->nlost++;
 		struct rdop *n = calloc(1, sizeof(*n));
-		uint8_t *b = n ? malloc(CHUNK) : NULL;
+		uint8_t *b = n ? malloc(RD_PIECE) : NULL;
 		struct rdop **all = b ? realloc(w->rdall, (size_t)(w->nrdall + 1) * sizeof(*all)) : NULL;
 		if (!all) {
 			free(b);
@@ -500,8 +500,8 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 			/* into the read's own bounce buffer, copied into place
 			 * when it lands */
 			uint64_t n = pc->len - p->ioff;
-			if (n > CHUNK)
-				n = CHUNK;
+			if (n > RD_PIECE)
+				n = RD_PIECE;
 			if (!w->rdfree || (w->rd_bytes && w->rd_bytes + n > RD_BYTES))
 				return work;
 			struct rdop *op = w->rdfree;
