@@ -245,3 +245,97 @@ Test(wire_rnr, waiting_sends_do_not_starve_other_qps)
 	cr_assert(tw_exited_ok(&p[1]), "requester on the same peer: status 0x%x", p[1].status);
 	cr_assert(tw_exited_ok(&p[2]), "independent requester: status 0x%x", p[2].status);
 }
+
+/* ---- a silent peer does not keep the send resources of the context ---------------- */
+
+#define HUGE_LEN (160u << 20) /* more chunks than the context has send descriptors */
+
+/* A: one QP to B, stopped, with a huge eager write outstanding to it; the
+ * other QP, to C, moves data meanwhile (checked byte for byte). */
+static int h_a(int fb, int fc, void *arg)
+{
+	(void)arg;
+	setenv("KINET_NET_RNDV_BYTES", "0", 1); /* eager: chunks straight from memory */
+	struct side s;
+	side_open(&s, A_LEN, SEED_A);
+	struct kinet_mr_info tb = mr_xchg(&s, fb), tc = mr_xchg(&s, fc);
+	kn_qp *db, *dc;
+	kinet_qp *qb = qp_link(&s, fb, &db), *qc = qp_link(&s, fc, &dc);
+	uint8_t *huge = mmap(NULL, HUGE_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			     -1, 0);
+	CK(huge != MAP_FAILED);
+	kinet_mr *hm;
+	CK0(kinet_mr_reg(s.pd, huge, HUGE_LEN, KINET_ACCESS_LOCAL_WRITE, &hm));
+	long long pid = tw_sync(fb, 0);
+	CK(pid > 0);
+	/* the connection is up, then B stops */
+	kn_ticket_t t;
+	CK0(kn_get(db, s.buf, kinet_mr_lkey(s.mr), tb.addr, tb.rkey, 64, &t));
+	CK0(kn_wait(db, t));
+	CK(kill((pid_t)pid, SIGSTOP) == 0);
+	kn_ticket_t big;
+	CK0(kn_put(db, tb.addr, tb.rkey, huge, kinet_mr_lkey(hm), (uint32_t)(4u << 20), &big));
+	for (int i = 0; i < 39; i++) /* 160 MiB in 40 writes of 4 MiB */
+		CK0(kn_put(db, tb.addr, tb.rkey, huge + (size_t)(i + 1) * (4u << 20),
+			   kinet_mr_lkey(hm), 4u << 20, &big));
+	tw_sleep_ms(200); /* they are handed to the provider */
+	traffic(&s, dc, &tc, 13u << 20, 12u << 20, 14u << 20, 15u << 20);
+	CK(tw_sync(fc, 3) == 3);
+	CK(kn_wait(db, big) == -EIO); /* B never answered */
+	CK(kill((pid_t)pid, SIGKILL) == 0);
+	CK0(kinet_qp_destroy(qb));
+	CK0(kinet_qp_destroy(qc));
+	int rc = kinet_mr_dereg(hm);
+	CK(rc == 0);
+	CK(munmap(huge, HUGE_LEN) == 0);
+	side_close(&s);
+	return 0;
+}
+
+static int h_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct side s;
+	side_open(&s, T_LEN, SEED_T);
+	mr_xchg(&s, fd);
+	kn_qp *d;
+	qp_link(&s, fd, &d);
+	CK(tw_sync(fd, (long long)getpid()) == 0);
+	for (int i = 0; i < 6000; i++) /* stopped, then killed */
+		tw_sleep_ms(10);
+	return 1;
+}
+
+static int h_c(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct side s;
+	side_open(&s, T_LEN, SEED_T);
+	mr_xchg(&s, fd);
+	kn_qp *d;
+	kinet_qp *q = qp_link(&s, fd, &d);
+	kn_ticket_t r;
+	CK0(kn_recv_post(d, s.buf + (12u << 20) + 400000, kinet_mr_lkey(s.mr), 3000, &r));
+	kn_recv_info info;
+	CK0(kn_recv_poll(d, r, 1, &info));
+	CK(info.byte_len == 3000);
+	CK(tw_sync(fd, 3) == 3);
+	traffic_check(&s, 12u << 20, SEED_A, 13u << 20);
+	CK0(kinet_qp_destroy(q));
+	side_close(&s);
+	return 0;
+}
+
+Test(wire_rnr, silent_peer_does_not_starve_other_qps)
+{
+	need_wire();
+	static const int links[][2] = {{0, 1}, {0, 2}};
+	struct tw_proc p[3] = {{.fn = h_a}, {.fn = h_b}, {.fn = h_c}};
+	tw_run(p, 3, links, 2, NULL, 90000);
+	cr_assert(tw_exited_ok(&p[0]), "requester: status 0x%x", p[0].status);
+	cr_assert(WIFSIGNALED(p[1].status) && WTERMSIG(p[1].status) == SIGKILL,
+		  "the silent peer was to be killed: status 0x%x", p[1].status);
+	cr_assert(tw_exited_ok(&p[2]), "the other peer: status 0x%x", p[2].status);
+}

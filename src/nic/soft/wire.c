@@ -370,6 +370,7 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->cut = false;
 	wq->tgt_failed = false;
 	wq->eager_out = 0;
+	wq->ntxd = 0; /* what is still in flight names the old generation */
 	wq->fence_want = wq->fence_sent = 0;
 	wq->gen = new_gen();
 }
@@ -445,6 +446,20 @@ static bool av_usable(struct kinet_wire *w)
 	return true;
 }
 
+/* May the slot of dropped peer idx take another address? Not while
+ * anything the provider still has (sends written off, reads given up,
+ * holds) names it. */
+static bool slot_free(const struct kinet_wire *w, int idx)
+{
+	const struct wpeer *p = &w->peers[idx];
+	if (p->nbusy || p->nlost || p->nrd || p->settle || wire_holds_peer(w, idx))
+		return false;
+	for (int k = 0; k < w->ntxall; k++)
+		if (w->txall[k]->busy && w->txall[k]->peer == idx)
+			return false;
+	return true;
+}
+
 /* remote->wire_addr holds the peer's QP descriptor (kinet/net.h). */
 int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 {
@@ -490,8 +505,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	}
 	if (idx < 0) {
 		for (int i = 0; i < w->npeers; i++)
-			if (w->peers[i].dead && w->peers[i].refs == 0 && w->peers[i].nbusy == 0 &&
-			    !w->peers[i].settle) {
+			if (w->peers[i].dead && w->peers[i].refs == 0 && slot_free(w, i)) {
 				idx = i; /* reuse the slot */
 				break;
 			}

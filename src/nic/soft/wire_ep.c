@@ -358,11 +358,17 @@ bool wire_close_peer(struct kinet_wire *w, int idx)
 	return true;
 }
 
-/* Drops a peer: every QP to it fails and its reads are given up (they stay
- * with the provider, their bytes are never used, the key table is let go).
- * Its connection is left as it is: a peer that only paused (a network cut
- * that heals) gets to it again on the next connect, and closing it would
- * leave that peer with a connection it thinks alive, which refuses ours. */
+static void txd_write_off(struct kinet_wire *w, struct txd *t);
+static void txd_unbusy_qp(struct kinet_wire *w, const struct txd *t);
+
+/* Drops a peer: every QP to it fails, its reads are given up (they stay
+ * with the provider, their bytes are never used, the key table is let go)
+ * and so are its sends (their descriptors and bounce buffers are replaced:
+ * a silent peer does not keep the pools every QP needs; the regions they
+ * send from stay held until the provider lets go of them). Its connection
+ * is left as it is: a peer that only paused (a network cut that heals) gets
+ * to it again on the next connect, and closing it would leave that peer
+ * with a connection it thinks alive, which refuses ours. */
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why)
 {
 	struct wpeer *p = &w->peers[idx];
@@ -371,6 +377,9 @@ void wire_drop_peer(struct kinet_wire *w, int idx, const char *why)
 	p->dead = true;
 	KLOG_INFO("wire: peer %d dropped (%s)", idx, why);
 	wire_rd_give_up(w, idx);
+	for (int k = 0; k < w->ntxall; k++)
+		if (w->txall[k]->busy && w->txall[k]->what != TX_LOST && w->txall[k]->peer == idx)
+			txd_write_off(w, w->txall[k]);
 }
 
 /* A given-up read of peer idx has ended after all. */
@@ -381,15 +390,16 @@ void wire_lost_done(struct kinet_wire *w, int idx)
 		wire_close_peer(w, idx);
 }
 
-/* Takes a send the provider will never complete out of the pool (its
- * connection was closed under it; a late completion puts it back) and puts
- * a new one in its place. */
+/* Takes a send of a dropped peer, which the provider may never complete,
+ * out of the pool (a late completion puts it back) and puts a new one in
+ * its place. The regions it sends from stay held (t->mr) until then or
+ * until its connection is closed. */
 static void txd_write_off(struct kinet_wire *w, struct txd *t)
 {
 	if (t->peer >= 0 && t->peer < w->npeers)
 		w->peers[t->peer].nbusy--;
+	txd_unbusy_qp(w, t);
 	t->what = TX_LOST;
-	t->nmr = 0;
 	struct txd *n = calloc(1, sizeof(*n));
 	struct txd **all = n ? realloc(w->txall, (size_t)(w->ntxall + 1) * sizeof(*all)) : NULL;
 	void **ex = all ? realloc(w->extra, (size_t)(w->nextra + 2) * sizeof(*ex)) : NULL;
@@ -480,6 +490,7 @@ static void ep_reset(struct kinet_wire *w)
 		if (t->what == TX_LOST) {
 			t->what = TX_PLAIN;
 			t->busy = false;
+			t->nmr = 0;
 			t->big = NULL; /* replaced already */
 			t->next = w->txfree;
 			w->txfree = t;
@@ -547,15 +558,22 @@ void wire_settle(struct kinet_wire *w)
 					w->av_cleanup = false;
 					p->closed = false;
 				} else {
-					for (int k = 0; k < w->ntxall; k++)
-						if (w->txall[k]->busy && w->txall[k]->what != TX_LOST &&
-						    w->txall[k]->peer == i)
-							txd_write_off(w, w->txall[k]);
+					/* nothing can reach its sends' memory any more */
+					for (int k = 0; k < w->ntxall; k++) {
+						struct txd *t = w->txall[k];
+						if (t->busy && t->peer == i && t->what != TX_LOST)
+							txd_write_off(w, t);
+						if (t->busy && t->peer == i)
+							t->nmr = 0;
+					}
 					wire_holds_release(w, i);
 					continue;
 				}
 			}
-			if (p->nbusy || wire_holds_peer(w, i))
+			bool sends = p->nbusy > 0;
+			for (int k = 0; k < w->ntxall && !sends; k++)
+				sends = w->txall[k]->busy && w->txall[k]->peer == i;
+			if (sends || wire_holds_peer(w, i))
 				w->reset_due = true;
 		}
 	}
@@ -597,12 +615,22 @@ struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq)
 	return t;
 }
 
-/* Marks a descriptor as handed to the provider (fi_send* succeeded). */
-void wire_txd_busy(struct kinet_wire *w, struct txd *t)
+/* Marks a descriptor as handed to the provider (fi_send* succeeded) for
+ * wq, which has one more in flight. */
+void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t)
 {
 	t->busy = true;
 	if (t->peer >= 0)
 		w->peers[t->peer].nbusy++;
+	wq->ntxd++;
+}
+
+/* The QP that sent t has one descriptor fewer in flight. */
+static void txd_unbusy_qp(struct kinet_wire *w, const struct txd *t)
+{
+	struct wire_qp *wq = wire_wq_find(w, t->qpn);
+	if (wq && wq->gen == t->gen && wq->ntxd)
+		wq->ntxd--;
 }
 
 void wire_txd_put(struct kinet_wire *w, struct txd *t)
@@ -622,7 +650,7 @@ bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer)
 {
 	for (int i = 0; i < w->ntxall; i++) {
 		const struct txd *t = w->txall[i];
-		if (!t->busy || t->what != TX_DIRECT)
+		if (!t->busy || (t->what != TX_DIRECT && t->what != TX_LOST))
 			continue;
 		for (int k = 0; k < t->nmr; k++)
 			if (t->mr[k] == mr) {
@@ -728,7 +756,7 @@ static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *
 	}
 	t->what = what;
 	t->seq = seq;
-	wire_txd_busy(w, t);
+	wire_txd_busy(w, wq, t);
 	wq->last_tx_ns = kn_now_ns();
 	return 0;
 }
@@ -770,6 +798,10 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 			atomic_fetch_add(&w->ctx->c_staged, g);
 		return send_inject(w, wq, m, b, (uint32_t)n);
 	}
+	/* one QP does not take every descriptor (a silent peer's queued sends
+	 * would starve the others): at most TXQ_MAX in flight each */
+	if (wq->ntxd >= TXQ_MAX)
+		return -EAGAIN;
 	struct txd *t = wire_txd_get(w, wq);
 	if (!t)
 		return -EAGAIN;
@@ -828,7 +860,7 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		KLOG_DBG("wire: send to qp 0x%x: %s", wq->peer_qpn, fi_strerror((int)-rc));
 		return -ECONNRESET;
 	}
-	wire_txd_busy(w, t);
+	wire_txd_busy(w, wq, t);
 	wq->last_tx_ns = kn_now_ns();
 	return 0;
 }
@@ -885,6 +917,7 @@ static void tx_done(struct kinet_wire *w, struct txd *t, bool ok, int err)
 		 * buffer was replaced: it stays out of the pool) */
 		t->what = TX_PLAIN;
 		t->busy = false;
+		t->nmr = 0;
 		t->big = NULL;
 		t->next = w->txfree;
 		w->txfree = t;
@@ -892,6 +925,7 @@ static void tx_done(struct kinet_wire *w, struct txd *t, bool ok, int err)
 	}
 	uint8_t what = t->what;
 	uint32_t qpn = t->qpn, gen = t->gen, seq = t->seq;
+	txd_unbusy_qp(w, t);
 	wire_txd_put(w, t);
 	if (what == TX_FENCE)
 		wire_fence_done(w, qpn, gen, seq); /* out, or its connection failed */

@@ -92,6 +92,7 @@
 #define HDR 64u              /* payload offset in a buffer; the header ends there */
 #define NRX 32               /* receive buffers posted */
 #define NTX 512              /* send descriptors */
+#define TXQ_MAX 64           /* of them, in flight for one QP (its data, its read answers) */
 #define NBIG 16              /* bounce buffers of HDR + CHUNK */
 #define SMALL 1024u          /* inline buffer of a send descriptor (HDR + 960) */
 #define WIN 64u              /* outstanding requests per QP */
@@ -216,9 +217,11 @@ enum { TX_PLAIN, TX_DIRECT, TX_FENCE, TX_LOST };
  * user memory (TX_DIRECT) keeps the regions it reads until its completion:
  * deregistration waits for them (kinet_wire_mr_gone). A fence (TX_FENCE,
  * seq: its id) is a keepalive sent with a completion: the provider sends in
- * order, so once it is out, so is every read answer it queued before it. A send of a peer
- * whose connection was closed under it that the provider will never
- * complete is written off (TX_LOST): never reused, replaced by a new one. */
+ * order, so once it is out, so is every read answer it queued before it. A
+ * send of a dropped peer, which the provider may never complete, is written
+ * off (TX_LOST): not reused before its completion, replaced by a new one;
+ * the regions it sends from stay held until then or until its connection is
+ * closed. */
 struct txd {
 	struct fi_context fc;
 	int kind;
@@ -340,6 +343,7 @@ struct wire_qp {
 	bool cut;           /* a request failed locally: what is posted now is flushed */
 	uint32_t fence_want, fence_sent; /* fences its holds need, and sent */
 	uint64_t eager_out; /* eager payload sent for requests not done */
+	int ntxd;           /* send descriptors in flight (TXQ_MAX) */
 	/* target */
 	struct rxbuf *tq;   /* received requests, by message number */
 	uint64_t tq_bytes;  /* of them, in copies */
@@ -438,7 +442,7 @@ void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
 void wire_repost(struct kinet_wire *w);
 struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
 void wire_txd_put(struct kinet_wire *w, struct txd *t);
-void wire_txd_busy(struct kinet_wire *w, struct txd *t);
+void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t);
 int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
 		   struct soft_iov *out, int max);
 uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);

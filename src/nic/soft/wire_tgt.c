@@ -239,6 +239,8 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 		uint64_t n = total - rb->off;
 		if (n > CHUNK)
 			n = CHUNK;
+		if (wq->ntxd >= TXQ_MAX)
+			return 0; /* one QP's answers do not take every descriptor */
 		struct txd *t = wire_txd_get(w, wq);
 		if (!t)
 			return 0;
@@ -276,7 +278,7 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 			rb->executed = 2; /* nobody to answer: drop */
 			return 1;
 		}
-		wire_txd_busy(w, t);
+		wire_txd_busy(w, wq, t);
 		wq->last_tx_ns = kn_now_ns();
 		rb->off += n;
 		if (last) {
