@@ -30,7 +30,7 @@ static void need_wire(void)
 	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
 }
 
-#define BIG (32u << 20)  /* the target's region, a write's source (more than the 16 MiB of reads in flight) */
+#define BIG (32u << 20)  /* the target's region, a write's source (> 16 MiB of reads in flight) */
 #define RD_LEN (4u << 20) /* a read's length */
 #define SEED_A 41u       /* the requester's source */
 #define SEED_B 22u       /* the target's region */

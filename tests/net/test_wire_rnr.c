@@ -8,6 +8,9 @@
  * finds a receive WQE. Meanwhile A's second QP (the same peer) and C's QP
  * (an independent process) write, read and send to T, checked byte for
  * byte; then T posts the receives and every waiting send lands, in order.
+ * And the same on the requester's side: a peer that stops under a large
+ * eager write does not keep the send resources the requester's other QPs
+ * need.
  */
 #define _GNU_SOURCE /* setns */
 #include <sys/mman.h>

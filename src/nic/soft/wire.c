@@ -121,8 +121,9 @@ int kinet_wire_progress(kinet_qp *qp)
 			uint64_t ref = wq->last_rx_ns > wq->busy_since_ns ? wq->last_rx_ns
 									 : wq->busy_since_ns;
 			if (kn_now_ns() - ref > w->timeout_ns && !wq->failed) {
-				KLOG_WARN("wire: qp 0x%x: no answer from qp 0x%x for %llu ms", qp->qpn,
-					  wq->peer_qpn, (unsigned long long)(w->timeout_ns / 1000000ull));
+				KLOG_WARN("wire: qp 0x%x: no answer from qp 0x%x for %llu ms",
+					  qp->qpn, wq->peer_qpn,
+					  (unsigned long long)(w->timeout_ns / 1000000ull));
 				wire_fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, true);
 			}
 		}
@@ -232,20 +233,22 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 			 * connection, or, where that leaves what the provider holds,
 			 * the whole endpoint */
 			if (rounds++ == 0 && peer >= 0) {
-				KLOG_WARN("wire: a deregistered region is still used by the provider "
-					  "after %llu ms: closing the connection to peer %d",
+				KLOG_WARN("wire: a deregistered region is still used by the "
+					  "provider after %llu ms: closing the connection to peer %d",
 					  (unsigned long long)(w->timeout_ns / 1000000ull), peer);
 				wire_drop_peer(w, peer, "it keeps a deregistered region");
-				for (int i = 0; i < w->nqps; i++)
-					if (w->qps[i]->connected && w->qps[i]->peer == peer &&
-					    w->qps[i]->head != w->qps[i]->tail)
-						wire_fail_qp(w, w->qps[i], KN_SYND_TRANSPORT_RETRY_EXC_ERR,
+				for (int i = 0; i < w->nqps; i++) {
+					struct wire_qp *q = w->qps[i];
+					if (q->connected && q->peer == peer && q->head != q->tail)
+						wire_fail_qp(w, q, KN_SYND_TRANSPORT_RETRY_EXC_ERR,
 							     false);
+				}
 				wire_close_peer(w, peer);
 			} else if (rounds > 3 || peer < 0 || !wire_peer_releasable(w, peer)) {
-				KLOG_ERR("wire: a deregistered region is still used by the provider for "
-					 "peer %d, which cannot be disconnected now (reads of it cannot "
-					 "be cancelled): the region must not be freed yet", peer);
+				KLOG_ERR("wire: a deregistered region is still used by the "
+					 "provider for peer %d, which cannot be disconnected now "
+					 "(reads of it cannot be cancelled): the region must not "
+					 "be freed yet", peer);
 				rc = -EBUSY;
 				break;
 			} else {
@@ -527,8 +530,8 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		if (n != 1) {
 			p->dead = true;
 			rc = n < 0 ? wire_errno(n) : err ? wire_errno(err) : -EINVAL;
-			KLOG_ERR("qp 0x%x: the provider refuses the peer's wire address: %s", qp->qpn,
-				 fi_strerror(n < 0 ? -n : err ? err : FI_EINVAL));
+			KLOG_ERR("qp 0x%x: the provider refuses the peer's wire address: %s",
+				 qp->qpn, fi_strerror(n < 0 ? -n : err ? err : FI_EINVAL));
 			if (!av_usable(w)) {
 				/* the vector is broken: a new one, with a new endpoint */
 				KLOG_ERR("wire: the address vector refuses every address now");

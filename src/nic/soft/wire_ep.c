@@ -552,9 +552,9 @@ void wire_settle(struct kinet_wire *w)
 				if (p->nrd) {
 					/* a read that was not cancelled: the connection is
 					 * not closed after all */
-					KLOG_WARN("wire: peer %d: reads still in flight after its "
-						  "connection was closed (FI_AV_REMOVE_CLEANUP not in "
-						  "effect?)", i);
+					KLOG_WARN("wire: peer %d: reads still in flight after "
+						  "its connection was closed "
+						  "(FI_AV_REMOVE_CLEANUP not in effect?)", i);
 					w->av_cleanup = false;
 					p->closed = false;
 				} else {

@@ -3,8 +3,8 @@
  * wire_req.c - the requester side of the wire: the QP's window of
  * outstanding requests, rendezvous writes (registration of the source, RTS
  * messages), sending in order (pump, within the eager flow-control limit),
- * CQEs in WQE order (each once the provider no longer touches its memory),
- * failure of a QP and of the requests on a deregistered region, fences, and
+ * CQEs in WQE order, failure of a QP and of the requests on a deregistered
+ * region, holds on rendezvous sources and the fences that release them, and
  * the answers that complete requests (ACKs, responses).
  */
 
@@ -93,6 +93,7 @@ static void hold_add(struct kinet_wire *w, struct wire_qp *wq, const struct wreq
 		if (!h) {
 			/* no memory to remember it: only closing the connection is sure */
 			wire_drop_peer(w, wq->peer, "out of memory");
+			wire_close_peer(w, wq->peer);
 			return;
 		}
 		w->holds = h;
@@ -139,8 +140,13 @@ void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answe
 /* Sends the fence that releases wq's holds, if one is due: 1 when sent. */
 int wire_send_fences(struct kinet_wire *w, struct wire_qp *wq)
 {
-	if (wq->fence_want == wq->fence_sent || wq->peer < 0 || w->peers[wq->peer].removed)
+	if (wq->fence_want == wq->fence_sent)
 		return 0;
+	if (wq->peer < 0 || w->peers[wq->peer].removed) {
+		/* no connection left to fence: its holds go with it */
+		wq->fence_sent = wq->fence_want;
+		return 0;
+	}
 	if (wire_send_fence(w, wq, wq->fence_want))
 		return 0; /* later (or the peer is being dropped) */
 	wq->fence_sent = wq->fence_want;
@@ -427,7 +433,8 @@ int wire_complete(struct wire_qp *wq)
 			if (!wq->failed) {
 				wq->failed = true;
 				for (uint32_t s = wq->head + 1; s != wq->tail; s++)
-					wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
+					wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR,
+						    false);
 				wq->txn = wq->tail;
 			}
 			/* ERR before the error CQE: whoever sees the CQE sees ERR */

@@ -80,7 +80,8 @@ void wire_rd_give_up(struct kinet_wire *w, int idx)
 		pr->nlost++;
 		struct rdop *n = calloc(1, sizeof(*n));
 		uint8_t *b = n ? malloc(RD_PIECE) : NULL;
-		struct rdop **all = b ? realloc(w->rdall, (size_t)(w->nrdall + 1) * sizeof(*all)) : NULL;
+		struct rdop **all =
+			b ? realloc(w->rdall, (size_t)(w->nrdall + 1) * sizeof(*all)) : NULL;
 		if (!all) {
 			free(b);
 			free(n);
@@ -116,9 +117,10 @@ void wire_tq_copy(struct kinet_wire *w)
 			}
 			size_t n = HDR + rb->m.len;
 			if (wq->tq_bytes + n > TQ_MAX) {
-				KLOG_WARN("wire: qp 0x%x: more than %llu bytes of requests from qp 0x%x "
-					  "wait here (it ignores the flow control): connection failed",
-					  wq->qp->qpn, (unsigned long long)TQ_MAX, rb->m.src_qpn);
+				KLOG_WARN("wire: qp 0x%x: more than %llu bytes of requests from "
+					  "qp 0x%x wait here (it ignores the flow control): "
+					  "connection failed", wq->qp->qpn,
+					  (unsigned long long)TQ_MAX, rb->m.src_qpn);
 				wq->tgt_failed = true;
 				wire_tq_drop(w, wq);
 				break;
