@@ -229,6 +229,28 @@ enum kinet_mem_kind {
 /* Registers [addr, addr+len) with the given access. The NIC refuses every
  * access outside it or not allowed by `access`. len must be > 0. */
 int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out);
+/* Deregisters a region and frees mr: 0, -EINVAL (mr NULL), or -EBUSY (below).
+ * Once it has returned 0 the NIC never reads or writes the region again,
+ * whatever was in flight:
+ * - WQEs between QPs of this process run within an engine pass, never half
+ *   done; GPU copies in flight land before it returns;
+ * - software NIC, WQEs on the wire (kinet/net.h) whose local buffer lies in
+ *   the region (the source of a WRITE or SEND, the destination of a READ or
+ *   of an atomic's result): the oldest one of each QP completes with the
+ *   local protection error and the QP's later WQEs are flushed (RC); an
+ *   answer that arrives afterwards is dropped. A success CQE of a WRITE or
+ *   SEND means that every byte sent was read from the region while it was
+ *   registered. It waits for the provider to let go of the region (sends
+ *   straight from it, a rendezvous source the target may still be reading),
+ *   at most about KINET_NET_TIMEOUT_MS, then closes the connection of the
+ *   peer that keeps it (that peer's QPs fail);
+ * - as the target of another process's writes: placements into the region
+ *   land first; those of a peer that has gone silent are given up after
+ *   KINET_NET_TIMEOUT_MS (they never write into the region).
+ * -EBUSY: the provider still uses the region for a silent peer whose
+ * connection cannot be closed (software NIC with libfabric before 1.18, a
+ * peer this context also reads from): no WQE can use the region any more,
+ * but it must not be freed yet; call kinet_mr_dereg again later. */
 int kinet_mr_dereg(kinet_mr *mr);
 uint32_t kinet_mr_lkey(const kinet_mr *mr);
 uint32_t kinet_mr_rkey(const kinet_mr *mr);

@@ -98,6 +98,12 @@ static int soft_mr_revoke(kinet_mr *mr)
 	return 0;
 }
 
+/* Deregistration with work in flight (kinet_mr_dereg's contract): once the
+ * region is out of the key table no new WQE can name it; local WQEs run
+ * inside an engine pass, so none is half done; target-side placements of
+ * the wire keep the table (the write lock waits for them, bounded by the
+ * network timeout); requests on the wire that would still touch it fail and
+ * the wire returns once the provider no longer reads or writes it. */
 static int soft_mr_dereg(kinet_mr *mr)
 {
 	kinet_ctx *c = mr->pd->ctx;
@@ -108,7 +114,7 @@ static int soft_mr_dereg(kinet_mr *mr)
 	kinet_keytab_remove(&ctx->keys, mr);
 	pthread_rwlock_unlock(&ctx->keys.lock);
 	kinet_soft_start_world(c);
-	return 0;
+	return kinet_wire_mr_gone(c, mr);
 }
 
 /* ---- completion queues --------------------------------------------------------- */

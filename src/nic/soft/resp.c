@@ -222,7 +222,7 @@ int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct sof
 		}
 	}
 	if (total) {
-		struct soft_iov dst = {ref.ptr, total, ref.kind};
+		struct soft_iov dst = {ref.ptr, total, ref.kind, NULL};
 		if (soft_copy_iov(&dst, 1, src, niov, total))
 			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		else
@@ -272,7 +272,7 @@ int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft
 		goto out;
 	}
 	if (total) {
-		struct soft_iov src = {ref.ptr, total, ref.kind};
+		struct soft_iov src = {ref.ptr, total, ref.kind, NULL};
 		if (soft_copy_iov(dst, niov, &src, 1, total))
 			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		else
@@ -402,7 +402,7 @@ static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r)
 		if (rc)
 			return rc;
 		uint64_t be = kn_htobe64(old); /* the NIC returns big-endian */
-		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST};
+		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST, NULL};
 		if (soft_copy_iov(r->iov, r->niov, &src, 1, 8))
 			return SOFT_REASON(KN_SYND_LOCAL_PROT_ERR, KINET_REASON_COPY_FAILED);
 		return 0;

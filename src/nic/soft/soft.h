@@ -144,7 +144,9 @@ void soft_cq_reset(kinet_cq *cq);
 struct soft_iov {
 	uint8_t *ptr;
 	uint64_t len;
-	int kind; /* enum kinet_mem_kind */
+	int kind;     /* enum kinet_mem_kind */
+	kinet_mr *mr; /* the region it was checked against (requester; NULL: inline data,
+		       * staging): the wire compares it, never reads through it */
 };
 
 /* A parsed send WQE. */

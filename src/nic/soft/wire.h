@@ -58,6 +58,12 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx);
  * writer waits for the table, and checks again what it started before the
  * table could change. */
 bool kinet_wire_pinned(kinet_ctx *ctx);
+/* A region has left the key table (kinet_mr_dereg): requests on the wire
+ * that would still read or write it fail (local protection error), and this
+ * returns once the provider no longer touches it, at most about
+ * KINET_NET_TIMEOUT_MS later (the peers that keep it are then dropped).
+ * Called without the engines stopped: they complete what it waits for. */
+int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr);
 /* An idle engine's nap: returns when the endpoint has something to read or
  * after ns; -ENOSYS when the context has no wire (or no wait object): the
  * caller sleeps instead. */
@@ -96,6 +102,12 @@ static inline void kinet_wire_qp_reset(kinet_qp *qp) { (void)qp; }
 static inline void kinet_wire_qp_close(kinet_qp *qp) { (void)qp; }
 static inline int kinet_wire_ctx_progress(kinet_ctx *ctx) { (void)ctx; return 0; }
 static inline bool kinet_wire_pinned(kinet_ctx *ctx) { (void)ctx; return false; }
+static inline int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
+{
+	(void)ctx;
+	(void)mr;
+	return 0;
+}
 static inline int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 {
 	(void)ctx;

@@ -15,6 +15,7 @@ static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t l
 		iov->ptr = NULL;
 		iov->len = 0;
 		iov->kind = KINET_MEM_HOST;
+		iov->mr = NULL;
 		return 0;
 	}
 	uint32_t why = soft_mr_check(qp->ctx, qp->pd, lkey, addr, len, access, &ref);
@@ -23,6 +24,7 @@ static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t l
 	iov->ptr = ref.ptr;
 	iov->len = len;
 	iov->kind = ref.kind;
+	iov->mr = ref.mr;
 	return 0;
 }
 
@@ -44,6 +46,7 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 			iov->ptr = r->wqe + off + 4;
 			iov->len = len;
 			iov->kind = KINET_MEM_HOST;
+			iov->mr = NULL;
 			off += (4 + len + 15) & ~15u;
 		} else {
 			if (end - off < 16)
