@@ -284,6 +284,8 @@ KN_INLINE void knx_ring_nic(const kn_qp *qp, uint64_t p, const void *own, int si
 {
 	kn_qp_state *st = qp->st;
 	const uint64_t *w = (const uint64_t *)own;
+	/* loaded before the barrier, so that their latency hides behind it */
+	uint32_t off = st->bf_off, alt = qp->bf_alt;
 	KN_BAR_WQE_DBR();
 	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
 #if defined(__CUDA_ARCH__)
@@ -296,7 +298,7 @@ KN_INLINE void knx_ring_nic(const kn_qp *qp, uint64_t p, const void *own, int si
 #else
 	KN_BAR_DBR_REG();
 #endif
-	volatile uint64_t *reg = (volatile uint64_t *)(qp->db + st->bf_off);
+	volatile uint64_t *reg = (volatile uint64_t *)(qp->db + off);
 	if (qp->db_mode == KN_DB_BLUEFLAME && w && single) {
 #if defined(__CUDA_ARCH__)
 		for (int i = 0; i < 8; i += 2)
@@ -311,7 +313,7 @@ KN_INLINE void knx_ring_nic(const kn_qp *qp, uint64_t p, const void *own, int si
 		reg[0] = w ? w[0] : knx_db_word(qp, p);
 	}
 	KN_BAR_REG_FLUSH();
-	st->bf_off ^= qp->bf_alt;
+	st->bf_off = off ^ alt;
 }
 
 /* knx_ring_nic, or with a CPU proxy (KN_DB_CPU_PROXY) the producer index
@@ -319,9 +321,14 @@ KN_INLINE void knx_ring_nic(const kn_qp *qp, uint64_t p, const void *own, int si
 KN_INLINE void knx_ring(const kn_qp *qp, uint64_t p, const void *own, int single)
 {
 	if (qp->db_mode == KN_DB_CPU_PROXY) {
+#if defined(__CUDA_ARCH__)
+		KN_FENCE_REL(); /* the WQEs before the index the proxy reads */
+		*qp->cpu_pi = (uint32_t)p;
+#else
 		KN_FENCE_SYS();
 		*qp->cpu_pi = (uint32_t)p;
 		KN_FENCE_SYS();
+#endif
 		return;
 	}
 	knx_ring_nic(qp, p, own, single);
@@ -347,13 +354,13 @@ KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, co
 	}
 #endif
 	if (qp->share == KN_SHARE_EXCLUSIVE) {
+		/* the owner submits in ticket order: the ring covers [t, t+n) */
 #if defined(__CUDA_ARCH__)
 		st->ready = t + n; /* read by the owner only */
-		knx_ring(qp, t + n, last, n == 1 && st->rung + 1 == t + n);
 #else
 		KN_STORE64(&st->ready, t + n);
-		knx_ring(qp, t + n, last, n == 1 && KN_LOAD64(&st->rung) + 1 == t + n);
 #endif
+		knx_ring(qp, t + n, last, n == 1);
 		st->rung = t + n;
 		return;
 	}

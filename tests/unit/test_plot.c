@@ -118,7 +118,7 @@ Test(plot, png_from_kinet_perf_records)
 	cr_assert_not_null(strstr(out, "y: latency, t_typical (median) [us]"), "%s", out);
 	cr_assert_not_null(strstr(out, "line 'writes, 1 thread': 12 points, 2="), "%s", out);
 	cr_assert_not_null(strstr(out, "line 'ping-pong': 6 points, 2="), "%s", out);
-	char title[128], host[256] = "";
+	char title[512], host[256] = "";
 	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
 	snprintf(title, sizeof(title), "title: kinet-perf write_bw, write_lat | kinet %d.%d | %s",
 		 KINET_VERSION_MAJOR, KINET_VERSION_MINOR, host);

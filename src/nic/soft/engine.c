@@ -303,7 +303,7 @@ static int flush_sq(kinet_qp *qp, struct soft_req *r)
 }
 
 /* A doorbell rung on a QP in RESET or INIT: the NIC ignores it (the WQEs
- * run once the QP reaches RTS); counted, and logged once per QP. */
+ * run once the QP reaches RTS); counted, and logged once per context. */
 static void not_ready_doorbell(kinet_qp *qp, struct soft_qp *s, int state)
 {
 	if (!atomic_load(&s->nr_armed))
@@ -317,12 +317,10 @@ static void not_ready_doorbell(kinet_qp *qp, struct soft_qp *s, int state)
 	s->nr_reg[0] = r0;
 	s->nr_reg[1] = r1;
 	KINET_QCOUNT_OWN(qp, KQ_DB_NOT_READY, 1);
-	if (!s->nr_warned) {
-		s->nr_warned = true;
+	if (!atomic_exchange(&soft_ctx(qp->ctx)->nr_warned, true))
 		KLOG_WARN("qp 0x%x: doorbell rung while the QP is in %s: ignored until it reaches "
-			  "RTS (logged once per QP)",
+			  "RTS (logged once per context; counters.db_not_ready counts them per QP)",
 			  qp->qpn, kinet_qp_state_str(state));
-	}
 }
 
 /* Fault injection at a WQE (the rules of the context, docs/lifecycle.md):

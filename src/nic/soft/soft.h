@@ -35,6 +35,7 @@ struct soft_ctx {
 	/* fault-injection rules (src/core/fault.h), NULL: none; replaced while
 	 * the engines are stopped */
 	struct kinet_fault_set *faults;
+	_Atomic bool nr_warned; /* a doorbell rung in RESET or INIT was logged (once per context) */
 	void **retired; /* replaced rule sets (freed at close) */
 	int nretired;
 };
@@ -71,7 +72,6 @@ struct soft_qp {
 	uint8_t db_form;     /* how the producer last rang (KINET_TR_DB_*: the trace) */
 	uint32_t nr_dbr;     /* doorbell record / register seen while in RESET or INIT */
 	uint64_t nr_reg[2];
-	bool nr_warned;      /* that was logged once */
 	_Atomic bool nr_armed; /* the registers were cleared in RESET: new words count */
 	uint64_t hold_until_ns; /* fault injection: the head WQE waits (delay, cqfull, silent) */
 	uint8_t hold_kind;      /* which (enum kinet_fault_action), 0: none */
