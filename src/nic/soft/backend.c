@@ -8,6 +8,7 @@
 #include <string.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/wire.h"
+#include "nic/soft/eth_int.h" /* SOFT_ETH_OPS: Ethernet ports */
 
 /* Every soft QP's peer link (soft_qp.peer and the referrer lists), process
  * wide: a peer may belong to another context. Lock order: this, then the
@@ -339,4 +340,5 @@ const struct kinet_backend_ops kinet_soft_backend = {
 #endif
 	.sq_consumed = soft_sq_consumed,
 	.counters = kinet_soft_counters_add,
+	SOFT_ETH_OPS,
 };
