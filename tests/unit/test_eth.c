@@ -13,10 +13,13 @@
  * WQEs outside their region; buffers guarded by canaries throughout.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <kinet/eth.h>
 #include <kinet/device_eth.h>
+#include <kinet/sem.h>
+#include <kinet/device_sem.h>
 #include "../util/testutil.h"
 #include "../util/ethutil.h"
 
@@ -935,5 +938,145 @@ Test(eth, bad_arguments)
 	cr_assert_eq(kn_eth_send(e.tq, e.txb.buf, tu_lkey(&e.txb), 1519 + 4, 0, &tk), -EINVAL);
 	cr_assert_eq(kn_eth_send(e.tq, e.txb.buf, tu_lkey(&e.txb), 60, 0x80, &tk), -EINVAL);
 	cr_assert_eq(e.tq->q.st->resv, 0);
+	env_close(&e);
+}
+
+/* ---- semaphore rings ------------------------------------------------------------ */
+
+/* Two host-executor threads as two kernels: the receiver hands each batch of
+ * packets to the worker through a semaphore ring (pointers, lengths, the
+ * last ticket), the worker checks every packet against what was sent and
+ * marks the item done, the receiver gives the buffers back in order once
+ * their item is done. */
+struct batch {
+	uint32_t n, rsvd;
+	uint64_t last;
+	uint8_t *data[8];
+	uint32_t len[8];
+};
+
+struct sem_arg {
+	struct env *e;
+	const kn_eth_rxq *rq;
+	const kn_sem *sem;
+	uint32_t total;
+	uint32_t checked;
+};
+
+static int sem_fn(int tid, int n, void *arg)
+{
+	(void)n;
+	struct sem_arg *a = arg;
+	const kn_sem *s = a->sem;
+	if (tid == 0) { /* receiver */
+		uint32_t got = 0, item = 0, oldest = 0;
+		while (got < a->total) {
+			/* reclaim done items in order: their buffers go back */
+			while (oldest < item && kn_sem_get(s, oldest) == KN_SEM_DONE) {
+				struct batch *b = kn_sem_item(s, oldest);
+				TU_CHECK(kn_eth_release(a->rq, b->last + 1) == 0, "release");
+				kn_sem_set(s, oldest, KN_SEM_FREE);
+				oldest++;
+			}
+			if (item - oldest == s->count)
+				continue; /* the ring is full: wait for the worker */
+			kn_eth_pkt pk[8];
+			uint32_t k = 0;
+			TU_CHECK(kn_eth_recv(a->rq, pk, 8, 1000000, &k) == 0, "recv");
+			if (!k)
+				continue;
+			TU_CHECK(kn_sem_get(s, item) == KN_SEM_FREE, "item %u not free", item);
+			struct batch *b = kn_sem_item(s, item);
+			b->n = k;
+			b->last = pk[k - 1].ticket;
+			for (uint32_t i = 0; i < k; i++) {
+				b->data[i] = pk[i].data;
+				b->len[i] = pk[i].len;
+			}
+			kn_sem_set(s, item, KN_SEM_READY);
+			item++;
+			got += k;
+		}
+		TU_CHECK(kn_sem_wait(s, item, KN_SEM_FREE, 0) == 0, "end");
+		kn_sem_set(s, item, KN_SEM_EXIT);
+		return 0;
+	}
+	/* worker */
+	for (uint32_t item = 0;; item++) {
+		for (;;) {
+			uint32_t st = kn_sem_get(s, item);
+			if (st == KN_SEM_READY)
+				break;
+			if (st == KN_SEM_EXIT)
+				return 0;
+			KN_PAUSE();
+		}
+		struct batch *b = kn_sem_item(s, item);
+		for (uint32_t i = 0; i < b->n; i++) {
+			uint32_t idx = b->data[i][14 + 20 + 8]; /* the frame's number, first payload byte */
+			TU_CHECK(idx == a->checked % 256, "frame %u out of order (%u)", a->checked, idx);
+			TU_CHECK(memcmp(b->data[i], frame_at(a->e, a->checked), b->len[i]) == 0,
+				 "frame %u differs", a->checked);
+			a->checked++;
+		}
+		kn_sem_set(s, item, KN_SEM_DONE);
+	}
+}
+
+/* The receiver and the worker on two host-executor threads. */
+static void *sem_threads(void *arg)
+{
+	struct run {
+		struct sem_arg *a;
+		int rc;
+	} *ru = arg;
+	ru->rc = kinet_host_exec(2, sem_fn, ru->a);
+	return NULL;
+}
+
+Test(eth, semaphore_ring_hands_batches_between_threads)
+{
+	struct env e;
+	env_open(&e, NULL, 0);
+	struct kinet_eth_rxq_attr ra = {.depth = 32};
+	kinet_eth_flow *fl;
+	kn_eth_rxq *rq;
+	kinet_eth_rxq *r = rxq_new(&e, &ra, NULL, &fl, &rq);
+	kinet_sem *sem, *bad;
+	kn_sem *ds;
+	cr_assert_eq(kinet_sem_create(e.ctx, 4, sizeof(struct batch), &sem), 0);
+	cr_assert_eq(kinet_sem_device(sem, &ds), 0);
+	cr_assert_eq(ds->count, 4);
+	cr_assert_eq(kinet_sem_create(e.ctx, 0, 8, &bad), -EINVAL);
+	cr_assert_eq(kinet_sem_create(e.ctx, 4, 5000, &bad), -EINVAL);
+	struct te_flow f;
+	te_flow_v4(&f, 1, 2, 3, 4);
+	uint32_t len[200];
+	for (uint32_t i = 0; i < 200; i++) {
+		uint8_t *fr = frame_at(&e, i);
+		len[i] = te_frame(fr, &f, 20 + i, i + 1, 0, 0);
+		fr[14 + 20 + 8] = (uint8_t)i; /* after the checksum: the receiver flags it, no matter */
+	}
+	struct sem_arg a = {&e, rq, ds, 200, 0};
+	pthread_t th;
+	struct run {
+		struct sem_arg *a;
+		int rc;
+	} ru = {&a, -1};
+	cr_assert_eq(pthread_create(&th, NULL, sem_threads, &ru), 0);
+	/* this thread sends, never more than the receive queue holds */
+	for (uint32_t i = 0; i < 200; i++) {
+		while (i - KN_LOAD64(&rq->st->released) >= 32)
+			KN_PAUSE();
+		send_wait(&e, frame_at(&e, i), len[i], 0);
+	}
+	pthread_join(th, NULL);
+	cr_assert_eq(ru.rc, 0, "%s", tu_fail_msg);
+	cr_assert_eq(a.checked, 200);
+	struct kinet_eth_counters c;
+	cr_assert_eq(kinet_eth_rxq_counters(r, &c), 0);
+	cr_assert_eq(c.drops[KINET_ETH_DROP_NO_WQE], 0);
+	cr_assert_eq(kinet_sem_destroy(sem), 0);
+	rxq_del(r, fl);
 	env_close(&e);
 }
