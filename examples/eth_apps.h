@@ -21,17 +21,20 @@
 #define APP_BATCH 32u
 #define APP_FLOWS 64u  /* flows the classifier tells apart */
 
+/* One flow the classifier counts. */
+struct app_flow {
+	uint8_t src[4], dst[4];
+	uint16_t sport, dport;
+	uint8_t proto, rsvd[3];
+	uint64_t packets, bytes;
+};
+
 /* What an app did (written by the device code, read by the host after). */
 struct app_stats {
 	uint64_t rx, tx, ignored, bad_csum, errors;
 	uint64_t ipv4, ipv6, arp, other_l3, udp, tcp, icmp, other_l4;
 	uint32_t nflows, rc;
-	struct app_flow {
-		uint8_t src[4], dst[4];
-		uint16_t sport, dport;
-		uint8_t proto, rsvd[3];
-		uint64_t packets, bytes;
-	} flows[APP_FLOWS];
+	struct app_flow flows[APP_FLOWS];
 };
 
 /* Everything an app needs, filled by the host. */
