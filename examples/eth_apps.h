@@ -139,7 +139,8 @@ KN_INLINE int app_echo(const struct app_args *a, int icmp)
 	kn_eth_pkt pk[APP_BATCH];
 	while (!*a->stop && st->tx < a->max) {
 		uint32_t n = 0;
-		int rc = kn_eth_recv(a->rq, pk, APP_BATCH, 100000, &n);
+		/* whatever is there: an echo answers at once, it does not batch */
+		int rc = kn_eth_recv_any(a->rq, pk, APP_BATCH, 100000, &n);
 		if (rc)
 			return rc;
 		if (!n)

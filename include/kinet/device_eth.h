@@ -420,6 +420,26 @@ KN_INLINE int kn_eth_recv(const kn_eth_rxq *rxq, kn_eth_pkt *pkts, uint32_t max,
 	return 0;
 }
 
+/* Receives what is there, up to max packets, waiting at most timeout_ns
+ * for the first (0: not at all): the latency form of kn_eth_recv (which
+ * waits for max packets). 0, or -EINVAL. */
+KN_INLINE int kn_eth_recv_any(const kn_eth_rxq *rxq, kn_eth_pkt *pkts, uint32_t max,
+			      uint64_t timeout_ns, uint32_t *n)
+{
+	uint64_t t0 = 0;
+	for (;;) {
+		int rc = kn_eth_recv(rxq, pkts, max, 0, n);
+		if (rc || *n || !timeout_ns)
+			return rc;
+		uint64_t now = kn_now_ns();
+		if (!t0)
+			t0 = now;
+		else if (now - t0 >= timeout_ns)
+			return 0;
+		KN_PAUSE();
+	}
+}
+
 /* Gives the buffers of every packet with a ticket below upto back to the NIC
  * (in order; a striding WQE goes back once every packet in it is released).
  * 0, or -EINVAL for a ticket not received yet. */

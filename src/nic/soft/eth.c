@@ -40,6 +40,8 @@ static void *port_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 		pthread_rwlock_rdlock(&sc->keys.lock);
 		p->wait_until = 0;
+		p->rx_ts = 0;
+		p->pass_cqes = 0;
 		for (int i = 0; i < p->ntxq; i++)
 			work += soft_eth_tx_serve(p, p->txqs[i], TX_BUDGET);
 		if (p->drv->tx_flush)
@@ -47,6 +49,8 @@ static void *port_main(void *arg)
 		if (p->drv->rx)
 			work += p->drv->rx(p, RX_BUDGET);
 		pthread_rwlock_unlock(&sc->keys.lock);
+		if (p->pass_cqes)
+			KINET_COUNT(p->p.ctx, c_cqes, p->pass_cqes);
 		uint64_t deadline = p->wait_until;
 		pthread_mutex_unlock(&p->lock);
 		bool kicked = !work && atomic_load_explicit(&p->kick, memory_order_relaxed) &&
@@ -479,6 +483,7 @@ void kinet_soft_eth_inject(kinet_eth_port *pp, const void *frame, uint32_t len)
 	struct soft_ctx *sc = soft_ctx(pp->ctx);
 	pthread_mutex_lock(&p->lock);
 	pthread_rwlock_rdlock(&sc->keys.lock);
+	p->rx_ts = 0;
 	soft_eth_rx(p, -1, frame, len);
 	pthread_rwlock_unlock(&sc->keys.lock);
 	pthread_mutex_unlock(&p->lock);

@@ -21,6 +21,7 @@
 #define KINET_SOFT_ETH_INT_H
 
 #include <linux/types.h>
+#include <string.h>
 #include "nic/soft/soft.h"
 #include "core/eth_core.h"
 #include "nic/soft/eth_rule.h"
@@ -113,8 +114,24 @@ struct soft_eth_port {
 	uint64_t spin_ns, sleep_ns;
 	uint64_t wait_until;   /* earliest WAIT deadline of this pass (ns), 0 none */
 	uint64_t ring_base;
+	uint64_t rx_ts;        /* the clock of this pass's receive CQEs (read once) */
+	uint64_t pass_cqes;    /* CQEs written this pass (the context's count, once) */
 	struct eth_ctr ctr;    /* the port's own: unmatched, ring drops */
 };
+
+/* Writes a CQE into a CQ only the port thread produces into (its queues'
+ * dedicated CQs; reset under the pass lock): no lock, the owner bit of the
+ * lap, op_own last. The caller checked soft_cq_space(). */
+static inline void seth_cq_write(struct soft_eth_port *p, kinet_cq *c, const void *cqe)
+{
+	struct soft_cq *cq = soft_cq(c);
+	uint64_t idx = cq->pi++;
+	uint8_t *dst = c->buf + (idx & (c->cnt - 1)) * KN_CQE_SIZE;
+	uint8_t op_own = (uint8_t)((((const uint8_t *)cqe)[63] & 0xfe) | ((idx / c->cnt) & 1));
+	memcpy(dst, cqe, KN_CQE_SIZE - 1);
+	__atomic_store_n(&dst[63], op_own, __ATOMIC_RELEASE);
+	p->pass_cqes++;
+}
 
 static inline struct soft_eth_port *seth_port(kinet_eth_port *p)
 {

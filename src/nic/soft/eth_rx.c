@@ -180,7 +180,8 @@ hash:
 
 /* ---- CQEs --------------------------------------------------------------------------- */
 
-static void rx_err_cqe(struct soft_eth_rxq *q, uint32_t synd, uint16_t wqe)
+static void rx_err_cqe(struct soft_eth_port *p, struct soft_eth_rxq *q, uint32_t synd,
+		       uint16_t wqe)
 {
 	struct kn_cqe64 cqe;
 	memset(&cqe, 0, sizeof(cqe));
@@ -189,12 +190,12 @@ static void rx_err_cqe(struct soft_eth_rxq *q, uint32_t synd, uint16_t wqe)
 	e->s_wqe_opcode_qpn = kn_htobe32(q->r.rqn);
 	e->wqe_counter = kn_htobe16(wqe);
 	e->op_own = KN_CQE_RESP_ERR << 4;
-	soft_cq_push(q->r.cq, &cqe);
+	seth_cq_write(p, q->r.cq, &cqe);
 	kinet_count_syndrome(q->r.port->ctx, synd);
 }
 
-static void rx_cqe(struct soft_eth_rxq *q, const struct rx_info *ri, uint32_t byte_cnt,
-		   uint16_t wqe_id, uint16_t counter, uint64_t ts)
+static void rx_cqe(struct soft_eth_port *p, struct soft_eth_rxq *q, const struct rx_info *ri,
+		   uint32_t byte_cnt, uint16_t wqe_id, uint16_t counter, uint64_t ts)
 {
 	struct kn_eth_cqe c;
 	memset(&c, 0, sizeof(c));
@@ -212,7 +213,7 @@ static void rx_cqe(struct soft_eth_rxq *q, const struct rx_info *ri, uint32_t by
 	c.sop_drop_qpn = kn_htobe32(q->r.rqn & 0xffffff);
 	c.wqe_counter = kn_htobe16(counter);
 	c.op_own = KN_CQE_RESP_SEND << 4;
-	soft_cq_push(q->r.cq, (struct kn_cqe64 *)(void *)&c);
+	seth_cq_write(p, q->r.cq, &c);
 }
 
 /* ---- placement -------------------------------------------------------------------- */
@@ -256,7 +257,10 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 		return drop(q, KINET_ETH_DROP_CQ_FULL);
 	struct rx_info ri;
 	rx_parse(f, len, &ri);
-	uint64_t ts = soft_eth_now();
+	/* the arrival time: the clock read once per pass of the port thread */
+	if (!p->rx_ts)
+		p->rx_ts = soft_eth_now();
+	uint64_t ts = p->rx_ts;
 	const uint8_t *w = r->wq + (size_t)(q->ci & (r->wqe_cnt - 1)) * r->wqe_size;
 	const uint8_t *dseg = striding ? w + 16 : w;
 	uint32_t bc = kn_load_be32(dseg), lkey = kn_load_be32(dseg + 4);
@@ -264,22 +268,22 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 	struct kinet_mr_ref ref;
 	if (!striding) {
 		if (bc & KN_INLINE_SEG) {
-			rx_err_cqe(q, KN_SYND_LOCAL_QP_OP_ERR, (uint16_t)q->ci++);
+			rx_err_cqe(p, q, KN_SYND_LOCAL_QP_OP_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_PROTECTION);
 		}
 		if (len > bc) {
-			rx_err_cqe(q, KN_SYND_LOCAL_LENGTH_ERR, (uint16_t)q->ci++);
+			rx_err_cqe(p, q, KN_SYND_LOCAL_LENGTH_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_TOO_LONG);
 		}
 		if (soft_mr_check(p->p.ctx, p->p.pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE, &ref)) {
-			rx_err_cqe(q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
+			rx_err_cqe(p, q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_PROTECTION);
 		}
 		if (kinet_mem_copy(ref.ptr, ref.kind, f, KINET_MEM_HOST, len)) {
-			rx_err_cqe(q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
+			rx_err_cqe(p, q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_PROTECTION);
 		}
-		rx_cqe(q, &ri, len, 0, (uint16_t)q->ci, ts);
+		rx_cqe(p, q, &ri, len, 0, (uint16_t)q->ci, ts);
 		q->ci++;
 		return count_rx(q, &ri, len);
 	}
@@ -287,7 +291,7 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 		return drop(q, KINET_ETH_DROP_TOO_LONG);
 	if (filler) {
 		/* the strides left in this WQE cannot hold it: a filler for them */
-		rx_cqe(q, NULL, KN_MPRQ_FILLER | (ns - q->strides_used) << KN_MPRQ_STRIDES_SHIFT,
+		rx_cqe(p, q, NULL, KN_MPRQ_FILLER | (ns - q->strides_used) << KN_MPRQ_STRIDES_SHIFT,
 		       (uint16_t)q->ci, (uint16_t)q->strides_used, ts);
 		q->ci++;
 		q->strides_used = 0;
@@ -303,11 +307,11 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 	    soft_mr_check(p->p.ctx, p->p.pd, lkey, addr + off, len, KINET_ACCESS_LOCAL_WRITE, &ref) ||
 	    kinet_mem_copy(ref.ptr, ref.kind, f, KINET_MEM_HOST, len)) {
 		/* the whole WQE is lost, as a ConnectX drops an MPWQE in error */
-		rx_err_cqe(q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
+		rx_err_cqe(p, q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
 		q->strides_used = 0;
 		return drop(q, KINET_ETH_DROP_PROTECTION);
 	}
-	rx_cqe(q, &ri, need << KN_MPRQ_STRIDES_SHIFT | len, (uint16_t)q->ci,
+	rx_cqe(p, q, &ri, need << KN_MPRQ_STRIDES_SHIFT | len, (uint16_t)q->ci,
 	       (uint16_t)q->strides_used, ts);
 	q->strides_used += need;
 	if (q->strides_used == ns) {

@@ -66,7 +66,8 @@ static uint32_t published(struct soft_eth_txq *q)
 }
 
 /* Writes the CQE of a WQE: success (byte count) or the error syndrome. */
-static int tx_cqe(kinet_qp *qp, uint8_t opcode, uint16_t wqe_idx, uint32_t bytes, uint32_t synd)
+static void tx_cqe(struct soft_eth_port *p, kinet_qp *qp, uint8_t opcode, uint16_t wqe_idx,
+		   uint32_t bytes, uint32_t synd)
 {
 	struct kn_cqe64 cqe;
 	memset(&cqe, 0, sizeof(cqe));
@@ -83,14 +84,13 @@ static int tx_cqe(kinet_qp *qp, uint8_t opcode, uint16_t wqe_idx, uint32_t bytes
 		cqe.wqe_counter = kn_htobe16(wqe_idx);
 		cqe.op_own = KN_CQE_REQ << 4;
 	}
-	int rc = soft_cq_push(qp->scq, &cqe);
-	if (rc == 0 && synd)
+	seth_cq_write(p, qp->scq, &cqe);
+	if (synd)
 		kinet_count_syndrome(qp->ctx, synd);
-	return rc;
 }
 
 /* A WQE of a queue in error: its flush CQE. */
-static int flush(struct soft_eth_txq *q, uint32_t avail)
+static int flush(struct soft_eth_port *p, struct soft_eth_txq *q, uint32_t avail)
 {
 	kinet_qp *qp = &q->t.q;
 	int n = 0;
@@ -100,7 +100,7 @@ static int flush(struct soft_eth_txq *q, uint32_t avail)
 		uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
 		if (nbb > avail)
 			nbb = avail;
-		tx_cqe(qp, c[3], (uint16_t)q->ci, 0, KN_SYND_WR_FLUSH_ERR);
+		tx_cqe(p, qp, c[3], (uint16_t)q->ci, 0, KN_SYND_WR_FLUSH_ERR);
 		ECTR(&q->ctr, tx_errors[KINET_ETH_TXE_FLUSHED], 1);
 		q->ci += nbb;
 		avail -= nbb;
@@ -197,7 +197,7 @@ int soft_eth_tx_serve(struct soft_eth_port *p, struct soft_eth_txq *q, int budge
 	if (!avail)
 		return work;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR) {
-		work += flush(q, avail);
+		work += flush(p, q, avail);
 		atomic_store(&q->ci_pub, q->ci);
 		return work;
 	}
@@ -286,7 +286,7 @@ int soft_eth_tx_serve(struct soft_eth_port *p, struct soft_eth_txq *q, int budge
 			/* error first, then the CQE naming the slot's own index */
 			atomic_store(&qp->state, KINET_QPS_ERR);
 			ECTR(&q->ctr, tx_errors[txe_of(synd)], 1);
-			tx_cqe(qp, opcode, (uint16_t)q->ci, 0, synd);
+			tx_cqe(p, qp, opcode, (uint16_t)q->ci, 0, synd);
 			KLOG_DBG("eth txq 0x%x: WQE %u: %s", qp->qpn, (unsigned)(q->ci & 0xffff),
 				 kinet_syndrome_str(synd));
 			q->ci += nbb;
@@ -294,7 +294,7 @@ int soft_eth_tx_serve(struct soft_eth_port *p, struct soft_eth_txq *q, int budge
 			break;
 		}
 		if (signaled)
-			tx_cqe(qp, opcode, idx, bytes, 0);
+			tx_cqe(p, qp, opcode, idx, bytes, 0);
 		q->ci += nbb;
 		avail -= nbb;
 		work++;

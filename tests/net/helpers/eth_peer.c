@@ -8,7 +8,7 @@
  *       leaves them to the receiver, which AF_XDP does not do)
  *   eth_peer echo-client IP PORT N MIN MAX
  *       N datagrams of MIN..MAX random bytes, each answered byte for byte
- *       within 2 s; prints ok=N rtt_min_us= rtt_avg_us=
+ *       within 2 s; prints ok=N rtt_min_us= rtt_avg_us= rtt_p50_us= rtt_p99_us=
  *   eth_peer sink PORT N FLOWS SPORT
  *       receives N datagrams of eth_pktgen (flows: source ports SPORT ..),
  *       checks every payload (flow, sequence, pattern), that each flow got
@@ -92,6 +92,12 @@ static int csum_off(const char *ifn)
 	return 0;
 }
 
+static int cmp64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int echo_client(const char *ip, unsigned port, int n, int min, int max)
 {
 	int fd = udp_socket(0);
@@ -99,6 +105,7 @@ static int echo_client(const char *ip, unsigned port, int n, int min, int max)
 	inet_pton(AF_INET, ip, &to.sin_addr);
 	uint8_t out[2048], in[2048];
 	uint64_t sum = 0, mn = ~0ull;
+	uint64_t *all = calloc((size_t)(n > 0 ? n : 1), sizeof(uint64_t));
 	for (int i = 0; i < n; i++) {
 		int len = min + (max > min ? (int)(rnd8() | rnd8() << 8) % (max - min + 1) : 0);
 		for (int j = 0; j < len; j++)
@@ -119,9 +126,14 @@ static int echo_client(const char *ip, unsigned port, int n, int min, int max)
 		}
 		sum += dt;
 		mn = dt < mn ? dt : mn;
+		all[i] = dt;
 	}
-	printf("ok=%d rtt_min_us=%llu rtt_avg_us=%llu\n", n, (unsigned long long)mn,
-	       (unsigned long long)(n ? sum / (uint64_t)n : 0));
+	qsort(all, (size_t)n, sizeof(uint64_t), cmp64);
+	printf("ok=%d rtt_min_us=%llu rtt_avg_us=%llu rtt_p50_us=%llu rtt_p99_us=%llu\n", n,
+	       (unsigned long long)mn, (unsigned long long)(n ? sum / (uint64_t)n : 0),
+	       (unsigned long long)(n ? all[n / 2] : 0),
+	       (unsigned long long)(n ? all[(size_t)n * 99 / 100] : 0));
+	free(all);
 	return 0;
 }
 

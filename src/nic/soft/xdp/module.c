@@ -259,7 +259,7 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 	x->bind_flags = sc.bind_flags;
 	x->tx_fd = xsk_socket__fd(x->txs);
 	/* every receive frame on the fill ring; the sending frames free */
-	uint32_t idx;
+	uint32_t idx = 0;
 	if (xsk_ring_prod__reserve(&x->fill, x->nrx, &idx) != x->nrx) {
 		rc = -ENOSPC;
 		snprintf(why, wl, "AF_XDP fill ring smaller than the receive frames");
@@ -377,7 +377,7 @@ static int x_rx(struct kinet_xdp *x, int budget, kinet_xdp_rx_fn fn, void *arg)
 		struct sock *k = &x->slots[s];
 		if (!k->xsk)
 			continue;
-		uint32_t idx;
+		uint32_t idx = 0;
 		uint32_t got = xsk_ring_cons__peek(&k->rx, (uint32_t)(budget - n), &idx);
 		for (uint32_t i = 0; i < got; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&k->rx, idx + i);
@@ -389,7 +389,7 @@ static int x_rx(struct kinet_xdp *x, int budget, kinet_xdp_rx_fn fn, void *arg)
 		n += (int)got;
 		/* back to the fill ring, which has room for every receive frame */
 		if (x->nrecycle) {
-			uint32_t fi;
+			uint32_t fi = 0;
 			uint32_t m = xsk_ring_prod__reserve(&x->fill, x->nrecycle, &fi);
 			for (uint32_t i = 0; i < m; i++)
 				*xsk_ring_prod__fill_addr(&x->fill, fi + i) = x->recycle[i];
@@ -406,7 +406,7 @@ static int x_rx(struct kinet_xdp *x, int budget, kinet_xdp_rx_fn fn, void *arg)
 /* Sending frames the kernel is done with. */
 static void reap(struct kinet_xdp *x)
 {
-	uint32_t idx;
+	uint32_t idx = 0;
 	uint32_t n = xsk_ring_cons__peek(&x->comp, x->frames - x->nrx, &idx);
 	for (uint32_t i = 0; i < n; i++)
 		x->tx_free[x->ntx_free++] = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
@@ -432,7 +432,7 @@ static void x_tx_commit(struct kinet_xdp *x, uint8_t *buf, uint32_t len)
 		x->tx_free[x->ntx_free++] = addr;
 		return;
 	}
-	uint32_t idx;
+	uint32_t idx = 0;
 	if (xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
 		x->tx_free[x->ntx_free++] = addr; /* tx_buf saw room: cannot happen */
 		return;
