@@ -135,6 +135,8 @@ echo_rtt() {
 	else
 		echo "$name echo: $(cat "$TMP/c")" >> "$TMP/notes"
 	fi
+	# the servers end by themselves after ECHOS; a signal ends a stuck one
+	for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 	kill $pid 2>/dev/null || true
 	wait $pid 2>/dev/null || true
 }

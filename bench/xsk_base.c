@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <net/if.h>
 #include <poll.h>
 #include <stdint.h>
@@ -46,6 +47,13 @@ static struct xsk_ring_cons cq, rx;
 static uint8_t *area;
 static uint64_t freel[FRAMES];
 static uint32_t nfree;
+static volatile sig_atomic_t stop; /* SIGINT, SIGTERM: end, cleaning up */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static double now_s(void)
 {
@@ -76,7 +84,13 @@ static int setup(const char *ifn, int want_rx)
 				       .bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP};
 	if (!want_rx)
 		sc.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
-	int rc = xsk_socket__create(&xsk, ifn, 0, umem, &rx, &tx, &sc);
+	int rc = -EBUSY;
+	/* EBUSY: the pool of a socket closed a moment ago is still on the queue */
+	for (int i = 0; i < 20 && rc == -EBUSY; i++) {
+		if (i)
+			usleep(50000);
+		rc = xsk_socket__create(&xsk, ifn, 0, umem, &rx, &tx, &sc);
+	}
 	if (rc) {
 		fprintf(stderr, "xsk_base: AF_XDP socket on %s: %s\n", ifn, strerror(-rc));
 		return 1;
@@ -170,7 +184,7 @@ static int do_rx(unsigned long long count)
 	struct pollfd pf = {.fd = xsk_socket__fd(xsk), .events = POLLIN};
 	printf("ready\n");
 	fflush(stdout);
-	while (got < count) {
+	while (got < count && !stop) {
 		uint32_t idx = 0, n = xsk_ring_cons__peek(&rx, BATCH, &idx);
 		if (!n) {
 			if (poll(&pf, 1, got ? 1000 : 20000) != 1 && (got || now_s() - start > 20))
@@ -222,11 +236,11 @@ static int do_echo(unsigned port, unsigned long long count)
 	struct pollfd pf = {.fd = xsk_socket__fd(xsk), .events = POLLIN};
 	printf("ready\n");
 	fflush(stdout);
-	while (done < count) {
+	while (done < count && !stop) {
 		reap();
 		uint32_t idx = 0, n = xsk_ring_cons__peek(&rx, BATCH, &idx);
 		if (!n) {
-			if (poll(&pf, 1, 20000) != 1)
+			if (poll(&pf, 1, 200) != 1 && stop)
 				break;
 			continue;
 		}
@@ -280,7 +294,7 @@ static int do_echo(unsigned port, unsigned long long count)
 			sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
 		done += nt;
 	}
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 100 && !stop; i++) {
 		reap();
 		usleep(1000);
 	}
@@ -301,6 +315,8 @@ static int done(int rc)
 
 int main(int argc, char **argv)
 {
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
 	if (argc >= 6 && !strcmp(argv[1], "tx"))
 		return done(setup(argv[2], 0) ? 1 : do_tx(argv[3], strtoull(argv[4], NULL, 10),
 							  (unsigned)atoi(argv[5])));

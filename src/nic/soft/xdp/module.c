@@ -146,6 +146,25 @@ static const char *perm_hint(int e)
 					     : "";
 }
 
+/* The sending socket. EBUSY: the queue still has the pool of a socket that
+ * was just closed (the kernel releases it a moment later): tried again for
+ * up to a second. */
+static int sock_create(struct kinet_xdp *x, const char *ifname, uint32_t queue,
+		       const struct xsk_socket_config *sc)
+{
+	int rc = -EBUSY;
+	for (int i = 0; i < 20 && rc == -EBUSY; i++) {
+		if (i)
+			usleep(50000);
+		x->txs = NULL;
+		rc = xsk_socket__create(&x->txs, ifname, queue, x->umem, &x->txs_rx, &x->tx, sc);
+		rc = rc > 0 ? -rc : rc;
+	}
+	if (rc)
+		x->txs = NULL;
+	return rc;
+}
+
 static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 		  struct kinet_xdp **out, struct kinet_xdp_info *info, char *why, size_t wl)
 {
@@ -242,11 +261,10 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 		.bind_flags = XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP,
 	};
 	const char *bind = "zero-copy";
-	rc = xsk_socket__create(&x->txs, ifname, queue, x->umem, &x->txs_rx, &x->tx, &sc);
-	if (rc) {
-		x->txs = NULL;
+	rc = sock_create(x, ifname, queue, &sc);
+	if (rc && rc != -EBUSY) {
 		sc.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP;
-		rc = xsk_socket__create(&x->txs, ifname, queue, x->umem, &x->txs_rx, &x->tx, &sc);
+		rc = sock_create(x, ifname, queue, &sc);
 		bind = "copy mode (the driver has no AF_XDP zero-copy)";
 	}
 	if (rc) {
