@@ -75,24 +75,29 @@ static int rx_fn(int tid, int n, void *arg)
 	kn_eth_pkt pk[64];
 	double last = now_s();
 	unsigned long long sum = 0;
+	unsigned iter = 0;
 	while (a->done < a->count) {
 		uint32_t k = 0;
 		int rc = kn_eth_recv(a->rq, pk, 64, 1000000, &k);
 		if (rc)
 			return rc;
-		double t = now_s();
 		if (!k) {
+			double t = now_s();
 			if (t - last > (a->done ? 1.0 : 20.0))
 				break; /* the sender is done */
 			continue;
 		}
-		if (!a->done)
-			a->t0 = t;
+		/* the clock costs as much as a small batch: read it on the first batch, every
+		 * 64th and the last one only */
+		if (!a->done || !(++iter & 63) || a->done + k >= a->count) {
+			a->t1 = last = now_s();
+			if (!a->done)
+				a->t0 = a->t1;
+		}
 		for (uint32_t i = 0; i < k; i++)
 			sum += pk[i].data[pk[i].len - 1]; /* touch it, as a consumer would */
 		kn_eth_release(a->rq, pk[k - 1].ticket + 1);
 		a->done += k;
-		a->t1 = last = t;
 	}
 	a->rc = (int)(sum & 0); /* keep the reads */
 	return 0;
