@@ -162,7 +162,8 @@ int main(int argc, char **argv)
 	} dirs[4] = {{"host->GPU", &hs, &gd}, {"GPU->host", &gs, &hd}, {"GPU->GPU", &gs, &gd},
 		     {"host->host", &hs, &hd}};
 	const uint32_t sizes[] = {8, 4096, 65536, 1u << 20, MAXSIZE};
-	printf("#### Copies from a kernel (kinet copy queue, %s backend) against cudaMemcpyAsync\n\n",
+	printf("#### Copies from a kernel (kinet copy queue, %s backend) against "
+	       "cudaMemcpyAsync\n\n",
 	       backend);
 	printf("| direction | size | kinet GB/s | kinet us/copy | cudaMemcpyAsync GB/s | "
 	       "cudaMemcpyAsync us/copy | kinet / CUDA (bandwidth) |\n");
@@ -172,7 +173,8 @@ int main(int argc, char **argv)
 		dbuf *src = dirs[di].src, *dst = dirs[di].dst;
 		for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 			uint32_t size = sizes[si];
-			uint32_t slots = (uint32_t)(blen / size) < 64 ? (uint32_t)(blen / size) : 64;
+			uint32_t slots =
+				(uint32_t)(blen / size) < 64 ? (uint32_t)(blen / size) : 64;
 			size_t span = (size_t)slots * size;
 			uint32_t count = (uint32_t)(total / size);
 			if (count < 2 * BATCH)
@@ -184,9 +186,9 @@ int main(int argc, char **argv)
 				uint32_t n = pass ? count : 2 * BATCH;
 				CK(cudaMemset(dst->p, 0, span));
 				CK(cudaEventRecord(e0, s));
-				copy_kernel<<<1, 1, 0, s>>>(dd, dst->p, kinet_mr_rkey(dst->mr), src->p,
-							   kinet_mr_lkey(src->mr), size, slots, n,
-							   drc);
+				copy_kernel<<<1, 1, 0, s>>>(dd, dst->p, kinet_mr_rkey(dst->mr),
+							    src->p, kinet_mr_lkey(src->mr), size,
+							    slots, n, drc);
 				CK(cudaEventRecord(e1, s));
 				CK(cudaStreamSynchronize(s));
 				CK(cudaGetLastError());
@@ -199,7 +201,8 @@ int main(int argc, char **argv)
 				}
 				CK(cudaEventElapsedTime(&ms_k, e0, e1));
 				if (check(dst, pattern, span)) {
-					fprintf(stderr, "dma_bench: %s %u B: kinet's copy differs\n",
+					fprintf(stderr,
+						"dma_bench: %s %u B: kinet's copy differs\n",
 						dirs[di].name, size);
 					failed = 1;
 				}
@@ -214,15 +217,16 @@ int main(int argc, char **argv)
 				CK(cudaStreamSynchronize(s));
 				CK(cudaEventElapsedTime(&ms_c, e0, e1));
 				if (check(dst, pattern, span)) {
-					fprintf(stderr, "dma_bench: %s %u B: cudaMemcpyAsync differs\n",
+					fprintf(stderr,
+						"dma_bench: %s %u B: cudaMemcpyAsync differs\n",
 						dirs[di].name, size);
 					failed = 1;
 				}
 			}
 			double bytes = (double)count * size;
 			double gk = bytes / (ms_k * 1e6), gc = bytes / (ms_c * 1e6);
-			printf("| %s | %u | %.2f | %.2f | %.2f | %.2f | %.2f |\n", dirs[di].name, size,
-			       gk, ms_k * 1e3 / count, gc, ms_c * 1e3 / count, gk / gc);
+			printf("| %s | %u | %.2f | %.2f | %.2f | %.2f | %.2f |\n", dirs[di].name,
+			       size, gk, ms_k * 1e3 / count, gc, ms_c * 1e3 / count, gk / gc);
 		}
 	}
 	printf("\n");

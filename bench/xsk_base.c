@@ -76,7 +76,8 @@ static int setup(const char *ifn, int want_rx)
 	area = mmap(NULL, (size_t)FRAMES * FSIZE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct xsk_umem_config uc = {.fill_size = FRAMES, .comp_size = FRAMES, .frame_size = FSIZE};
-	if (area == MAP_FAILED || xsk_umem__create(&umem, area, (size_t)FRAMES * FSIZE, &fq, &cq, &uc)) {
+	if (area == MAP_FAILED ||
+	    xsk_umem__create(&umem, area, (size_t)FRAMES * FSIZE, &fq, &cq, &uc)) {
 		fprintf(stderr, "xsk_base: UMEM\n");
 		return 1;
 	}
@@ -112,9 +113,9 @@ static void reap(void)
 	uint32_t idx = 0, n = xsk_ring_cons__peek(&cq, FRAMES, &idx);
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t a = *xsk_ring_cons__comp_addr(&cq, idx + i);
-		if (a >= (uint64_t)(FRAMES / 2) * FSIZE)
+		if (a >= (uint64_t)(FRAMES / 2) * FSIZE) {
 			freel[nfree++] = a; /* a sending frame */
-		else {			    /* an echoed receive frame: back to the fill ring */
+		} else { /* an echoed receive frame: back to the fill ring */
 			uint32_t fi = 0;
 			if (xsk_ring_prod__reserve(&fq, 1, &fi) == 1) {
 				*xsk_ring_prod__fill_addr(&fq, fi) = a;
@@ -197,7 +198,8 @@ static int do_rx(unsigned long long count)
 		xsk_ring_prod__reserve(&fq, n, &fi);
 		for (uint32_t i = 0; i < n; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&rx, idx + i);
-			(void)*(volatile uint8_t *)(area + d->addr); /* touch it, as a consumer would */
+			/* touch it, as a consumer would */
+			(void)*(volatile uint8_t *)(area + d->addr);
 			*xsk_ring_prod__fill_addr(&fq, fi + i) = d->addr - d->addr % FSIZE;
 		}
 		xsk_ring_cons__release(&rx, n);
@@ -269,8 +271,9 @@ static int do_echo(unsigned port, unsigned long long count)
 			swap(u, u + 2, 2);
 			uint32_t ul = (uint32_t)(ip[2] << 8 | ip[3]) - ihl;
 			u[6] = u[7] = 0;
-			uint8_t ph[12] = {ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18], ip[19],
-					  0, 17, (uint8_t)(ul >> 8), (uint8_t)ul};
+			uint8_t ph[12] = {ip[12], ip[13], ip[14], ip[15], ip[16], ip[17],
+					  ip[18], ip[19], 0,      17,     (uint8_t)(ul >> 8),
+					  (uint8_t)ul};
 			uint32_t s = 0;
 			for (int j = 0; j < 12; j += 2)
 				s += (uint32_t)ph[j] << 8 | ph[j + 1];

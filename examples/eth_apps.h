@@ -152,7 +152,8 @@ KN_INLINE int app_echo(const struct app_args *a, int icmp)
 			return rc;
 		/* every reserved slot gets a WQE: a frame, or a NOP */
 		for (uint32_t i = 0; i < n; i++) {
-			uint8_t *slot = a->txbuf + (size_t)((t + i) & (q->sq_wqe_cnt - 1)) * APP_SLOT;
+			uint8_t *slot =
+				a->txbuf + (size_t)((t + i) & (q->sq_wqe_cnt - 1)) * APP_SLOT;
 			void *wqe = kn_wqe_ptr(q, t + i);
 			uint32_t len = app_echo_reply(slot, &pk[i], icmp);
 			if (pk[i].flags & KN_ETH_RX_CSUM_BAD)
@@ -290,7 +291,8 @@ KN_INLINE int app_classify(const struct app_args *a)
 					st->icmp++;
 				else
 					st->other_l4++;
-				app_count_flow(st, f + 14, ihl, proto, pk[i].len, f + 14 + ihl, ports);
+				app_count_flow(st, f + 14, ihl, proto, pk[i].len, f + 14 + ihl,
+					       ports);
 			} else if (fl & KN_ETH_RX_IPV6) {
 				st->ipv6++;
 			} else if (et == 0x0806) {

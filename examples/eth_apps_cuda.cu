@@ -78,8 +78,9 @@ int main(int argc, char **argv)
 		{"driver", required_argument, 0, 'd'},  {"seconds", required_argument, 0, 's'},
 		{0, 0, 0, 0}};
 	optind = 2;
-	for (int o; which >= 0 &&
-		    (o = getopt_long(argc, argv, "i:p:a:A:B:m:S:D:f:z:c:r:PLd:s:", opts, NULL)) != -1;) {
+	for (int o;
+	     which >= 0 &&
+	     (o = getopt_long(argc, argv, "i:p:a:A:B:m:S:D:f:z:c:r:PLd:s:", opts, NULL)) != -1;) {
 		switch (o) {
 		case 'i': ifname = optarg; break;
 		case 'p': port = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -101,10 +102,10 @@ int main(int argc, char **argv)
 		}
 	}
 	uint8_t s4[4], d4[4], dm[6], ip4[4];
-	bool bad = which < 0 || (!ifname && (!drv || strcmp(drv, "loopback"))) || ex_driver(drv) < 0 ||
-		   (which == 1 && ex_ip4(ip, ip4)) ||
-		   (which == 2 && (ex_ip4(sip, s4) || ex_ip4(dip, d4) || ex_mac(dmac, dm) || !flows ||
-				   size < 60 || size > 1514 || (pace && !rate)));
+	bool bad = which < 0 || (!ifname && (!drv || strcmp(drv, "loopback"))) ||
+		   ex_driver(drv) < 0 || (which == 1 && ex_ip4(ip, ip4)) ||
+		   (which == 2 && (ex_ip4(sip, s4) || ex_ip4(dip, d4) || ex_mac(dmac, dm) ||
+				   !flows || size < 60 || size > 1514 || (pace && !rate)));
 	if (bad) {
 		fprintf(stderr, "usage: %s echo|icmp|pktgen|classify --if IFNAME ... (see the "
 				"comment at the top of examples/eth_apps_cuda.cu)\n",

@@ -72,7 +72,8 @@ static inline int ex_mac(const char *s, uint8_t mac[6])
 {
 	unsigned m[6];
 	char tail;
-	if (!s || sscanf(s, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &tail) != 6)
+	if (!s ||
+	    sscanf(s, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &tail) != 6)
 		return -1;
 	for (int i = 0; i < 6; i++) {
 		if (m[i] > 255)

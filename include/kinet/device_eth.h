@@ -354,7 +354,8 @@ KN_INLINE int knx_eth_rx_take(const kn_eth_rxq *rxq, const struct kn_eth_cqe *c,
 		len = bc & KN_MPRQ_LEN_MASK;
 		if ((bc & KN_MPRQ_FILLER) || used == 0)
 			return 0;
-		if (first >= rxq->strides || (uint64_t)first * rxq->stride_bytes + len > rxq->wqe_bytes) {
+		if (first >= rxq->strides ||
+		    (uint64_t)first * rxq->stride_bytes + len > rxq->wqe_bytes) {
 			st->errors++; /* a CQE pointing outside its WQE's buffer */
 			return 0;
 		}
@@ -395,8 +396,8 @@ KN_INLINE int kn_eth_recv(const kn_eth_rxq *rxq, kn_eth_pkt *pkts, uint32_t max,
 		return -EINVAL;
 	while (got < max) {
 		const struct kn_eth_cqe *c =
-			(const struct kn_eth_cqe *)(rxq->cq +
-						    (size_t)(ci & (rxq->cqe_cnt - 1)) * KN_CQE_SIZE);
+			(const struct kn_eth_cqe *)(rxq->cq + (size_t)(ci & (rxq->cqe_cnt - 1)) *
+								      KN_CQE_SIZE);
 		if (!kn_cqe_ready((const struct kn_cqe64 *)c, ci, rxq->cqe_cnt)) {
 			if (!timeout_ns)
 				break;

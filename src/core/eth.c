@@ -195,11 +195,12 @@ int kinet_eth_txq_create(kinet_eth_port *p, const struct kinet_eth_txq_attr *att
 		memset(&a, 0, sizeof(a));
 	if (!a.depth)
 		a.depth = 256;
-	if (a.depth > 32768 || (a.inline_hdr != 0 && a.inline_hdr != KN_ETH_L2_INLINE_HEADER_SIZE) ||
+	if (a.depth > 32768 ||
+	    (a.inline_hdr != 0 && a.inline_hdr != KN_ETH_L2_INLINE_HEADER_SIZE) ||
 	    a.db_mode < KN_DB_AUTO || a.db_mode > KN_DB_CPU_PROXY || a.share < KN_SHARE_EXCLUSIVE ||
 	    a.share > KN_SHARE_GPU) {
-		KLOG_ERR("eth_txq_create: depth %u (at most 32768), inline_hdr %u (0 or %u), db_mode "
-			 "%d, share %d",
+		KLOG_ERR("eth_txq_create: depth %u (at most 32768), inline_hdr %u (0 or %u), "
+			 "db_mode %d, share %d",
 			 a.depth, a.inline_hdr, KN_ETH_L2_INLINE_HEADER_SIZE, a.db_mode, a.share);
 		return -EINVAL;
 	}
@@ -330,7 +331,8 @@ long long kinet_eth_txq_post_raw(kinet_eth_txq *t, const void *wqe, uint32_t nbb
 			break;
 		if (kn_now_ns() - t0 > t->desc.q.timeout_ns) {
 			pthread_mutex_unlock(&q->raw_lock);
-			KLOG_ERR("eth txq 0x%x: kinet_eth_txq_post_raw: the queue stayed full", q->qpn);
+			KLOG_ERR("eth txq 0x%x: kinet_eth_txq_post_raw: the queue stayed full",
+				 q->qpn);
 			return -ETIMEDOUT;
 		}
 		pthread_mutex_unlock(&q->raw_lock);
@@ -364,8 +366,8 @@ static int rxq_attr_check(const kinet_eth_port *p, struct kinet_eth_rxq_attr *a)
 {
 	if (!a->depth)
 		a->depth = 256;
-	if (a->depth > 32768 || a->mode < KINET_ETH_RXQ_CYCLIC || a->mode > KINET_ETH_RXQ_STRIDING ||
-	    (a->flags & ~(uint32_t)KINET_ETH_RXQ_RAW)) {
+	if (a->depth > 32768 || a->mode < KINET_ETH_RXQ_CYCLIC ||
+	    a->mode > KINET_ETH_RXQ_STRIDING || (a->flags & ~(uint32_t)KINET_ETH_RXQ_RAW)) {
 		KLOG_ERR("eth_rxq_create: depth %u (at most 32768), mode %d, flags 0x%x", a->depth,
 			 a->mode, a->flags);
 		return -EINVAL;
@@ -385,8 +387,8 @@ static int rxq_attr_check(const kinet_eth_port *p, struct kinet_eth_rxq_attr *a)
 			a->log_strides = 6;
 		if (a->log_stride < 6 || a->log_stride > 13 || a->log_strides < 3 ||
 		    a->log_strides > 16 || a->log_stride + a->log_strides > 24) {
-			KLOG_ERR("eth_rxq_create: log_stride %u (6 .. 13), log_strides %u (3 .. 16), "
-				 "at most 16 MiB per WQE",
+			KLOG_ERR("eth_rxq_create: log_stride %u (6 .. 13), log_strides %u "
+				 "(3 .. 16), at most 16 MiB per WQE",
 				 a->log_stride, a->log_strides);
 			return -EINVAL;
 		}
@@ -396,7 +398,8 @@ static int rxq_attr_check(const kinet_eth_port *p, struct kinet_eth_rxq_attr *a)
 		return -EINVAL;
 	}
 	if (a->buf && (!a->mr || a->mr->pd != p->pd)) {
-		KLOG_ERR("eth_rxq_create: buf needs its region (mr) in the port's protection domain");
+		KLOG_ERR("eth_rxq_create: buf needs its region (mr) in the port's "
+			 "protection domain");
 		return -EINVAL;
 	}
 	return 0;
@@ -435,7 +438,8 @@ static void rxq_post_all(kinet_eth_rxq *r)
 		uint64_t addr = (uint64_t)(uintptr_t)(r->buf + (size_t)i * r->wqe_bytes);
 		if (r->attr.mode == KINET_ETH_RXQ_STRIDING) {
 			memset(w, 0, sizeof(struct kn_wqe_srq_next_seg));
-			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), r->wqe_bytes, lkey, addr);
+			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), r->wqe_bytes, lkey,
+					addr);
 		} else {
 			kn_set_data_seg((struct kn_wqe_data_seg *)w, r->wqe_bytes, lkey, addr);
 		}
@@ -492,9 +496,10 @@ int kinet_eth_rxq_create(kinet_eth_port *p, const struct kinet_eth_rxq_attr *att
 		return -EINVAL;
 	}
 	if (a.buf && (uintptr_t)a.buf + r->buf_len > (uintptr_t)a.mr->addr + a.mr->len) {
-		KLOG_ERR("eth_rxq_create: the region of buf holds %zu bytes from it, the queue needs "
-			 "%zu",
-			 (size_t)((uintptr_t)a.mr->addr + a.mr->len - (uintptr_t)a.buf), r->buf_len);
+		KLOG_ERR("eth_rxq_create: the region of buf holds %zu bytes from it, the queue "
+			 "needs %zu",
+			 (size_t)((uintptr_t)a.mr->addr + a.mr->len - (uintptr_t)a.buf),
+			 r->buf_len);
 		free(r);
 		return -EINVAL;
 	}
@@ -516,8 +521,8 @@ int kinet_eth_rxq_create(kinet_eth_port *p, const struct kinet_eth_rxq_attr *att
 		} else {
 			r->buf = kinet_queue_alloc(r->buf_len);
 			r->own_buf = r->buf != NULL;
-			rc = r->buf ? kinet_mr_reg(p->pd, r->buf, r->buf_len, KINET_ACCESS_LOCAL_WRITE,
-						   &r->mr)
+			rc = r->buf ? kinet_mr_reg(p->pd, r->buf, r->buf_len,
+						   KINET_ACCESS_LOCAL_WRITE, &r->mr)
 				    : -ENOMEM;
 			r->own_mr = rc == 0;
 		}
@@ -567,7 +572,8 @@ int kinet_eth_rxq_device(kinet_eth_rxq *r, struct kn_eth_rxq **out)
 	if (!r || !out)
 		return -EINVAL;
 	if (r->attr.flags & KINET_ETH_RXQ_RAW) {
-		KLOG_ERR("eth rxq 0x%x: a raw queue has no kinet buffers for the device calls", r->rqn);
+		KLOG_ERR("eth rxq 0x%x: a raw queue has no kinet buffers for the device calls",
+			 r->rqn);
 		return -EINVAL;
 	}
 	*out = &r->desc;
@@ -644,7 +650,8 @@ int kinet_eth_flow_create(kinet_eth_rxq *r, const struct kinet_eth_match *m,
 	if (p->nflows >= KINET_ETH_MAX_FLOWS) {
 		pthread_mutex_unlock(&p->lock);
 		free(f);
-		KLOG_ERR("eth_flow_create: port %s has %u flows already", p->info.ifname, p->nflows);
+		KLOG_ERR("eth_flow_create: port %s has %u flows already", p->info.ifname,
+			 p->nflows);
 		return -ENOSPC;
 	}
 	/* in the order they are tried: priority, then age; the default last */

@@ -153,7 +153,8 @@ static void send_recv_case(int scope, int frames_on_host, int rx_gpu, int block_
 	ra.depth = 256;
 	if (rx_gpu) {
 		CU(cudaMalloc(&rbuf, 256 * 2048));
-		cr_assert_eq(kinet_mr_reg(e.pd, rbuf, 256 * 2048, KINET_ACCESS_LOCAL_WRITE, &rmr), 0);
+		cr_assert_eq(kinet_mr_reg(e.pd, rbuf, 256 * 2048, KINET_ACCESS_LOCAL_WRITE, &rmr),
+			     0);
 		ra.buf = rbuf;
 		ra.mr = rmr;
 	}
@@ -183,7 +184,8 @@ static void send_recv_case(int scope, int frames_on_host, int rx_gpu, int block_
 	int hrc[NFR];
 	CU(cudaMemcpy(hrc, drc, n * sizeof(int), cudaMemcpyDeviceToHost));
 	for (uint32_t i = 0; i < n; i++)
-		cr_assert_eq(hrc[i], 0, "send scope %s: frame %u: %d", gu_scope_name[scope], i, hrc[i]);
+		cr_assert_eq(hrc[i], 0, "send scope %s: frame %u: %d", gu_scope_name[scope], i,
+			     hrc[i]);
 	recv_kernel<<<1, block_rx ? 128 : 32>>>(drq, out, rlens, n, block_rx, rrc);
 	CU_SYNC();
 	int rr;
@@ -197,8 +199,8 @@ static void send_recv_case(int scope, int frames_on_host, int rx_gpu, int block_
 	for (uint32_t i = 0; i < n; i++) {
 		bool found = false;
 		for (uint32_t j = 0; j < n && !found; j++)
-			found = hl[i] == e.len[j] &&
-				!memcmp(hout + (size_t)i * SLOT, e.fr.mirror + (size_t)j * SLOT, hl[i]);
+			found = hl[i] == e.len[j] && !memcmp(hout + (size_t)i * SLOT,
+							     e.fr.mirror + (size_t)j * SLOT, hl[i]);
 		cr_assert(found, "received frame %u (%u bytes) was not sent", i, hl[i]);
 		if (scope != GU_THREAD)
 			cr_assert_eq(hl[i], e.len[i], "frame %u out of order", i);
@@ -289,18 +291,18 @@ __global__ void dma_kernel(const kn_dma *d, uint8_t *dst, uint32_t dkey, const u
 	uint32_t len = 1 + (g * 977u) % chunk;
 	int r;
 	if (scope == GU_THREAD) {
-		r = kn_dma_memcpy(d, dst + (size_t)g * chunk, dkey, src + (size_t)g * chunk, skey, len,
-				  &t);
+		r = kn_dma_memcpy(d, dst + (size_t)g * chunk, dkey, src + (size_t)g * chunk, skey,
+				  len, &t);
 		int w = r ? 0 : kn_dma_wait(d, t);
 		r = r ? r : w;
 	} else if (scope == GU_WARP) {
-		r = kn_warp_dma_memcpy(d, dst + (size_t)g * chunk, dkey, src + (size_t)g * chunk, skey,
-				       len, &t);
+		r = kn_warp_dma_memcpy(d, dst + (size_t)g * chunk, dkey, src + (size_t)g * chunk,
+				       skey, len, &t);
 		int w = kn_warp_dma_wait(d, t);
 		r = r ? r : w;
 	} else {
-		r = kn_block_dma_memcpy(d, dst + (size_t)g * chunk, dkey, src + (size_t)g * chunk, skey,
-					len, &t);
+		r = kn_block_dma_memcpy(d, dst + (size_t)g * chunk, dkey, src + (size_t)g * chunk,
+					skey, len, &t);
 		int q = kn_block_dma_quiet(d);
 		r = r ? r : q;
 	}

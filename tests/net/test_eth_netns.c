@@ -194,14 +194,16 @@ static void ns_up(void)
 	ns_made = 1;
 	int rc = sh("ip netns add %s", ns_a) || sh("ip netns add %s", ns_b) ||
 		 sh("ip link add %s type veth peer name %s", if_a, if_b) ||
-		 sh("ip link set %s netns %s", if_a, ns_a) || sh("ip link set %s netns %s", if_b, ns_b) ||
+		 sh("ip link set %s netns %s", if_a, ns_a) ||
+		 sh("ip link set %s netns %s", if_b, ns_b) ||
 		 /* no IPv6: no router solicitations or MLD reports in the counts */
 		 sh("ip netns exec %s sysctl -qw net.ipv6.conf.all.disable_ipv6=1", ns_a) ||
 		 sh("ip netns exec %s sysctl -qw net.ipv6.conf.all.disable_ipv6=1", ns_b) ||
 		 sh("ip -n %s addr add %s/30 dev %s", ns_a, ip_a, if_a) ||
 		 sh("ip -n %s addr add %s/30 dev %s", ns_b, ip_b, if_b) ||
 		 sh("ip -n %s link set lo up", ns_a) || sh("ip -n %s link set lo up", ns_b) ||
-		 sh("ip -n %s link set %s up", ns_a, if_a) || sh("ip -n %s link set %s up", ns_b, if_b);
+		 sh("ip -n %s link set %s up", ns_a, if_a) ||
+		 sh("ip -n %s link set %s up", ns_b, if_b);
 	if (rc) {
 		sh("ip link del %s", if_a);
 		ns_down();
@@ -270,7 +272,8 @@ Test(eth_netns, icmp_echo_answers_ping_once_per_request)
 {
 	ns_up();
 	char srv[4096], out[4096];
-	char *s_argv[] = {KINET_EX_ETH_ICMP_ECHO, "--if", if_a, "--ip", ip_a, "--count", "20", NULL};
+	char *s_argv[] = {
+		KINET_EX_ETH_ICMP_ECHO, "--if", if_a, "--ip", ip_a, "--count", "20", NULL};
 	struct prog s = start(ns_a, s_argv, NULL);
 	srv[0] = 0;
 	wait_ready(&s, srv, sizeof(srv));

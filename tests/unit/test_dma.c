@@ -188,8 +188,8 @@ Test(dma, key_checks_as_rdma)
 			     0);
 		cr_assert_eq(kn_dma_wait(e.d, t), -EIO, "case %zu", k);
 		uint32_t vendor;
-		cr_assert_eq(kn_dma_error(e.d, &vendor), cases[k].synd, "case %zu: syndrome 0x%x", k,
-			     kn_dma_error(e.d, &vendor));
+		cr_assert_eq(kn_dma_error(e.d, &vendor), cases[k].synd, "case %zu: syndrome 0x%x",
+			     k, kn_dma_error(e.d, &vendor));
 		cr_assert_eq(kn_dma_wait(e.d, t2), -EIO, "case %zu: the copy behind it is flushed",
 			     k);
 		cr_assert_eq(kinet_qp_get_state(kinet_dma_qp(e.dma)), KINET_QPS_ERR);

@@ -126,7 +126,8 @@ static const uint32_t good_udp4 =
 
 static struct kinet_eth_match udp_port(uint16_t port)
 {
-	struct kinet_eth_match m = {.fields = KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT,
+	struct kinet_eth_match m = {.fields =
+					    KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT,
 				    .ip_proto = 17,
 				    .l4_dst_port = port};
 	return m;
@@ -155,22 +156,26 @@ Test(eth, loopback_frames_byte_exact_with_flags_hash_and_time)
 			lens[i] = te_frame(frame_at(&e, i), &f, plen, seed, 0, 0);
 			bytes += lens[i];
 			kn_ticket_t t;
-			cr_assert_eq(kn_eth_send(e.tq, frame_at(&e, i), tu_lkey(&e.txb), lens[i], 0, &t), 0);
+			cr_assert_eq(
+				kn_eth_send(e.tq, frame_at(&e, i), tu_lkey(&e.txb), lens[i], 0, &t),
+				0);
 		}
 		cr_assert_eq(kn_eth_txq_quiet(e.tq), 0);
 		cr_assert_eq(recv_n(rq, pk, 32), 32);
 		uint64_t t_after;
 		cr_assert_eq(kinet_eth_port_time(e.port, &t_after), 0);
 		for (uint32_t i = 0; i < 32; i++) {
-			cr_assert_eq(pk[i].len, lens[i], "round %d frame %u: %u bytes, sent %u", round,
-				     i, pk[i].len, lens[i]);
+			cr_assert_eq(pk[i].len, lens[i], "round %d frame %u: %u bytes, sent %u",
+				     round, i, pk[i].len, lens[i]);
 			cr_assert_eq(memcmp(pk[i].data, frame_at(&e, i), lens[i]), 0,
 				     "round %d frame %u differs", round, i);
 			cr_assert_eq(pk[i].flags, good_udp4, "flags 0x%x", pk[i].flags);
-			cr_assert_eq(pk[i].hash, hash, "hash 0x%x, expected 0x%x", pk[i].hash, hash);
+			cr_assert_eq(pk[i].hash, hash, "hash 0x%x, expected 0x%x", pk[i].hash,
+				     hash);
 			cr_assert(pk[i].ts_ns >= t_before && pk[i].ts_ns <= t_after);
-			cr_assert(pk[i].data >= rq->buf && pk[i].data + pk[i].len <=
-								  rq->buf + (size_t)rq->wqe_cnt * rq->wqe_bytes);
+			cr_assert(pk[i].data >= rq->buf &&
+				  pk[i].data + pk[i].len <=
+					  rq->buf + (size_t)rq->wqe_cnt * rq->wqe_bytes);
 		}
 		cr_assert_eq(kn_eth_release(rq, pk[31].ticket + 1), 0);
 	}
@@ -292,7 +297,8 @@ Test(eth, steering_every_field_priority_default_unmatched)
 		cr_assert_eq(p.len, want[i].len);
 		cr_assert_eq(memcmp(p.data, frame_at(&e, (uint32_t)i), p.len), 0);
 		if (i == 3)
-			cr_assert_eq(p.flags, KN_ETH_RX_L2_OK, "unknown EtherType: flags 0x%x", p.flags);
+			cr_assert_eq(p.flags, KN_ETH_RX_L2_OK, "unknown EtherType: flags 0x%x",
+				     p.flags);
 		if (i == 5)
 			cr_assert_eq(p.flags & (KN_ETH_RX_IPV6 | KN_ETH_RX_UDP | KN_ETH_RX_L4_OK),
 				     KN_ETH_RX_IPV6 | KN_ETH_RX_UDP | KN_ETH_RX_L4_OK);
@@ -389,8 +395,9 @@ Test(eth, striding_queue_wraps_with_fillers)
 			strides_in_wqe = 0;
 		}
 		size_t off = (size_t)(p.data - rb.buf);
-		cr_assert_eq(off % 1024, strides_in_wqe * 128u, "frame %u at stride %zu, expected %u",
-			     i, (off % 1024) / 128, strides_in_wqe);
+		cr_assert_eq(off % 1024, strides_in_wqe * 128u,
+			     "frame %u at stride %zu, expected %u", i, (off % 1024) / 128,
+			     strides_in_wqe);
 		cr_assert(off + len <= (off / 1024 + 1) * 1024, "frame %u crosses its WQE", i);
 		strides_in_wqe = (strides_in_wqe + need) % 8;
 		cr_assert_eq(kn_eth_release(rq, p.ticket + 1), 0);
@@ -602,7 +609,8 @@ Test(eth, inline_headers_and_doorbell_modes)
 		}
 		/* shorter than the inline header: refused before anything is posted */
 		kn_ticket_t t;
-		cr_assert_eq(kn_eth_send(e.tq, frame_at(&e, 0), tu_lkey(&e.txb), 13, 0, &t), -EINVAL);
+		cr_assert_eq(kn_eth_send(e.tq, frame_at(&e, 0), tu_lkey(&e.txb), 13, 0, &t),
+			     -EINVAL);
 		rxq_del(r, fl);
 		env_close(&e);
 	}
@@ -626,7 +634,8 @@ static int shared_sender(int tid, int n, void *arg)
 		uint32_t len = te_frame(fr, &f, 40, slot + 1, 0, 0);
 		fr[len - 1] = (uint8_t)i; /* its place in the thread's order (payload) */
 		kn_ticket_t t;
-		TU_CHECK(kn_eth_send(a->e->tq, fr, tu_lkey(&a->e->txb), len, KN_ETH_TX_CSUM_L4, &t) == 0,
+		TU_CHECK(kn_eth_send(a->e->tq, fr, tu_lkey(&a->e->txb), len, KN_ETH_TX_CSUM_L4,
+				     &t) == 0,
 			 "send");
 	}
 	return 0;
@@ -650,7 +659,8 @@ Test(eth, send_queue_shared_by_threads)
 	for (uint32_t i = 0; i < 200; i++) {
 		uint32_t tid = (uint32_t)(p[i].data[34] << 8 | p[i].data[35]) - 1000;
 		cr_assert_lt(tid, 4u);
-		cr_assert_eq(p[i].data[p[i].len - 1], (uint8_t)next[tid], "thread %u out of order", tid);
+		cr_assert_eq(p[i].data[p[i].len - 1], (uint8_t)next[tid], "thread %u out of order",
+			     tid);
 		uint32_t slot = tid * 50 + next[tid]++;
 		cr_assert_eq(p[i].flags & KN_ETH_RX_CSUM_BAD, 0);
 		/* the frame as sent, but for the UDP checksum the NIC wrote */
@@ -846,7 +856,8 @@ Test(eth, malformed_send_wqes_error_cqe_flush_and_reset)
 			((struct kn_wqe_eth_seg *)(w + 16))->inline_hdr_sz = kn_htobe16(200);
 			break;
 		case LKEY:
-			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lk ^ 0x5500, tu_addr(fr));
+			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lk ^ 0x5500,
+					tu_addr(fr));
 			break;
 		case BOUNDS:
 			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), 1000, lk,
@@ -859,8 +870,8 @@ Test(eth, malformed_send_wqes_error_cqe_flush_and_reset)
 			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), 1519, lk, tu_addr(fr));
 			break;
 		case OPCODE:
-			kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_RDMA_WRITE, 0, qpn,
-					KN_WQE_CTRL_CQ_UPDATE, 3, 0, 0);
+			kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_RDMA_WRITE, 0,
+					qpn, KN_WQE_CTRL_CQ_UPDATE, 3, 0, 0);
 			break;
 		case MSS:
 			((struct kn_wqe_eth_seg *)(w + 16))->mss = kn_htobe16(1400);
@@ -878,7 +889,8 @@ Test(eth, malformed_send_wqes_error_cqe_flush_and_reset)
 		struct kn_cqe64 c;
 		cr_assert_eq(tu_poll(cq, &c, 10000), 0);
 		cr_assert_eq(tu_cqe_op(&c), KN_CQE_REQ_ERR, "case %d: opcode %u", k, tu_cqe_op(&c));
-		cr_assert_eq(tu_cqe_synd(&c), synd[k], "case %d: syndrome 0x%x", k, tu_cqe_synd(&c));
+		cr_assert_eq(tu_cqe_synd(&c), synd[k], "case %d: syndrome 0x%x", k,
+			     tu_cqe_synd(&c));
 		cr_assert_eq(tu_cqe_idx(&c), 0);
 		cr_assert_eq(tu_poll(cq, &c, 10000), 0);
 		cr_assert_eq(tu_cqe_synd(&c), KN_SYND_WR_FLUSH_ERR);
@@ -1013,8 +1025,10 @@ static int sem_fn(int tid, int n, void *arg)
 		}
 		struct batch *b = kn_sem_item(s, item);
 		for (uint32_t i = 0; i < b->n; i++) {
-			uint32_t idx = b->data[i][14 + 20 + 8]; /* the frame's number, first payload byte */
-			TU_CHECK(idx == a->checked % 256, "frame %u out of order (%u)", a->checked, idx);
+			/* the frame's number, the first payload byte */
+			uint32_t idx = b->data[i][14 + 20 + 8];
+			TU_CHECK(idx == a->checked % 256, "frame %u out of order (%u)", a->checked,
+				 idx);
 			TU_CHECK(memcmp(b->data[i], frame_at(a->e, a->checked), b->len[i]) == 0,
 				 "frame %u differs", a->checked);
 			a->checked++;
@@ -1055,7 +1069,8 @@ Test(eth, semaphore_ring_hands_batches_between_threads)
 	for (uint32_t i = 0; i < 200; i++) {
 		uint8_t *fr = frame_at(&e, i);
 		len[i] = te_frame(fr, &f, 20 + i, i + 1, 0, 0);
-		fr[14 + 20 + 8] = (uint8_t)i; /* after the checksum: the receiver flags it, no matter */
+		/* after the checksum: the receiver flags it, no matter */
+		fr[14 + 20 + 8] = (uint8_t)i;
 	}
 	struct sem_arg a = {&e, rq, ds, 200, 0};
 	pthread_t th;

@@ -114,8 +114,8 @@ static void round_trip(struct env *e, const kn_eth_rxq *rq, uint32_t count, uint
 	te_flow_v4(&f, 1, 2, 1000, dport);
 	memcpy(f.dmac, e->info.mac, 6);
 	for (uint32_t i = 0; i < count; i++) {
-		uint32_t len = te_frame(frame_at(e, i), &f, 20 + (uint32_t)(tu_rand64(&seed) % maxp),
-					seed, 0, 0);
+		uint32_t len = te_frame(frame_at(e, i), &f,
+					20 + (uint32_t)(tu_rand64(&seed) % maxp), seed, 0, 0);
 		send_wait(e, frame_at(e, i), len);
 		kn_eth_pkt p;
 		cr_assert_eq(recv_n(rq, &p, 1), 1, "frame %u", i);
@@ -136,7 +136,8 @@ Test(mlx5_eth, raw_packet_queues_cyclic_and_striding)
 	kn_eth_rxq *rq;
 	cr_assert_eq(kinet_eth_rxq_create(e.port, &ra, &r), 0);
 	cr_assert_eq(kinet_eth_rxq_device(r, &rq), 0);
-	struct kinet_eth_match m = {.fields = KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT,
+	struct kinet_eth_match m = {.fields =
+					    KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT,
 				    .ip_proto = 17,
 				    .l4_dst_port = 7000};
 	kinet_eth_flow *fl;
@@ -180,7 +181,8 @@ Test(mlx5_eth, flow_rules_every_field)
 	kinet_eth_flow *fl[4];
 	struct kinet_eth_match ms[4];
 	memset(ms, 0, sizeof(ms));
-	ms[0].fields = KINET_ETH_MATCH_IPV4_DST | KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT;
+	ms[0].fields =
+		KINET_ETH_MATCH_IPV4_DST | KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT;
 	const uint8_t ip[4] = {10, 9, 2, 2};
 	memcpy(ms[0].ip_dst, ip, 4);
 	ms[0].ip_proto = 17;
@@ -243,8 +245,8 @@ Test(mlx5_eth, malformed_raw_wqe_error_cqe_and_reset)
 	uint8_t w[64];
 	memset(w, 0, sizeof(w));
 	kn_eth_txq bad = *e.tq;
-	cr_assert_eq(kn_prep_eth_send(&bad, w, 0, frame_at(&e, 0), tu_lkey(&e.txb) ^ 0x3300, 100, 0),
-		     0);
+	cr_assert_eq(
+		kn_prep_eth_send(&bad, w, 0, frame_at(&e, 0), tu_lkey(&e.txb) ^ 0x3300, 100, 0), 0);
 	cr_assert_eq(kinet_eth_txq_post_raw(e.txq, w, 1), 0);
 	struct kn_cqe64 c;
 	cr_assert_eq(tu_poll(kinet_eth_txq_cq(e.txq), &c, 10000), 0);
@@ -291,7 +293,8 @@ Test(mlx5_eth, emulation_refuses_what_hardware_would)
 	cr_assert_not_null(ind);
 	uint8_t key[40] = {1};
 	struct ibv_qp_init_attr_ex qa = {.qp_type = IBV_QPT_RAW_PACKET,
-					 .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
+					 .comp_mask = IBV_QP_INIT_ATTR_PD |
+						      IBV_QP_INIT_ATTR_IND_TABLE |
 						      IBV_QP_INIT_ATTR_RX_HASH,
 					 .pd = pd,
 					 .rwq_ind_tbl = ind};

@@ -425,10 +425,11 @@ Test(prm, eth_send_wqe_bytes_equal_mlx5dv)
 				       ((flags & KN_ETH_TX_CSUM_L4) ? MLX5_ETH_WQE_L4_CSUM : 0));
 		uint32_t ihs = q.inline_hdr;
 		uint32_t doff = ihs ? 48 : 32;
-		mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)ref, (uint16_t)t, MLX5_OPCODE_SEND, 0,
-				    q.q.qpn, MLX5_WQE_CTRL_CQ_UPDATE, (uint8_t)((doff + 16) / 16), 0,
-				    0);
-		mlx5dv_set_eth_seg((struct mlx5_wqe_eth_seg *)(ref + 16), cs, 0, (uint16_t)ihs, frame);
+		mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)ref, (uint16_t)t, MLX5_OPCODE_SEND,
+				    0, q.q.qpn, MLX5_WQE_CTRL_CQ_UPDATE,
+				    (uint8_t)((doff + 16) / 16), 0, 0);
+		mlx5dv_set_eth_seg((struct mlx5_wqe_eth_seg *)(ref + 16), cs, 0, (uint16_t)ihs,
+				   frame);
 		mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)(ref + doff), len - ihs, lkey,
 				    (uintptr_t)(frame + ihs));
 		cr_assert_arr_eq(ours, ref, doff + 16, "iteration %d (inline %u)", it, ihs);

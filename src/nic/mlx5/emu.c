@@ -898,7 +898,8 @@ static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 		o->wqe_cnt = rg.wqe_cnt;
 		o->stride = rg.wqe_size;
 	}
-	if ((types & MLX5DV_OBJ_QP) && ((struct emu_qp *)obj->qp.in)->qp.qp_type == IBV_QPT_RAW_PACKET) {
+	if ((types & MLX5DV_OBJ_QP) &&
+	    ((struct emu_qp *)obj->qp.in)->qp.qp_type == IBV_QPT_RAW_PACKET) {
 		struct emu_qp *q = (struct emu_qp *)obj->qp.in;
 		struct mlx5dv_qp *o = obj->qp.out;
 		uint64_t want = o->comp_mask;
@@ -1070,8 +1071,9 @@ static struct ibv_qp *emu_create_qp_ex(struct ibv_context *ib, struct ibv_qp_ini
 	if (h->rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ || h->rx_hash_key_len != 40 ||
 	    !h->rx_hash_key || memcmp(h->rx_hash_key, std_key, 40) ||
 	    (h->rx_hash_fields_mask & ~(uint64_t)0xffu))
-		return raw_fail(EINVAL, "the RX hash: Toeplitz over IP addresses and ports, with the "
-					"standard key (what the software NIC computes)");
+		return raw_fail(EINVAL,
+				"the RX hash: Toeplitz over IP addresses and ports, with the "
+				"standard key (what the software NIC computes)");
 	struct emu_qp *q = calloc(1, sizeof(*q));
 	if (!q)
 		return raw_fail(ENOMEM, "no memory");
@@ -1113,7 +1115,8 @@ static int emu_modify_raw_qp(struct emu_qp *q, struct ibv_qp_attr *a, int mask)
 		  (from == IBV_QPS_INIT && to == IBV_QPS_RTR) ||
 		  (from == IBV_QPS_RTR && to == IBV_QPS_RTS);
 	if (!ok)
-		return modify_fail(q, "raw packet QP: an illegal transition, or INIT without port 1");
+		return modify_fail(q,
+				   "raw packet QP: an illegal transition, or INIT without port 1");
 	if (q->etx && (to == IBV_QPS_RESET || (from == IBV_QPS_ERR && to != IBV_QPS_ERR)))
 		kinet_eth_txq_reset(q->etx);
 	q->qp.state = (enum ibv_qp_state)to;
@@ -1127,8 +1130,8 @@ static struct ibv_wq *wq_new(struct ibv_context *ib, struct ibv_wq_init_attr *a,
 	    a->max_sge != 1 || !a->pd || !a->cq || a->pd->context != ib || a->cq->context != ib ||
 	    (a->comp_mask & ~(uint32_t)IBV_WQ_INIT_ATTR_FLAGS) ||
 	    ((a->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) && a->create_flags)) {
-		KLOG_ERR("emulated create_wq: a receive WQ of 1 .. %u WQEs of one SGE, with a PD and "
-			 "a CQ of this context, no flags",
+		KLOG_ERR("emulated create_wq: a receive WQ of 1 .. %u WQEs of one SGE, with a PD "
+			 "and a CQ of this context, no flags",
 			 EMU_RAW_MAX_WR);
 		errno = EINVAL;
 		return NULL;
@@ -1206,7 +1209,8 @@ static struct ibv_wq *emu_dv_create_wq(struct ibv_context *ib, struct ibv_wq_ini
 		errno = EINVAL;
 		return NULL;
 	}
-	return wq_new(ib, a, 1, s->single_stride_log_num_of_bytes, s->single_wqe_log_num_of_strides);
+	return wq_new(ib, a, 1, s->single_stride_log_num_of_bytes,
+		      s->single_wqe_log_num_of_strides);
 }
 
 static int emu_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *a)
@@ -1339,7 +1343,8 @@ static struct ibv_flow *emu_create_flow(struct ibv_qp *qp, struct ibv_flow_attr 
 			const struct ibv_flow_spec_ipv4_ext *v = &sp->ipv4_ext;
 			if (sp->hdr.size != sizeof(*v) || v->mask.src_ip || v->mask.tos ||
 			    v->mask.ttl || v->mask.flags)
-				return flow_fail("IPv4 spec: its size, or a source / TOS / TTL match");
+				return flow_fail(
+					"IPv4 spec: its size, or a source / TOS / TTL match");
 			MASKED(v->mask.dst_ip, KINET_ETH_MATCH_IPV4_DST);
 			memcpy(m.ip_dst, &v->val.dst_ip, 4);
 			MASKED(v->mask.proto, KINET_ETH_MATCH_IP_PROTO);

@@ -35,9 +35,10 @@ int kinet_m5_eth_port_open(kinet_eth_port *pp)
 	struct m5_eth_port *p = mport(pp);
 	int drv = pp->attr.driver;
 	if (drv != KINET_ETH_DRIVER_AUTO && drv != KINET_ETH_DRIVER_MLX5) {
-		KLOG_ERR("eth_port_open: the %s driver belongs to the software NIC; this context is "
-			 "mlx5 %s (KINET_BACKEND=soft for it)",
-			 kinet_eth_driver_str(drv), m->name);
+		KLOG_ERR(
+			"eth_port_open: the %s driver belongs to the software NIC; this context is "
+			"mlx5 %s (KINET_BACKEND=soft for it)",
+			kinet_eth_driver_str(drv), m->name);
 		return -EINVAL;
 	}
 	if (!m->ops->create_wq || !m->ops->create_flow || !m->ops->create_qp_ex) {
@@ -480,8 +481,10 @@ static void rule_build(struct rule *r, const struct kinet_eth_match *m, int v, u
 	r->attr.type = IBV_FLOW_ATTR_NORMAL;
 	r->attr.port = port;
 	/* verbs: 0 is tried first; a few levels, the default flow last */
-	r->attr.priority = (uint16_t)(!m->fields ? 7 : m->priority < 0 ? 0 : m->priority > 6 ? 6
-											     : m->priority);
+	r->attr.priority = (uint16_t)(!m->fields        ? 7
+				      : m->priority < 0 ? 0
+				      : m->priority > 6 ? 6
+							: m->priority);
 	size_t at = 0;
 	uint32_t f = m->fields;
 	if (f & (KINET_ETH_MATCH_DST_MAC | KINET_ETH_MATCH_ETHERTYPE)) {

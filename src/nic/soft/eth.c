@@ -467,7 +467,8 @@ int soft_eth_counters(kinet_eth_port *pp, kinet_eth_txq *t, kinet_eth_rxq *r,
 	} else {
 		ctr_copy(&p->ctr, out);
 		if (p->drv->ring_drops)
-			out->drops[KINET_ETH_DROP_RING] += p->drv->ring_drops(p, NULL) - p->ring_base;
+			out->drops[KINET_ETH_DROP_RING] +=
+				p->drv->ring_drops(p, NULL) - p->ring_base;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return 0;

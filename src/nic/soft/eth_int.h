@@ -191,15 +191,15 @@ int soft_eth_counters(kinet_eth_port *p, kinet_eth_txq *t, kinet_eth_rxq *r,
 void kinet_soft_eth_inject(kinet_eth_port *port, const void *frame, uint32_t len);
 
 /* The Ethernet part of the soft backend's table (backend.c). */
-#define SOFT_ETH_OPS                                                                            \
-	.eth_port_size = sizeof(struct soft_eth_port), .eth_txq_size = sizeof(struct soft_eth_txq), \
-	.eth_rxq_size = sizeof(struct soft_eth_rxq), .eth_port_open = soft_eth_port_open,       \
-	.eth_port_close = soft_eth_port_close, .eth_port_time = soft_eth_port_time,            \
-	.eth_txq_create = soft_eth_txq_create, .eth_txq_start = soft_eth_txq_start,            \
-	.eth_txq_destroy = soft_eth_txq_destroy, .eth_txq_reset = soft_eth_txq_reset,          \
-	.eth_txq_consumed = soft_eth_txq_consumed, .eth_rxq_create = soft_eth_rxq_create,      \
-	.eth_rxq_start = soft_eth_rxq_start, .eth_rxq_destroy = soft_eth_rxq_destroy,          \
-	.eth_flow_create = soft_eth_flow_create, .eth_flow_destroy = soft_eth_flow_destroy,    \
-	.eth_counters = soft_eth_counters
+#define SOFT_ETH_OPS                                                                               \
+	.eth_port_size = sizeof(struct soft_eth_port),                                             \
+	.eth_txq_size = sizeof(struct soft_eth_txq), .eth_rxq_size = sizeof(struct soft_eth_rxq),  \
+	.eth_port_open = soft_eth_port_open, .eth_port_close = soft_eth_port_close,                \
+	.eth_port_time = soft_eth_port_time, .eth_txq_create = soft_eth_txq_create,                \
+	.eth_txq_start = soft_eth_txq_start, .eth_txq_destroy = soft_eth_txq_destroy,              \
+	.eth_txq_reset = soft_eth_txq_reset, .eth_txq_consumed = soft_eth_txq_consumed,            \
+	.eth_rxq_create = soft_eth_rxq_create, .eth_rxq_start = soft_eth_rxq_start,                \
+	.eth_rxq_destroy = soft_eth_rxq_destroy, .eth_flow_create = soft_eth_flow_create,          \
+	.eth_flow_destroy = soft_eth_flow_destroy, .eth_counters = soft_eth_counters
 
 #endif

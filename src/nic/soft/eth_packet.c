@@ -69,7 +69,8 @@ static int pkt_open(struct soft_eth_port *p, char *why, size_t wl)
 				  .sll_ifindex = ifindex};
 	const char *step = "PACKET_VERSION";
 	if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) ||
-	    (step = "PACKET_RX_RING", setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req))))
+	    (step = "PACKET_RX_RING",
+	     setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req))))
 		goto fail;
 	/* our own frames are not received back (they are not the port's input) */
 	step = "PACKET_IGNORE_OUTGOING";

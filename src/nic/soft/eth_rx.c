@@ -40,7 +40,8 @@ uint32_t soft_eth_toeplitz(const uint8_t *key, const uint8_t *in, uint32_t n)
 {
 	/* the 32 key bits starting at each input bit, shifted along the key */
 	uint32_t h = 0;
-	uint32_t win = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
+	uint32_t win =
+		(uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t next = i + 4 < 40 ? key[i + 4] : 0;
 		for (int b = 7; b >= 0; b--) {
@@ -163,7 +164,7 @@ static void rx_parse(const uint8_t *f, uint32_t len, struct rx_info *ri)
 		} else {
 			uint8_t flags = f[l4 + 13];
 			uint32_t doff = (f[l4 + 12] >> 4) * 4u;
-			uint32_t t = !(flags & 0x10)			? KN_CQE_L4_HDR_TCP_NO_ACK
+			uint32_t t = !(flags & 0x10)                ? KN_CQE_L4_HDR_TCP_NO_ACK
 				     : (doff >= 20 && l4len > doff) ? KN_CQE_L4_HDR_TCP_ACK_AND_DATA
 								    : KN_CQE_L4_HDR_TCP_ACK_NO_DATA;
 			ri->l4l3 |= (uint8_t)(t << 4);
@@ -275,7 +276,8 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 			rx_err_cqe(p, q, KN_SYND_LOCAL_LENGTH_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_TOO_LONG);
 		}
-		if (soft_mr_check(p->p.ctx, p->p.pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE, &ref)) {
+		if (soft_mr_check(p->p.ctx, p->p.pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE,
+				  &ref)) {
 			rx_err_cqe(p, q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_PROTECTION);
 		}
@@ -304,7 +306,8 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 	}
 	uint64_t off = (uint64_t)q->strides_used * sb;
 	if ((bc & KN_INLINE_SEG) || bc < (uint64_t)ns * sb ||
-	    soft_mr_check(p->p.ctx, p->p.pd, lkey, addr + off, len, KINET_ACCESS_LOCAL_WRITE, &ref) ||
+	    soft_mr_check(p->p.ctx, p->p.pd, lkey, addr + off, len, KINET_ACCESS_LOCAL_WRITE,
+			  &ref) ||
 	    kinet_mem_copy(ref.ptr, ref.kind, f, KINET_MEM_HOST, len)) {
 		/* the whole WQE is lost, as a ConnectX drops an MPWQE in error */
 		rx_err_cqe(p, q, KN_SYND_LOCAL_PROT_ERR, (uint16_t)q->ci++);

@@ -40,7 +40,8 @@ static uint32_t published(struct soft_eth_txq *q)
 		if ((qd >> 8) == qp->qpn) {
 			uint16_t idx = (uint16_t)(op >> 8);
 			uint32_t ds = qd & 0x3f;
-			q->db_target = (ds ? (uint16_t)(idx + (ds * 16 + 63) / 64) : idx) | 0x10000u;
+			q->db_target =
+				(ds ? (uint16_t)(idx + (ds * 16 + 63) / 64) : idx) | 0x10000u;
 		}
 	}
 	if (dbr != q->dbr_seen) {
@@ -221,7 +222,8 @@ int soft_eth_tx_serve(struct soft_eth_port *p, struct soft_eth_txq *q, int budge
 		} else {
 			for (uint32_t i = 1; i < nbb; i++)
 				memcpy(w + i * KN_SEND_WQE_BB,
-				       qp->sq + ((q->ci + i) & mask) * KN_SEND_WQE_BB, KN_SEND_WQE_BB);
+				       qp->sq + ((q->ci + i) & mask) * KN_SEND_WQE_BB,
+				       KN_SEND_WQE_BB);
 			if (ds == 0 || idx != (uint16_t)q->ci || (qpn_ds >> 8) != qp->qpn)
 				synd = KN_SYND_LOCAL_QP_OP_ERR;
 		}

@@ -120,8 +120,8 @@ static int echo_client(const char *ip, unsigned port, int n, int min, int max)
 		ssize_t k = recv(fd, in, sizeof(in), 0);
 		uint64_t dt = now_us() - t0;
 		if (k != len || memcmp(in, out, (size_t)len)) {
-			fprintf(stderr, "echo-client: datagram %d: %zd bytes back, %d sent, %s\n", i, k,
-				len, k == len ? "contents differ" : "length differs");
+			fprintf(stderr, "echo-client: datagram %d: %zd bytes back, %d sent, %s\n",
+				i, k, len, k == len ? "contents differ" : "length differs");
 			return 1;
 		}
 		sum += dt;
@@ -166,10 +166,12 @@ static int sink(unsigned port, int n, int flows, unsigned sport)
 			ok = d[j] == (uint8_t)(seq * 31 + (uint64_t)j);
 		if (!ok) {
 			if (bad++ < 5)
-				fprintf(stderr, "sink: datagram from port %u: flow %u seq %llu (expected "
-						"%llu): wrong\n",
+				fprintf(stderr,
+					"sink: datagram from port %u: flow %u seq %llu (expected "
+					"%llu): wrong\n",
 					ntohs(from.sin_port), flow, (unsigned long long)seq,
-					flow < (uint32_t)flows ? (unsigned long long)next[flow] : 0);
+					flow < (uint32_t)flows ? (unsigned long long)next[flow]
+							       : 0);
 			if (flow < (uint32_t)flows)
 				next[flow] = seq + 1;
 			continue;
@@ -272,8 +274,8 @@ static int raw(const char *ifn, const char *dmac, const char *kind, int n)
 			u[8] = (uint8_t)i;
 			uint16_t c = csum(ip, 20, 0);
 			ip[10] = (uint8_t)(c >> 8), ip[11] = (uint8_t)c;
-			uint8_t ph[12] = {ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18], ip[19],
-					  0, 17, u[4], u[5]};
+			uint8_t ph[12] = {ip[12], ip[13], ip[14], ip[15], ip[16], ip[17],
+					  ip[18], ip[19], 0,      17,     u[4],   u[5]};
 			uint32_t s = 0;
 			for (int j = 0; j < 12; j += 2)
 				s += (uint32_t)ph[j] << 8 | ph[j + 1];

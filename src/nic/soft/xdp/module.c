@@ -142,8 +142,9 @@ static int err_of(int e)
 
 static const char *perm_hint(int e)
 {
-	return (e == -EPERM || e == -EACCES) ? " (needs root or CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW)"
-					     : "";
+	return (e == -EPERM || e == -EACCES)
+		       ? " (needs root or CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW)"
+		       : "";
 }
 
 /* The sending socket. EBUSY: the queue still has the pool of a socket that
@@ -231,7 +232,8 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 	x->frames = frames;
 	x->nrx = frames / 2;
 	x->area_len = (size_t)frames * KINET_XDP_FRAME;
-	x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	x->area =
+		mmap(NULL, x->area_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (x->area == MAP_FAILED) {
 		x->area = NULL;
 		rc = -ENOMEM;
@@ -270,8 +272,8 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 	if (rc) {
 		rc = err_of(rc);
 		x->txs = NULL;
-		snprintf(why, wl, "AF_XDP socket on %s queue %u: %s%s", ifname, queue, strerror(-rc),
-			 perm_hint(rc));
+		snprintf(why, wl, "AF_XDP socket on %s queue %u: %s%s", ifname, queue,
+			 strerror(-rc), perm_hint(rc));
 		goto fail;
 	}
 	x->bind_flags = sc.bind_flags;
@@ -495,7 +497,8 @@ static int x_wait(struct kinet_xdp *x, uint64_t ns)
 
 static uint64_t x_ring_drops(struct kinet_xdp *x, int slot)
 {
-	int fd = slot < 0 ? x->tx_fd : (slot < MAX_SLOTS && x->slots[slot].xsk ? x->slots[slot].fd : -1);
+	int fd = slot < 0 ? x->tx_fd
+			  : (slot < MAX_SLOTS && x->slots[slot].xsk ? x->slots[slot].fd : -1);
 	if (fd < 0)
 		return 0;
 	struct xdp_statistics st;
