@@ -75,7 +75,8 @@ KN_INLINE int knx_eth_check(const kn_eth_txq *txq, uint32_t len, uint32_t flags)
 
 /* Fills the send WQE of ticket t (checked): ctrl, eth segment with the
  * checksum flags and the first inline_hdr bytes of the frame, one data
- * segment for the rest. */
+ * segment for the rest (none when the frame is all inline, as rdma-core
+ * posts it: a byte count of 0 would mean 2 GiB). */
 KN_INLINE void knx_build_eth_send(const kn_eth_txq *txq, void *wqe, kn_ticket_t t,
 				  const void *data, uint32_t lkey, uint32_t len, uint32_t flags)
 {
@@ -95,9 +96,13 @@ KN_INLINE void knx_build_eth_send(const kn_eth_txq *txq, void *wqe, kn_ticket_t 
 	const uint8_t *src = (const uint8_t *)data;
 	for (uint32_t i = 0; i < ihs; i++)
 		w[30 + i] = src[i];
-	kn_set_data_seg((struct kn_wqe_data_seg *)(w + doff), len - ihs, lkey,
-			(uint64_t)(uintptr_t)(src + ihs));
-	knx_ctrl(&txq->q, wqe, t, KN_OPCODE_SEND, (uint8_t)((doff + 16) / 16), 0);
+	uint32_t end = doff;
+	if (len > ihs) {
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + doff), len - ihs, lkey,
+				(uint64_t)(uintptr_t)(src + ihs));
+		end += 16;
+	}
+	knx_ctrl(&txq->q, wqe, t, KN_OPCODE_SEND, (uint8_t)(end / 16), 0);
 }
 
 /* Fills the WAIT WQE of ticket t: the queue holds the WQEs after it until

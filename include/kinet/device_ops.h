@@ -47,8 +47,11 @@
 KN_INLINE void knx_ctrl(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode, uint8_t ds,
 			uint32_t imm)
 {
-	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)wqe, (uint16_t)t, opcode, 0, qp->qpn,
-			KN_WQE_CTRL_CQ_UPDATE, ds, 0, imm);
+	struct kn_wqe_ctrl_seg *c = (struct kn_wqe_ctrl_seg *)wqe;
+	/* bytes 8-11 zeroed whatever the slot held, as rdma-core's post_send */
+	c->dci_stream_channel_id[0] = 0;
+	c->dci_stream_channel_id[1] = 0;
+	kn_set_ctrl_seg(c, (uint16_t)t, opcode, 0, qp->qpn, KN_WQE_CTRL_CQ_UPDATE, ds, 0, imm);
 }
 
 /* RDMA write, write with immediate (imm_be: wire order) or read: ctrl,
@@ -59,8 +62,11 @@ KN_INLINE void knx_build_rw(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t o
 {
 	uint8_t *w = (uint8_t *)wqe;
 	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
-	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lkey, laddr);
-	knx_ctrl(qp, wqe, t, opcode, 3, imm_be);
+	/* zero bytes: no data segment, as rdma-core posts it (a byte count of 0
+	 * in a data segment means 2 GiB to the NIC) */
+	if (len)
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lkey, laddr);
+	knx_ctrl(qp, wqe, t, opcode, len ? 3 : 2, imm_be);
 }
 
 /* RDMA write of len <= KN_MAX_INLINE_WRITE bytes carried in the WQE. */
@@ -70,6 +76,10 @@ KN_INLINE void knx_build_write_inline(const kn_qp *qp, void *wqe, kn_ticket_t t,
 {
 	uint8_t *w = (uint8_t *)wqe;
 	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
+	if (!len) { /* no inline segment at all, as rdma-core */
+		knx_ctrl(qp, wqe, t, KN_OPCODE_RDMA_WRITE, 2, 0);
+		return;
+	}
 	((struct kn_wqe_inl_data_seg *)(w + 32))->byte_count = kn_htobe32(len | KN_INLINE_SEG);
 	for (uint32_t i = 0; i < len; i++)
 		w[36 + i] = ((const uint8_t *)src)[i];
@@ -146,8 +156,9 @@ KN_INLINE int kn_prep_send(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t l
 	uint8_t *w = (uint8_t *)wqe;
 	if (len > KN_MAX_LEN)
 		return -EINVAL;
-	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), len, lkey, laddr);
-	knx_ctrl(qp, wqe, t, with_imm ? KN_OPCODE_SEND_IMM : KN_OPCODE_SEND, 2,
+	if (len) /* zero bytes: the ctrl segment alone, as rdma-core */
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), len, lkey, laddr);
+	knx_ctrl(qp, wqe, t, with_imm ? KN_OPCODE_SEND_IMM : KN_OPCODE_SEND, len ? 2 : 1,
 		 with_imm ? kn_htobe32(imm) : 0);
 	return 0;
 }

@@ -153,6 +153,7 @@ static void txq_fill_desc(kinet_eth_txq *t)
 	d->sq = q->sq;
 	d->dbrec = q->dbrec;
 	d->db = q->db;
+	d->bf_alt = q->bf_alt;
 	d->cpu_pi = q->cpu_pi;
 	d->cq = q->scq->buf;
 	d->cq_dbrec = q->scq->dbrec;
@@ -346,15 +347,20 @@ long long kinet_eth_txq_post_raw(kinet_eth_txq *t, const void *wqe, uint32_t nbb
 		       (const uint8_t *)wqe + i * KN_SEND_WQE_BB, KN_SEND_WQE_BB);
 	q->raw_nbb[tk & (q->sq_cnt - 1)] = (uint8_t)nbb;
 	q->raw_pi = tk + nbb;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* as kinet_qp_post_raw rings: the WQE before the record, on hardware the
+	 * record before the register (the first 8 bytes of the caller's copy of
+	 * the ctrl segment: the slot may be reused by now), the UAR's two
+	 * registers in turn */
+	KN_BAR_WQE_DBR();
 	__atomic_store_n(&q->dbrec[KN_SND_DBR], kn_htobe32((uint32_t)(q->raw_pi & 0xffff)),
-			 __ATOMIC_RELEASE);
+			 __ATOMIC_RELAXED);
 	if (q->flags & KINET_QPF_HW_DOORBELL) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		uint64_t w;
-		memcpy(&w, q->sq + (tk & (q->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
-		__atomic_store_n((volatile uint64_t *)q->db, w, __ATOMIC_RELEASE);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		memcpy(&w, wqe, 8);
+		KN_BAR_DBR_REG();
+		*(volatile uint64_t *)(q->db + q->raw_bf_off) = w;
+		KN_BAR_REG_FLUSH();
+		q->raw_bf_off ^= q->bf_alt;
 	}
 	pthread_mutex_unlock(&q->raw_lock);
 	return (long long)tk;

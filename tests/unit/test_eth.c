@@ -751,7 +751,7 @@ Test(eth, malformed_receive_wqes)
 	env_open(&e, NULL, 0);
 	struct tu_region rb;
 	cr_assert_eq(tu_region_alloc(&rb, e.pd, 4096, KINET_ACCESS_LOCAL_WRITE, 39), 0);
-	struct kinet_eth_rxq_attr ra = {.depth = 4, .flags = KINET_ETH_RXQ_RAW};
+	struct kinet_eth_rxq_attr ra = {.depth = 8, .flags = KINET_ETH_RXQ_RAW};
 	kinet_eth_rxq *r;
 	cr_assert_eq(kinet_eth_rxq_create(e.port, &ra, &r), 0);
 	kn_eth_rxq *dq;
@@ -761,7 +761,7 @@ Test(eth, malformed_receive_wqes)
 	cr_assert_eq(kinet_eth_flow_create(r, &def, &fl), 0);
 	struct kinet_eth_rxq_ring ring;
 	cr_assert_eq(kinet_eth_rxq_ring(r, &ring), 0);
-	cr_assert_eq(ring.wqe_cnt, 4);
+	cr_assert_eq(ring.wqe_cnt, 8);
 	cr_assert_eq(ring.wqe_size, 16);
 	volatile uint32_t *dbr = ring.dbrec;
 	kinet_cq *cq = ring.cq;
@@ -770,21 +770,25 @@ Test(eth, malformed_receive_wqes)
 	kn_set_data_seg(&w[1], 1024 | KN_INLINE_SEG, tu_lkey(&rb), tu_addr(rb.buf));
 	kn_set_data_seg(&w[2], 1024, 0x12345600, tu_addr(rb.buf)); /* no such key */
 	kn_set_data_seg(&w[3], 1024, tu_lkey(&rb), tu_addr(rb.buf) + 1000); /* good */
-	__atomic_store_n(&dbr[0], kn_htobe32(4), __ATOMIC_RELEASE);
+	/* a byte count of 0: 2 GiB, as the NIC reads it (the frame fits) */
+	kn_set_data_seg(&w[4], 0, tu_lkey(&rb), tu_addr(rb.buf) + 2000);
+	/* the terminator alone: an empty scatter list (the frame does not fit) */
+	kn_set_data_seg(&w[5], 0, KN_INVALID_LKEY, 0);
+	__atomic_store_n(&dbr[0], kn_htobe32(6), __ATOMIC_RELEASE);
 	struct te_flow f;
 	te_flow_v4(&f, 1, 2, 3, 4);
 	uint32_t len = 0;
-	for (uint32_t i = 0; i < 4; i++) {
+	for (uint32_t i = 0; i < 6; i++) {
 		len = te_frame(frame_at(&e, i), &f, 700, i + 60, 0, 0);
 		send_wait(&e, frame_at(&e, i), len, 0);
 	}
-	static const uint8_t want[3] = {KN_SYND_LOCAL_PROT_ERR, KN_SYND_LOCAL_QP_OP_ERR,
-					KN_SYND_LOCAL_PROT_ERR};
-	for (int i = 0; i < 4; i++) {
+	static const uint8_t want[6] = {KN_SYND_LOCAL_PROT_ERR, KN_SYND_LOCAL_QP_OP_ERR,
+					KN_SYND_LOCAL_PROT_ERR, 0, 0, KN_SYND_LOCAL_LENGTH_ERR};
+	for (int i = 0; i < 6; i++) {
 		struct kn_cqe64 c;
 		cr_assert_eq(tu_poll(cq, &c, 10000), 0);
 		cr_assert_eq(tu_cqe_idx(&c), i);
-		if (i < 3) {
+		if (want[i]) {
 			cr_assert_eq(tu_cqe_op(&c), KN_CQE_RESP_ERR, "WQE %d", i);
 			cr_assert_eq(tu_cqe_synd(&c), want[i], "WQE %d: syndrome 0x%x", i,
 				     tu_cqe_synd(&c));
@@ -794,10 +798,12 @@ Test(eth, malformed_receive_wqes)
 		}
 	}
 	cr_assert_eq(memcmp(rb.buf + 1000, frame_at(&e, 3), len), 0);
+	cr_assert_eq(memcmp(rb.buf + 2000, frame_at(&e, 4), len), 0);
 	cr_assert(tu_region_canaries_ok(&rb));
 	struct kinet_eth_counters cc;
 	cr_assert_eq(kinet_eth_rxq_counters(r, &cc), 0);
 	cr_assert_eq(cc.drops[KINET_ETH_DROP_PROTECTION], 3);
+	cr_assert_eq(cc.drops[KINET_ETH_DROP_TOO_LONG], 1);
 	rxq_del(r, fl);
 	tu_region_free(&rb);
 	env_close(&e);
@@ -833,15 +839,17 @@ Test(eth, malformed_send_wqes_error_cqe_flush_and_reset)
 	te_flow_v4(&f, 1, 2, 3, 4);
 	uint8_t *fr = frame_at(&e, 0);
 	uint32_t len = te_frame(fr, &f, 200, 70, 0, 0);
-	enum { IDX, INLINE, LKEY, BOUNDS, RUNT, HUGE, OPCODE, MSS, WAITOP, NCASE };
+	enum { IDX, INLINE, LKEY, BOUNDS, RUNT, HUGE, ZERO, OPCODE, MSS, WAITOP, NCASE };
 	static const uint8_t synd[NCASE] = {
-		KN_SYND_LOCAL_QP_OP_ERR,  KN_SYND_LOCAL_QP_OP_ERR, KN_SYND_LOCAL_PROT_ERR,
+		KN_SYND_LOCAL_QP_OP_ERR,  KN_SYND_LOCAL_QP_OP_ERR,  KN_SYND_LOCAL_PROT_ERR,
 		KN_SYND_LOCAL_PROT_ERR,	  KN_SYND_LOCAL_LENGTH_ERR, KN_SYND_LOCAL_LENGTH_ERR,
-		KN_SYND_LOCAL_QP_OP_ERR,  KN_SYND_LOCAL_QP_OP_ERR, KN_SYND_LOCAL_QP_OP_ERR};
+		KN_SYND_LOCAL_LENGTH_ERR, KN_SYND_LOCAL_QP_OP_ERR,  KN_SYND_LOCAL_QP_OP_ERR,
+		KN_SYND_LOCAL_QP_OP_ERR};
 	static const int txe[NCASE] = {
 		KINET_ETH_TXE_MALFORMED, KINET_ETH_TXE_MALFORMED, KINET_ETH_TXE_PROTECTION,
 		KINET_ETH_TXE_PROTECTION, KINET_ETH_TXE_LENGTH,	   KINET_ETH_TXE_LENGTH,
-		KINET_ETH_TXE_MALFORMED, KINET_ETH_TXE_MALFORMED, KINET_ETH_TXE_MALFORMED};
+		KINET_ETH_TXE_LENGTH,	 KINET_ETH_TXE_MALFORMED, KINET_ETH_TXE_MALFORMED,
+		KINET_ETH_TXE_MALFORMED};
 	uint64_t expect[KINET_ETH_TXE_MAX] = {0};
 	for (int k = 0; k < NCASE; k++) {
 		uint8_t w[128];
@@ -868,6 +876,9 @@ Test(eth, malformed_send_wqes_error_cqe_flush_and_reset)
 			break;
 		case HUGE:
 			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), 1519, lk, tu_addr(fr));
+			break;
+		case ZERO: /* a byte count of 0 is 2 GiB, as the NIC reads it */
+			kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), 0, lk, tu_addr(fr));
 			break;
 		case OPCODE:
 			kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_RDMA_WRITE, 0,

@@ -216,6 +216,7 @@ int kinet_m5_eth_txq_create(kinet_eth_txq *t)
 	q->sq_cnt = dq.sq.wqe_cnt;
 	q->dbrec = dq.dbrec;
 	q->db = dq.bf.reg;
+	q->bf_alt = dq.bf.size; /* rings alternate between the two buffers */
 	q->scq = &x->cqv;
 	q->flags = KINET_QPF_HW_DOORBELL;
 	if (x->cqv.cnt != q->sq_cnt) {

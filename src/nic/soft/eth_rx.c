@@ -272,7 +272,10 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 			rx_err_cqe(p, q, KN_SYND_LOCAL_QP_OP_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_PROTECTION);
 		}
-		if (len > bc) {
+		/* a byte count of 0 means 2^31 bytes (the PRM's data segment); the
+		 * terminator (KN_INVALID_LKEY) ends an empty scatter list */
+		uint64_t cap = lkey == KN_INVALID_LKEY ? 0 : bc ? bc : 1ull << 31;
+		if (len > cap) {
 			rx_err_cqe(p, q, KN_SYND_LOCAL_LENGTH_ERR, (uint16_t)q->ci++);
 			return drop(q, KINET_ETH_DROP_TOO_LONG);
 		}
@@ -305,7 +308,7 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 		addr = kn_load_be64(w + 24);
 	}
 	uint64_t off = (uint64_t)q->strides_used * sb;
-	if ((bc & KN_INLINE_SEG) || bc < (uint64_t)ns * sb ||
+	if ((bc & KN_INLINE_SEG) || (bc ? bc : 1ull << 31) < (uint64_t)ns * sb ||
 	    soft_mr_check(p->p.ctx, p->p.pd, lkey, addr + off, len, KINET_ACCESS_LOCAL_WRITE,
 			  &ref) ||
 	    kinet_mem_copy(ref.ptr, ref.kind, f, KINET_MEM_HOST, len)) {

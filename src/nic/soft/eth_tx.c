@@ -158,9 +158,8 @@ static uint32_t parse_send(struct soft_eth_port *p, kinet_qp *qp, const uint8_t 
 			uint32_t lkey = kn_load_be32(w + off + 4);
 			uint64_t addr = kn_load_be64(w + off + 8);
 			off += 16;
-			if (bc == 0)
-				continue;
-			if (sum + bc > p->p.max_frame)
+			/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
+			if (sum + (bc ? bc : 1ull << 31) > p->p.max_frame)
 				return KN_SYND_LOCAL_LENGTH_ERR;
 			struct kinet_mr_ref ref;
 			if (soft_mr_check(qp->ctx, qp->pd, lkey, addr, bc, 0, &ref))
