@@ -68,3 +68,41 @@ if(PkgConfig_FOUND)
     set(KINET_HAVE_CRITERION 1)
   endif()
 endif()
+
+# AF_XDP for the software NIC's Ethernet ports: libxdp and libbpf (linked by
+# the module libkinet_xdp.so only, loaded at run time) and a clang that
+# compiles kinet's XDP program for the BPF target.
+set(KINET_HAVE_XDP 0)
+set(KINET_XDP_WHY "")
+option(KINET_WITH_XDP "Build the AF_XDP module when libxdp, libbpf and clang are found" ON)
+if(KINET_WITH_XDP AND PkgConfig_FOUND)
+  pkg_check_modules(XDP IMPORTED_TARGET libxdp)
+  pkg_check_modules(BPF IMPORTED_TARGET libbpf)
+  find_program(KINET_BPF_CLANG NAMES clang clang-16 clang-15 clang-14)
+  if(NOT XDP_FOUND OR NOT BPF_FOUND)
+    set(KINET_XDP_WHY "libxdp-dev or libbpf-dev missing")
+  elseif(NOT KINET_BPF_CLANG)
+    set(KINET_XDP_WHY "no clang for the BPF target")
+  else()
+    # can it compile for BPF with the kernel headers of this system?
+    set(probe ${CMAKE_BINARY_DIR}/CMakeFiles/kinet_bpf_probe.c)
+    file(WRITE ${probe} "#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n"
+                        "SEC(\"xdp\") int p(struct xdp_md *c) { (void)c; return XDP_PASS; }\n")
+    set(KINET_BPF_INCLUDES -I${PROJECT_SOURCE_DIR}/src)
+    if(CMAKE_LIBRARY_ARCHITECTURE)
+      list(APPEND KINET_BPF_INCLUDES -I/usr/include/${CMAKE_LIBRARY_ARCHITECTURE})
+    endif()
+    execute_process(COMMAND ${KINET_BPF_CLANG} -O2 -target bpf ${KINET_BPF_INCLUDES} -c ${probe}
+                            -o ${probe}.o
+                    RESULT_VARIABLE bpf_rc OUTPUT_QUIET ERROR_QUIET)
+    if(bpf_rc EQUAL 0)
+      set(KINET_HAVE_XDP 1)
+    else()
+      set(KINET_XDP_WHY "${KINET_BPF_CLANG} cannot compile for the BPF target")
+    endif()
+  endif()
+endif()
+if(NOT KINET_HAVE_XDP AND KINET_WITH_XDP)
+  message(STATUS "kinet: no AF_XDP module (${KINET_XDP_WHY}): software-NIC Ethernet ports "
+                 "report AF_XDP unavailable")
+endif()

@@ -8,10 +8,15 @@ required=(cmake make gcc pkg-config libcriterion-dev)
 # a second C compiler); a check whose compiler is missing is skipped.
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
           openmpi-bin libopenmpi-dev libjson-c-dev g++ clang
-          python3-matplotlib groff-base man-db libc6-dev-arm64-cross)
+          python3-matplotlib groff-base man-db libc6-dev-arm64-cross
+          libxdp-dev libbpf-dev xdp-tools iputils-ping)
 # python3-matplotlib: kinet-plot (and its test) and scripts/trace_png.py; groff-base, man-db: rendering
 # and checking the man pages (docs/man, test_man_pages); libc6-dev-arm64-cross: the arm64 libc
 # headers clang cross-compiles the barrier check against (test_barriers)
+# libxdp-dev, libbpf-dev, clang: the software NIC's AF_XDP driver (the module
+# libkinet_xdp.so and its XDP program, built with clang -target bpf);
+# xdp-tools: the xdp-bench/xdp-trafficgen baselines of bench/eth.sh;
+# iputils-ping: ping, the peer of the ICMP echo test (tests/net/test_eth_netns)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

@@ -18,6 +18,9 @@
 #define KINET_KINET_CUDA_H
 
 #include <kinet/kinet.h>
+#include <kinet/eth.h>
+#include <kinet/dma.h>
+#include <kinet/sem.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +52,26 @@ int kinet_qp_cuda_state_write(kinet_qp *qp, const kn_qp_state *in);
 /* Frees what kinet_qp_device_cuda() placed in GPU memory. Call it before
  * kinet_qp_destroy(). 0, or -ENOENT when nothing was placed. */
 int kinet_qp_device_cuda_release(kinet_qp *qp);
+
+/* ---- Ethernet, copy and semaphore rings (kinet/eth.h, dma.h, sem.h) ----------
+ * The same placement: the queues stay where the backend put them (host
+ * memory mapped into the GPU on the software NIC and the mlx5 verbs path);
+ * the descriptor and the device state go to GPU memory. A receive queue's
+ * buffers are used where they are (host memory mapped into the GPU, or the
+ * caller's GPU memory). Call again after a reset of the queue, never while a
+ * kernel uses it; release before destroying the queue. 0, -EINVAL, -ENODEV
+ * (no usable GPU, or memory not mapped into it), -ENOMEM, -EIO. */
+int kinet_eth_txq_device_cuda(kinet_eth_txq *txq, struct kn_eth_txq **d_txq);
+int kinet_eth_txq_device_cuda_release(kinet_eth_txq *txq);
+/* The receive queue's consumer state goes with it: placed as the host
+ * executor left it (a queue used from the host first continues there). */
+int kinet_eth_rxq_device_cuda(kinet_eth_rxq *rxq, struct kn_eth_rxq **d_rxq);
+int kinet_eth_rxq_device_cuda_release(kinet_eth_rxq *rxq);
+int kinet_dma_device_cuda(kinet_dma *dma, struct kn_dma **d_dma);
+int kinet_dma_device_cuda_release(kinet_dma *dma);
+/* A semaphore ring's descriptor by value, its pointers the GPU's addresses
+ * of the ring (host memory mapped into the GPU: the CPU reads it too). */
+int kinet_sem_device_cuda(kinet_sem *sem, struct kn_sem *out);
 
 #ifdef __cplusplus
 }

@@ -50,7 +50,12 @@ enum kn_wqe_opcode {
 	KN_OPCODE_RDMA_READ = 0x10,
 	KN_OPCODE_ATOMIC_CS = 0x11,
 	KN_OPCODE_ATOMIC_FA = 0x12,
+	KN_OPCODE_TSO = 0x0e,  /* Ethernet large send (refused by kinet's NICs) */
+	KN_OPCODE_WAIT = 0x0f, /* Ethernet SQ: hold the queue until a condition */
 };
+
+/* ctrl.opmod of a WAIT WQE: wait for the NIC's real-time clock. */
+#define KN_OPMOD_WAIT_TIME 2u
 
 /* ---- ctrl.fm_ce_se --------------------------------------------------- */
 enum {
@@ -160,6 +165,150 @@ struct kn_err_cqe {
 	uint8_t signature;
 	uint8_t op_own;
 };
+
+/* ---- Ethernet queues --------------------------------------------------
+ * An Ethernet send queue is an SQ of 64-byte WQEBBs like an RC QP's; its
+ * send WQE is ctrl | eth segment (checksum offload, inline headers) | data
+ * segments, its WAIT WQE ctrl | wait segment. A receive queue is cyclic
+ * (one data segment per WQE, one packet per WQE) or striding ("multi-packet":
+ * each WQE a buffer of 2^n strides, packets placed in consecutive strides).
+ * Layouts as rdma-core's mlx5dv.h (eth segment, next segment, MPRQ WQE) and
+ * the kernel's include/linux/mlx5/device.h (receive CQE); the wait segment
+ * as DPDK's mlx5_prm.h; tests/unit/test_prm.c checks them. */
+
+/* eth.cs_flags: the NIC computes and writes these checksums. */
+enum {
+	KN_ETH_WQE_L3_CSUM = 1 << 6, /* IPv4 header checksum */
+	KN_ETH_WQE_L4_CSUM = 1 << 7, /* TCP / UDP checksum (with the pseudo header) */
+};
+/* Bytes of headers a ConnectX-4 (Lx) needs inline in every send WQE; later
+ * NICs take 0. The first 2 inline bytes sit in the 16-byte eth segment
+ * itself, the rest follows in 16-byte units. */
+#define KN_ETH_L2_INLINE_HEADER_SIZE 18u
+#define KN_ETH_INLINE_HDR_START 2u
+
+struct kn_wqe_eth_seg {
+	uint32_t rsvd0;
+	uint8_t cs_flags;       /* KN_ETH_WQE_*_CSUM */
+	uint8_t rsvd1;
+	uint16_t mss;           /* TSO only: 0 in a SEND */
+	uint32_t rsvd2;
+	uint16_t inline_hdr_sz; /* bytes of the frame carried from inline_hdr_start on */
+	uint8_t inline_hdr_start[2];
+	uint8_t inline_hdr[16]; /* the next 16 inline bytes (more follow in 16-byte units) */
+};
+
+/* Offset of the first data segment of an Ethernet send WQE whose eth segment
+ * carries ihs inline bytes (the kernel's mlx5e: 32 + ALIGN(ihs - 2, 16)). */
+KN_INLINE uint32_t kn_eth_wqe_dseg_offset(uint32_t ihs)
+{
+	return 32u + (ihs > KN_ETH_INLINE_HDR_START ? (ihs - KN_ETH_INLINE_HDR_START + 15u) & ~15u
+						    : 0u);
+}
+
+/* The wait segment of a WAIT WQE (wait on time: operation
+ * KN_WAIT_COND_CYCLIC_SMALLER, lkey and va 0, value the time in the NIC's
+ * real-time format, mask all ones). */
+struct kn_wqe_wait_seg {
+	uint32_t operation;
+	uint32_t lkey;
+	uint32_t va_high;
+	uint32_t va_low;
+	uint64_t value;
+	uint64_t mask;
+};
+#define KN_WAIT_COND_CYCLIC_SMALLER 5u
+
+/* The NIC's real-time clock format (CQE timestamps, wait values): seconds in
+ * the high 32 bits, nanoseconds in the low 32. */
+KN_INLINE uint64_t kn_rt_from_ns(uint64_t ns)
+{
+	return (ns / 1000000000ull) << 32 | (ns % 1000000000ull);
+}
+KN_INLINE uint64_t kn_rt_to_ns(uint64_t rt)
+{
+	return (rt >> 32) * 1000000000ull + (rt & 0xffffffffull);
+}
+
+/* A striding receive WQE: the next segment (unused in a cyclic queue) and
+ * one data segment covering the WQE's strides. */
+struct kn_wqe_srq_next_seg {
+	uint8_t rsvd0[2];
+	uint16_t next_wqe_index;
+	uint8_t signature;
+	uint8_t rsvd1[11];
+};
+struct kn_mprq_wqe {
+	struct kn_wqe_srq_next_seg nseg;
+	struct kn_wqe_data_seg dseg;
+};
+
+/* The receive CQE of an Ethernet RQ: the 64 bytes of kn_cqe64, named as the
+ * kernel names them for Ethernet. Striding queues: wqe_id is the WQE's index,
+ * wqe_counter the first stride of the packet, byte_cnt KN_MPRQ_*. */
+struct kn_eth_cqe {
+	uint8_t tunneled;
+	uint8_t rsvd1;
+	uint16_t wqe_id;
+	uint8_t lro[8];
+	uint32_t rss_hash;     /* the Toeplitz hash of the packet's flow */
+	uint8_t rss_hash_type; /* KN_RSS_HTYPE_* of the fields hashed */
+	uint8_t ml_path;
+	uint8_t rsvd18[2];
+	uint16_t check_sum;
+	uint16_t slid;
+	uint32_t flags_rqpn;
+	uint8_t hds_ip_ext;     /* KN_CQE_L{2,3,4}_OK */
+	uint8_t l4_l3_hdr_type; /* L4 type << 4 | L3 type << 2 | VLAN */
+	uint16_t vlan_info;
+	uint32_t srqn;
+	uint32_t imm_inval_pkey;
+	uint8_t rsvd40[4];
+	uint32_t byte_cnt;
+	uint64_t timestamp; /* real-time format (kn_rt_to_ns) */
+	uint32_t sop_drop_qpn;
+	uint16_t wqe_counter;
+	uint8_t signature;
+	uint8_t op_own;
+};
+
+/* hds_ip_ext: the headers parsed and their checksums correct. */
+enum {
+	KN_CQE_L2_OK = 1 << 0,
+	KN_CQE_L3_OK = 1 << 1,
+	KN_CQE_L4_OK = 1 << 2,
+};
+/* l4_l3_hdr_type: bits 6..4 the L4 type, 3..2 the L3 type, bit 0 VLAN. */
+enum {
+	KN_CQE_L3_HDR_NONE = 0x0,
+	KN_CQE_L3_HDR_IPV6 = 0x1,
+	KN_CQE_L3_HDR_IPV4 = 0x2,
+};
+enum {
+	KN_CQE_L4_HDR_NONE = 0x0,
+	KN_CQE_L4_HDR_TCP_NO_ACK = 0x1,
+	KN_CQE_L4_HDR_UDP = 0x2,
+	KN_CQE_L4_HDR_TCP_ACK_NO_DATA = 0x3,
+	KN_CQE_L4_HDR_TCP_ACK_AND_DATA = 0x4,
+};
+#define KN_CQE_HAS_VLAN 0x1u
+/* rss_hash_type */
+enum {
+	KN_RSS_HTYPE_SRC_IPV4 = 0x1 << 0,
+	KN_RSS_HTYPE_SRC_IPV6 = 0x2 << 0,
+	KN_RSS_HTYPE_DST_IPV4 = 0x1 << 2,
+	KN_RSS_HTYPE_DST_IPV6 = 0x2 << 2,
+	KN_RSS_HTYPE_SRC_TCP = 0x1 << 4,
+	KN_RSS_HTYPE_SRC_UDP = 0x2 << 4,
+	KN_RSS_HTYPE_DST_TCP = 0x1 << 6,
+	KN_RSS_HTYPE_DST_UDP = 0x2 << 6,
+};
+/* byte_cnt of a striding queue's CQE: filler (strides skipped at the end of
+ * a WQE, no packet), strides consumed, bytes. */
+#define KN_MPRQ_FILLER 0x80000000u
+#define KN_MPRQ_STRIDES_SHIFT 16u
+#define KN_MPRQ_STRIDES_MASK 0x7fffu
+#define KN_MPRQ_LEN_MASK 0xffffu
 
 /* ---- byte order, host and device -------------------------------------- */
 /* The one definition of byte order in kinet (the WQE/CQE formats, the

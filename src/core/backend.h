@@ -20,6 +20,7 @@
 #define KINET_CORE_BACKEND_H
 
 #include "internal.h"
+#include <kinet/eth.h>
 
 struct kinet_fault_set; /* src/core/fault.h */
 
@@ -106,6 +107,42 @@ struct kinet_backend_ops {
 	/* Fault injection (kinet_fault_add / KINET_FAULT): the parsed rules
 	 * (src/core/fault.h); NULL: the backend has none. */
 	int (*fault_set)(kinet_ctx *ctx, struct kinet_fault_set *rules);
+
+	/* ---- Ethernet queues (kinet/eth.h, src/core/eth_core.h) ----
+	 * Object sizes (0: the core struct), then the operations; a backend
+	 * without eth_port_open has no Ethernet ports. */
+	size_t eth_port_size, eth_txq_size, eth_rxq_size, eth_flow_size;
+	/* Opens port->attr (validated; ifname in port->ifname): fills port->info
+	 * and port->max_frame, logs why when it cannot. */
+	int (*eth_port_open)(kinet_eth_port *port);
+	void (*eth_port_close)(kinet_eth_port *port);
+	/* The port's real-time clock, nanoseconds. */
+	int (*eth_port_time)(kinet_eth_port *port, uint64_t *ns);
+	/* Builds a send queue of txq->q.attr.sq_depth WQEBBs (a power of two)
+	 * with a dedicated send CQ as deep: sets q.qpn, sq, sq_cnt, dbrec, db,
+	 * cpu_pi, scq, flags and may lower q.db_mode; desc.inline_hdr at least
+	 * what the NIC needs. Not served before eth_txq_start. */
+	int (*eth_txq_create)(kinet_eth_txq *txq);
+	int (*eth_txq_start)(kinet_eth_txq *txq);
+	void (*eth_txq_destroy)(kinet_eth_txq *txq);
+	/* Error -> ready, empty (the core resets the device state). */
+	int (*eth_txq_reset)(kinet_eth_txq *txq);
+	/* WQEBBs the NIC has read (kinet_eth_txq_post_raw); NULL: learned from
+	 * the send CQEs consumed with kinet_cq_poll. */
+	uint64_t (*eth_txq_consumed)(kinet_eth_txq *txq);
+	/* Builds a receive queue of rxq->wqe_cnt WQEs of the geometry set by the
+	 * core: sets rqn, wq, wqe_size, dbrec, cq. eth_rxq_start: the core has
+	 * written and posted the WQEs (raw queues: none), serve it. */
+	int (*eth_rxq_create)(kinet_eth_rxq *rxq);
+	int (*eth_rxq_start)(kinet_eth_rxq *rxq);
+	void (*eth_rxq_destroy)(kinet_eth_rxq *rxq);
+	/* The port's flow list changed (flow added, or about to go: removed from
+	 * the list already); under port->lock. */
+	int (*eth_flow_create)(kinet_eth_flow *flow);
+	void (*eth_flow_destroy)(kinet_eth_flow *flow);
+	/* Counters of one queue (txq or rxq) or of the port (both NULL). */
+	int (*eth_counters)(kinet_eth_port *port, kinet_eth_txq *txq, kinet_eth_rxq *rxq,
+			    struct kinet_eth_counters *out);
 };
 
 /* Every backend of this build, highest priority first, NULL-terminated

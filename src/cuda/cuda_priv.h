@@ -17,6 +17,10 @@ cudaError_t kinet_cuda_launch_state_init(void *state, uint32_t n, cudaStream_t s
 /* Loads the module's kernels (no lazy loading while kernels run). */
 cudaError_t kinet_cuda_preload(void);
 
+/* The GPU's address of host memory mapped into it (NULL stays NULL): 0, or
+ * -ENODEV when it is not mapped (registered) memory. */
+int kinet_cuda_dev_addr(const volatile void *h, void **out);
+
 /* Device chosen at load time, or -ENODEV. */
 int kinet_cuda_device(void);
 

@@ -33,7 +33,7 @@ static struct placed *find(kinet_qp *qp)
 
 /* Device address of mapped host memory (NULL stays NULL): registered
  * (kinet_queue_alloc did it when the CUDA module was loaded) and mapped. */
-static int dev_addr(const volatile void *h, void **out)
+int kinet_cuda_dev_addr(const volatile void *h, void **out)
 {
 	*out = NULL;
 	if (!h)
@@ -64,10 +64,11 @@ int kinet_qp_device_cuda(kinet_qp *qp, kn_qp **d_qp)
 	}
 	kn_qp d = *h;
 	void *p[9];
-	rc = dev_addr(h->sq, &p[0]) ?: dev_addr(h->dbrec, &p[1]) ?: dev_addr(h->db, &p[2]) ?:
-	     dev_addr(h->cpu_pi, &p[3]) ?: dev_addr(h->cq, &p[4]) ?:
-	     dev_addr(h->cq_dbrec, &p[5]) ?: dev_addr(h->rq, &p[6]) ?: dev_addr(h->rcq, &p[7]) ?:
-	     dev_addr(h->rcq_dbrec, &p[8]);
+	const volatile void *hp[9] = {h->sq, h->dbrec, h->db,  h->cpu_pi,	h->cq,
+				      h->cq_dbrec, h->rq, h->rcq, h->rcq_dbrec};
+	rc = 0;
+	for (int i = 0; i < 9 && !rc; i++)
+		rc = kinet_cuda_dev_addr(hp[i], &p[i]);
 	if (rc) {
 		KLOG_ERR("qp 0x%x: queue memory is not mapped into the GPU (was KINET_NO_CUDA set "
 			 "when the QP was created?)",

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <kinet/prm.h>
 #include <kinet/device.h>
+#include <kinet/device_eth.h>
 #include "../util/testutil.h"
 
 #if __has_include(<infiniband/mlx5dv.h>)
@@ -260,6 +261,181 @@ Test(prm, raddr_and_atomic_seg_big_endian)
 		kn_set_atomic_seg(&at.k, a, c);
 		cr_assert_eq(be64toh(at.m.swap_add), a);
 		cr_assert_eq(be64toh(at.m.compare), c);
+	}
+}
+
+
+/* ---- Ethernet queues ------------------------------------------------------- */
+
+Test(prm, eth_segments_layout)
+{
+	SAME_SIZE(kn_wqe_eth_seg, mlx5_wqe_eth_seg);
+	cr_assert_eq(sizeof(struct kn_wqe_eth_seg), 32);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, rsvd0);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, cs_flags);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, rsvd1);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, mss);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, rsvd2);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, inline_hdr_sz);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, inline_hdr_start);
+	SAME_FIELD(kn_wqe_eth_seg, mlx5_wqe_eth_seg, inline_hdr);
+	SAME_VALUE(KN_ETH_WQE_L3_CSUM, MLX5_ETH_WQE_L3_CSUM);
+	SAME_VALUE(KN_ETH_WQE_L4_CSUM, MLX5_ETH_WQE_L4_CSUM);
+	SAME_VALUE(KN_OPCODE_TSO, MLX5_OPCODE_TSO);
+	SAME_SIZE(kn_wqe_srq_next_seg, mlx5_wqe_srq_next_seg);
+	SAME_FIELD(kn_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, rsvd0);
+	SAME_FIELD(kn_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, next_wqe_index);
+	SAME_FIELD(kn_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, signature);
+	SAME_FIELD(kn_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, rsvd1);
+	SAME_SIZE(kn_mprq_wqe, mlx5_mprq_wqe);
+	SAME_FIELD(kn_mprq_wqe, mlx5_mprq_wqe, nseg);
+	SAME_FIELD(kn_mprq_wqe, mlx5_mprq_wqe, dseg);
+	/* the data segment after n inline header bytes, as the kernel's mlx5e
+	 * places it: 16 + 16 + ALIGN(n - 2, 16) */
+	cr_assert_eq(kn_eth_wqe_dseg_offset(0), 32);
+	cr_assert_eq(kn_eth_wqe_dseg_offset(2), 32);
+	cr_assert_eq(kn_eth_wqe_dseg_offset(3), 48);
+	cr_assert_eq(kn_eth_wqe_dseg_offset(KN_ETH_L2_INLINE_HEADER_SIZE), 48);
+	cr_assert_eq(kn_eth_wqe_dseg_offset(19), 64);
+	cr_assert_eq(KN_ETH_L2_INLINE_HEADER_SIZE, 18); /* the ConnectX-4 minimum: L2 + VLAN */
+}
+
+/* The Ethernet receive CQE: the fields rdma-core's mlx5_cqe64 names at the
+ * same bytes, and those only the kernel's include/linux/mlx5/device.h names
+ * (rss_hash_result 12, rss_hash_type 16, check_sum 20; l4_l3_hdr_type: L4
+ * type bits 6..4, L3 type bits 3..2, VLAN bit 0; an MPWRQ CQE's byte count:
+ * filler bit 31, consumed strides 30..16, bytes 15..0; wqe_id the MPWQE,
+ * wqe_counter the stride). */
+Test(prm, eth_receive_cqe_layout)
+{
+	SAME_SIZE(kn_eth_cqe, mlx5_cqe64);
+#define SAME_AT(ours, theirs)                                                                 \
+	cr_assert_eq(offsetof(struct kn_eth_cqe, ours), offsetof(struct mlx5_cqe64, theirs),  \
+		     #ours " at %zu", offsetof(struct kn_eth_cqe, ours))
+	SAME_AT(wqe_id, wqe_id);
+	SAME_AT(slid, slid);
+	SAME_AT(flags_rqpn, flags_rqpn);
+	SAME_AT(hds_ip_ext, hds_ip_ext);
+	SAME_AT(l4_l3_hdr_type, l4_hdr_type_etc);
+	SAME_AT(vlan_info, vlan_info);
+	SAME_AT(srqn, srqn_uidx);
+	SAME_AT(imm_inval_pkey, imm_inval_pkey);
+	SAME_AT(byte_cnt, byte_cnt);
+	SAME_AT(timestamp, timestamp);
+	SAME_AT(sop_drop_qpn, sop_drop_qpn);
+	SAME_AT(wqe_counter, wqe_counter);
+	SAME_AT(signature, signature);
+	SAME_AT(op_own, op_own);
+#undef SAME_AT
+	cr_assert_eq(offsetof(struct kn_eth_cqe, rss_hash), 12);
+	cr_assert_eq(offsetof(struct kn_eth_cqe, rss_hash_type), 16);
+	cr_assert_eq(offsetof(struct kn_eth_cqe, ml_path), offsetof(struct mlx5_cqe64, ml_path));
+	cr_assert_eq(offsetof(struct kn_eth_cqe, check_sum), 20);
+	SAME_VALUE(KN_CQE_L2_OK, MLX5_CQE_L2_OK);
+	SAME_VALUE(KN_CQE_L3_OK, MLX5_CQE_L3_OK);
+	SAME_VALUE(KN_CQE_L4_OK, MLX5_CQE_L4_OK);
+	SAME_VALUE(KN_CQE_L3_HDR_NONE, MLX5_CQE_L3_HDR_TYPE_NONE);
+	SAME_VALUE(KN_CQE_L3_HDR_IPV6, MLX5_CQE_L3_HDR_TYPE_IPV6);
+	SAME_VALUE(KN_CQE_L3_HDR_IPV4, MLX5_CQE_L3_HDR_TYPE_IPV4);
+	SAME_VALUE(KN_CQE_L4_HDR_UDP, 0x2);
+	SAME_VALUE(KN_CQE_L4_HDR_TCP_NO_ACK, 0x1);
+	SAME_VALUE(KN_CQE_L4_HDR_TCP_ACK_AND_DATA, 0x4);
+	SAME_VALUE(KN_RSS_HTYPE_DST_IPV4 | KN_RSS_HTYPE_SRC_IPV4, 0x5);
+	SAME_VALUE(KN_RSS_HTYPE_SRC_UDP, 0x2 << 4);
+	SAME_VALUE(KN_RSS_HTYPE_DST_TCP, 0x1 << 6);
+	SAME_VALUE(KN_MPRQ_FILLER, 0x80000000u);
+	SAME_VALUE(KN_MPRQ_STRIDES_MASK << KN_MPRQ_STRIDES_SHIFT, 0x7fff0000u);
+	SAME_VALUE(KN_CQE_RESP_SEND, MLX5_CQE_RESP_SEND);
+	/* the flags of a CQE as the device API reads them */
+	struct kn_eth_cqe c;
+	memset(&c, 0, sizeof(c));
+	c.hds_ip_ext = MLX5_CQE_L2_OK | MLX5_CQE_L3_OK;
+	c.l4_l3_hdr_type = (uint8_t)(0x2 << 4 | MLX5_CQE_L3_HDR_TYPE_IPV4 << 2 | 1);
+	uint32_t f = knx_eth_rx_flags(&c);
+	cr_assert_eq(f, KN_ETH_RX_L2_OK | KN_ETH_RX_L3_OK | KN_ETH_RX_IPV4 | KN_ETH_RX_UDP |
+				KN_ETH_RX_VLAN | KN_ETH_RX_CSUM_BAD,
+		     "0x%x", f);
+}
+
+/* The WAIT WQE of send scheduling, as DPDK's mlx5 PMD (mlx5_prm.h,
+ * mlx5_tx.h: mlx5_qp_tx_wseg_init) and the GPU packet-processing SDK write
+ * it: opcode 0x0f, opmod 2 (wait on time), ds 3, a 32-byte wait segment
+ * {operation, lkey, va_high, va_low, value, mask}, operation 5 (cyclic
+ * smaller), the time in the real-time format (seconds << 32 | ns). */
+Test(prm, wait_on_time_wqe)
+{
+	cr_assert_eq(sizeof(struct kn_wqe_wait_seg), 32);
+	cr_assert_eq(offsetof(struct kn_wqe_wait_seg, operation), 0);
+	cr_assert_eq(offsetof(struct kn_wqe_wait_seg, lkey), 4);
+	cr_assert_eq(offsetof(struct kn_wqe_wait_seg, va_high), 8);
+	cr_assert_eq(offsetof(struct kn_wqe_wait_seg, va_low), 12);
+	cr_assert_eq(offsetof(struct kn_wqe_wait_seg, value), 16);
+	cr_assert_eq(offsetof(struct kn_wqe_wait_seg, mask), 24);
+	SAME_VALUE(KN_OPCODE_WAIT, 0x0f);
+	SAME_VALUE(KN_OPMOD_WAIT_TIME, 2);
+	SAME_VALUE(KN_WAIT_COND_CYCLIC_SMALLER, 5);
+	kn_eth_txq q;
+	memset(&q, 0, sizeof(q));
+	q.q.qpn = 0x1a2b3c;
+	uint8_t w[64];
+	memset(w, 0xee, sizeof(w));
+	uint64_t when = 1700000000ull * 1000000000ull + 123456789ull;
+	kn_prep_eth_wait(&q, w, 0x10005, when);
+	struct mlx5_wqe_ctrl_seg *c = (struct mlx5_wqe_ctrl_seg *)w;
+	cr_assert_eq(be32toh(c->opmod_idx_opcode), 2u << 24 | 0x0005u << 8 | 0x0f);
+	cr_assert_eq(be32toh(c->qpn_ds), 0x1a2b3cu << 8 | 3);
+	cr_assert_eq(c->fm_ce_se, MLX5_WQE_CTRL_CQ_UPDATE);
+	uint32_t op, lkey, vh, vl;
+	uint64_t val, mask;
+	memcpy(&op, w + 16, 4);
+	memcpy(&lkey, w + 20, 4);
+	memcpy(&vh, w + 24, 4);
+	memcpy(&vl, w + 28, 4);
+	memcpy(&val, w + 32, 8);
+	memcpy(&mask, w + 40, 8);
+	cr_assert_eq(be32toh(op), 5);
+	cr_assert_eq(lkey | vh | vl, 0);
+	cr_assert_eq(be64toh(val), 1700000000ull << 32 | 123456789ull);
+	cr_assert_eq(mask, ~0ull);
+	cr_assert_eq(kn_rt_to_ns(kn_rt_from_ns(when)), when);
+}
+
+/* The send WQE of the device API: what rdma-core's mlx5dv_set_eth_seg and
+ * segment builders write, for random checksum flags and inline headers. */
+Test(prm, eth_send_wqe_bytes_equal_mlx5dv)
+{
+	uint64_t seed = 0xe7e7;
+	for (int it = 0; it < 200; it++) {
+		kn_eth_txq q;
+		memset(&q, 0, sizeof(q));
+		q.q.qpn = (uint32_t)(tu_rand64(&seed) & 0xffffff);
+		q.inline_hdr = (it & 1) ? KN_ETH_L2_INLINE_HEADER_SIZE : 0;
+		q.max_frame = 9018;
+		uint8_t frame[256];
+		tu_fill_random(frame, sizeof(frame), seed);
+		uint32_t len = 60 + (uint32_t)(tu_rand64(&seed) % 190);
+		if (it % 8 == 1)
+			len = q.inline_hdr; /* all inline: no data segment (ds 3) */
+		uint32_t lkey = (uint32_t)tu_rand64(&seed);
+		uint32_t flags = (uint32_t)(tu_rand64(&seed) & 3);
+		uint64_t t = tu_rand64(&seed);
+		uint8_t ours[64], ref[64];
+		memset(ours, 0, sizeof(ours));
+		memset(ref, 0, sizeof(ref));
+		cr_assert_eq(kn_prep_eth_send(&q, ours, t, frame, lkey, len, flags), 0);
+		uint8_t cs = (uint8_t)(((flags & KN_ETH_TX_CSUM_L3) ? MLX5_ETH_WQE_L3_CSUM : 0) |
+				       ((flags & KN_ETH_TX_CSUM_L4) ? MLX5_ETH_WQE_L4_CSUM : 0));
+		uint32_t ihs = q.inline_hdr;
+		uint32_t doff = ihs ? 48 : 32, end = len > ihs ? doff + 16 : doff;
+		mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)ref, (uint16_t)t, MLX5_OPCODE_SEND,
+				    0, q.q.qpn, MLX5_WQE_CTRL_CQ_UPDATE, (uint8_t)(end / 16), 0, 0);
+		mlx5dv_set_eth_seg((struct mlx5_wqe_eth_seg *)(ref + 16), cs, 0, (uint16_t)ihs,
+				   frame);
+		if (len > ihs)
+			mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)(ref + doff), len - ihs,
+					    lkey, (uintptr_t)(frame + ihs));
+		cr_assert_arr_eq(ours, ref, end, "iteration %d (inline %u, %u bytes)", it, ihs,
+				 len);
 	}
 }
 

@@ -447,6 +447,8 @@ static void *proxy_main(void *arg)
 			if (qp->db_mode == KN_DB_CPU_PROXY)
 				work += kinet_proxy_ring(qp, m5_qp(qp)->on_gpu ? qmem_io(m) : NULL);
 		}
+		for (int i = 0; i < m->nethq; i++) /* Ethernet send queues: host memory */
+			work += kinet_proxy_ring(m->ethq[i], NULL);
 		pthread_mutex_unlock(&m->lock);
 		uint64_t nap = kinet_idle_next(&idle, work > 0);
 		if (nap)
@@ -458,7 +460,7 @@ static void *proxy_main(void *arg)
 	return NULL;
 }
 
-static int proxy_start(struct m5 *m)
+int kinet_m5_proxy_start(struct m5 *m)
 {
 	if (m->proxy_started)
 		return 0;
@@ -537,6 +539,7 @@ static void m5_close(kinet_ctx *ctx)
 	pthread_mutex_destroy(&m->lock);
 	free(m->pages);
 	free(m->qps);
+	free(m->ethq);
 }
 
 /* ---- protection domains and memory ----------------------------------------- */
@@ -848,15 +851,20 @@ static void qps_remove(struct m5 *m, kinet_qp *qp)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void kinet_m5_range_unmap_all(struct m5 *m, struct m5_qp *x)
+{
+	for (int i = 0; i < x->nmaps; i++)
+		range_unmap(m, x->maps[i].p, x->maps[i].len);
+	x->nmaps = 0;
+}
+
 /* Frees what m5_qp_create built (any part of it). */
 static void m5_qp_destroy(kinet_qp *qp)
 {
 	struct m5 *m = m5_of(qp->ctx);
 	struct m5_qp *x = m5_qp(qp);
 	pthread_mutex_lock(&m->lock);
-	for (int i = 0; i < x->nmaps; i++)
-		range_unmap(m, x->maps[i].p, x->maps[i].len);
-	x->nmaps = 0;
+	kinet_m5_range_unmap_all(m, x);
 	pthread_mutex_unlock(&m->lock);
 	if (x->devx)
 		kinet_m5_devx_release(m, x);
@@ -1108,7 +1116,7 @@ static int m5_qp_attach(kinet_qp *qp)
 	}
 	m->qps[m->nqps++] = qp;
 	pthread_mutex_unlock(&m->lock);
-	int rc = qp->db_mode == KN_DB_CPU_PROXY ? proxy_start(m) : 0;
+	int rc = qp->db_mode == KN_DB_CPU_PROXY ? kinet_m5_proxy_start(m) : 0;
 	if (rc)
 		qps_remove(m, qp);
 	KLOG_DBG("mlx5 %s: QP 0x%x: SQ %u, RQ %u x %u B, CQ %u, doorbell %s%s", m->name, qp->qpn,
@@ -1360,6 +1368,21 @@ const struct kinet_backend_ops kinet_mlx5_backend = {
 	.qp_destroy = m5_qp_destroy,
 	.qp_modify = m5_qp_modify,
 	.qp_local_end = m5_qp_local_end,
+	/* raw Ethernet (eth.c) */
+	.eth_port_size = sizeof(struct m5_eth_port),
+	.eth_txq_size = sizeof(struct m5_eth_txq),
+	.eth_rxq_size = sizeof(struct m5_eth_rxq),
+	.eth_flow_size = sizeof(struct m5_eth_flow),
+	.eth_port_open = kinet_m5_eth_port_open,
+	.eth_port_close = kinet_m5_eth_port_close,
+	.eth_port_time = kinet_m5_eth_port_time,
+	.eth_txq_create = kinet_m5_eth_txq_create,
+	.eth_txq_start = kinet_m5_eth_txq_start,
+	.eth_txq_destroy = kinet_m5_eth_txq_destroy,
+	.eth_rxq_create = kinet_m5_eth_rxq_create,
+	.eth_rxq_destroy = kinet_m5_eth_rxq_destroy,
+	.eth_flow_create = kinet_m5_eth_flow_create,
+	.eth_flow_destroy = kinet_m5_eth_flow_destroy,
 };
 
 #endif /* KINET_HAVE_RDMA_HEADERS */

@@ -31,6 +31,7 @@
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/cudrv.h"
 #include "nic/mlx5/ifc.h"
+#include "core/eth_core.h" /* kinet_eth_txq_qp */
 
 #if KINET_HAVE_RDMA_HEADERS
 
@@ -53,6 +54,7 @@ struct emu_ctx {
 struct emu_pd {
 	struct ibv_pd pd;
 	kinet_pd *spd;
+	kinet_eth_port *eport; /* raw Ethernet: the software NIC's port (loopback) */
 	struct emu_pd *next;
 };
 struct emu_mr {
@@ -72,6 +74,24 @@ struct emu_qp {
 	uint32_t rq_psn, sq_psn;
 	bool has_rq_psn, has_sq_psn;
 	struct emu_qp *next; /* all emulated QPs (peer lookup) */
+	/* raw packet QPs: a send queue, or the hashing QP of a receive WQ */
+	kinet_eth_txq *etx;
+	kinet_cq *etx_own_cq; /* the send queue's own CQ, while the verbs CQ stands in */
+	struct emu_wq *rss;
+};
+/* A receive WQ: a raw receive queue of the software NIC's port. */
+struct emu_wq {
+	struct ibv_wq wq;
+	kinet_eth_rxq *rx;
+	kinet_cq *own_cq;
+};
+struct emu_ind {
+	struct ibv_rwq_ind_table t;
+	struct emu_wq *wq;
+};
+struct emu_flow {
+	struct ibv_flow flow;
+	kinet_eth_flow *f;
 };
 
 static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,7 +122,8 @@ static const char *call_names[] = {
 	"dereg_mr",        "create_cq",    "create_cq_ex", "destroy_cq",   "create_qp",
 	"modify_qp",       "destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
 	"devx_obj_create", "devx_obj_modify", "devx_obj_destroy", "devx_umem_reg",
-	"devx_umem_reg_dmabuf", "devx_alloc_uar", "devx_general_cmd",
+	"devx_umem_reg_dmabuf", "devx_alloc_uar", "devx_general_cmd", "create_wq", "create_flow",
+	"create_qp_ex", "create_rwq_ind_table",
 };
 #define NCALLS ((int)(sizeof(call_names) / sizeof(call_names[0])))
 static _Atomic unsigned call_count[NCALLS];
@@ -464,6 +485,12 @@ static int emu_dealloc_pd(struct ibv_pd *pd)
 {
 	called("dealloc_pd");
 	struct emu_pd *p = (struct emu_pd *)pd;
+	if (p->eport) {
+		int rc = kinet_eth_port_close(p->eport);
+		if (rc)
+			return -rc; /* raw queues still exist */
+		p->eport = NULL;
+	}
 	int rc = kinet_pd_free(p->spd);
 	if (rc)
 		return -rc;
@@ -621,10 +648,14 @@ static int emu_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
+static struct ibv_qp *emu_create_raw_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia);
+
 static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 {
 	called("create_qp");
 	struct emu_pd *p = (struct emu_pd *)pd;
+	if (ia && ia->qp_type == IBV_QPT_RAW_PACKET)
+		return emu_create_raw_qp(pd, ia);
 	if (!ia || ia->qp_type != IBV_QPT_RC || !ia->send_cq || !ia->recv_cq || ia->srq ||
 	    ia->cap.max_send_wr == 0 || ia->cap.max_send_wr > (uint32_t)cfg.max_qp_wr ||
 	    ia->cap.max_recv_wr > (uint32_t)cfg.max_qp_wr || ia->send_cq->context != pd->context ||
@@ -685,10 +716,14 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	return &q->qp;
 }
 
+static int emu_destroy_raw_qp(struct emu_qp *q);
+
 static int emu_destroy_qp(struct ibv_qp *qp)
 {
 	called("destroy_qp");
 	struct emu_qp *q = (struct emu_qp *)qp;
+	if (qp->qp_type == IBV_QPT_RAW_PACKET)
+		return emu_destroy_raw_qp(q);
 	pthread_mutex_lock(&emu_lock);
 	for (struct emu_qp **pp = &all_qps; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
@@ -755,10 +790,14 @@ static int modify_fail(struct emu_qp *q, const char *what)
 	return EINVAL;
 }
 
+static int emu_modify_raw_qp(struct emu_qp *q, struct ibv_qp_attr *a, int mask);
+
 static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
 	called("modify_qp");
 	struct emu_qp *q = (struct emu_qp *)qp;
+	if (qp->qp_type == IBV_QPT_RAW_PACKET)
+		return emu_modify_raw_qp(q, a, mask);
 	if (!(mask & IBV_QP_STATE))
 		return modify_fail(q, "IBV_QP_STATE missing");
 	int from = (int)q->qp.state, to = (int)a->qp_state;
@@ -854,8 +893,42 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 {
 	called("mlx5dv_init_obj");
-	if (types & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_PD))
+	if (types & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_PD | MLX5DV_OBJ_RWQ))
 		return EOPNOTSUPP;
+	if (types & MLX5DV_OBJ_RWQ) {
+		struct emu_wq *w = (struct emu_wq *)obj->rwq.in;
+		struct kinet_eth_rxq_ring rg;
+		if (kinet_eth_rxq_ring(w->rx, &rg))
+			return EINVAL;
+		struct mlx5dv_rwq *o = obj->rwq.out;
+		memset(o, 0, sizeof(*o));
+		o->buf = rg.wq;
+		o->dbrec = (__be32 *)rg.dbrec;
+		o->wqe_cnt = rg.wqe_cnt;
+		o->stride = rg.wqe_size;
+	}
+	if ((types & MLX5DV_OBJ_QP) &&
+	    ((struct emu_qp *)obj->qp.in)->qp.qp_type == IBV_QPT_RAW_PACKET) {
+		struct emu_qp *q = (struct emu_qp *)obj->qp.in;
+		struct mlx5dv_qp *o = obj->qp.out;
+		uint64_t want = o->comp_mask;
+		memset(o, 0, sizeof(*o));
+		if (!q->etx)
+			return EINVAL; /* a hashing QP has no queues of its own */
+		kinet_qp *s = kinet_eth_txq_qp(q->etx);
+		o->dbrec = (__be32 *)s->dbrec;
+		o->sq.buf = s->sq;
+		o->sq.wqe_cnt = s->sq_cnt;
+		o->sq.stride = KN_SEND_WQE_BB;
+		o->bf.reg = (void *)s->db;
+		o->bf.size = 0; /* no BlueFlame on the emulated raw queues */
+		if (want & MLX5DV_QP_MASK_RAW_QP_HANDLES) {
+			o->sqn = s->qpn;
+			o->tisn = 0x7000 + (s->qpn & 0xfff);
+			o->comp_mask = MLX5DV_QP_MASK_RAW_QP_HANDLES;
+		}
+		types &= ~(uint64_t)MLX5DV_OBJ_QP;
+	}
 	if (types & MLX5DV_OBJ_QP) {
 		struct emu_qp *q = (struct emu_qp *)obj->qp.in;
 		struct mlx5dv_qp *o = obj->qp.out;
@@ -885,6 +958,485 @@ static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 		struct emu_pd *p = (struct emu_pd *)obj->pd.in;
 		obj->pd.out->pdn = p->spd->pdn;
 		obj->pd.out->comp_mask = 0;
+	}
+	return 0;
+}
+
+
+/* ---- raw Ethernet ---------------------------------------------------------------------
+ * Raw packet QPs, receive WQs, indirection tables, hashing QPs and flow
+ * rules, backed by a software-NIC Ethernet port of the PD (its loopback
+ * driver: every frame a send queue of the device sends comes back to the
+ * device's flows, as a ConnectX with local loopback on). A send-only raw
+ * packet QP is a software-NIC send queue, a WQ a raw receive queue (the
+ * caller writes its WQEs); the verbs CQ given stands in for the queue's own
+ * while it exists. Checked as verbs and the kernel would: QP types and
+ * capabilities, the state machine of raw packet QPs, the striding
+ * parameters against the device's limits, indirection tables (of one WQ
+ * here, stricter than hardware), the hash (Toeplitz with the standard key
+ * only), every flow spec's type, size and masks (full masks or none). */
+
+#define EMU_RAW_MAX_WR 32768u
+
+static kinet_eth_port *pd_port(struct emu_pd *p)
+{
+	pthread_mutex_lock(&emu_lock);
+	if (!p->eport) {
+		struct kinet_eth_port_attr a;
+		memset(&a, 0, sizeof(a));
+		a.driver = KINET_ETH_DRIVER_LOOPBACK;
+		a.mtu = 1500;
+		if (kinet_eth_port_open(p->spd, &a, &p->eport))
+			p->eport = NULL;
+	}
+	kinet_eth_port *e = p->eport;
+	pthread_mutex_unlock(&emu_lock);
+	return e;
+}
+
+/* Puts the verbs CQ in place of a queue's own (and back: swap again). */
+static void cq_swap(kinet_cq **slot, kinet_cq **keep, kinet_cq *with)
+{
+	atomic_fetch_add(&with->refs, 1);
+	atomic_fetch_sub(&(*slot)->refs, 1);
+	*keep = *slot;
+	__atomic_store_n(slot, with, __ATOMIC_RELEASE);
+}
+
+static struct ibv_qp *raw_fail(int e, const char *what)
+{
+	KLOG_ERR("emulated raw packet QP: %s", what);
+	errno = e;
+	return NULL;
+}
+
+static struct ibv_qp *emu_create_raw_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	struct emu_pd *p = (struct emu_pd *)pd;
+	if (!ia->send_cq || ia->send_cq->context != pd->context || ia->srq)
+		return raw_fail(EINVAL, "needs a send CQ of the same context and no SRQ");
+	if (ia->cap.max_recv_wr || ia->cap.max_recv_sge)
+		return raw_fail(EINVAL, "the emulation's raw packet QPs send only (receive "
+					"through a WQ, an indirection table and a hashing QP)");
+	if (ia->cap.max_send_wr == 0 || ia->cap.max_send_wr > EMU_RAW_MAX_WR ||
+	    ia->cap.max_send_sge > 30 || ia->cap.max_inline_data > 512)
+		return raw_fail(EINVAL, "capabilities beyond the device's");
+	kinet_eth_port *port = pd_port(p);
+	if (!port)
+		return raw_fail(ENOMEM, "no Ethernet port behind the device");
+	/* the mlx5 provider's raw send WQE: ctrl + eth (16 inline bytes) + the
+	 * gather list */
+	uint32_t wqe = 16 + 32 + ia->cap.max_send_sge * 16;
+	uint32_t nbb = (wqe + KN_SEND_WQE_BB - 1) / KN_SEND_WQE_BB;
+	struct kinet_eth_txq_attr ta;
+	memset(&ta, 0, sizeof(ta));
+	ta.depth = kinet_pow2(ia->cap.max_send_wr * nbb);
+	ta.db_mode = KN_DB_GPU;
+	struct emu_qp *q = calloc(1, sizeof(*q));
+	if (!q)
+		return raw_fail(ENOMEM, "no memory");
+	if (kinet_eth_txq_create(port, &ta, &q->etx)) {
+		free(q);
+		return raw_fail(ENOMEM, "no send queue");
+	}
+	kinet_qp *s = kinet_eth_txq_qp(q->etx);
+	struct emu_cq *c = (struct emu_cq *)ia->send_cq;
+	if (c->scq->cnt < s->sq_cnt) {
+		kinet_eth_txq_destroy(q->etx);
+		free(q);
+		return raw_fail(EINVAL, "the send CQ is smaller than the send queue");
+	}
+	cq_swap(&s->scq, &q->etx_own_cq, c->scq);
+	q->d = dev_of(pd->context);
+	q->qp.context = pd->context;
+	q->qp.qp_context = ia->qp_context;
+	q->qp.pd = pd;
+	q->qp.send_cq = ia->send_cq;
+	q->qp.recv_cq = ia->recv_cq;
+	q->qp.qp_num = s->qpn;
+	q->qp.handle = s->qpn;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = IBV_QPT_RAW_PACKET;
+	ia->cap.max_send_wr = s->sq_cnt / nbb;
+	return &q->qp;
+}
+
+/* ibv_create_qp_ex: a raw packet QP hashing into an indirection table. */
+static struct ibv_qp *emu_create_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a)
+{
+	called("create_qp_ex");
+	const uint32_t need = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
+			      IBV_QP_INIT_ATTR_RX_HASH;
+	if (!a || a->qp_type != IBV_QPT_RAW_PACKET || (a->comp_mask & need) != need ||
+	    (a->comp_mask & ~need) || !a->pd || a->pd->context != ib || !a->rwq_ind_tbl)
+		return raw_fail(EINVAL, "ibv_create_qp_ex: only a raw packet QP with a PD, an "
+					"indirection table and an RX hash");
+	const struct ibv_rx_hash_conf *h = &a->rx_hash_conf;
+	static const uint8_t std_key[40] = {
+		0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+		0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+		0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+	};
+	if (h->rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ || h->rx_hash_key_len != 40 ||
+	    !h->rx_hash_key || memcmp(h->rx_hash_key, std_key, 40) ||
+	    (h->rx_hash_fields_mask & ~(uint64_t)0xffu))
+		return raw_fail(EINVAL,
+				"the RX hash: Toeplitz over IP addresses and ports, with the "
+				"standard key (what the software NIC computes)");
+	struct emu_qp *q = calloc(1, sizeof(*q));
+	if (!q)
+		return raw_fail(ENOMEM, "no memory");
+	q->rss = ((struct emu_ind *)a->rwq_ind_tbl)->wq;
+	q->d = dev_of(ib);
+	q->qp.context = ib;
+	q->qp.pd = a->pd;
+	pthread_mutex_lock(&emu_lock);
+	q->qp.qp_num = next_cqn++;
+	pthread_mutex_unlock(&emu_lock);
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = IBV_QPT_RAW_PACKET;
+	return &q->qp;
+}
+
+static int emu_destroy_raw_qp(struct emu_qp *q)
+{
+	if (q->etx) {
+		kinet_qp *s = kinet_eth_txq_qp(q->etx);
+		kinet_cq *verbs_cq;
+		cq_swap(&s->scq, &verbs_cq, q->etx_own_cq);
+		int rc = kinet_eth_txq_destroy(q->etx);
+		if (rc)
+			return -rc;
+	}
+	free(q);
+	return 0;
+}
+
+/* The states of a raw packet QP: RESET -> INIT (port), INIT -> RTR -> RTS. */
+static int emu_modify_raw_qp(struct emu_qp *q, struct ibv_qp_attr *a, int mask)
+{
+	int from = (int)q->qp.state, to = (int)a->qp_state;
+	if (!(mask & IBV_QP_STATE))
+		return modify_fail(q, "IBV_QP_STATE missing");
+	bool ok = to == IBV_QPS_RESET || to == IBV_QPS_ERR ||
+		  (from == IBV_QPS_RESET && to == IBV_QPS_INIT && (mask & IBV_QP_PORT) &&
+		   a->port_num == 1) ||
+		  (from == IBV_QPS_INIT && to == IBV_QPS_RTR) ||
+		  (from == IBV_QPS_RTR && to == IBV_QPS_RTS);
+	if (!ok)
+		return modify_fail(q,
+				   "raw packet QP: an illegal transition, or INIT without port 1");
+	if (q->etx && (to == IBV_QPS_RESET || (from == IBV_QPS_ERR && to != IBV_QPS_ERR)))
+		kinet_eth_txq_reset(q->etx);
+	q->qp.state = (enum ibv_qp_state)to;
+	return 0;
+}
+
+static struct ibv_wq *wq_new(struct ibv_context *ib, struct ibv_wq_init_attr *a, int striding,
+			     uint32_t log_stride, uint32_t log_strides)
+{
+	if (!a || a->wq_type != IBV_WQT_RQ || a->max_wr == 0 || a->max_wr > EMU_RAW_MAX_WR ||
+	    a->max_sge != 1 || !a->pd || !a->cq || a->pd->context != ib || a->cq->context != ib ||
+	    (a->comp_mask & ~(uint32_t)IBV_WQ_INIT_ATTR_FLAGS) ||
+	    ((a->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) && a->create_flags)) {
+		KLOG_ERR("emulated create_wq: a receive WQ of 1 .. %u WQEs of one SGE, with a PD "
+			 "and a CQ of this context, no flags",
+			 EMU_RAW_MAX_WR);
+		errno = EINVAL;
+		return NULL;
+	}
+	kinet_eth_port *port = pd_port((struct emu_pd *)a->pd);
+	struct emu_wq *w = calloc(1, sizeof(*w));
+	if (!w || !port) {
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct kinet_eth_rxq_attr ra;
+	memset(&ra, 0, sizeof(ra));
+	ra.depth = kinet_pow2(a->max_wr);
+	ra.flags = KINET_ETH_RXQ_RAW;
+	if (striding) {
+		ra.mode = KINET_ETH_RXQ_STRIDING;
+		ra.log_stride = log_stride;
+		ra.log_strides = log_strides;
+	}
+	if (kinet_eth_rxq_create(port, &ra, &w->rx)) {
+		free(w);
+		errno = EINVAL;
+		return NULL;
+	}
+	struct kinet_eth_rxq_ring rg;
+	kinet_eth_rxq_ring(w->rx, &rg);
+	struct emu_cq *c = (struct emu_cq *)a->cq;
+	kinet_cq **slot = &w->rx->cq;
+	if (c->scq->cnt < rg.wqe_cnt) {
+		kinet_eth_rxq_destroy(w->rx);
+		free(w);
+		KLOG_ERR("emulated create_wq: the CQ is smaller than the WQ");
+		errno = EINVAL;
+		return NULL;
+	}
+	cq_swap(slot, &w->own_cq, c->scq);
+	w->wq.context = ib;
+	w->wq.wq_context = a->wq_context;
+	w->wq.pd = a->pd;
+	w->wq.cq = a->cq;
+	w->wq.wq_num = rg.rqn;
+	w->wq.handle = rg.rqn;
+	w->wq.state = IBV_WQS_RESET;
+	w->wq.wq_type = IBV_WQT_RQ;
+	a->max_wr = rg.wqe_cnt;
+	return &w->wq;
+}
+
+static struct ibv_wq *emu_create_wq(struct ibv_context *ib, struct ibv_wq_init_attr *a)
+{
+	called("create_wq");
+	return wq_new(ib, a, 0, 0, 0);
+}
+
+/* The striding receive limits the emulated device reports (a ConnectX-6's). */
+#define EMU_STRIDE_LOG_MIN 6u
+#define EMU_STRIDE_LOG_MAX 13u
+#define EMU_STRIDES_LOG_MIN 3u
+#define EMU_STRIDES_LOG_MAX 16u
+
+static struct ibv_wq *emu_dv_create_wq(struct ibv_context *ib, struct ibv_wq_init_attr *a,
+				       struct mlx5dv_wq_init_attr *dv)
+{
+	called("create_wq");
+	if (!dv || !(dv->comp_mask & MLX5DV_WQ_INIT_ATTR_MASK_STRIDING_RQ))
+		return wq_new(ib, a, 0, 0, 0);
+	const struct mlx5dv_striding_rq_init_attr *s = &dv->striding_rq_attrs;
+	if (s->single_stride_log_num_of_bytes < EMU_STRIDE_LOG_MIN ||
+	    s->single_stride_log_num_of_bytes > EMU_STRIDE_LOG_MAX ||
+	    s->single_wqe_log_num_of_strides < EMU_STRIDES_LOG_MIN ||
+	    s->single_wqe_log_num_of_strides > EMU_STRIDES_LOG_MAX || s->two_byte_shift_en) {
+		KLOG_ERR("emulated mlx5dv_create_wq: striding parameters outside the device's "
+			 "limits (or two-byte shift, which the emulation lacks)");
+		errno = EINVAL;
+		return NULL;
+	}
+	return wq_new(ib, a, 1, s->single_stride_log_num_of_bytes,
+		      s->single_wqe_log_num_of_strides);
+}
+
+static int emu_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *a)
+{
+	if (!(a->attr_mask & IBV_WQ_ATTR_STATE) || a->wq_state > IBV_WQS_ERR ||
+	    (a->attr_mask & ~(uint32_t)(IBV_WQ_ATTR_STATE | IBV_WQ_ATTR_CURR_STATE)))
+		return EINVAL;
+	if ((a->attr_mask & IBV_WQ_ATTR_CURR_STATE) && a->curr_wq_state != wq->state)
+		return EINVAL;
+	wq->state = a->wq_state;
+	return 0;
+}
+
+static int emu_destroy_wq(struct ibv_wq *wq)
+{
+	struct emu_wq *w = (struct emu_wq *)wq;
+	kinet_cq *verbs_cq;
+	cq_swap(&w->rx->cq, &verbs_cq, w->own_cq);
+	int rc = kinet_eth_rxq_destroy(w->rx);
+	if (rc) {
+		cq_swap(&w->rx->cq, &w->own_cq, verbs_cq);
+		return -rc;
+	}
+	free(w);
+	return 0;
+}
+
+static struct ibv_rwq_ind_table *emu_create_ind(struct ibv_context *ib,
+						struct ibv_rwq_ind_table_init_attr *a)
+{
+	called("create_rwq_ind_table");
+	if (!a || a->log_ind_tbl_size != 0 || !a->ind_tbl || !a->ind_tbl[0] || a->comp_mask ||
+	    a->ind_tbl[0]->context != ib) {
+		KLOG_ERR("emulated create_rwq_ind_table: tables of one WQ of this context only");
+		errno = EINVAL;
+		return NULL;
+	}
+	struct emu_ind *t = calloc(1, sizeof(*t));
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->wq = (struct emu_wq *)a->ind_tbl[0];
+	t->t.context = ib;
+	pthread_mutex_lock(&emu_lock);
+	t->t.ind_tbl_num = (int)next_cqn++;
+	pthread_mutex_unlock(&emu_lock);
+	return &t->t;
+}
+
+static int emu_destroy_ind(struct ibv_rwq_ind_table *t)
+{
+	free(t);
+	return 0;
+}
+
+static bool all_ff(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != 0xff)
+			return false;
+	return true;
+}
+static bool all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* A mask field: all ones (matched), zero (not), anything else refused. */
+#define MASKED(field, out_bit)                                                       \
+	do {                                                                         \
+		if (all_ff(&(field), sizeof(field)))                                 \
+			m.fields |= (out_bit);                                       \
+		else if (!all_zero(&(field), sizeof(field)))                         \
+			return flow_fail("a partial mask (the emulation matches whole fields)"); \
+	} while (0)
+
+static struct ibv_flow *flow_fail(const char *what)
+{
+	KLOG_ERR("emulated ibv_create_flow: %s", what);
+	errno = EINVAL;
+	return NULL;
+}
+
+static struct ibv_flow *emu_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *a)
+{
+	called("create_flow");
+	struct emu_qp *q = (struct emu_qp *)qp;
+	if (qp->qp_type != IBV_QPT_RAW_PACKET || !q->rss)
+		return flow_fail("the QP is not a hashing raw packet QP");
+	if (a->comp_mask || a->type != IBV_FLOW_ATTR_NORMAL || a->port != 1 || a->flags ||
+	    a->priority > 7 || a->size < sizeof(*a))
+		return flow_fail("attributes: a normal rule of port 1, priority 0 .. 7, no flags");
+	struct kinet_eth_match m;
+	memset(&m, 0, sizeof(m));
+	m.priority = a->priority;
+	const uint8_t *p = (const uint8_t *)(a + 1), *end = (const uint8_t *)a + a->size;
+	int l3 = 0;
+	for (int i = 0; i < a->num_of_specs; i++) {
+		const struct ibv_flow_spec *sp = (const struct ibv_flow_spec *)(const void *)p;
+		if (p + 8 > end || p + sp->hdr.size > end)
+			return flow_fail("a spec beyond the rule's size");
+		switch (sp->hdr.type) {
+		case IBV_FLOW_SPEC_ETH: {
+			const struct ibv_flow_spec_eth *e = &sp->eth;
+			if (sp->hdr.size != sizeof(*e) || !all_zero(e->mask.src_mac, 6) ||
+			    e->mask.vlan_tag)
+				return flow_fail("Ethernet spec: its size, or a source MAC / VLAN");
+			MASKED(e->mask.dst_mac, KINET_ETH_MATCH_DST_MAC);
+			MASKED(e->mask.ether_type, KINET_ETH_MATCH_ETHERTYPE);
+			memcpy(m.dst_mac, e->val.dst_mac, 6);
+			m.ethertype = kn_be16toh(e->val.ether_type);
+			break;
+		}
+		case IBV_FLOW_SPEC_IPV4: {
+			const struct ibv_flow_spec_ipv4 *v = &sp->ipv4;
+			if (sp->hdr.size != sizeof(*v) || v->mask.src_ip)
+				return flow_fail("IPv4 spec: its size, or a source match");
+			MASKED(v->mask.dst_ip, KINET_ETH_MATCH_IPV4_DST);
+			memcpy(m.ip_dst, &v->val.dst_ip, 4);
+			l3 = 4;
+			break;
+		}
+		case IBV_FLOW_SPEC_IPV4_EXT: {
+			const struct ibv_flow_spec_ipv4_ext *v = &sp->ipv4_ext;
+			if (sp->hdr.size != sizeof(*v) || v->mask.src_ip || v->mask.tos ||
+			    v->mask.ttl || v->mask.flags)
+				return flow_fail(
+					"IPv4 spec: its size, or a source / TOS / TTL match");
+			MASKED(v->mask.dst_ip, KINET_ETH_MATCH_IPV4_DST);
+			memcpy(m.ip_dst, &v->val.dst_ip, 4);
+			MASKED(v->mask.proto, KINET_ETH_MATCH_IP_PROTO);
+			m.ip_proto = v->val.proto;
+			l3 = 4;
+			break;
+		}
+		case IBV_FLOW_SPEC_IPV6: {
+			const struct ibv_flow_spec_ipv6 *v = &sp->ipv6;
+			if (sp->hdr.size != sizeof(*v) || !all_zero(v->mask.src_ip, 16) ||
+			    v->mask.flow_label || v->mask.traffic_class || v->mask.hop_limit)
+				return flow_fail("IPv6 spec: its size, or a source / label match");
+			MASKED(v->mask.dst_ip, KINET_ETH_MATCH_IPV6_DST);
+			memcpy(m.ip_dst, v->val.dst_ip, 16);
+			MASKED(v->mask.next_hdr, KINET_ETH_MATCH_IP_PROTO);
+			m.ip_proto = v->val.next_hdr;
+			l3 = 6;
+			break;
+		}
+		case IBV_FLOW_SPEC_TCP:
+		case IBV_FLOW_SPEC_UDP: {
+			const struct ibv_flow_spec_tcp_udp *t = &sp->tcp_udp;
+			if (sp->hdr.size != sizeof(*t) || t->mask.src_port)
+				return flow_fail("TCP/UDP spec: its size, or a source port match");
+			if (!l3)
+				return flow_fail("a TCP/UDP spec without an IP spec before it");
+			m.fields |= KINET_ETH_MATCH_IP_PROTO;
+			m.ip_proto = sp->hdr.type == IBV_FLOW_SPEC_TCP ? 6 : 17;
+			MASKED(t->mask.dst_port, KINET_ETH_MATCH_L4_DST_PORT);
+			m.l4_dst_port = kn_be16toh(t->val.dst_port);
+			break;
+		}
+		default:
+			return flow_fail("a spec type the emulation does not take");
+		}
+		p += sp->hdr.size;
+	}
+	if (p != end)
+		return flow_fail("the rule's size disagrees with its specs");
+	/* an IP spec matching no field still says which IP version */
+	if (l3 && !(m.fields & (KINET_ETH_MATCH_IPV4_DST | KINET_ETH_MATCH_IPV6_DST)) &&
+	    !(m.fields & KINET_ETH_MATCH_ETHERTYPE)) {
+		m.fields |= KINET_ETH_MATCH_ETHERTYPE;
+		m.ethertype = l3 == 4 ? 0x0800 : 0x86dd;
+	}
+	struct emu_flow *f = calloc(1, sizeof(*f));
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int rc = kinet_eth_flow_create(q->rss->rx, &m, &f->f);
+	if (rc) {
+		free(f);
+		errno = -rc;
+		return NULL;
+	}
+	f->flow.context = qp->context;
+	return &f->flow;
+}
+
+static int emu_destroy_flow(struct ibv_flow *fl)
+{
+	struct emu_flow *f = (struct emu_flow *)fl;
+	int rc = kinet_eth_flow_destroy(f->f);
+	if (rc)
+		return -rc;
+	free(f);
+	return 0;
+}
+
+static int emu_dv_query_device(struct ibv_context *ib, struct mlx5dv_context *a)
+{
+	(void)ib;
+	uint64_t want = a->comp_mask;
+	memset(a, 0, sizeof(*a));
+	a->version = 1;
+	if (want & MLX5DV_CONTEXT_MASK_STRIDING_RQ) {
+		a->comp_mask |= MLX5DV_CONTEXT_MASK_STRIDING_RQ;
+		a->striding_rq_caps.min_single_stride_log_num_of_bytes = EMU_STRIDE_LOG_MIN;
+		a->striding_rq_caps.max_single_stride_log_num_of_bytes = EMU_STRIDE_LOG_MAX;
+		a->striding_rq_caps.min_single_wqe_log_num_of_strides = EMU_STRIDES_LOG_MIN;
+		a->striding_rq_caps.max_single_wqe_log_num_of_strides = EMU_STRIDES_LOG_MAX;
+		a->striding_rq_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
 	}
 	return 0;
 }
@@ -1721,6 +2273,16 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.devx_query_eqn = emu_devx_query_eqn,
 	.devx_general_cmd = emu_devx_general_cmd,
 	.resolve_eth_l2_from_gid = emu_resolve_l2,
+	.create_wq = emu_create_wq,
+	.modify_wq = emu_modify_wq,
+	.destroy_wq = emu_destroy_wq,
+	.create_rwq_ind_table = emu_create_ind,
+	.destroy_rwq_ind_table = emu_destroy_ind,
+	.create_qp_ex = emu_create_qp_ex,
+	.create_flow = emu_create_flow,
+	.destroy_flow = emu_destroy_flow,
+	.mlx5dv_create_wq = emu_dv_create_wq,
+	.mlx5dv_query_device = emu_dv_query_device,
 	.gpu_count = emu_gpu_count,
 	.dmabuf_supported = emu_dmabuf_supported,
 	.mem_kind = emu_mem_kind,

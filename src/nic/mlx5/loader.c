@@ -86,6 +86,47 @@ static struct ibv_cq *real_create_cq_oi(struct ibv_context *ib, int cqe)
 	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
 }
 
+/* The raw Ethernet verbs are inlines over the context's ops: the same here. */
+static struct ibv_wq *real_create_wq(struct ibv_context *ib, struct ibv_wq_init_attr *a)
+{
+	return ibv_create_wq(ib, a);
+}
+static int real_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *a)
+{
+	return ibv_modify_wq(wq, a);
+}
+static int real_destroy_wq(struct ibv_wq *wq)
+{
+	return ibv_destroy_wq(wq);
+}
+static struct ibv_rwq_ind_table *real_create_ind(struct ibv_context *ib,
+						 struct ibv_rwq_ind_table_init_attr *a)
+{
+	return ibv_create_rwq_ind_table(ib, a);
+}
+static int real_destroy_ind(struct ibv_rwq_ind_table *t)
+{
+	return ibv_destroy_rwq_ind_table(t);
+}
+static struct ibv_qp *real_create_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a)
+{
+	/* (not the inline: for a plain PD mask it calls ibv_create_qp by symbol) */
+	struct verbs_context *vctx = verbs_get_ctx_op(ib, create_qp_ex);
+	if (!vctx) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return vctx->create_qp_ex(ib, a);
+}
+static struct ibv_flow *real_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *a)
+{
+	return ibv_create_flow(qp, a);
+}
+static int real_destroy_flow(struct ibv_flow *f)
+{
+	return ibv_destroy_flow(f);
+}
+
 static int real_dmabuf_supported(void)
 {
 	int n = kinet_cudrv_gpu_count();
@@ -166,7 +207,17 @@ static void real_load(void)
 	}
 	real.query_port = real_query_port;
 	real.query_gid_ex = real_query_gid_ex;
+	real.create_wq = real_create_wq;
+	real.modify_wq = real_modify_wq;
+	real.destroy_wq = real_destroy_wq;
+	real.create_rwq_ind_table = real_create_ind;
+	real.destroy_rwq_ind_table = real_destroy_ind;
+	real.create_qp_ex = real_create_qp_ex;
+	real.create_flow = real_create_flow;
+	real.destroy_flow = real_destroy_flow;
 	NEED(m, mlx5dv_init_obj, "mlx5dv_init_obj");
+	MAY(m, mlx5dv_create_wq, "mlx5dv_create_wq");
+	MAY(m, mlx5dv_query_device, "mlx5dv_query_device");
 	MAY(m, mlx5dv_is_supported, "mlx5dv_is_supported");
 	MAY(m, mlx5dv_open_device, "mlx5dv_open_device");
 	MAY(m, devx_umem_reg, "mlx5dv_devx_umem_reg");

@@ -69,6 +69,24 @@ struct kinet_mlx5_ops {
 	int (*resolve_eth_l2_from_gid)(struct ibv_context *ib, struct ibv_ah_attr *attr,
 				       uint8_t eth_mac[6], uint16_t *vid);
 
+	/* ---- raw Ethernet (kinet/eth.h) ---- */
+	/* adapters over rdma-core's inline wrappers: a receive WQ (ibv_create_wq),
+	 * its state (ibv_modify_wq), an indirection table, a QP with the RX hash
+	 * of such a table (ibv_create_qp_ex), flow steering rules */
+	struct ibv_wq *(*create_wq)(struct ibv_context *ib, struct ibv_wq_init_attr *attr);
+	int (*modify_wq)(struct ibv_wq *wq, struct ibv_wq_attr *attr);
+	int (*destroy_wq)(struct ibv_wq *wq);
+	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(struct ibv_context *ib,
+							  struct ibv_rwq_ind_table_init_attr *a);
+	int (*destroy_rwq_ind_table)(struct ibv_rwq_ind_table *t);
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ib, struct ibv_qp_init_attr_ex *attr);
+	struct ibv_flow *(*create_flow)(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+	int (*destroy_flow)(struct ibv_flow *flow);
+	/* libmlx5: a striding (multi-packet) receive WQ; the device's limits */
+	struct ibv_wq *(*mlx5dv_create_wq)(struct ibv_context *ib, struct ibv_wq_init_attr *attr,
+					   struct mlx5dv_wq_init_attr *dv);
+	int (*mlx5dv_query_device)(struct ibv_context *ib, struct mlx5dv_context *attr);
+
 	/* ---- libmlx5 (direct verbs, DevX) ---- */
 	bool (*mlx5dv_is_supported)(struct ibv_device *dev);
 	struct ibv_context *(*mlx5dv_open_device)(struct ibv_device *dev,

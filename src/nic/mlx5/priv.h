@@ -6,6 +6,7 @@
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/mlx5.h"
 #include "core/backend.h"
+#include "core/eth_core.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 
@@ -41,6 +42,8 @@ struct m5 {
 	int npages, pcap;
 	kinet_qp **qps; /* every QP (close check, CPU proxy) */
 	int nqps, qcap;
+	kinet_qp **ethq; /* Ethernet send queues' SQs (the CPU proxy rings them too) */
+	int nethq, ethcap;
 	/* CPU proxy */
 	pthread_t proxy_th;
 	bool proxy_started;
@@ -103,6 +106,49 @@ int kinet_m5_range_map(struct m5 *m, struct m5_qp *x, void *p, size_t len, int i
 /* A kinet_cq view of a CQ buffer (not owned by the core). */
 void kinet_m5_cq_view(kinet_cq *v, kinet_ctx *ctx, uint8_t *buf, uint32_t cnt,
 		      volatile uint32_t *dbrec);
+
+/* Unmaps what kinet_m5_range_map recorded on x (caller holds m->lock). */
+void kinet_m5_range_unmap_all(struct m5 *m, struct m5_qp *x);
+/* Starts the CPU proxy thread (caller does not hold m->lock). */
+int kinet_m5_proxy_start(struct m5 *m);
+
+/* Raw Ethernet (eth.c): the objects (each embeds the core's) and the
+ * backend's Ethernet operations. */
+struct m5_eth_port {
+	struct kinet_eth_port p;
+	uint8_t port;
+};
+struct m5_eth_txq {
+	struct kinet_eth_txq t;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	kinet_cq cqv;  /* a view of the send CQ for the core */
+	struct m5_qp maps; /* the ranges mapped into the GPU (maps/nmaps only) */
+	uint32_t *cpu_pi_page;
+};
+struct m5_eth_rxq {
+	struct kinet_eth_rxq r;
+	struct ibv_cq *cq;
+	struct ibv_wq *wq;
+	struct ibv_rwq_ind_table *ind;
+	struct ibv_qp *qp; /* RX hash QP over the table: the flows' target */
+	kinet_cq cqv;
+	struct m5_qp maps;
+};
+struct m5_eth_flow {
+	struct kinet_eth_flow f;
+	struct ibv_flow *fl[2]; /* an IP protocol without an IP version: one rule per version */
+};
+int kinet_m5_eth_port_open(kinet_eth_port *p);
+void kinet_m5_eth_port_close(kinet_eth_port *p);
+int kinet_m5_eth_port_time(kinet_eth_port *p, uint64_t *ns);
+int kinet_m5_eth_txq_create(kinet_eth_txq *t);
+int kinet_m5_eth_txq_start(kinet_eth_txq *t);
+void kinet_m5_eth_txq_destroy(kinet_eth_txq *t);
+int kinet_m5_eth_rxq_create(kinet_eth_rxq *r);
+void kinet_m5_eth_rxq_destroy(kinet_eth_rxq *r);
+int kinet_m5_eth_flow_create(kinet_eth_flow *f);
+void kinet_m5_eth_flow_destroy(kinet_eth_flow *f);
 
 /* DevX (devx.c) */
 int kinet_m5_devx_open(struct m5 *m);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/wire.h"
+#include "nic/soft/eth_int.h" /* SOFT_ETH_OPS: Ethernet ports */
 
 /* Every soft QP's peer link (soft_qp.peer and the referrer lists), process
  * wide: a peer may belong to another context. Lock order: this, then the
@@ -449,4 +450,5 @@ const struct kinet_backend_ops kinet_soft_backend = {
 	.mr_revoke = soft_mr_revoke,
 	.qp_ep_info = soft_qp_ep_info,
 	.fault_set = soft_fault_set,
+	SOFT_ETH_OPS,
 };
