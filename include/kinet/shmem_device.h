@@ -229,6 +229,7 @@ KN_INLINE int kn_shmem_error(void)
 KN_INLINE int knx_sh_heap(const kn_shmem *sh, const void *p, uint64_t len, uint64_t *off)
 {
 	uint64_t a = (uint64_t)(uintptr_t)p;
+	*off = 0;
 	for (int h = 0; h < 2; h++) {
 		uint64_t b = (uint64_t)(uintptr_t)sh->heap[h];
 		if (sh->heap_len[h] && a >= b && a - b <= sh->heap_len[h] &&

@@ -290,3 +290,572 @@ Test(shmem, every_comparison_and_wait_form)
 		sh_run_job(&j, NULL);
 	}
 }
+
+/* ---- atomics ------------------------------------------------------------------------------ */
+
+#define AMO_N 60
+
+/* Every PE hammers words of PE 0 with every atomic, 4 and 8 bytes, from
+ * several host threads at once; after a barrier PE 0 checks the combined
+ * results, and each PE checks what its fetching atomics returned. */
+struct amo_words {
+	uint64_t add64, xor64, cas64, andor64, swap64, set64;
+	uint32_t add32, xor32, cas32, andor32, swap32, set32;
+};
+
+static int amo_thread(int tid, int nthr, void *arg)
+{
+	(void)nthr;
+	struct amo_words *w = arg;
+	int me = kinet_shmem_my_pe(), key = me * 8 + tid; /* this thread's bit */
+	uint64_t old;
+	for (int i = 0; i < AMO_N; i++) {
+		uint64_t v = sh_seed(key, 5, i);
+		SK0(kn_shmem_atomic(&w->add64, KN_AMO_FETCH_ADD, 8, v, 0, 0, &old));
+		SK0(kn_shmem_atomic(&w->add32, KN_AMO_FETCH_ADD, 4, v, 0, 0, NULL));
+		SK0(kn_shmem_atomic(&w->xor64, KN_AMO_FETCH_XOR, 8, v, 0, 0, i % 2 ? &old : NULL));
+		SK0(kn_shmem_atomic(&w->xor32, KN_AMO_FETCH_XOR, 4, v, 0, 0, &old));
+		/* a counter by compare-and-swap */
+		for (uint32_t size = 4; size <= 8; size += 4) {
+			void *c = size == 4 ? (void *)&w->cas32 : (void *)&w->cas64;
+			uint64_t cur;
+			SK0(kn_shmem_atomic(c, KN_AMO_FETCH, size, 0, 0, 0, &cur));
+			for (;;) {
+				SK0(kn_shmem_atomic(c, KN_AMO_COMPARE_SWAP, size, cur + 1, cur, 0, &old));
+				if (old == cur)
+					break;
+				cur = old;
+			}
+		}
+		/* this thread's own bit: set with or, clear with and, seen both times */
+		for (uint32_t size = 4; size <= 8; size += 4) {
+			void *c = size == 4 ? (void *)&w->andor32 : (void *)&w->andor64;
+			uint64_t bit = 1ull << key;
+			SK0(kn_shmem_atomic(c, KN_AMO_FETCH_OR, size, bit, 0, 0, &old));
+			SK(!(old & bit), "bit %d set before its or", key);
+			SK0(kn_shmem_atomic(c, KN_AMO_FETCH_AND, size, ~bit, 0, 0, &old));
+			SK(old & bit, "bit %d clear before its and", key);
+		}
+		/* swap: the value returned is one some thread stored (tagged) */
+		SK0(kn_shmem_atomic(&w->swap64, KN_AMO_SWAP, 8, ((uint64_t)key << 32) | (uint64_t)i, 0, 0,
+				    &old));
+		SK(old == 0x5a5a5a5a5a5a5a5aull || (old >> 32) < 32, "swap returned %llx",
+		   (unsigned long long)old);
+		SK0(kn_shmem_atomic(&w->swap32, KN_AMO_SWAP, 4, (uint64_t)key << 16 | (uint64_t)i, 0, 0,
+				    &old));
+		SK(old == 0x5a5a5a5au || (old >> 16) < 32, "swap32 returned %llx",
+		   (unsigned long long)old);
+	}
+	/* set (a swap without the old value) and fetch */
+	if (key == 0) {
+		SK0(kn_shmem_atomic(&w->set64, KN_AMO_SWAP, 8, 0x0123456789abcdefull, 0, 0, NULL));
+		SK0(kn_shmem_atomic(&w->set32, KN_AMO_SWAP, 4, 0x89abcdefu, 0, 0, NULL));
+	}
+	return 0;
+}
+
+static int amo_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	const int nthr = 3;
+	struct amo_words *w = kinet_shmem_calloc(1, sizeof(*w));
+	SK(w, "malloc");
+	w->swap64 = 0x5a5a5a5a5a5a5a5aull;
+	w->swap32 = 0x5a5a5a5au;
+	w->andor64 = 0;
+	w->andor32 = 0;
+	uint64_t x0 = 0x1111222233334444ull;
+	w->xor64 = x0;
+	w->xor32 = (uint32_t)x0;
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_host_exec(nthr, amo_thread, w));
+	SK0(kn_shmem_quiet());
+	SK0(kinet_shmem_barrier_all());
+	if (me == 0) {
+		uint64_t add = 0, xo = x0;
+		for (int p = 0; p < n; p++)
+			for (int t = 0; t < nthr; t++)
+				for (int i = 0; i < AMO_N; i++) {
+					add += sh_seed(p * 8 + t, 5, i);
+					xo ^= sh_seed(p * 8 + t, 5, i);
+				}
+		SK(w->add64 == add, "add64 %llx, expected %llx", (unsigned long long)w->add64,
+		   (unsigned long long)add);
+		SK(w->add32 == (uint32_t)add, "add32");
+		SK(w->xor64 == xo, "xor64");
+		SK(w->xor32 == (uint32_t)xo, "xor32");
+		SK(w->cas64 == (uint64_t)n * nthr * AMO_N, "cas64 counter %llu",
+		   (unsigned long long)w->cas64);
+		SK(w->cas32 == (uint32_t)(n * nthr * AMO_N), "cas32 counter %u", w->cas32);
+		SK(w->andor64 == 0 && w->andor32 == 0, "and/or bits left");
+		SK((w->swap64 >> 32) < 32 && (w->swap64 & 0xffffffff) == AMO_N - 1, "last swap");
+		SK(w->set64 == 0x0123456789abcdefull && w->set32 == 0x89abcdefu, "set");
+	}
+	/* refused: size 2, misaligned, not symmetric */
+	SK(kn_shmem_atomic((uint8_t *)&w->add64 + 4, KN_AMO_FETCH_ADD, 8, 1, 0, 0, NULL) == -EINVAL,
+	   "misaligned");
+	SK(kn_shmem_atomic(&w->add64, KN_AMO_FETCH_ADD, 2, 1, 0, 0, NULL) == -EINVAL, "size 2");
+	kinet_shmem_error(1);
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(w));
+	return 0;
+}
+
+Test(shmem, every_atomic_4_and_8_bytes_concurrently)
+{
+	sh_both(3, amo_fn, NULL);
+}
+
+/* ---- fence and quiet ------------------------------------------------------------------------ */
+
+#define ORD_ROUNDS 30
+#define ORD_LEN (256u << 10) /* rendezvous on the wire: reads that could overtake */
+
+/* PE 0 writes a large buffer, then (fenced) a flag: the last word of a
+ * second write large enough to go by rendezvous as well (odd rounds), or a
+ * p (even rounds); PE 1 waits for the flag and must find the buffer whole.
+ * The wire reads rendezvous writes in parallel: without the fence the
+ * second could land first. */
+#define FLAG_LEN (40u << 10)
+static int fence_fn(int me, int n, void *arg)
+{
+	(void)n, (void)arg;
+	uint8_t *buf = kinet_shmem_malloc(ORD_LEN);
+	uint8_t *src = kinet_shmem_malloc(ORD_LEN);
+	uint64_t *flag = kinet_shmem_calloc(2, 8);
+	uint64_t *big = kinet_shmem_calloc(FLAG_LEN / 8, 8), *bsrc = kinet_shmem_calloc(FLAG_LEN / 8, 8);
+	SK(buf && src && flag && big && bsrc, "malloc");
+	SK0(kinet_shmem_barrier_all());
+	for (int r = 1; r <= ORD_ROUNDS && me < 2; r++) {
+		if (me == 0) {
+			tu_fill_random(src, ORD_LEN, sh_seed(0, 6, r));
+			SK0(kn_shmem_put_nbi(buf, src, ORD_LEN, 1));
+			SK0(kn_shmem_fence());
+			if (r % 2) {
+				bsrc[FLAG_LEN / 8 - 1] = (uint64_t)r;
+				SK0(kn_shmem_put(big, bsrc, FLAG_LEN, 1));
+			}
+			SK0(kn_shmem_p(&flag[0], (uint64_t)r, 8, 1));
+			/* the next round's source once PE 1 checked */
+			SK0(kn_shmem_wait_until(&flag[1], KN_SHMEM_CMP_EQ, (uint64_t)r, 8, 0));
+		} else {
+			if (r % 2)
+				SK0(kn_shmem_wait_until(&big[FLAG_LEN / 8 - 1], KN_SHMEM_CMP_EQ,
+							(uint64_t)r, 8, 0));
+			else
+				SK0(kn_shmem_wait_until(&flag[0], KN_SHMEM_CMP_EQ, (uint64_t)r, 8, 0));
+			uint8_t *want = malloc(ORD_LEN);
+			tu_fill_random(want, ORD_LEN, sh_seed(0, 6, r));
+			SK(!memcmp(buf, want, ORD_LEN), "round %d: the flag came before the data", r);
+			free(want);
+			SK0(kn_shmem_p(&flag[1], (uint64_t)r, 8, 0));
+		}
+	}
+	SK0(kinet_shmem_barrier_all());
+	/* quiet: PE 0 puts to every peer non-blocking, quiets, then tells them
+	 * through the bootstrap's barrier (no kinet ordering involved) */
+	if (me == 0)
+		for (int p = 1; p < n; p++)
+			for (int k = 0; k < 4; k++) {
+				tu_fill_random(src + k * (ORD_LEN / 4), ORD_LEN / 4, sh_seed(p, 7, k));
+				SK0(kn_shmem_put_nbi(buf + k * (ORD_LEN / 4), src + k * (ORD_LEN / 4),
+						     ORD_LEN / 4, p));
+				SK0(kn_shmem_quiet()); /* src reused next round: complete first */
+			}
+	SK0(kinet_shmem_barrier_all());
+	if (me != 0) {
+		uint8_t *want = malloc(ORD_LEN / 4);
+		for (int k = 0; k < 4; k++) {
+			tu_fill_random(want, ORD_LEN / 4, sh_seed(me, 7, k));
+			SK(!memcmp(buf + k * (ORD_LEN / 4), want, ORD_LEN / 4),
+			   "piece %d not there after PE 0's quiet", k);
+		}
+		free(want);
+	}
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(bsrc));
+	SK0(kinet_shmem_free(big));
+	SK0(kinet_shmem_free(flag));
+	SK0(kinet_shmem_free(src));
+	SK0(kinet_shmem_free(buf));
+	return 0;
+}
+
+Test(shmem, fence_orders_and_quiet_completes)
+{
+	sh_both(2, fence_fn, NULL);
+	struct sh_job j = {.n = 3, .p2p = 0, .fn = fence_fn};
+	sh_run_job(&j, NULL);
+}
+
+/* ---- barriers, teams -------------------------------------------------------------------------- */
+
+#define BAR_ROUNDS 12
+
+/* Each round every PE arrives late by a different amount, puts its round
+ * number into every other PE's slot, and enters barrier_all: on leaving it,
+ * every slot holds this round (barrier_all completes the puts before it);
+ * sync_all then lets no PE run ahead: a PE that left records it, and no PE
+ * may see a later round recorded before it left itself. */
+static int barrier_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	uint64_t *slot = kinet_shmem_calloc((size_t)n, 8);
+	SK(slot, "malloc");
+	SK0(kinet_shmem_barrier_all());
+	for (int r = 1; r <= BAR_ROUNDS; r++) {
+		sh_sleep_us((unsigned)((me * 7 + r * 3) % (n + 2)) * 20000u); /* skew */
+		for (int p = 0; p < n; p++)
+			if (p != me)
+				SK0(kn_shmem_p(&slot[me], (uint64_t)r, 8, p));
+		SK0(kn_shmem_barrier_all());
+		for (int p = 0; p < n; p++)
+			SK(p == me || slot[p] == (uint64_t)r, "round %d: PE %d's value %llu", r, p,
+			   (unsigned long long)slot[p]);
+		/* nobody may start the next round's puts before everyone checked */
+		SK0(kn_shmem_sync_all());
+	}
+	/* the same through the device API from another host thread */
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_barrier_all_on_stream(NULL));
+	SK0(kinet_shmem_sync_all_on_stream(NULL));
+	SK0(kinet_shmem_free(slot));
+	return 0;
+}
+
+Test(shmem, barriers_under_skew)
+{
+	sh_both(4, barrier_fn, NULL);
+}
+
+/* Teams: the predefined ones (world, node, shared), a split into even and
+ * odd PEs (every PE calls; each gets its own team or INVALID), their
+ * queries and translations, team barriers inside them that do not wait for
+ * the other team, destroy and a new split reusing the slot. */
+static int team_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	SK(kinet_shmem_team_n_pes(KINET_SHMEM_TEAM_WORLD) == n, "world size");
+	SK(kinet_shmem_team_my_pe(KINET_SHMEM_TEAM_WORLD) == me, "world index");
+	SK(kinet_shmem_team_n_pes(KINET_SHMEM_TEAM_NODE) == n, "every PE on this node");
+	SK(kinet_shmem_local_n_pes() == n && kinet_shmem_local_pe() == me, "local PEs");
+	SK(kinet_shmem_node_of(n - 1) == 0 && kinet_shmem_node_of(n) == -1, "nodes");
+	int mapped = 0;
+	for (int p = 0; p < n; p++)
+		mapped += kinet_shmem_pe_mapped(p);
+	SK(kinet_shmem_team_n_pes(KINET_SHMEM_TEAM_SHARED) == mapped, "shared team: the mapped PEs");
+	SK(kn_shmem_team_n_pes(KINET_SHMEM_TEAM_SHARED) == mapped, "the device view");
+	kinet_shmem_team even, odd;
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 0, 2, (n + 1) / 2, &even));
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 1, 2, n / 2, &odd));
+	kinet_shmem_team mine = me % 2 ? odd : even;
+	SK((me % 2 ? even : odd) == KINET_SHMEM_TEAM_INVALID, "not a member: INVALID");
+	SK(mine >= 3, "a new slot: %d", mine);
+	SK(kinet_shmem_team_my_pe(mine) == me / 2, "index in the team");
+	SK(kn_shmem_team_my_pe(mine) == me / 2, "the device's index");
+	SK(kinet_shmem_team_translate_pe(mine, 0, KINET_SHMEM_TEAM_WORLD) == me % 2,
+	   "member 0 is world PE %d", me % 2);
+	SK(kn_shmem_team_translate_pe(KINET_SHMEM_TEAM_WORLD, me, mine) == me / 2, "translate back");
+	SK(kn_shmem_team_translate_pe(KINET_SHMEM_TEAM_WORLD, (me + 1) % n, mine) == -1,
+	   "a PE of the other team");
+	/* the odd team's barriers run while the even team's PEs wait elsewhere */
+	uint64_t *flag = kinet_shmem_calloc(1, 8);
+	SK(flag, "malloc");
+	SK0(kinet_shmem_barrier_all());
+	for (int r = 0; r < 5; r++)
+		SK0(kn_shmem_barrier(mine));
+	if (me % 2 == 0 && me + 1 < n)
+		SK0(kn_shmem_p(flag, 1, 8, me + 1)); /* the odd team only then left its loop */
+	if (me % 2 == 1)
+		SK0(kn_shmem_wait_until(flag, KN_SHMEM_CMP_EQ, 1, 8, 0));
+	SK(kn_shmem_team_sync(me % 2 ? even : odd) == -EINVAL, "sync of a team not joined");
+	kinet_shmem_error(1);
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_team_destroy(mine));
+	SK(kinet_shmem_team_destroy(KINET_SHMEM_TEAM_WORLD) == -EINVAL, "the world stays");
+	/* the slot is taken again, with its counters reset */
+	kinet_shmem_team all;
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 0, 1, n, &all));
+	SK(all == mine || all == (me % 2 ? even : odd) || all >= 3, "slot %d", all);
+	for (int r = 0; r < 3; r++)
+		SK0(kn_shmem_barrier(all));
+	/* disagreements are refused everywhere */
+	kinet_shmem_team bad;
+	SK(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 0, 1, me == 0 ? n : n - 1, &bad) ==
+		   -EINVAL, "sizes differ");
+	SK(bad == KINET_SHMEM_TEAM_INVALID, "no team on refusal");
+	SK(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 0, 1, n + 1, &bad) == -EINVAL,
+	   "larger than the parent");
+	SK0(kinet_shmem_team_destroy(all));
+	SK0(kinet_shmem_free(flag));
+	return 0;
+}
+
+Test(shmem, teams)
+{
+	sh_both(4, team_fn, NULL);
+}
+
+/* ---- the group forms and the QPs per peer ------------------------------------------------------ */
+
+#define GRID 4
+#define BLK 40 /* a full warp and a partial one */
+#define GLEN 50000u
+
+struct grp_arg {
+	uint8_t *dst, *src, *got;
+	uint64_t *sig;
+	int me, n;
+	volatile int bad;
+};
+
+/* Each CTA sends one buffer to the right neighbour with the block form, one
+ * with the warp form of warp 0 and a short one from the partial warp, then
+ * a fourth with the block form of put_signal, and waits for the left
+ * neighbour's signal of the same CTA. */
+static void grp_kernel(void *argp)
+{
+	struct grp_arg *a = argp;
+	const struct kinet_shmem_host_thread *t = kinet_shmem_host_self();
+	unsigned cta = t->block_idx.x, tid = t->thread_idx.x;
+	int right = (a->me + 1) % a->n;
+	uint8_t *d = a->dst + (size_t)cta * 4 * GLEN, *s = a->src + (size_t)cta * 4 * GLEN;
+	if (kn_shmem_putmem_block(d, s, GLEN, right) != 0)
+		a->bad = __LINE__;
+	if (tid < 32 && kn_shmem_putmem_nbi_warp(d + GLEN, s + GLEN, GLEN, right) != 0)
+		a->bad = __LINE__;
+	if (tid >= 32 && kn_shmem_putmem_warp(d + 3 * GLEN, s + 3 * GLEN, 1000, right) != 0)
+		a->bad = __LINE__; /* the partial warp: 8 threads */
+	if (kn_shmem_quiet_block() != 0)
+		a->bad = __LINE__;
+	if (kn_shmem_put_signal_nbi_block(d + 2 * GLEN, s + 2 * GLEN, GLEN, &a->sig[cta], 1,
+					  KN_SIG_ADD, right) != 0)
+		a->bad = __LINE__;
+	if (tid == 0 && kn_shmem_signal_wait_until(&a->sig[cta], KN_SHMEM_CMP_GE, 1, NULL) != 0)
+		a->bad = __LINE__;
+	if (kn_shmem_quiet_block() != 0)
+		a->bad = __LINE__;
+}
+
+/* Each CTA reads the left neighbour's copy of its first buffer back. */
+static void grp_get_kernel(void *argp)
+{
+	struct grp_arg *a = argp;
+	const struct kinet_shmem_host_thread *t = kinet_shmem_host_self();
+	unsigned cta = t->block_idx.x, tid = t->thread_idx.x;
+	int left = (a->me + a->n - 1) % a->n;
+	uint8_t *d = a->dst + (size_t)cta * 4 * GLEN;
+	if (kn_shmem_getmem_block(a->got + (size_t)cta * GLEN, d, GLEN / 2, left) != 0)
+		a->bad = __LINE__;
+	if (tid < 32 && kn_shmem_getmem_nbi_warp(a->got + (size_t)cta * GLEN + GLEN / 2,
+						 d + GLEN / 2, GLEN / 2, left) != 0)
+		a->bad = __LINE__;
+	if (kn_shmem_quiet_block() != 0)
+		a->bad = __LINE__;
+}
+
+/* One CTA per PE: the block and warp barriers. */
+static void grp_bar_kernel(void *argp)
+{
+	struct grp_arg *a = argp;
+	if (kn_shmem_barrier_all_block() != 0 || kn_shmem_sync_all_block() != 0)
+		a->bad = __LINE__;
+	if (kinet_shmem_host_self()->thread_idx.x < 32 &&
+	    (kn_shmem_barrier_all_warp() != 0 || kn_shmem_team_sync_warp(0) != 0))
+		a->bad = __LINE__;
+	if (kn_shmem_barrier_block(KINET_SHMEM_TEAM_WORLD) != 0)
+		a->bad = __LINE__;
+}
+
+static int grp_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	struct grp_arg a = {0};
+	a.me = me;
+	a.n = n;
+	a.dst = kinet_shmem_malloc((size_t)GRID * 4 * GLEN);
+	a.src = kinet_shmem_malloc((size_t)GRID * 4 * GLEN);
+	a.got = kinet_shmem_malloc((size_t)GRID * GLEN);
+	a.sig = kinet_shmem_calloc(GRID, 8);
+	SK(a.dst && a.src && a.got && a.sig, "malloc");
+	tu_fill_random(a.src, (size_t)GRID * 4 * GLEN, sh_seed(me, 8, 0));
+	SK0(kinet_shmem_barrier_all());
+	struct kinet_shmem_dim3 grid = {GRID, 1, 1}, block = {BLK, 1, 1}, one = {1, 1, 1};
+	SK0(kinet_shmem_host_launch(grp_kernel, &a, grid, block));
+	SK(!a.bad, "a group call failed (line %d): %s", a.bad, kinet_strerror(kinet_shmem_error(0)));
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_host_launch(grp_get_kernel, &a, grid, block));
+	SK0(kinet_shmem_host_launch(grp_bar_kernel, &a, one, block));
+	SK(!a.bad, "a group call failed (line %d): %s", a.bad, kinet_strerror(kinet_shmem_error(0)));
+	SK0(kinet_shmem_barrier_all());
+	int left = (me + n - 1) % n, left2 = (me + 2 * n - 2) % n;
+	uint8_t *want = malloc((size_t)GRID * 4 * GLEN);
+	uint8_t *want2 = malloc((size_t)GRID * 4 * GLEN);
+	tu_fill_random(want, (size_t)GRID * 4 * GLEN, sh_seed(left, 8, 0));
+	tu_fill_random(want2, (size_t)GRID * 4 * GLEN, sh_seed(left2, 8, 0));
+	for (int c = 0; c < GRID; c++) {
+		const uint8_t *d = a.dst + (size_t)c * 4 * GLEN, *w = want + (size_t)c * 4 * GLEN;
+		SK(!memcmp(d, w, 3 * GLEN), "CTA %d: the block, warp and signal puts", c);
+		SK(!memcmp(d + 3 * GLEN, w + 3 * GLEN, 1000), "CTA %d: the partial warp's put", c);
+		SK(a.sig[c] == 1, "CTA %d: signal %llu", c, (unsigned long long)a.sig[c]);
+		/* the left neighbour's dst holds what its own left neighbour sent */
+		SK(!memcmp(a.got + (size_t)c * GLEN, want2 + (size_t)c * 4 * GLEN, GLEN),
+		   "CTA %d: getmem_block and getmem_nbi_warp", c);
+	}
+	free(want);
+	free(want2);
+	/* through the NIC, the CTAs used several QPs to the right neighbour */
+	const kn_shmem *st = kinet_shmem_device_state();
+	int right = (me + 1) % n;
+	if (st->peers[right].qp) {
+		int used = 0;
+		for (uint32_t q = 0; q < st->nqp; q++)
+			used += st->peers[right].qp[q].st->resv > 0;
+		SK(used == (int)(st->nqp < GRID ? st->nqp : GRID), "%d QPs of %u used by %d CTAs",
+		   used, st->nqp, GRID);
+	}
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(a.sig));
+	SK0(kinet_shmem_free(a.got));
+	SK0(kinet_shmem_free(a.src));
+	SK0(kinet_shmem_free(a.dst));
+	return 0;
+}
+
+Test(shmem, warp_and_block_forms_and_qps_by_cta)
+{
+	sh_both(2, grp_fn, NULL);
+	struct sh_job j = {.n = 3, .p2p = 0, .fn = grp_fn, .qps = 2};
+	sh_run_job(&j, NULL);
+}
+
+/* ---- ptr ------------------------------------------------------------------------------------ */
+
+static int ptr_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	uint64_t *x = kinet_shmem_malloc(64), *h = kinet_shmem_malloc_host(64);
+	SK(x && h, "malloc");
+	x[0] = 0x7000 + (uint64_t)me;
+	h[0] = 0x8000 + (uint64_t)me;
+	SK0(kinet_shmem_barrier_all());
+	for (int p = 0; p < n; p++) {
+		uint64_t *dx = kn_shmem_ptr(x, p), *hx = kinet_shmem_ptr(x, p), *dh = kn_shmem_ptr(h, p);
+		if (kinet_shmem_pe_mapped(p)) {
+			SK(dx && hx == dx && dh, "PE %d is mapped: a pointer", p);
+			SK(*dx == 0x7000 + (uint64_t)p && *dh == 0x8000 + (uint64_t)p, "PE %d's words",
+			   p);
+		} else {
+			SK(!dx && !hx && !dh, "PE %d goes through the NIC: NULL", p);
+		}
+	}
+	SK(kn_shmem_ptr(x, n) == NULL && kn_shmem_ptr(&me, 0) == NULL, "bad PE, not symmetric");
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(h));
+	SK0(kinet_shmem_free(x));
+	return 0;
+}
+
+Test(shmem, ptr_reaches_mapped_peers_only)
+{
+	sh_both(3, ptr_fn, NULL);
+}
+
+/* ---- failures ---------------------------------------------------------------------------------- */
+
+/* Allocations the PEs disagree on are refused on every PE, and the heap
+ * stays usable: a size that differs, an order that differs, a free of
+ * different blocks; then agreeing calls succeed at the same offsets. */
+static int mismatch_fn(int me, int n, void *arg)
+{
+	(void)n, (void)arg;
+	void *p = NULL;
+	SK(kinet_shmem_alloc(me == 1 ? 8192 : 4096, 0, KINET_SHMEM_DEVICE, 0, &p) == -EINVAL,
+	   "differing sizes");
+	SK(p == NULL, "no block");
+	SK(kinet_shmem_malloc(me == 2 ? 100 : 200) == NULL, "malloc: differing sizes");
+	SK(kinet_shmem_error(1) == -EINVAL, "malloc's error is kept");
+	/* another order: PE 0 allocates the host heap first */
+	SK(kinet_shmem_alloc(256, 0, me == 0 ? KINET_SHMEM_HOST : KINET_SHMEM_DEVICE, 0, &p) ==
+		   -EINVAL, "differing kinds");
+	void *a = kinet_shmem_malloc(1000), *b = kinet_shmem_malloc(3000);
+	SK(a && b, "agreeing calls work");
+	SK(kinet_shmem_free(me == 1 ? a : b) == -EINVAL, "freeing different blocks");
+	SK(kinet_shmem_free(&me) == -EINVAL, "not a block");
+	SK(kinet_shmem_alloc(1ull << 40, 0, KINET_SHMEM_DEVICE, 0, &p) == -ENOMEM, "too large");
+	SK(kinet_shmem_align(3, 64) == NULL, "alignment not a power of two");
+	SK0(kinet_shmem_free(a));
+	SK0(kinet_shmem_free(b));
+	/* the same offsets everywhere: PE 0 tells its offset, each compares */
+	uint64_t *c = kinet_shmem_align(4096, 8192);
+	SK(c && ((uintptr_t)c & 4095) == 0, "aligned");
+	uint64_t off = (uint64_t)((uint8_t *)c - (uint8_t *)kinet_shmem_device_state()->heap[0]);
+	c[0] = off;
+	SK0(kinet_shmem_barrier_all());
+	uint64_t o0;
+	SK0(kn_shmem_g(c, 8, 0, &o0));
+	SK(o0 == off, "offset %llu here, %llu on PE 0", (unsigned long long)off,
+	   (unsigned long long)o0);
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(c));
+	SK0(kinet_shmem_free(NULL));
+	kinet_shmem_error(1);
+	return 0;
+}
+
+Test(shmem, mismatched_allocations_refused)
+{
+	struct sh_job j = {.n = 3, .p2p = 0, .fn = mismatch_fn};
+	sh_run_job(&j, NULL);
+}
+
+/* A PE killed mid-run: the others' operations to it fail (-EIO, the NIC's
+ * transport error after KINET_NET_TIMEOUT_MS), their device barrier ends
+ * with -ETIMEDOUT at KINET_SHMEM_TIMEOUT_MS, their host collectives with
+ * the bootstrap's error; nothing hangs. */
+static int kill_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	uint8_t *buf = kinet_shmem_malloc(1u << 20);
+	SK(buf, "malloc");
+	SK0(kinet_shmem_barrier_all());
+	if (me == n - 1) {
+		kill(getpid(), SIGKILL);
+		for (;;)
+			pause();
+	}
+	sh_sleep_us(200000);
+	uint64_t t0 = sh_ms();
+	/* through the NIC (same-node path off): a stream of puts to the dead PE */
+	int rc = 0;
+	for (int i = 0; i < 50 && !rc; i++)
+		rc = kn_shmem_put(buf, buf + 512 * 1024, 256 * 1024, n - 1);
+	SK(rc == -EIO || rc == -ETIMEDOUT, "puts to a dead PE: %d", rc);
+	uint64_t dt1 = sh_ms() - t0;
+	t0 = sh_ms();
+	SK(kn_shmem_barrier_all() != 0, "a barrier with a dead PE");
+	SK(kn_shmem_sync_all() == -ETIMEDOUT, "a sync with a dead PE");
+	uint64_t dt2 = sh_ms() - t0;
+	t0 = sh_ms();
+	int hrc = kinet_shmem_barrier_all();
+	uint64_t dt3 = sh_ms() - t0;
+	SK(hrc != 0, "a host barrier with a dead PE");
+	fprintf(stderr, "[PE %d] dead peer: puts failed after %llu ms (%s), device barrier %llu ms, "
+		"host barrier %llu ms (%s)\n", me, (unsigned long long)dt1, kinet_strerror(rc),
+		(unsigned long long)dt2, (unsigned long long)dt3, kinet_strerror(hrc));
+	SK(dt1 < 2000 + 20000 && dt2 >= 2500 && dt2 < 3000 + 5000 && dt3 < 15000 + 5000, "bounded");
+	SK(kinet_shmem_error(0) != 0, "the error is kept");
+	/* the layer still tears down (its barrier fails: the error, not a hang) */
+	return kinet_shmem_finalize() != 0 ? 0 : 1;
+}
+
+Test(shmem, a_pe_killed_mid_run)
+{
+	static const char *const env[] = {"KINET_SHMEM_TIMEOUT_MS=3000", NULL};
+	struct sh_job j = {.n = 3, .p2p = 0, .fn = kill_fn, .env = env, .expect_killed = 1};
+	int res[SH_MAXPE];
+	sh_run_job(&j, res);
+	for (int pe = 0; pe < 2; pe++)
+		cr_expect_eq(res[pe], 0, "PE %d: %d", pe, res[pe]);
+	cr_expect_eq(res[2], -EINTR, "the killed PE");
+}

@@ -147,7 +147,7 @@ static int sh_pe_main(const struct sh_job *j, int pe)
 		return rc;
 	}
 	rc = j->fn(pe, j->n, j->arg);
-	int frc = kinet_shmem_finalize();
+	int frc = kinet_shmem_initialized() ? kinet_shmem_finalize() : 0;
 	if (!rc && frc)
 		rc = frc;
 	kinet_boot_close(b);
