@@ -189,9 +189,10 @@ struct kinet_shmem_dim3 {
 };
 
 /* Where a thread of kinet_shmem_host_launch is: CUDA's blockIdx, threadIdx,
- * blockDim, gridDim. */
+ * blockDim, gridDim; in_launch 0 for a thread outside any launch. */
 struct kinet_shmem_host_thread {
 	struct kinet_shmem_dim3 block_idx, thread_idx, block_dim, grid_dim;
+	int in_launch;
 };
 
 /* Runs fn(arg) on grid x block CPU threads at once (every CTA resident, as

@@ -350,6 +350,8 @@ KN_INLINE void knx_sh_copy(void *dst, const void *src, uint64_t n)
 	uint8_t *d = (uint8_t *)dst;
 	const uint8_t *s = (const uint8_t *)src;
 #if defined(__CUDA_ARCH__)
+	if (d == s)
+		return;
 	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
 		for (; n >= 16; n -= 16, d += 16, s += 16)
 			*(uint4 *)d = *(const uint4 *)s;
@@ -360,7 +362,8 @@ KN_INLINE void knx_sh_copy(void *dst, const void *src, uint64_t n)
 	for (; n; n--)
 		*d++ = *s++;
 #else
-	__builtin_memcpy(d, s, n);
+	if (d != s)
+		__builtin_memmove(d, s, n);
 #endif
 }
 

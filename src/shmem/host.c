@@ -65,7 +65,8 @@ struct self {
 	int qp_index;
 };
 
-static __thread struct self me_tls = {{{0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}}, NULL, 0, 0, -1};
+static __thread struct self me_tls = {{{0, 0, 0}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1}, 0}, NULL, 0, 0,
+				       -1};
 static int qp_next;
 
 static struct kinet_shmem_dim3 unlin(unsigned i, struct kinet_shmem_dim3 d)
@@ -87,6 +88,7 @@ static int launch_thread(int tid, int nthreads, void *arg)
 	me_tls.t.thread_idx = unlin(me_tls.tid, l->block);
 	me_tls.t.block_dim = l->block;
 	me_tls.t.grid_dim = l->grid;
+	me_tls.t.in_launch = 1;
 	l->fn(l->arg);
 	me_tls = saved; /* thread 0 is the caller's own */
 	return 0;
