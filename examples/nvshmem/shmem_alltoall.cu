@@ -75,7 +75,7 @@ static __host__ __device__ uint8_t expert(int d, uint8_t b)
 }
 
 /* Bytes before block k of a row of counts (k blocks of counts[...] tokens). */
-static __host__ __device__ size_t before(const int *row, int stride, int k)
+static __device__ size_t before(const int *row, int stride, int k)
 {
 	size_t s = 0;
 	for (int i = 0; i < k; i++)

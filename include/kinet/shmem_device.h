@@ -297,6 +297,9 @@ KN_INLINE uint32_t knx_sh_qp_index(const kn_shmem *sh)
 		return (cta * ((nthr + 31) / 32) + tid / 32) % sh->nqp;
 	}
 	return cta % sh->nqp;
+#elif defined(__CUDACC__)
+	(void)sh; /* host code of a CUDA translation unit: never reached with a state */
+	return 0;
 #else
 	return (uint32_t)kinet_shmem_host_qp_index() % sh->nqp;
 #endif

@@ -4,7 +4,8 @@
  * -ww, and man --warnings where man-db is installed), its .TH names the page
  * its file name says, and every public function of include/kinet/kinet.h,
  * net.h and boot.h (read from the headers, so a new function needs a page)
- * is named in the NAME or SYNOPSIS section of some page.
+ * (and shmem.h, the PGAS layer's) is named in the NAME or SYNOPSIS section of
+ * some page.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -170,11 +171,11 @@ Test(man_pages, every_public_function_has_a_page)
 		syn[i] = name_synopsis(page);
 		free(page);
 	}
-	const char *headers[] = {"kinet.h", "net.h", "boot.h"};
+	const char *headers[] = {"kinet.h", "net.h", "boot.h", "shmem.h"};
 	regex_t re;
 	cr_assert_eq(regcomp(&re, "[ *](kinet_[a-z0-9_]+)[ \t]*\\(", REG_EXTENDED), 0);
 	int checked = 0;
-	for (int h = 0; h < 3; h++) {
+	for (int h = 0; h < 4; h++) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/include/kinet/%s", KINET_SOURCE_DIR, headers[h]);
 		char *src = uncommented(path);
