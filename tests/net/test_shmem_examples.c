@@ -6,6 +6,8 @@
  * software NIC's wire: each PE checks every byte it received (all-to-all)
  * or every element against a host reduction (all-reduce) and exits non-zero
  * on a difference; the test checks every exit status and every PE's line.
+ * The all-to-all also runs under mpirun (the MPI bootstrap) where Open MPI is
+ * installed and the build has MPI.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -17,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "kinet_config.h"
 
 #define EX_FN static __attribute__((unused))
 #define DEADLINE_S 180
@@ -109,6 +112,42 @@ Test(shmem_examples, allreduce_matches_the_host_reduction)
 	for (int n = 2; n <= 4; n++)
 		for (int p2p = 0; p2p < 2; p2p++)
 			job(KINET_EX_SHMEM_ALLREDUCE, n, p2p, "PE %d of %d: 3 rounds of a ring all-reduce");
+#else
+	cr_skip_test("examples not built (KINET_EXAMPLES=OFF)");
+#endif
+}
+
+/* nvshmem_init under mpirun: the MPI bootstrap, nothing else set */
+Test(shmem_examples, alltoall_under_mpirun)
+{
+#ifdef KINET_EX_SHMEM_ALLTOALL
+	if (!KINET_HAVE_MPI)
+		cr_skip_test("this build has no MPI bootstrap");
+	if (system("command -v mpirun >/dev/null 2>&1") != 0)
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	for (int p2p = 0; p2p < 2; p2p++) {
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd),
+			 "env -u BXFI_MAP -u KINET_BOOT_ADDR -u KINET_BOOT_RANK -u KINET_BOOT_SIZE "
+			 "OMPI_MCA_btl_vader_single_copy_mechanism=none ASAN_OPTIONS=detect_leaks=0 "
+			 "KINET_BACKEND=soft KINET_SHMEM_EXEC=host KINET_SHMEM_HEAP_SIZE=16M "
+			 "KINET_SHMEM_P2P=%d FI_TCP_IFACE=lo timeout %d mpirun --allow-run-as-root "
+			 "--oversubscribe -np 3 -x KINET_BACKEND -x KINET_SHMEM_EXEC "
+			 "-x KINET_SHMEM_HEAP_SIZE -x KINET_SHMEM_P2P -x FI_TCP_IFACE '%s' 2>&1",
+			 p2p, DEADLINE_S, KINET_EX_SHMEM_ALLTOALL);
+		FILE *f = popen(cmd, "r");
+		cr_assert_not_null(f);
+		char out[8192];
+		size_t n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = 0;
+		int st = pclose(f);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "same-node path %d: %s", p2p, out);
+		for (int r = 0; r < 3; r++) {
+			char want[128];
+			snprintf(want, sizeof(want), "PE %d of 3: 3 rounds of all-to-all", r);
+			cr_expect(strstr(out, want), "want \"%s\" in: %s", want, out);
+		}
+	}
 #else
 	cr_skip_test("examples not built (KINET_EXAMPLES=OFF)");
 #endif
