@@ -8,9 +8,10 @@ required=(cmake make gcc pkg-config libcriterion-dev)
 # a second C compiler); a check whose compiler is missing is skipped.
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
           openmpi-bin libopenmpi-dev libjson-c-dev g++ clang
-          python3-matplotlib groff-base man-db)
-# python3-matplotlib: kinet-plot (and its test); groff-base, man-db: rendering
-# and checking the man pages (docs/man, test_man_pages)
+          python3-matplotlib groff-base man-db libc6-dev-arm64-cross)
+# python3-matplotlib: kinet-plot (and its test) and scripts/trace_png.py; groff-base, man-db: rendering
+# and checking the man pages (docs/man, test_man_pages); libc6-dev-arm64-cross: the arm64 libc
+# headers clang cross-compiles the barrier check against (test_barriers)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

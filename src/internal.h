@@ -33,6 +33,7 @@ void *kinet_module_open(const char *file, int flags);
 
 /* ---- tunables (src/core/tunables.c): declared in src/core/tunables.def ------ */
 #include "core/tunables.h"
+#include "core/trace.h"
 
 /* ---- memory helpers (src/mem/) ---------------------------------------------- */
 /* Page-aligned, zeroed memory for queues and doorbell pages. When a GPU is
@@ -44,6 +45,23 @@ void kinet_queue_free(void *p, size_t len);
  * Host to host is memcpy; anything involving GPU memory goes through the
  * CUDA module. 0 or a negative errno. */
 int kinet_mem_copy(void *dst, int dkind, const void *src, int skind, size_t n);
+
+/* Deregisters at once (no cache check): kinet_mr_dereg's body. */
+int kinet_mr_dereg_now(kinet_mr *mr);
+/* The registration cache (src/mem/cache.c): is the cache deregistering mr
+ * itself right now? The next cache of a context (the stats' walk). */
+bool kinet_mr_cache_owns_dereg(const kinet_mr *mr);
+struct kinet_mr_cache *kinet_mr_cache_next(const struct kinet_mr_cache *c);
+
+/* What the CUDA driver says of a GPU pointer (kinet_cuda_ops.mem_info). */
+struct kinet_cuda_mem {
+	uint64_t buffer_id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID: the allocation's identity */
+	uintptr_t base;     /* the allocation: [base, base + size) */
+	size_t size;
+	int pool;           /* from a memory pool (cudaMallocAsync, cuMemAllocFromPool) */
+	int vmm;            /* mapped with cuMemMap (virtual memory management) */
+	int managed;        /* managed (unified) memory */
+};
 
 /* Hooks filled by the CUDA module when it is loaded (src/cuda/). */
 struct kinet_cuda_ops {
@@ -65,6 +83,10 @@ struct kinet_cuda_ops {
 	int (*fence_query)(void *f);
 	int (*fence_wait)(void *f);
 	void (*fence_free)(void *f);
+	/* Allocation identity of GPU memory at p (the registration cache checks
+	 * it on every hit): 0, or -EINVAL (not GPU memory) / -EIO. NULL: the
+	 * module has none (GPU memory is then not cached). */
+	int (*mem_info)(const void *p, struct kinet_cuda_mem *out);
 };
 extern const struct kinet_cuda_ops *kinet_cuda;
 /* Tries to load the CUDA module once; returns kinet_cuda (NULL when absent). */
@@ -84,6 +106,15 @@ struct kinet_backend_ops; /* src/core/backend.h */
 struct kinet_ctx {
 	const struct kinet_backend_ops *ops;
 	int backend; /* enum kinet_backend (ops->id) */
+	uint32_t id; /* number of the context in the process (0, 1, ...): trace, stats */
+	pthread_mutex_t qp_lock; /* the list of its QPs (qp_head), and its caches */
+	kinet_qp *qp_head;
+	struct kinet_mr_cache *cache_head;
+	/* descriptors of peers whose connection with a QP of this context ended
+	 * (reset, destroyed): a ring of KINET_STALE_MAX, under lock; a connect
+	 * with one of them is refused (-ESTALE) */
+	struct kinet_stale { uint64_t node, gen; uint32_t qpn; } *stale;
+	uint32_t nstale;
 	char reason[256]; /* why this backend (auto) */
 	pthread_mutex_t lock;
 	uint32_t next_pdn;
@@ -142,6 +173,9 @@ struct kinet_mr {
 	uint32_t rkey; /* remote key */
 	int kind;      /* enum kinet_mem_kind */
 	int path;      /* enum kinet_mr_path: how it was registered */
+	_Atomic int state; /* enum kinet_mr_state; REVOKED is set by the backend's revoke */
+	void *cache_ent;   /* the registration cache's entry (src/mem/cache.c), or NULL */
+	bool internal;     /* the library's own (a QP's scratch word): no in-flight check */
 };
 
 /* A completion queue as its consumer sees it. The producer side (who writes
@@ -167,6 +201,26 @@ enum {
 	KINET_QPF_USED = 1u << 2, /* work was posted before a RESET */
 };
 
+/* Per-QP counters (kinet_qp_counters), indices of struct kinet_qp_ctr. */
+enum kinet_qpc {
+	KQ_POSTED, KQ_COMPLETED, KQ_WIRE_POSTED, KQ_CQES, KQ_BYTES, KQ_DIRECT, KQ_STAGED,
+	KQ_ERRORS, KQ_FLUSHED, KQ_RNR, KQ_RETRY_EXC, KQ_DOORBELLS, KQ_DB_WQE, KQ_DB_PI,
+	KQ_DB_FOREIGN, KQ_DBR_ONLY, KQ_BF_WQES, KQ_BF_MISMATCH, KQ_DB_NOT_READY, KQ_RECV,
+	KQ_RECV_BYTES, KQ_FAULTS, KQ_HOST_CQES,
+	KQ_SYND0, /* KQ_SYND0 + (syndrome & 63): error and flush CQEs by syndrome */
+	KQ_N = KQ_SYND0 + 64
+};
+/* own[] is written only by the thread that serves the QP (the engine whose
+ * counter block is `owner`: plain increments, relaxed stores, a line no one
+ * else writes), shr[] by every other thread (atomic adds: the wire writing
+ * CQEs from another engine, a peer's responder, host calls). Readers add
+ * both with relaxed loads. */
+struct kinet_qp_ctr {
+	const void *owner;
+	uint64_t own[KQ_N];
+	_Atomic uint64_t shr[KQ_N];
+};
+
 struct kinet_qp {
 	kinet_ctx *ctx;
 	kinet_pd *pd;
@@ -183,6 +237,7 @@ struct kinet_qp {
 	uint32_t rq_cnt, rq_stride;
 	volatile uint32_t *dbrec;  /* [KN_RCV_DBR], [KN_SND_DBR] */
 	volatile uint8_t *db;      /* doorbell / BlueFlame register (64 bytes) */
+	uint32_t bf_alt;           /* bytes from db to the UAR's second register; 0: one */
 	volatile uint32_t *cpu_pi; /* KN_DB_CPU_PROXY: the producer's published index */
 	int db_mode;
 	/* device descriptor (host executor copy) and its state */
@@ -195,11 +250,46 @@ struct kinet_qp {
 	uint32_t peer_qpn;
 	/* the CPU proxy (kinet_proxy_ring) */
 	uint32_t proxy_seen;
+	uint32_t proxy_bf_off; /* the register its next ring writes */
 	/* kinet_qp_post_raw: producer, and the SQ consumer learned from CQEs */
 	pthread_mutex_t raw_lock;
 	uint64_t raw_pi, raw_ci;
+	uint32_t raw_bf_off; /* the register the next raw post rings */
 	uint8_t *raw_nbb; /* per slot: WQEBBs of the raw WQE that starts there */
+	kinet_qp *ctx_next, **ctx_pprev; /* the context's list (qp_lock) */
+	/* the peer's descriptor connected to (kinet_qp_connect_remote) */
+	uint64_t peer_node, peer_gen;
+	bool remote_connected;
+	struct kinet_qp_ctr ctr __attribute__((aligned(64)));
 };
+
+#define KINET_STALE_MAX 1024u
+/* The QP's connection to a peer in another process ends (RESET, destroy):
+ * that peer descriptor is stale from now on (kinet_qp_connect_remote). */
+void kinet_qp_forget_peer(kinet_qp *qp);
+
+/* Adds n to per-QP counter idx (enum kinet_qpc): a plain update when the
+ * calling thread serves the QP, an atomic add otherwise. */
+#define KINET_QCOUNT(qp_, idx_, n_)                                                             \
+	do {                                                                                    \
+		kinet_qp *kq_qp = (qp_);                                                        \
+		uint64_t kq_n = (n_);                                                           \
+		if (kinet_ctr_self && kq_qp->ctr.owner == (const void *)kinet_ctr_self)         \
+			__atomic_store_n(&kq_qp->ctr.own[idx_], kq_qp->ctr.own[idx_] + kq_n,    \
+					 __ATOMIC_RELAXED);                                     \
+		else                                                                            \
+			atomic_fetch_add_explicit(&kq_qp->ctr.shr[idx_], kq_n,                  \
+						  memory_order_relaxed);                        \
+	} while (0)
+/* The same from the QP's serving engine itself (known to be the owner): a
+ * plain update. */
+#define KINET_QCOUNT_OWN(qp_, idx_, n_)                                                         \
+	__atomic_store_n(&(qp_)->ctr.own[idx_], (qp_)->ctr.own[idx_] + (n_), __ATOMIC_RELAXED)
+/* The value of per-QP counter idx (both halves). */
+uint64_t kinet_qp_ctr_get(const kinet_qp *qp, int idx);
+/* Counts an error or flush CQE of syndrome s against qp (errors, flushes,
+ * by syndrome, retry exceeded). */
+void kinet_qp_count_syndrome(kinet_qp *qp, uint32_t s);
 
 /* ---- helpers of the core for backends ------------------------------------------- */
 

@@ -48,8 +48,11 @@
 KN_INLINE void knx_ctrl_mod(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode,
 			    uint8_t opmod, uint8_t ds, uint32_t imm)
 {
-	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)wqe, (uint16_t)t, opcode, opmod, qp->qpn,
-			KN_WQE_CTRL_CQ_UPDATE, ds, 0, imm);
+	struct kn_wqe_ctrl_seg *c = (struct kn_wqe_ctrl_seg *)wqe;
+	/* bytes 8-11 zeroed whatever the slot held, as rdma-core's post_send */
+	c->dci_stream_channel_id[0] = 0;
+	c->dci_stream_channel_id[1] = 0;
+	kn_set_ctrl_seg(c, (uint16_t)t, opcode, opmod, qp->qpn, KN_WQE_CTRL_CQ_UPDATE, ds, 0, imm);
 }
 KN_INLINE void knx_ctrl(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode, uint8_t ds,
 			uint32_t imm)
@@ -65,8 +68,11 @@ KN_INLINE void knx_build_rw(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t o
 {
 	uint8_t *w = (uint8_t *)wqe;
 	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
-	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lkey, laddr);
-	knx_ctrl(qp, wqe, t, opcode, 3, imm_be);
+	/* zero bytes: no data segment, as rdma-core posts it (a byte count of 0
+	 * in a data segment means 2 GiB to the NIC) */
+	if (len)
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lkey, laddr);
+	knx_ctrl(qp, wqe, t, opcode, len ? 3 : 2, imm_be);
 }
 
 /* RDMA write of len <= KN_MAX_INLINE_WRITE bytes carried in the WQE. */
@@ -76,6 +82,10 @@ KN_INLINE void knx_build_write_inline(const kn_qp *qp, void *wqe, kn_ticket_t t,
 {
 	uint8_t *w = (uint8_t *)wqe;
 	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
+	if (!len) { /* no inline segment at all, as rdma-core */
+		knx_ctrl(qp, wqe, t, KN_OPCODE_RDMA_WRITE, 2, 0);
+		return;
+	}
 	((struct kn_wqe_inl_data_seg *)(w + 32))->byte_count = kn_htobe32(len | KN_INLINE_SEG);
 	for (uint32_t i = 0; i < len; i++)
 		w[36 + i] = ((const uint8_t *)src)[i];
@@ -184,8 +194,9 @@ KN_INLINE int kn_prep_send(const kn_qp *qp, void *wqe, kn_ticket_t t, uint64_t l
 	uint8_t *w = (uint8_t *)wqe;
 	if (len > KN_MAX_LEN)
 		return -EINVAL;
-	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), len, lkey, laddr);
-	knx_ctrl(qp, wqe, t, with_imm ? KN_OPCODE_SEND_IMM : KN_OPCODE_SEND, 2,
+	if (len) /* zero bytes: the ctrl segment alone, as rdma-core */
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), len, lkey, laddr);
+	knx_ctrl(qp, wqe, t, with_imm ? KN_OPCODE_SEND_IMM : KN_OPCODE_SEND, len ? 2 : 1,
 		 with_imm ? kn_htobe32(imm) : 0);
 	return 0;
 }
@@ -621,20 +632,20 @@ KN_INLINE void knx_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, voi
 #define KNX_WQE_DECL(w) knx_wqebb w##_bb = {}
 #define KNX_WQE_AT(qp, t, w) ((void *)&w##_bb)
 #define KNX_WQE_PUT(qp, t, w) knx_wqe_store(qp, t, &w##_bb)
-#define KNX_WQE_OWN(qp, t, w) ((const void *)&w##_bb)
+#define KNX_WQE_OWN(w) ((const void *)&w##_bb)
 #else
 #define KNX_WQE_DECL(w) (void)0
 #define KNX_WQE_AT(qp, t, w) kn_wqe_ptr(qp, t)
 #define KNX_WQE_PUT(qp, t, w) (void)0
-#define KNX_WQE_OWN(qp, t, w) ((const void *)kn_wqe_ptr(qp, t))
+#define KNX_WQE_OWN(w) ((const void *)0)
 #endif
 
 /* Posts one operation from this thread: checks it (-EINVAL: nothing is
  * reserved or written), reserves its WQEBB(s) (-ETIMEDOUT as kn_sq_reserve),
  * builds, publishes and rings. *ticket (may be NULL) gets its last ticket:
  * wait for it with kn_wait(), or for everything with kn_quiet(). When the
- * last WQE is one of two WQEBBs, the doorbell is the word naming the
- * producer (no BlueFlame body: the register holds one WQEBB). */
+ * last WQE is one of two WQEBBs, the doorbell is its ctrl word (no
+ * BlueFlame body: that is for one-WQEBB single posts). */
 KN_INLINE int kn_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 {
 	kn_ticket_t t;
@@ -656,13 +667,11 @@ KN_INLINE int kn_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 		KNX_WQE_PUT(qp, t + 1, w1);
 	if (n == 3)
 		KNX_WQE_PUT(qp, t + 2, w2);
-	const void *last;
-	if (n >= 2 && ((span >> (n - 2)) & 1u))
-		last = (const void *)0; /* the last WQE is two WQEBBs */
-	else
-		last = n == 1 ? KNX_WQE_OWN(qp, t, w0)
-			      : n == 2 ? KNX_WQE_OWN(qp, t + 1, w1) : KNX_WQE_OWN(qp, t + 2, w2);
-	knx_sq_submit_span(qp, t, n, span, last);
+	/* the doorbell rings with the last WQE's first WQEBB (the C build: NULL,
+	 * submit copies it from the SQ before publishing) */
+	uint32_t lw = n >= 2 && ((span >> (n - 2)) & 1u) ? n - 2 : n - 1;
+	knx_sq_submit_span(qp, t, n, span,
+			   lw == 0 ? KNX_WQE_OWN(w0) : lw == 1 ? KNX_WQE_OWN(w1) : KNX_WQE_OWN(w2));
 	if (ticket)
 		*ticket = t + n - 1;
 	return 0;

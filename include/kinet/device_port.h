@@ -8,7 +8,9 @@
  *
  * Public: KN_LOAD32/64 (acquire loads), KN_STORE32/64 (release stores),
  * KN_FADD64, KN_CAS32/64 (read-modify-writes returning the old value),
- * KN_FENCE_ACQ/REL/SYS, KN_PAUSE() and kn_now_ns(). The knx_ functions behind
+ * KN_FENCE_ACQ/REL/SYS, the barriers toward the NIC KN_BAR_WQE_DBR,
+ * KN_BAR_DBR_REG, KN_BAR_REG_FLUSH and KN_BAR_CQE_DATA, KN_PAUSE() and
+ * kn_now_ns(). The knx_ functions behind
  * them are not API.
  *
  * Orderings. The C build gets acquire loads, release stores and sequentially
@@ -39,6 +41,11 @@
 #define KN_FENCE_REL() asm volatile("fence.acq_rel.sys;" ::: "memory")
 #define KN_FENCE_SYS() asm volatile("fence.sc.sys;" ::: "memory")
 #define KN_PAUSE() __nanosleep(64)
+/* the barriers toward the NIC (meaning: the host section below) */
+#define KN_BAR_WQE_DBR() asm volatile("fence.acq_rel.sys;" ::: "memory")
+#define KN_BAR_DBR_REG() asm volatile("fence.acq_rel.sys;" ::: "memory")
+#define KN_BAR_REG_FLUSH() asm volatile("" ::: "memory") /* the next ring's fences order it */
+#define KN_BAR_CQE_DATA() asm volatile("fence.acq_rel.sys;" ::: "memory")
 
 __device__ __forceinline__ void knx_st_rel64(uint64_t *p, uint64_t v)
 {
@@ -101,6 +108,41 @@ KN_INLINE uint64_t kn_now_ns(void)
 #define KN_FENCE_REL() __atomic_thread_fence(__ATOMIC_RELEASE)
 #define KN_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define KN_PAUSE() knx_pause()
+
+/* Barriers toward the NIC, named by what they order. The NIC is a device
+ * (a ConnectX: DMA reads of the queues, MMIO writes to its register) or the
+ * software NIC's engine (a CPU thread); each barrier is the instruction the
+ * verbs library's mlx5 provider uses for the same purpose, which orders for
+ * both observers (docs/ordering.md, "Host barriers"):
+ *  KN_BAR_WQE_DBR    WQE stores before the doorbell record store, both to
+ *                    memory the NIC reads: x86 compiler barrier (stores are
+ *                    not reordered with stores), aarch64 dmb oshst;
+ *  KN_BAR_DBR_REG    the record (and the WQEs) before the first store to the
+ *                    register, which may be write-combined MMIO: x86 sfence,
+ *                    aarch64 dsb st;
+ *  KN_BAR_REG_FLUSH  after the register stores: flushes the write-combining
+ *                    buffer (a BlueFlame write leaves as one burst) and keeps
+ *                    the stores before whatever follows: x86 sfence, aarch64
+ *                    dsb st;
+ *  KN_BAR_CQE_DATA   a CQE's owner byte read before the rest of the CQE and
+ *                    the data it completes: x86 lfence, aarch64 dmb oshld.
+ * Elsewhere: a sequentially consistent fence for each. */
+#if defined(__x86_64__) || defined(__i386__)
+#define KN_BAR_WQE_DBR() __asm__ __volatile__("" ::: "memory")
+#define KN_BAR_DBR_REG() __asm__ __volatile__("sfence" ::: "memory")
+#define KN_BAR_REG_FLUSH() __asm__ __volatile__("sfence" ::: "memory")
+#define KN_BAR_CQE_DATA() __asm__ __volatile__("lfence" ::: "memory")
+#elif defined(__aarch64__)
+#define KN_BAR_WQE_DBR() __asm__ __volatile__("dmb oshst" ::: "memory")
+#define KN_BAR_DBR_REG() __asm__ __volatile__("dsb st" ::: "memory")
+#define KN_BAR_REG_FLUSH() __asm__ __volatile__("dsb st" ::: "memory")
+#define KN_BAR_CQE_DATA() __asm__ __volatile__("dmb oshld" ::: "memory")
+#else
+#define KN_BAR_WQE_DBR() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define KN_BAR_DBR_REG() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define KN_BAR_REG_FLUSH() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define KN_BAR_CQE_DATA() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
 
 KN_INLINE uint64_t knx_cas64(uint64_t *p, uint64_t o, uint64_t n)
 {

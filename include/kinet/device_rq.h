@@ -39,13 +39,20 @@ KN_INLINE int kn_recv_post(const kn_qp *qp, void *addr, uint32_t lkey, uint32_t 
 		return -EBUSY; /* every receive slot holds an unconsumed buffer */
 	uint8_t *slot = qp->rq + (size_t)(t & (qp->rq_wqe_cnt - 1)) * qp->rq_stride;
 	struct kn_wqe_data_seg *seg = (struct kn_wqe_data_seg *)slot;
-	kn_set_data_seg(seg, len, lkey, (uint64_t)(uintptr_t)addr);
-	for (uint32_t off = 16; off < qp->rq_stride; off += 16) /* terminate the list */
-		kn_set_data_seg(seg + off / 16, 0, 0x100 /* invalid lkey */, 0);
+	/* zero bytes: the list is its terminator alone, as rdma-core posts it (a
+	 * byte count of 0 in a data segment means 2 GiB) */
+	uint32_t off = 0;
+	if (len) {
+		kn_set_data_seg(seg, len, lkey, (uint64_t)(uintptr_t)addr);
+		off = 16;
+	}
+	for (; off < qp->rq_stride; off += 16) /* terminate the list */
+		kn_set_data_seg(seg + off / 16, 0, KN_INVALID_LKEY, 0);
 	st->rq_resv = t + 1;
-	KN_FENCE_SYS();
+	KN_BAR_WQE_DBR();
 	qp->dbrec[KN_RCV_DBR] = kn_htobe32((uint32_t)((t + 1) & 0xffff));
-	KN_FENCE_SYS();
+	/* a send posted after this receive rings after it: that ring's first
+	 * barrier orders this record before its own */
 	*ticket = t;
 	return 0;
 }
@@ -71,7 +78,7 @@ KN_INLINE int kn_recv_poll(const kn_qp *qp, kn_ticket_t ticket, int blocking, kn
 			return -ETIMEDOUT;
 		KN_PAUSE();
 	}
-	KN_FENCE_ACQ();
+	KN_BAR_CQE_DATA();
 	uint8_t op = kn_cqe_opcode(cqe);
 	info->opcode = op;
 	info->byte_len = kn_be32toh(cqe->byte_cnt);

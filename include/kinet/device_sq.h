@@ -122,7 +122,7 @@ KN_INLINE uint64_t kn_cq_progress(const kn_qp *qp)
 		}
 		if (!got)
 			break;
-		KN_FENCE_ACQ();
+		KN_BAR_CQE_DATA();
 		for (uint32_t k = 0; k < got; k++) {
 			uint8_t op = (uint8_t)(tw[k] >> 60);
 			if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
@@ -138,7 +138,7 @@ KN_INLINE uint64_t kn_cq_progress(const kn_qp *qp)
 		struct kn_cqe64 *cqe = knx_cqe_at(qp, ci);
 		if (!kn_cqe_ready(cqe, ci, qp->cq_cqe_cnt))
 			break;
-		KN_FENCE_ACQ();
+		KN_BAR_CQE_DATA();
 		uint8_t op = kn_cqe_opcode(cqe);
 		if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
 			knx_record_error(qp, done, cqe);
@@ -287,37 +287,6 @@ KN_INLINE uint64_t knx_db_word(const kn_qp *qp, uint64_t p)
 	return (uint64_t)w0 | ((uint64_t)w1 << 32);
 }
 
-/* Rings the doorbell for every WQE below producer p (caller holds db_lock or
- * owns the QP). DBR first, then the register, with the fences between.
- * last: the SQ slot of the last WQE's first WQEBB (its ctrl word goes to the
- * register; with BlueFlame, a one-WQEBB WQE goes there whole), or NULL when
- * the ringer did not write it (then the doorbell word naming p). */
-KN_INLINE void knx_ring(const kn_qp *qp, uint64_t p, const void *last_wqe)
-{
-	if (qp->db_mode == KN_DB_CPU_PROXY) {
-		KN_FENCE_SYS();
-		*qp->cpu_pi = (uint32_t)p;
-		KN_FENCE_SYS();
-		return;
-	}
-	KN_FENCE_SYS(); /* WQEs visible before the doorbell record */
-	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
-	KN_FENCE_SYS(); /* doorbell record before the register */
-	const uint64_t *last = (const uint64_t *)last_wqe;
-	volatile uint64_t *reg = (volatile uint64_t *)qp->db;
-	if (!last) {
-		reg[0] = knx_db_word(qp, p);
-	} else if (qp->db_mode == KN_DB_BLUEFLAME && (const uint8_t *)last == kn_wqe_ptr(qp, p - 1)) {
-		for (int i = 1; i < 8; i++)
-			reg[i] = last[i];
-		KN_FENCE_SYS();
-		reg[0] = last[0]; /* the ctrl word last: it is the doorbell */
-	} else {
-		reg[0] = last[0];
-	}
-	KN_FENCE_SYS();
-}
-
 #if defined(__CUDACC__)
 /* One 64-byte WQE in registers: device code builds a WQE here and stores it
  * into the SQ with four 16-byte writes (the SQ is host memory across PCIe:
@@ -337,55 +306,64 @@ KN_INLINE void knx_wqe_store(const kn_qp *qp, kn_ticket_t t, const knx_wqebb *w)
 }
 #endif
 
+/* Rings the doorbell for every WQE below producer p; the caller holds
+ * db_lock or owns the QP. own: the ringer's own copy of WQE p-1 (taken
+ * before it was published) or NULL; single: the ring covers WQE p-1 alone.
+ *
+ * As an mlx5 driver rings: the WQEs before the doorbell record, the record
+ * before the register; the register gets the whole WQE (BlueFlame: single
+ * posts only, in ascending 8- or 16-byte stores with no fence inside, as
+ * rdma-core's BlueFlame copy writes) or 8 bytes: the first 8 bytes of the
+ * last WQE's ctrl segment, or without a copy the word naming producer p.
+ * Rings alternate between the UAR's two registers (kn_qp.bf_alt). The SQ is
+ * never read back: once the record names p, the NIC may run WQE p-1 and,
+ * its CQE consumed, another thread may write the slot again, so a word read
+ * from it could name WQEs that are not published yet. */
+KN_INLINE void knx_ring_nic(const kn_qp *qp, uint64_t p, const void *own, int single)
+{
+	kn_qp_state *st = qp->st;
+	const uint64_t *w = (const uint64_t *)own;
+	KN_BAR_WQE_DBR();
+	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
 #if defined(__CUDA_ARCH__)
+	/* a NIC that takes the record or the register, whichever it sees first
+	 * (KN_QP_DB_UNORDERED: the software NIC, which also checks a BlueFlame
+	 * copy against the SQ before it runs it), needs no order between them;
+	 * hardware does */
+	if ((qp->flags & KN_QP_DB_UNORDERED) == 0u)
+		KN_BAR_DBR_REG();
+#else
+	KN_BAR_DBR_REG();
+#endif
+	volatile uint64_t *reg = (volatile uint64_t *)(qp->db + st->bf_off);
+	if (qp->db_mode == KN_DB_BLUEFLAME && w && single) {
+#if defined(__CUDA_ARCH__)
+		for (int i = 0; i < 8; i += 2)
+			asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(reg + i), "l"(w[i]),
+				     "l"(w[i + 1])
+				     : "memory");
+#else
+		for (int i = 0; i < 8; i++)
+			reg[i] = w[i];
+#endif
+	} else {
+		reg[0] = w ? w[0] : knx_db_word(qp, p);
+	}
+	KN_BAR_REG_FLUSH();
+	st->bf_off ^= qp->bf_alt;
+}
 
-/* knx_ring for device code. last: the ringer's own copy of WQE p-1 or NULL.
- * BlueFlame writes the whole WQE only when the ringer has it in registers;
- * otherwise the register gets the 8-byte doorbell (as mlx5 drivers do when
- * BlueFlame does not apply). Release fences order the WQEs (this thread's
- * and those it observed published) before the record, the record before the
- * register. */
-KN_INLINE void knx_ring_dev(const kn_qp *qp, uint64_t p, const knx_wqebb *last)
+/* knx_ring_nic, or with a CPU proxy (KN_DB_CPU_PROXY) the producer index
+ * published for the CPU thread that rings (a CPU observer: full fences). */
+KN_INLINE void knx_ring(const kn_qp *qp, uint64_t p, const void *own, int single)
 {
 	if (qp->db_mode == KN_DB_CPU_PROXY) {
-		KN_FENCE_REL();
+		KN_FENCE_SYS();
 		*qp->cpu_pi = (uint32_t)p;
+		KN_FENCE_SYS();
 		return;
 	}
-	KN_FENCE_REL();
-	qp->dbrec[KN_SND_DBR] = kn_htobe32((uint32_t)(p & 0xffff));
-	/* a NIC that takes the record or the register, whichever it sees first
-	 * (KN_QP_DB_UNORDERED: the software NIC), needs no order between them;
-	 * hardware does; and a BlueFlame body: the NIC trusts its copy of the
-	 * register only when no later record is visible after it
-	 * (docs/ordering.md) */
-	if ((qp->flags & KN_QP_DB_UNORDERED) == 0u || (qp->db_mode == KN_DB_BLUEFLAME && last))
-		KN_FENCE_REL();
-	volatile uint64_t *reg = (volatile uint64_t *)qp->db;
-	if (qp->db_mode == KN_DB_BLUEFLAME && last) {
-		reg[1] = last->q[1];
-		for (int i = 2; i < 8; i += 2)
-			asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(reg + i),
-				     "l"(last->q[i]), "l"(last->q[i + 1])
-				     : "memory");
-		KN_FENCE_REL();
-		reg[0] = last->q[0]; /* the ctrl word last: it is the doorbell */
-	} else {
-		reg[0] = last ? last->q[0] : knx_db_word(qp, p);
-	}
-}
-#endif
-
-/* knx_ring, with the caller's own copy of the last WQE when it has one
- * (device code: its copy in registers, no read-back of the SQ; the C build:
- * its SQ slot), else NULL: the doorbell word naming p. */
-KN_INLINE void knx_ring_last(const kn_qp *qp, uint64_t p, const void *last)
-{
-#if defined(__CUDA_ARCH__)
-	knx_ring_dev(qp, p, (const knx_wqebb *)last);
-#else
-	knx_ring(qp, p, last);
-#endif
+	knx_ring_nic(qp, p, own, single);
 }
 
 /* slot_ready mark of the first WQEBB of a WQE of two (its second holds the
@@ -394,23 +372,39 @@ KN_INLINE void knx_ring_last(const kn_qp *qp, uint64_t p, const void *last)
 #define KNX_SPAN (1ull << 63)
 
 /* Publishes tickets [t, t+n) and rings the doorbell; last: the caller's own
- * copy of its last WQE (device code builds WQEs in registers; the C build
- * passes its SQ slot) or NULL; span: bit i set when ticket t+i starts a WQE
- * of two WQEBBs (i < 32). Shared modes: slots are marked ready, and whoever
- * finds the next slot ready advances the in-order "ready" counter past it,
- * so no thread waits for its predecessors; one thread at a time rings, with
- * a value that never goes backwards. */
+ * copy of its last WQE (device code builds WQEs in registers) or NULL (the C
+ * build then copies that WQE from the SQ before publishing it); span: bit i
+ * set when ticket t+i starts a WQE of two WQEBBs (i < 32); the last WQE is
+ * the one that starts at t+n-2 when bit n-2 is set, else at t+n-1, and its
+ * copy (its first WQEBB: the ctrl word) is what the doorbell rings with.
+ * Shared modes: slots are marked ready, and whoever finds the next slot
+ * ready advances the in-order "ready" counter past it (a WQE of two WQEBBs:
+ * past both marks together), so no thread waits for its predecessors; one
+ * thread at a time rings, with a value that never goes backwards, using its
+ * own copy only when the ring ends at its own WQE. */
 KN_INLINE void knx_sq_submit_span(const kn_qp *qp, kn_ticket_t t, uint32_t n, uint32_t span,
 				  const void *last)
 {
 	kn_qp_state *st = qp->st;
+#if !defined(__CUDA_ARCH__)
+	uint64_t copy[KN_SEND_WQE_BB / 8];
+	if (!last && qp->db_mode != KN_DB_CPU_PROXY) {
+		/* the last WQE's first WQEBB (its ctrl word is the doorbell) */
+		uint64_t lw = n >= 2 && ((span >> (n - 2)) & 1u) ? t + n - 2 : t + n - 1;
+		const volatile uint64_t *src = (const volatile uint64_t *)kn_wqe_ptr(qp, lw);
+		for (unsigned i = 0; i < KN_SEND_WQE_BB / 8; i++)
+			copy[i] = src[i];
+		last = copy;
+	}
+#endif
 	if (qp->share == KN_SHARE_EXCLUSIVE) {
 #if defined(__CUDA_ARCH__)
 		st->ready = t + n; /* read by the owner only */
+		knx_ring(qp, t + n, last, n == 1 && st->rung + 1 == t + n);
 #else
 		KN_STORE64(&st->ready, t + n);
+		knx_ring(qp, t + n, last, n == 1 && KN_LOAD64(&st->rung) + 1 == t + n);
 #endif
-		knx_ring_last(qp, t + n, last);
 		st->rung = t + n;
 		return;
 	}
@@ -499,8 +493,11 @@ KN_INLINE void knx_sq_submit_span(const kn_qp *qp, kn_ticket_t t, uint32_t n, ui
 		if (KN_CAS32(&st->db_lock, 0u, 1u) != 0u)
 			return; /* the holder re-checks after releasing */
 		ready = KN_LOAD64(&st->ready);
-		if (ready > st->rung) {
-			knx_ring_last(qp, ready, ready == t + n ? last : (const void *)0);
+		uint64_t rung = st->rung;
+		if (ready > rung) {
+			int mine = ready == t + n; /* the ring ends at our own WQE */
+			knx_ring(qp, ready, mine ? last : (const void *)0,
+				 mine && n == 1 && rung + 1 == ready);
 			KN_STORE64(&st->rung, ready);
 		}
 		KN_FENCE_SYS();
@@ -521,11 +518,7 @@ KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, co
  * predecessors: whoever publishes last carries the doorbell past everyone. */
 KN_INLINE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
 {
-#if defined(__CUDA_ARCH__)
 	knx_sq_submit_last(qp, t, n, (const void *)0);
-#else
-	knx_sq_submit_last(qp, t, n, kn_wqe_ptr(qp, t + n - 1));
-#endif
 }
 
 /* Waits for every ticket reserved so far; 0 or the first error. */

@@ -21,9 +21,9 @@
 enum kn_db_mode {
 	KN_DB_AUTO = 0,      /* host-side only: resolved at QP creation */
 	KN_DB_GPU = 1,       /* write the doorbell register directly */
-	KN_DB_BLUEFLAME = 2, /* write the whole 64-byte WQE into the register:
-			      * words 1..7, then the ctrl word; a doorbell
-			      * without the WQE writes a ctrl word with ds 0 */
+	KN_DB_BLUEFLAME = 2, /* a post of one WQE writes the whole 64-byte WQE
+			      * into the register (ascending stores); other
+			      * posts ring the 8-byte doorbell word */
 	KN_DB_CPU_PROXY = 3, /* publish the producer index; a CPU thread rings */
 };
 
@@ -62,7 +62,9 @@ typedef struct kn_qp_state {
 	uint64_t rq_done; /* every receive ticket < rq_done has been consumed */
 	uint64_t cq_ci;   /* send CQEs consumed (one per WQE; a WQE of several
 			   * WQEBBs takes as many tickets, so cq_ci <= done) */
-	uint64_t pad[5];
+	uint32_t bf_off;  /* the register the next ring writes: 0 or kn_qp.bf_alt */
+	uint32_t pad32;
+	uint64_t pad[4];
 } kn_qp_state;
 
 /* Everything device code needs to drive one RC QP. Exported by the host
@@ -71,7 +73,8 @@ typedef struct kn_qp_state {
 typedef struct kn_qp {
 	uint8_t *sq;               /* sq_wqe_cnt WQEBBs */
 	volatile uint32_t *dbrec;  /* [KN_RCV_DBR], [KN_SND_DBR], big-endian */
-	volatile uint8_t *db;      /* doorbell / BlueFlame register, 64 bytes */
+	volatile uint8_t *db;      /* doorbell / BlueFlame register, 64 bytes;
+				    * with bf_alt, the first of two */
 	volatile uint32_t *cpu_pi; /* KN_DB_CPU_PROXY: producer published here */
 	uint8_t *cq;               /* send CQ, cq_cqe_cnt == sq_wqe_cnt */
 	volatile uint32_t *cq_dbrec;
@@ -94,6 +97,9 @@ typedef struct kn_qp {
 	uint32_t max_inline;
 	uint32_t backend; /* informative only (1 soft, 2 mlx5): device code never reads it */
 	uint32_t flags;   /* enum kn_qp_flag bits */
+	uint32_t bf_alt;  /* bytes from db to the second register (the UAR's two
+			   * BlueFlame buffers: rings alternate between them, as
+			   * mlx5 drivers do); 0: one register */
 } kn_qp;
 
 typedef uint64_t kn_ticket_t;

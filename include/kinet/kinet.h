@@ -229,6 +229,28 @@ enum kinet_mem_kind {
 /* Registers [addr, addr+len) with the given access. The NIC refuses every
  * access outside it or not allowed by `access`. len must be > 0. */
 int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out);
+/* Deregisters a region and frees mr: 0, -EINVAL (mr NULL), or -EBUSY (below).
+ * Once it has returned 0 the NIC never reads or writes the region again,
+ * whatever was in flight:
+ * - WQEs between QPs of this process run within an engine pass, never half
+ *   done; GPU copies in flight land before it returns;
+ * - software NIC, WQEs on the wire (kinet/net.h) whose local buffer lies in
+ *   the region (the source of a WRITE or SEND, the destination of a READ or
+ *   of an atomic's result): the oldest one of each QP completes with the
+ *   local protection error and the QP's later WQEs are flushed (RC); an
+ *   answer that arrives afterwards is dropped. A success CQE of a WRITE or
+ *   SEND means that every byte sent was read from the region while it was
+ *   registered. It waits for the provider to let go of the region (sends
+ *   straight from it, a rendezvous source the target may still be reading),
+ *   at most about KINET_NET_TIMEOUT_MS, then closes the connection of the
+ *   peer that keeps it (that peer's QPs fail);
+ * - as the target of another process's writes: placements into the region
+ *   land first; those of a peer that has gone silent are given up after
+ *   KINET_NET_TIMEOUT_MS (they never write into the region).
+ * -EBUSY: the provider still uses the region for a silent peer whose
+ * connection cannot be closed (software NIC with libfabric before 1.18, a
+ * peer this context also reads from): no WQE can use the region any more,
+ * but it must not be freed yet; call kinet_mr_dereg again later. */
 int kinet_mr_dereg(kinet_mr *mr);
 uint32_t kinet_mr_lkey(const kinet_mr *mr);
 uint32_t kinet_mr_rkey(const kinet_mr *mr);
@@ -392,6 +414,234 @@ struct kinet_counters {
 	uint64_t bf_mismatch;   /* BlueFlame copies that differed from the SQ (the SQ ran) */
 };
 int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *out);
+
+/* Counters of one QP (both backends; docs/lifecycle.md, "Counters", says
+ * which the mlx5 backend maintains and which are the NIC's port counters).
+ * Send-side figures count this QP's WQEs; receive-side ones the receive
+ * WQEs it consumed as a target. */
+struct kinet_qp_counters {
+	uint32_t qpn;
+	int state;               /* enum kinet_qp_state */
+	uint64_t posted;         /* send WQEs the NIC has taken from the SQ */
+	uint64_t completed;      /* of those, finished: success, error or flush, with a CQE
+				  * or not (unsignaled) */
+	uint64_t outstanding;    /* posted - completed: executing, on the wire, in GPU copies,
+				  * or waiting for room in the CQ */
+	uint64_t cqes;           /* send CQEs written */
+	uint64_t bytes;          /* payload of the send WQEs executed (local peer) or handed
+				  * to the wire (peer in another process) */
+	uint64_t direct_bytes;   /* of those, between host memories */
+	uint64_t staged_bytes;   /* of those, to or from GPU memory through CUDA copies */
+	uint64_t errors;         /* error CQEs, send and receive, not counting flushes */
+	uint64_t flushed;        /* flush CQEs, send and receive */
+	uint64_t by_syndrome[64]; /* error and flush CQEs by syndrome (KN_SYND_* & 63) */
+	uint64_t rnr_retries;    /* receiver-not-ready waits of this QP's WQEs */
+	uint64_t retry_exceeded; /* transport retry exceeded: the peer was gone or silent */
+	uint64_t doorbells;      /* doorbell register writes seen */
+	uint64_t db_wqe_words;   /* ... naming the last WQE (rdma-core, kinet) */
+	uint64_t db_pi_words;    /* ... naming the next producer index (ds 0) */
+	uint64_t db_foreign;     /* ... naming another QP (ignored) */
+	uint64_t dbr_only;       /* batches found through the doorbell record alone */
+	uint64_t bf_wqes;        /* WQEs executed from the BlueFlame register */
+	uint64_t bf_mismatch;    /* BlueFlame copies that differed from the SQ */
+	uint64_t db_not_ready;   /* doorbells rung while the QP was in RESET or INIT */
+	uint64_t recv_completed; /* receive WQEs completed (with data, an error or a flush) */
+	uint64_t recv_bytes;     /* bytes placed into this QP's receive WQEs */
+	uint64_t faults;         /* faults injected into this QP (kinet_fault_add) */
+	uint64_t host_cqes;      /* CQEs of its CQs consumed with kinet_cq_poll */
+};
+/* Fills *out with qp's counters: 0, or -EINVAL. Cheap enough to call while
+ * traffic runs (relaxed reads of counters that their writers update without
+ * locks). */
+int kinet_qp_counters(const kinet_qp *qp, struct kinet_qp_counters *out);
+
+/* ---- why a WQE failed ------------------------------------------------------------ */
+
+/*
+ * The software NIC says which check failed: the vendor syndrome byte of each
+ * error CQE it writes (struct kn_err_cqe.vendor_err_synd, device state
+ * err_vendor) carries one of these reason codes, and the debug log names it.
+ * Flush CQEs carry KINET_REASON_FLUSHED (0xf9, as the mlx5 driver writes).
+ * On the mlx5 backend the byte is the ConnectX's own vendor syndrome: it is
+ * not a kinet reason (kinet_reason_str then says "vendor syndrome").
+ */
+enum kinet_reason {
+	KINET_REASON_NONE = 0,
+	KINET_REASON_UNKNOWN_KEY = 1,   /* no region has that key (never registered, or removed) */
+	KINET_REASON_WRONG_PD = 2,      /* the region belongs to another protection domain */
+	KINET_REASON_OUT_OF_BOUNDS = 3, /* the range is not inside the region */
+	KINET_REASON_ACCESS = 4,        /* the region lacks the access flag the operation needs */
+	KINET_REASON_REVOKED = 5,       /* the region was revoked (kinet_mr_revoke) */
+	KINET_REASON_QP_NOT_READY = 6,  /* the target QP is not in RTR or RTS */
+	KINET_REASON_PEER_GONE = 7,     /* no peer, a destroyed peer, or a peer that stopped
+					 * answering (transport retry exceeded) */
+	KINET_REASON_MALFORMED = 8,     /* the WQE itself: size, index, QP number, segments */
+	KINET_REASON_LENGTH = 9,        /* message larger than the receive WQE or the NIC's limit */
+	KINET_REASON_RNR = 10,          /* no receive WQE within the RNR retries */
+	KINET_REASON_ALIGNMENT = 11,    /* atomic on an address that is not 8-byte aligned */
+	KINET_REASON_COPY_FAILED = 12,  /* a copy to or from GPU memory failed */
+	KINET_REASON_BAD_RESPONSE = 13, /* the answer did not match the request */
+	KINET_REASON_INJECTED = 14,     /* an error injected by kinet_fault_add / KINET_FAULT */
+	KINET_REASON_FLUSHED = 0xf9,    /* flushed: the QP was in ERR */
+};
+/* "unknown key", "wrong protection domain", ... (never NULL). */
+const char *kinet_reason_str(int reason);
+/* The reason code of an error CQE written by the software NIC (0 for a
+ * successful CQE or a NULL cqe). */
+int kinet_cqe_reason(const struct kn_cqe64 *cqe);
+
+/* ---- region lifecycle -------------------------------------------------------------- */
+
+/*
+ * What kinet knows about a region (docs/lifecycle.md walks the whole buffer
+ * life: allocated, registered, exposed, in flight, done, published,
+ * consumed, invalidated, deregistered, freed). Published and consumed belong
+ * to the application's protocol: kinet cannot see them.
+ */
+enum kinet_mr_state {
+	KINET_MR_REGISTERED = 1, /* keys valid, never exported */
+	KINET_MR_EXPOSED = 2,    /* keys valid, a descriptor was exported (kinet_mr_export) */
+	KINET_MR_REVOKED = 3,    /* kinet_mr_revoke: every access fails; only dereg remains */
+	KINET_MR_INVALID = 4,    /* a cached region whose memory went away or was reused:
+				  * no longer handed out, deregistered at its last put */
+};
+/* enum kinet_mr_state of a region, or -EINVAL. */
+int kinet_mr_state(const kinet_mr *mr);
+const char *kinet_mr_state_str(int state);
+
+/*
+ * Revokes a region: from the moment this returns, every new access through
+ * its keys fails as the hardware fails an access through an invalid key
+ * (local: local protection error; remote: the requester's remote access
+ * error, reason KINET_REASON_REVOKED on the software NIC), so a peer learns
+ * it from its error CQE. Work already executing finishes first: the software
+ * NIC returns once no engine pass, GPU copy or wire placement that checked
+ * the region before is still moving its bytes; mlx5 invalidates the memory
+ * key in the NIC (ibv_dereg_mr), which waits for the DMA in progress. The
+ * region object and its keys stay (no other region gets them) until
+ * kinet_mr_dereg. 0, -EINVAL, -EALREADY (revoked before), or the backend's
+ * error.
+ */
+int kinet_mr_revoke(kinet_mr *mr);
+
+/* ---- registration cache ------------------------------------------------------------ */
+
+/*
+ * A registration cache: regions by address range for one PD, shared by the
+ * threads of a process, reference counted, evicted least recently used
+ * within entry and byte limits, invalidated when the memory goes away or is
+ * reused (docs/lifecycle.md, "Registration cache"):
+ *  - host memory: a kernel memory monitor (userfaultfd unmap, remove and
+ *    remap events) covers every cached range; memory it cannot watch
+ *    (file mappings, shared memory) is registered per get and deregistered
+ *    at its last put (never cached);
+ *  - GPU memory: the allocation identity (CU_POINTER_ATTRIBUTE_BUFFER_ID) is
+ *    checked on every hit, so cudaFree + cudaMalloc at the same address gets
+ *    a new registration; memory of a CUDA memory pool (cudaMallocAsync) or
+ *    mapped with cuMemMap is refused (-EOPNOTSUPP): reuse there is not
+ *    visible to the cache.
+ * A region handed out by get stays registered (never evicted, never
+ * deregistered) until the matching put; hold it until every WQE that names
+ * it has completed.
+ */
+typedef struct kinet_mr_cache kinet_mr_cache;
+struct kinet_mr_cache_attr {
+	size_t max_entries; /* 0: KINET_MR_CACHE_ENTRIES */
+	size_t max_bytes;   /* 0: KINET_MR_CACHE_BYTES */
+};
+/* attr may be NULL (the tunables). */
+int kinet_mr_cache_create(kinet_pd *pd, const struct kinet_mr_cache_attr *attr,
+			  kinet_mr_cache **out);
+/* -EBUSY (nothing freed) while a region is held (got and not put). */
+int kinet_mr_cache_destroy(kinet_mr_cache *c);
+/* A region covering [addr, addr+len) with at least `access`: a cached one
+ * (hit) or a new registration (miss). The caller holds a reference until
+ * kinet_mr_cache_put. Errors: those of kinet_mr_reg, -EOPNOTSUPP (GPU
+ * memory the cache cannot track), -ENOSPC (limits reached and every entry
+ * held). */
+int kinet_mr_cache_get(kinet_mr_cache *c, void *addr, size_t len, unsigned access,
+		       kinet_mr **out);
+/* Gives back a reference from get: 0, -EINVAL (not a region of this cache,
+ * or not held). */
+int kinet_mr_cache_put(kinet_mr_cache *c, kinet_mr *mr);
+/* Deregisters every entry nobody holds: returns how many. */
+int kinet_mr_cache_flush(kinet_mr_cache *c);
+
+#define KINET_MR_CACHE_HIST 16 /* registration time buckets: < 1 us, < 2 us, ... 2^15 us */
+enum kinet_mr_cache_path { KINET_MR_CACHE_HOST = 0, KINET_MR_CACHE_GPU = 1 };
+struct kinet_mr_cache_stats {
+	uint64_t hits, misses;
+	uint64_t evictions;     /* entries deregistered to stay within the limits */
+	uint64_t invalidations; /* entries whose memory went away or was reused */
+	uint64_t uncached;      /* gets served without caching (memory the monitor cannot watch) */
+	uint64_t refused;       /* gets refused (pool or cuMemMap GPU memory, limits) */
+	uint64_t entries, bytes, held; /* now: entries, their bytes, entries held */
+	uint64_t reg_hist[2][KINET_MR_CACHE_HIST]; /* [path][log2 us]: registration times */
+	uint64_t reg_ns[2];                        /* [path]: their sum */
+	int monitor;            /* 1: the host memory monitor runs (userfaultfd), 0: none */
+};
+int kinet_mr_cache_stats(const kinet_mr_cache *c, struct kinet_mr_cache_stats *out);
+
+/* ---- endpoint states ------------------------------------------------------------------ */
+
+/*
+ * The state of a QP's connection as the layer above sees it, derived from
+ * the QP state and from what the transport knows (the wire's view of the
+ * peer on the software NIC). Transitions and what each means for
+ * outstanding work: docs/lifecycle.md, "Endpoint states".
+ */
+enum kinet_ep_state {
+	KINET_EP_IDLE = 0,       /* RESET, never connected or reset since */
+	KINET_EP_CONNECTING = 1, /* INIT or RTR: sends wait until RTS */
+	KINET_EP_READY = 2,      /* RTS, the peer answers */
+	KINET_EP_DEGRADED = 3,   /* RTS, work outstanding and the peer silent for more than
+				  * half the network timeout, or waiting on RNR: it may recover
+				  * or fail */
+	KINET_EP_DRAINING = 4,   /* ERR, WQEs still completing (errors and flushes) */
+	KINET_EP_FAILED = 5,     /* ERR, everything completed: reset or destroy it */
+};
+const char *kinet_ep_state_str(int state);
+struct kinet_ep_info {
+	int state;            /* enum kinet_ep_state */
+	int qp_state;         /* enum kinet_qp_state */
+	int remote;           /* 1: the peer is in another process */
+	int peer_dead;        /* the transport gave the peer up */
+	uint64_t outstanding; /* send WQEs posted and not completed */
+	uint64_t silent_ms;   /* work outstanding and nothing heard from the peer for this long */
+	uint32_t peer_qpn;
+	uint64_t peer_gen;    /* generation of the peer's descriptor connected to */
+};
+int kinet_qp_ep_info(const kinet_qp *qp, struct kinet_ep_info *out);
+
+/* ---- fault injection (software NIC) ------------------------------------------------ */
+
+/*
+ * Adds fault-injection rules to a context (the same grammar as KINET_FAULT,
+ * which applies to every context at kinet_open): rules separated by ';',
+ * each a comma-separated list of key=value:
+ *   action=error|delay|drop|corrupt|silent|cqfull   (required)
+ *   qp=N       the QP (number, decimal or 0x hex); default every QP
+ *   op=write|write_imm|read|send|send_imm|cas|fadd|nop|any  (default any)
+ *   every=N    the Nth, 2Nth, ... matching WQE (default 1) | prob=P (0 < P <= 1)
+ *   after=N    skip the first N matches;  count=N  at most N injections
+ *   synd=S     error: the CQE's syndrome, a name (local_prot, remote_access,
+ *              remote_op, remote_inval, retry_exc, rnr_exc, local_len, local_qp_op,
+ *              bad_resp) or a number (default remote_access)
+ *   us=N       delay, cqfull: how long (default 1000)
+ *   byte=N     corrupt: offset in the payload (default 0)
+ * error completes the WQE with that error CQE (reason KINET_REASON_INJECTED;
+ * the QP goes to ERR), delay holds it (and the WQEs behind it), silent makes
+ * the peer stop answering the QP (its WQE waits KINET_NET_TIMEOUT_MS and
+ * fails with transport retry exceeded), cqfull makes the send CQ look full
+ * for `us`, drop and corrupt act on wire messages received by QP N (a peer
+ * in another process): a dropped request is never executed (the requester
+ * times out), a corrupted one has one payload byte flipped. Returns the
+ * number of rules added, or -EINVAL with the reason logged (nothing added);
+ * -EOPNOTSUPP on a backend without fault injection (mlx5).
+ */
+int kinet_fault_add(kinet_ctx *ctx, const char *spec);
+/* Removes every rule of the context. */
+int kinet_fault_clear(kinet_ctx *ctx);
 
 /* ---- host executor -------------------------------------------------------------- */
 

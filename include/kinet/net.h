@@ -69,7 +69,10 @@ struct kinet_mr_info {
  * (its generation changes then: a peer holding the old one cannot reach the
  * new incarnation). Returns the length written, -E2BIG when cap is too small;
  * software NIC: -EOPNOTSUPP when the build has no libfabric, -ENODEV when
- * the provider (KINET_FI_PROVIDER) is not available. */
+ * the provider (KINET_FI_PROVIDER) is not available (or fails in a way of
+ * its own, logged), otherwise the provider's error as an errno (-ENOMEM,
+ * -EAGAIN, ...) when creating the context's endpoint fails; a later call
+ * tries again. */
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap);
 
 /* Decodes a QP descriptor: 0, -KINET_EVERSION (another version, logged with
@@ -81,9 +84,21 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
  * sides call it with the other's descriptor. Errors: those of
  * kinet_qp_desc_parse, -EPROTO when the peer uses another transport (another
  * libfabric provider, or a QP of the other backend), -EINVAL (bad state or
- * arguments), -EOPNOTSUPP (software NIC: no libfabric in this build).
+ * arguments; software NIC: a wire address that is not one of the provider's
+ * format, refused before the provider sees it, so the context connects to
+ * good addresses afterwards), -EOPNOTSUPP (software NIC: no libfabric in
+ * this build), or the provider's refusal of the address as an errno.
  * Operations posted before the peer has connected wait for it, at most
- * KINET_NET_TIMEOUT_MS, then fail with transport retry exceeded. */
+ * KINET_NET_TIMEOUT_MS, then fail with transport retry exceeded.
+ *
+ * Software NIC, a peer that goes silent (stopped, dead, cut off): a QP with
+ * requests outstanding that hears nothing from it for KINET_NET_TIMEOUT_MS
+ * fails them (transport retry exceeded), and so does every QP of the context
+ * to that peer; the context's reads of that peer's writes that make no
+ * progress for as long are given up (they never write into a region).
+ * Control calls (kinet_mr_reg, kinet_mr_dereg, kinet_qp_create, kinet_close)
+ * return within about KINET_NET_TIMEOUT_MS; see kinet_mr_dereg for work in
+ * flight. The context reconnects to the peer with fresh descriptors. */
 int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len);
 
 /* Serialises the descriptor of a memory region (KINET_MR_DESC_SIZE bytes):

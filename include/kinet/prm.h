@@ -35,6 +35,8 @@
 #define KN_RCV_DBR 0          /* doorbell record word of the receive queue */
 #define KN_SND_DBR 1          /* doorbell record word of the send queue */
 #define KN_BF_OFFSET 0x800u   /* doorbell/BlueFlame register inside the UAR page */
+#define KN_BF_SIZE 0x100u     /* one BlueFlame buffer (log_bf_reg_size 9): the
+			       * second register is at KN_BF_OFFSET + KN_BF_SIZE */
 #define KN_UAR_PAGE_SIZE 4096u
 
 /* ---- WQE opcodes (ctrl.opmod_idx_opcode & 0xff) ---------------------- */
@@ -80,6 +82,7 @@ enum {
 };
 
 #define KN_INLINE_SEG 0x80000000u /* inline segment flag in byte_count */
+#define KN_INVALID_LKEY 0x100u   /* mlx5 reserved lkey: ends a receive scatter list */
 
 /* ---- CQE opcodes (op_own >> 4) ---------------------------------------- */
 enum kn_cqe_opcode {

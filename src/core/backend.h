@@ -21,6 +21,8 @@
 
 #include "internal.h"
 
+struct kinet_fault_set; /* src/core/fault.h */
+
 /* Capabilities (kinet_backend_ops.caps). */
 enum {
 	KINET_CAP_SHARED_CQ = 1u << 0, /* send/receive CQs created apart and shared by QPs */
@@ -88,6 +90,22 @@ struct kinet_backend_ops {
 
 	/* Adds the backend's own counters to o (kinet_ctx_counters). */
 	void (*counters)(kinet_ctx *ctx, struct kinet_counters *o);
+	/* Completes a QP's counters (o holds what the core counted: struct
+	 * kinet_qp_ctr): what only the backend knows (outstanding work on the
+	 * wire, the device state on hardware). */
+	void (*qp_counters)(kinet_qp *qp, struct kinet_qp_counters *o);
+
+	/* Revokes a region (kinet_mr_revoke): once this returns no new access
+	 * through its keys succeeds and no access that started before is still
+	 * moving bytes; the backend then sets mr->state to KINET_MR_REVOKED. */
+	int (*mr_revoke)(kinet_mr *mr);
+	/* What the transport knows of the QP's peer, for kinet_qp_ep_info: the
+	 * core fills state, qp_state and outstanding first; the backend sets
+	 * remote, peer_dead and silent_ms (and may change state). */
+	void (*qp_ep_info)(kinet_qp *qp, struct kinet_ep_info *o);
+	/* Fault injection (kinet_fault_add / KINET_FAULT): the parsed rules
+	 * (src/core/fault.h); NULL: the backend has none. */
+	int (*fault_set)(kinet_ctx *ctx, struct kinet_fault_set *rules);
 };
 
 /* Every backend of this build, highest priority first, NULL-terminated

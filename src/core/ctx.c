@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 #include "core/backend.h"
+#include "core/fault.h"
+#include "core/stats.h"
 
 uint32_t kinet_pow2(uint32_t v)
 {
@@ -47,6 +49,8 @@ int kinet_backend_unsupported(const kinet_ctx *ctx, const char *op)
 	return -EOPNOTSUPP;
 }
 
+static _Atomic uint32_t ctx_ids;
+
 /* A context of backend b, or a negative errno (b's open failed). */
 static int ctx_open(const struct kinet_backend_ops *b, const struct kinet_ctx_attr *attr,
 		    kinet_ctx **out)
@@ -56,11 +60,14 @@ static int ctx_open(const struct kinet_backend_ops *b, const struct kinet_ctx_at
 		return -ENOMEM;
 	ctx->ops = b;
 	ctx->backend = b->id;
+	ctx->id = atomic_fetch_add(&ctx_ids, 1);
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->qp_lock, NULL);
 	ctx->next_pdn = 1;
 	int rc = b->open(ctx, attr);
 	if (rc) {
 		pthread_mutex_destroy(&ctx->lock);
+		pthread_mutex_destroy(&ctx->qp_lock);
 		free(ctx);
 		return rc;
 	}
@@ -75,6 +82,15 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 	*out = NULL;
 	if (kinet_tun_refused(KT_OPEN, "kinet_open"))
 		return -EINVAL;
+	/* KINET_FAULT and KINET_TRACE are checked before anything is opened */
+	struct kinet_fault_set *env_faults = NULL;
+	if (kinet_fault_parse(KT(FAULT), "kinet_open: KINET_FAULT", &env_faults))
+		return -EINVAL;
+	int trc = kinet_trace_init();
+	if (trc) {
+		free(env_faults);
+		return trc;
+	}
 	int want = attr ? attr->backend : backend_from_str(KT(BACKEND));
 	if (want != KINET_BACKEND_AUTO && !backend_by_id(want)) {
 		if (attr)
@@ -111,11 +127,25 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 					 why);
 			if (notes[0])
 				KLOG_INFO("backend auto: %s", ctx->reason);
+			if (env_faults && !ctx->ops->fault_set) {
+				KLOG_ERR("kinet_open: KINET_FAULT is set and the %s backend has no "
+					 "fault injection",
+					 ctx->ops->name);
+				free(env_faults);
+				kinet_close(ctx);
+				return -EOPNOTSUPP;
+			}
+			if (env_faults && (rc = ctx->ops->fault_set(ctx, env_faults))) {
+				kinet_close(ctx);
+				return rc;
+			}
+			kinet_stats_ctx_add(ctx);
 			*out = ctx;
 			return 0;
 		}
 		if (want != KINET_BACKEND_AUTO) {
 			KLOG_ERR("%s backend not available: %s", b->name, why);
+			free(env_faults);
 			return rc;
 		}
 		size_t l = strlen(notes);
@@ -123,6 +153,7 @@ int kinet_open(const struct kinet_ctx_attr *attr, kinet_ctx **out)
 			 b->name, why);
 	}
 	KLOG_ERR("kinet_open: no usable backend: %s", notes);
+	free(env_faults);
 	return rc;
 }
 
@@ -135,8 +166,13 @@ int kinet_close(kinet_ctx *ctx)
 			  atomic_load(&ctx->qps), atomic_load(&ctx->pds), atomic_load(&ctx->cqs));
 		return -EBUSY;
 	}
+	kinet_stats_ctx_remove(ctx);
 	ctx->ops->close(ctx);
+	if (kinet_trace_on)
+		kinet_trace_flush();
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->qp_lock);
+	free(ctx->stale);
 	free(ctx);
 	return 0;
 }
@@ -155,6 +191,7 @@ __thread struct kinet_ctr_blk *kinet_ctr_self __attribute__((tls_model("initial-
 
 void kinet_count_syndrome(kinet_ctx *ctx, uint32_t s)
 {
+	s &= 0xff;
 	KINET_COUNT(ctx, c_synd[s & 63], 1);
 	if (s == KN_SYND_WR_FLUSH_ERR)
 		KINET_COUNT(ctx, c_flushed, 1);
@@ -386,8 +423,10 @@ int kinet_cq_poll(kinet_cq *cq, struct kn_cqe64 *out)
 	cq->host_ci++;
 	__atomic_store_n(&cq->dbrec[0], kn_htobe32((uint32_t)(cq->host_ci & 0xffffff)),
 			 __ATOMIC_RELEASE);
-	if (cq->sq_owner)
+	if (cq->sq_owner) {
 		note_sq_progress(cq->sq_owner, out);
+		KINET_QCOUNT(cq->sq_owner, KQ_HOST_CQES, 1);
+	}
 	return 0;
 }
 

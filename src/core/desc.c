@@ -13,6 +13,7 @@
  *       u64 addr | u64 len | u64 gen | u64 reserved (0)
  * The version is checked before anything else is trusted.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <kinet/net.h>
 #include "core/backend.h"
@@ -114,6 +115,39 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out)
 	return 0;
 }
 
+void kinet_qp_forget_peer(kinet_qp *qp)
+{
+	if (!qp->remote_connected)
+		return;
+	qp->remote_connected = false;
+	kinet_ctx *ctx = qp->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->stale)
+		ctx->stale = calloc(KINET_STALE_MAX, sizeof(*ctx->stale));
+	if (ctx->stale) {
+		struct kinet_stale *e = &ctx->stale[ctx->nstale++ % KINET_STALE_MAX];
+		e->node = qp->peer_node;
+		e->gen = qp->peer_gen;
+		e->qpn = qp->peer_qpn;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Was this peer descriptor connected to before, by a connection that has
+ * ended? (A restarted peer has a new incarnation; a reset one a new
+ * generation: only a fresh descriptor reaches it.) */
+static bool stale(kinet_ctx *ctx, const struct kinet_qp_info *pi)
+{
+	bool found = false;
+	pthread_mutex_lock(&ctx->lock);
+	uint32_t n = ctx->nstale < KINET_STALE_MAX ? ctx->nstale : KINET_STALE_MAX;
+	for (uint32_t i = 0; ctx->stale && i < n && !found; i++)
+		found = ctx->stale[i].node == pi->node && ctx->stale[i].gen == pi->gen &&
+			ctx->stale[i].qpn == pi->qpn;
+	pthread_mutex_unlock(&ctx->lock);
+	return found;
+}
+
 int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len)
 {
 	if (!qp || !desc)
@@ -122,6 +156,13 @@ int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len)
 	int rc = kinet_qp_desc_parse(desc, len, &pi);
 	if (rc)
 		return rc;
+	if (stale(qp->ctx, &pi)) {
+		KLOG_ERR("qp 0x%x: the descriptor of qp 0x%x (incarnation %016llx, generation "
+			 "%llx) is stale: a connection to it ended (reset, destroyed, or the peer "
+			 "restarted); connect with a fresh descriptor",
+			 qp->qpn, pi.qpn, (unsigned long long)pi.node, (unsigned long long)pi.gen);
+		return -ESTALE;
+	}
 	int st = kinet_qp_get_state(qp);
 	if (st != KINET_QPS_RESET && st != KINET_QPS_INIT) {
 		KLOG_ERR("qp 0x%x: connect needs RESET or INIT, it is in %s", qp->qpn,
@@ -134,6 +175,9 @@ int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len)
 				    .wire_addr_len = len};
 	if ((rc = kinet_qp_modify(qp, KINET_QPS_RTR, &r)))
 		return rc;
+	qp->peer_node = pi.node;
+	qp->peer_gen = pi.gen;
+	qp->remote_connected = true;
 	return kinet_qp_modify(qp, KINET_QPS_RTS, NULL);
 }
 
@@ -153,6 +197,8 @@ int kinet_mr_export(const kinet_mr *mr, void *buf, size_t cap)
 	kn_store_be64(b + 16, (uint64_t)(uintptr_t)kinet_mr_addr(mr));
 	kn_store_be64(b + 24, (uint64_t)kinet_mr_len(mr));
 	kn_store_be64(b + 32, kinet_node());
+	int st = KINET_MR_REGISTERED;
+	atomic_compare_exchange_strong(&((kinet_mr *)mr)->state, &st, KINET_MR_EXPOSED);
 	return KINET_MR_DESC_SIZE;
 }
 

@@ -30,6 +30,7 @@ const char *kinet_strerror(int err)
 	case -E2BIG: return "argument too large";
 	case -EOVERFLOW: return "value too large";
 	case -EALREADY: return "already in that state";
+	case -ESTALE: return "stale descriptor: that peer's connection ended (use a fresh one)";
 	case -KINET_ENOBACKEND: return "no usable backend";
 	case -KINET_EVERSION: return "descriptor version mismatch";
 	case -KINET_ESECRET: return "wrong job secret";
@@ -45,7 +46,7 @@ const char *kinet_strerror(int err)
 
 const char *kinet_syndrome_str(uint32_t s)
 {
-	switch (s) {
+	switch (s & 0xff) { /* a syndrome is one byte */
 	case 0: return "no error";
 	case KN_SYND_LOCAL_LENGTH_ERR: return "local length error";
 	case KN_SYND_LOCAL_QP_OP_ERR: return "local QP operation error";

@@ -71,6 +71,7 @@ void kinet_qp_fill_desc(kinet_qp *qp)
 	d->sq = qp->sq;
 	d->dbrec = qp->dbrec;
 	d->db = qp->db;
+	d->bf_alt = qp->bf_alt;
 	d->cpu_pi = qp->cpu_pi;
 	d->cq = qp->scq->buf;
 	d->cq_dbrec = qp->scq->dbrec;
@@ -162,6 +163,7 @@ static int qp_common_init(kinet_qp *qp)
 	int rc = kinet_mr_reg(qp->pd, qp->scratch, 64, KINET_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
 	if (rc)
 		return rc;
+	qp->scratch_mr->internal = true;
 	if (qp->own_scq || !(qp->ctx->ops->caps & KINET_CAP_SHARED_CQ))
 		qp->scq->sq_owner = qp; /* dedicated: its CQEs tell how far the NIC read */
 	kinet_qp_fill_desc(qp);
@@ -209,9 +211,12 @@ int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp 
 	int rc = qp_attr_check(ctx, attr_in, &attr);
 	if (rc)
 		return rc;
-	kinet_qp *qp = calloc(1, ops->qp_size);
+	/* 64-byte aligned: the counter block its engine writes has lines of its own */
+	size_t sz = (ops->qp_size + 63) & ~(size_t)63;
+	kinet_qp *qp = aligned_alloc(64, sz);
 	if (!qp)
 		return -ENOMEM;
+	memset(qp, 0, sz);
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->attr = attr;
@@ -239,6 +244,13 @@ int kinet_qp_create(kinet_pd *pd, const struct kinet_qp_attr *attr_in, kinet_qp 
 	}
 	KLOG_DBG("qp 0x%x created (%s): sq %u rq %u db %s", qp->qpn, ops->name, qp->sq_cnt,
 		 qp->rq_cnt, kinet_db_mode_str(qp->db_mode));
+	pthread_mutex_lock(&ctx->qp_lock);
+	qp->ctx_next = ctx->qp_head;
+	if (ctx->qp_head)
+		ctx->qp_head->ctx_pprev = &qp->ctx_next;
+	ctx->qp_head = qp;
+	qp->ctx_pprev = &ctx->qp_head;
+	pthread_mutex_unlock(&ctx->qp_lock);
 	*out = qp;
 	return 0;
 }
@@ -247,6 +259,14 @@ int kinet_qp_destroy(kinet_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
+	pthread_mutex_lock(&qp->ctx->qp_lock);
+	if (qp->ctx_pprev) {
+		*qp->ctx_pprev = qp->ctx_next;
+		if (qp->ctx_next)
+			qp->ctx_next->ctx_pprev = qp->ctx_pprev;
+	}
+	pthread_mutex_unlock(&qp->ctx->qp_lock);
+	kinet_qp_forget_peer(qp);
 	if (qp->ctx->ops->qp_detach)
 		qp->ctx->ops->qp_detach(qp);
 	qp_common_fini(qp);
@@ -317,6 +337,7 @@ int kinet_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remot
 	if (state == KINET_QPS_RTR)
 		qp->peer_qpn = remote->local ? remote->local->qpn : remote->qpn;
 	if (state == KINET_QPS_RESET) {
+		kinet_qp_forget_peer(qp);
 		if (qp->dstate->resv || qp->raw_pi)
 			qp->flags |= KINET_QPF_USED;
 		kinet_qp_reset_device_state(qp);
@@ -412,15 +433,16 @@ long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb)
 	 * before the register, which gets the first 8 bytes of the WQE's ctrl
 	 * (the software NIC serves the record alone: a raw WQE may be malformed
 	 * on purpose, and the record says exactly what was posted) */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	KN_BAR_WQE_DBR();
 	__atomic_store_n(&qp->dbrec[KN_SND_DBR], kn_htobe32((uint32_t)(qp->raw_pi & 0xffff)),
-			 __ATOMIC_RELEASE);
+			 __ATOMIC_RELAXED);
 	if (qp->flags & KINET_QPF_HW_DOORBELL) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		uint64_t w;
-		memcpy(&w, qp->sq + (t & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
-		__atomic_store_n((volatile uint64_t *)qp->db, w, __ATOMIC_RELEASE);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		memcpy(&w, wqe, 8); /* the caller's copy: the slot may be reused by now */
+		KN_BAR_DBR_REG();
+		*(volatile uint64_t *)(qp->db + qp->raw_bf_off) = w;
+		KN_BAR_REG_FLUSH();
+		qp->raw_bf_off ^= qp->bf_alt; /* the two registers in turn */
 	}
 	pthread_mutex_unlock(&qp->raw_lock);
 	return (long long)t;

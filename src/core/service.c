@@ -34,22 +34,32 @@ int kinet_proxy_ring(kinet_qp *qp, const struct kinet_qmem_io *io)
 		return 0;
 	uint32_t dbr = kn_htobe32(pi & 0xffff);
 	uint64_t w = 0;
+	/* the register word is the first 8 bytes of WQE pi-1, read before the
+	 * record names it: once the NIC may run it, its slot may be reused */
 	const uint8_t *last = qp->sq + (size_t)((pi - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (io) {
-		if (io->write((void *)&qp->dbrec[KN_SND_DBR], &dbr, 4) || io->read(&w, last, 8)) {
+		if (io->read(&w, last, 8)) {
+			KLOG_ERR("qp 0x%x: the CPU proxy cannot reach the queues in GPU memory",
+				 qp->qpn);
+			return 0;
+		}
+		KN_BAR_WQE_DBR();
+		if (io->write((void *)&qp->dbrec[KN_SND_DBR], &dbr, 4)) {
 			KLOG_ERR("qp 0x%x: the CPU proxy cannot reach the queues in GPU memory",
 				 qp->qpn);
 			return 0;
 		}
 	} else {
-		__atomic_store_n(&qp->dbrec[KN_SND_DBR], dbr, __ATOMIC_RELEASE);
 		memcpy(&w, last, 8);
+		KN_BAR_WQE_DBR();
+		__atomic_store_n(&qp->dbrec[KN_SND_DBR], dbr, __ATOMIC_RELAXED);
 	}
 	qp->proxy_seen = pi;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n((volatile uint64_t *)qp->db, w, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	KN_BAR_DBR_REG();
+	/* the two registers in turn, as the device code rings */
+	*(volatile uint64_t *)(qp->db + qp->proxy_bf_off) = w;
+	KN_BAR_REG_FLUSH();
+	qp->proxy_bf_off ^= qp->bf_alt;
 	KINET_COUNT(qp->ctx, c_proxy, 1);
 	return 1;
 }

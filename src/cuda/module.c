@@ -11,6 +11,7 @@
  * copy_async, which only enqueues on that stream: the engine records a fence
  * (a CUDA event) after such copies and writes their CQEs once it completed.
  */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -241,6 +242,82 @@ static int cu_pointer_kind(const void *p)
 	return KINET_MEM_HOST;
 }
 
+/* ---- allocation identity (the registration cache) ------------------------------ */
+
+typedef CUresult (*pga_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+typedef CUresult (*retain_fn)(CUmemGenericAllocationHandle *, void *);
+typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
+static pga_fn g_pga;
+static retain_fn g_retain;
+static release_fn g_release;
+
+/* The driver's entry points, through the runtime (no link to libcuda). */
+static void cu_entry_points(void)
+{
+	enum cudaDriverEntryPointQueryResult q;
+	void *f = NULL;
+	if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 12000, cudaEnableDefault,
+					     &q) == cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		g_pga = (pga_fn)f;
+	f = NULL;
+	if (cudaGetDriverEntryPointByVersion("cuMemRetainAllocationHandle", &f, 12000,
+					     cudaEnableDefault, &q) == cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		g_retain = (retain_fn)f;
+	f = NULL;
+	if (cudaGetDriverEntryPointByVersion("cuMemRelease", &f, 12000, cudaEnableDefault, &q) ==
+		    cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		g_release = (release_fn)f;
+	cudaGetLastError();
+}
+
+/* What the driver says of the allocation at p: its buffer id (unique in the
+ * process for every allocation, so an address reused by a later cudaMalloc
+ * has another), its range, and whether a pool, cuMemMap or managed memory
+ * holds it. */
+static int cu_mem_info(const void *p, struct kinet_cuda_mem *out)
+{
+	if (!g_pga)
+		return -ENOSYS;
+	CUpointer_attribute at[6] = {CU_POINTER_ATTRIBUTE_BUFFER_ID,
+				     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+				     CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+				     CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+				     CU_POINTER_ATTRIBUTE_IS_MANAGED,
+				     CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+	unsigned long long id = 0;
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	void *pool = NULL;
+	unsigned int managed = 0, type = 0;
+	void *data[6] = {&id, &base, &size, &pool, &managed, &type};
+	CUresult r = g_pga(6, at, data, (CUdeviceptr)(uintptr_t)p);
+	if (r != CUDA_SUCCESS) {
+		KLOG_DBG("cuda: cuPointerGetAttributes(%p): error %d", p, (int)r);
+		return -EIO;
+	}
+	if (type != CU_MEMORYTYPE_DEVICE && !managed)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->buffer_id = id;
+	out->base = (uintptr_t)base;
+	out->size = size;
+	out->pool = pool != NULL;
+	out->managed = managed != 0;
+	if (g_retain && g_release) {
+		/* only memory mapped with cuMemMap has an allocation handle */
+		CUmemGenericAllocationHandle h;
+		if (g_retain(&h, (void *)p) == CUDA_SUCCESS) {
+			out->vmm = 1;
+			g_release(h);
+		}
+	}
+	cudaGetLastError();
+	return 0;
+}
+
 static int cu_host_register(void *p, size_t len)
 {
 	cudaError_t e =
@@ -273,6 +350,7 @@ static const struct kinet_cuda_ops cu_ops = {
 	.fence_query = cu_fence_query,
 	.fence_wait = cu_fence_wait,
 	.fence_free = cu_fence_free,
+	.mem_info = cu_mem_info,
 };
 
 static const struct kinet_cuda_ops *g_ops;
@@ -305,6 +383,7 @@ static void cu_init(void)
 	g_small = s > 0 ? (size_t)s : 0;
 	if (g_small > (1u << 20))
 		g_small = 1u << 20;
+	cu_entry_points();
 	g_dev = dev;
 	g_ops = &cu_ops;
 	KLOG_INFO("cuda: GPU %d of %d in use", dev, n);

@@ -124,15 +124,19 @@ int kinet_keytab_check(const struct kinet_keytab *kt, const kinet_pd *pd, uint32
 {
 	uint32_t i = key >> 8;
 	if (i == 0 || i >= kt->cap)
-		return -EACCES;
+		return KINET_REASON_UNKNOWN_KEY;
 	kinet_mr *mr = kt->tab[i];
-	if (!mr || mr->key != key || (pd && mr->pd != pd))
-		return -EACCES;
+	if (!mr || mr->key != key)
+		return KINET_REASON_UNKNOWN_KEY;
+	if (pd && mr->pd != pd)
+		return KINET_REASON_WRONG_PD;
+	if (atomic_load_explicit(&mr->state, memory_order_relaxed) == KINET_MR_REVOKED)
+		return KINET_REASON_REVOKED;
 	if ((mr->access & access) != access)
-		return -EACCES;
+		return KINET_REASON_ACCESS;
 	uint64_t base = (uint64_t)(uintptr_t)mr->addr;
 	if (addr < base || len > mr->len || addr - base > mr->len - len)
-		return -ERANGE;
+		return KINET_REASON_OUT_OF_BOUNDS;
 	out->ptr = (uint8_t *)(uintptr_t)addr;
 	out->kind = mr->kind;
 	out->mr = mr;

@@ -45,9 +45,10 @@ struct kinet_mr_ref {
 
 /* Checks that [addr, addr+len) lies in the region named by key, that the
  * region belongs to pd (NULL: any) and grants `access` (0 = local read).
- * Returns 0 and the translation, or -EACCES (unknown key, other PD, access
- * missing) / -ERANGE (bounds). The caller keeps the table from changing
- * across the access (holds it for reading, or writers are stopped). */
+ * Returns 0 and the translation, or the failed check (enum kinet_reason,
+ * never 0): unknown key, wrong PD, revoked, access missing, out of bounds,
+ * tested in that order. The caller keeps the table from changing across
+ * the access (holds it for reading, or writers are stopped). */
 int kinet_keytab_check(const struct kinet_keytab *kt, const kinet_pd *pd, uint32_t key,
 		       uint64_t addr, uint64_t len, unsigned access, struct kinet_mr_ref *out);
 

@@ -26,6 +26,7 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 	mr->len = len;
 	mr->access = access;
 	mr->kind = KINET_MEM_HOST;
+	atomic_store(&mr->state, KINET_MR_REGISTERED);
 	int rc = ctx->ops->mr_reg(mr);
 	if (rc) {
 		free(mr);
@@ -40,6 +41,17 @@ int kinet_mr_dereg(kinet_mr *mr)
 {
 	if (!mr)
 		return -EINVAL;
+	if (mr->cache_ent && !kinet_mr_cache_owns_dereg(mr)) {
+		KLOG_ERR("kinet_mr_dereg: region %p+%zu belongs to a registration cache: give it "
+			 "back with kinet_mr_cache_put",
+			 mr->addr, mr->len);
+		return -EBUSY;
+	}
+	return kinet_mr_dereg_now(mr);
+}
+
+int kinet_mr_dereg_now(kinet_mr *mr)
+{
 	kinet_pd *pd = mr->pd;
 	int rc = pd->ctx->ops->mr_dereg(mr);
 	if (rc)
@@ -47,6 +59,39 @@ int kinet_mr_dereg(kinet_mr *mr)
 	atomic_fetch_sub(&pd->refs, 1);
 	free(mr);
 	return 0;
+}
+
+int kinet_mr_revoke(kinet_mr *mr)
+{
+	if (!mr)
+		return -EINVAL;
+	kinet_ctx *ctx = mr->pd->ctx;
+	if (atomic_load(&mr->state) == KINET_MR_REVOKED)
+		return -EALREADY;
+	if (!ctx->ops->mr_revoke)
+		return kinet_backend_unsupported(ctx, "kinet_mr_revoke");
+	int rc = ctx->ops->mr_revoke(mr);
+	if (rc)
+		return rc;
+	atomic_store(&mr->state, KINET_MR_REVOKED);
+	KLOG_DBG("region %p+%zu (key 0x%x) revoked", mr->addr, mr->len, mr->rkey);
+	return 0;
+}
+
+int kinet_mr_state(const kinet_mr *mr)
+{
+	return mr ? atomic_load(&((kinet_mr *)mr)->state) : -EINVAL;
+}
+
+const char *kinet_mr_state_str(int st)
+{
+	switch (st) {
+	case KINET_MR_REGISTERED: return "registered";
+	case KINET_MR_EXPOSED: return "exposed";
+	case KINET_MR_REVOKED: return "revoked";
+	case KINET_MR_INVALID: return "invalid";
+	default: return "?";
+	}
 }
 
 uint32_t kinet_mr_lkey(const kinet_mr *mr) { return mr ? mr->key : 0; }

@@ -27,6 +27,15 @@ extern "C" {
 		CU(cudaDeviceSynchronize());                                               \
 	} while (0)
 
+/* The software NIC reaches GPU memory only by staging (CUDA copies), which
+ * must be allowed: set before the first kinet call of the program reads
+ * the tunables (a test that checks the refusal unsets it in its own
+ * process first). */
+__attribute__((constructor)) static void gu_allow_staging(void)
+{
+	setenv("KINET_ALLOW_HOST_STAGING", "1", 0);
+}
+
 /* Smaller problem sizes under compute-sanitizer (KN_GPU_QUICK=1). */
 static inline int gu_quick(void)
 {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -866,6 +867,164 @@ TW_FN int tw_cut_b(int fd, int fd2, void *arg)
 	uint8_t *a = malloc(TW_LEN);
 	tu_fill_random(a, TW_LEN, 1);
 	CK(memcmp(s.buf + TW_P + 5, a + TW_Q + 3, 500000) == 0);
+	free(a);
+	tw_close(&s);
+	return 0;
+}
+
+/* ---- a requester that goes silent while the target reads from it ---------------------- */
+
+/* How the requester goes silent: SIGSTOP, or (iface set) the target takes
+ * its end of the link down. close_first: tear the context down first. */
+struct tw_silent {
+	const char *iface;
+	int close_first;
+	int no_av_cleanup; /* the target runs with FI_AV_REMOVE_CLEANUP=0 */
+};
+
+#define TW_SIL_LEN (8u << 20)
+#define TW_SIL_BOUND_MS (1500u + 3000u) /* KINET_NET_TIMEOUT_MS + a margin */
+
+/* Bytes the wire has placed (straight into the region, or through a
+ * bounce buffer where the provider cannot cancel reads in place). */
+TW_FN uint64_t tw_direct(kinet_ctx *ctx)
+{
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(ctx, &c));
+	return c.direct_bytes + c.staged_bytes;
+}
+
+TW_FN void tw_silence(const struct tw_silent *a, pid_t pid, int on)
+{
+	if (a->iface) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "ip link set dev %s %s", a->iface, on ? "down" : "up");
+		CK(system(cmd) == 0);
+	} else {
+		CK(kill(pid, on ? SIGSTOP : SIGCONT) == 0);
+	}
+}
+
+#define TW_BOUNDED(t0, what)                                                               \
+	do {                                                                               \
+		uint64_t dt_ = tw_ms() - (t0);                                             \
+		fprintf(stderr, "[silent] %s: %llu ms\n", what, (unsigned long long)dt_);   \
+		CK(dt_ < TW_SIL_BOUND_MS);                                                 \
+	} while (0)
+
+/* The target: b streams rendezvous writes into a region of its; b goes
+ * silent; every control call of the target returns within the bound, the
+ * region is never written after its deregistration returned, and the
+ * context serves c afterwards (or, close_first, closes at once). */
+TW_FN int tw_silent_t(int fd, int fd2, void *arg)
+{
+	const struct tw_silent *a = arg;
+	if (a->no_av_cleanup)
+		setenv("FI_AV_REMOVE_CLEANUP", "0", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint8_t *um = mmap(NULL, TW_SIL_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+	CK(um != MAP_FAILED);
+	kinet_mr *mr;
+	CK0(kinet_mr_reg(s.pd, um, TW_SIL_LEN, KINET_ACCESS_ALL, &mr));
+	uint8_t d[KINET_MR_DESC_SIZE], dummy[4];
+	CK(kinet_mr_export(mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd, d, sizeof(d), dummy, sizeof(dummy)) == 0);
+	long long pid = tw_sync(fd, 0);
+	CK(pid > 0);
+	uint64_t end = tw_ms() + 20000;
+	while (tw_direct(s.ctx) < (4u << 20) && tw_ms() < end)
+		tw_sleep_ms(1);
+	CK(tw_direct(s.ctx) >= (4u << 20));
+	tw_silence(a, (pid_t)pid, 1);
+	uint64_t t0 = tw_ms();
+	if (a->close_first) {
+		/* teardown with the reads of the silent peer outstanding */
+		CK0(kinet_qp_destroy(s.qp));
+		s.qp = NULL;
+		CK0(kinet_mr_dereg(mr));
+		TW_BOUNDED(t0, "kinet_mr_dereg after the peer went silent");
+		tw_close(&s);
+		TW_BOUNDED(t0, "kinet_close after the peer went silent");
+		tw_silence(a, (pid_t)pid, 0);
+		CK(kill((pid_t)pid, SIGKILL) == 0);
+		CK(munmap(um, TW_SIL_LEN) == 0);
+		return 0;
+	}
+	uint8_t *other = malloc(1u << 20);
+	kinet_mr *omr;
+	CK0(kinet_mr_reg(s.pd, other, 1u << 20, KINET_ACCESS_ALL, &omr));
+	TW_BOUNDED(t0, "kinet_mr_reg after the peer went silent");
+	kinet_qp *q;
+	CK0(kinet_qp_create(s.pd, NULL, &q));
+	TW_BOUNDED(t0, "kinet_qp_create after the peer went silent");
+	CK0(kinet_qp_destroy(q));
+	CK0(kinet_mr_dereg(mr));
+	TW_BOUNDED(t0, "kinet_mr_dereg after the peer went silent");
+	CK(mprotect(um, TW_SIL_LEN, PROT_NONE) == 0); /* a late write kills this process */
+	CK0(kinet_mr_dereg(omr));
+	free(other);
+	/* the peer comes back: what it still sends must not land */
+	tw_silence(a, (pid_t)pid, 0);
+	tw_sleep_ms(500);
+	CK(kill((pid_t)pid, SIGKILL) == 0);
+	/* the context serves another peer: a large write each way */
+	s.fd = fd2;
+	uint8_t mine[KINET_MR_DESC_SIZE], theirs[KINET_MR_DESC_SIZE];
+	CK(kinet_mr_export(s.mr, mine, sizeof(mine)) == KINET_MR_DESC_SIZE);
+	CK(tw_xchg(fd2, mine, sizeof(mine), theirs, sizeof(theirs)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(theirs, sizeof(theirs), &s.peer));
+	tw_qp_new(&s);
+	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q, TW_P, 500000, 0, 0)));
+	CK(tw_sync(fd2, 1) == 1);
+	uint8_t *c = malloc(TW_LEN);
+	tu_fill_random(c, TW_LEN, 3);
+	CK(memcmp(s.buf + TW_P + 600000, c + TW_Q, 400000) == 0);
+	free(c);
+	uint64_t t1 = tw_ms();
+	tw_close(&s);
+	TW_BOUNDED(t1, "kinet_close, later");
+	CK(munmap(um, TW_SIL_LEN) == 0);
+	return 0;
+}
+
+/* The requester: writes into the target's region until it is killed
+ * (errors are expected once the target has dropped it). */
+TW_FN int tw_silent_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	uint8_t d[KINET_MR_DESC_SIZE];
+	struct kinet_mr_info um;
+	CK(tw_xchg(fd, "", 0, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(d, sizeof(d), &um));
+	CK(tw_sync(fd, (long long)getpid()) == 0);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	uint64_t end = tw_ms() + 50000;
+	for (int i = 0; tw_ms() < end; i++) { /* until killed (once failed, posts flush fast) */
+		kn_ticket_t t;
+		if (kn_put(s.d, um.addr + (uint64_t)(i % 8) * (1u << 20), um.rkey,
+			   s.buf + (uint32_t)(i % 3) * (1u << 20), lkey, 1u << 20, &t))
+			tw_sleep_ms(10);
+	}
+	return 1;
+}
+
+/* Another peer of the target, once the silent one is gone. */
+TW_FN int tw_silent_c(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 3);
+	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q, TW_P + 600000, 400000, 0, 0)));
+	CK(tw_sync(fd, 1) == 1);
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s.buf + TW_P, a + TW_Q, 500000) == 0);
 	free(a);
 	tw_close(&s);
 	return 0;

@@ -167,3 +167,83 @@ Test(wire_desc, two_contexts_through_the_wire)
 	free(ba);
 	free(bb);
 }
+
+/* A descriptor whose wire address the provider cannot use (another address
+ * family, a length that is not its format's, port 0, the wildcard address,
+ * garbage) is refused with -EINVAL, and the context is not poisoned by it:
+ * a good connect afterwards works and moves data byte for byte. */
+Test(wire_desc, refused_address_then_good_connect)
+{
+	struct one a, b;
+	one_open(&a);
+	one_open(&b);
+	uint8_t db[KINET_QP_DESC_MAX];
+	int lb = kinet_qp_export(b.qp, db, sizeof(db));
+	cr_assert_gt(lb, 64);
+	struct kinet_qp_info ib;
+	cr_assert_eq(kinet_qp_desc_parse(db, (size_t)lb, &ib), 0);
+	uint16_t fam;
+	memcpy(&fam, db + 64, 2); /* the address starts with a sockaddr's family */
+	for (int kind = 0; kind < 7; kind++) {
+		uint8_t v[KINET_QP_DESC_MAX];
+		memcpy(v, db, (size_t)lb);
+		int lv = lb;
+		uint16_t f = (uint16_t)(kind == 0 ? 0x4242 : kind == 1 ? 0 : fam);
+		memcpy(v + 64, &f, 2);
+		if (kind == 2)
+			memset(v + 66, 0, 2); /* port 0 */
+		if (kind == 3 && fam == 2 /* AF_INET */)
+			memset(v + 68, 0, 4); /* the wildcard address */
+		if (kind == 4 && fam == 2)
+			v[64 + 9] = 1; /* padding not zero */
+		if (kind == 5 || kind == 6) {
+			/* a length that is not the family's: shorter, longer */
+			lv = kind == 5 ? lb - 4 : lb + 12;
+			if (kind == 6)
+				memset(v + lb, 0, 12);
+			uint16_t be = (uint16_t)((lv >> 8) | ((lv & 0xff) << 8));
+			uint32_t al = (uint32_t)(lv - 64);
+			uint32_t albe = ((al >> 24) & 0xff) | ((al >> 8) & 0xff00) |
+					((al << 8) & 0xff0000) | (al << 24);
+			memcpy(v + 6, &be, 2);
+			memcpy(v + 12, &albe, 4);
+		}
+		int rc = kinet_qp_connect_remote(a.qp, v, (size_t)lv);
+		cr_assert_eq(rc, -EINVAL, "malformed address %d: %d (%s)", kind, rc,
+			     kinet_strerror(rc));
+		cr_assert_neq(kinet_qp_get_state(a.qp), KINET_QPS_RTS);
+	}
+	/* the same context connects to a good address afterwards */
+	uint8_t da[KINET_QP_DESC_MAX];
+	int la = kinet_qp_export(a.qp, da, sizeof(da));
+	cr_assert_gt(la, 0);
+	cr_assert_eq(kinet_qp_connect_remote(a.qp, db, (size_t)lb), 0);
+	cr_assert_eq(kinet_qp_connect_remote(b.qp, da, (size_t)la), 0);
+	size_t n = 1 << 20;
+	uint8_t *ba = malloc(n), *bb = malloc(n), *exp = malloc(n);
+	tu_fill_random(ba, n, 1);
+	tu_fill_random(bb, n, 2);
+	memcpy(exp, bb, n);
+	kinet_mr *ma, *mb;
+	cr_assert_eq(kinet_mr_reg(a.pd, ba, n, KINET_ACCESS_ALL, &ma), 0);
+	cr_assert_eq(kinet_mr_reg(b.pd, bb, n, KINET_ACCESS_ALL, &mb), 0);
+	kn_qp *d;
+	cr_assert_eq(kinet_qp_device(a.qp, &d), 0);
+	kn_ticket_t t;
+	cr_assert_eq(kn_put(d, (uint64_t)(uintptr_t)(bb + 7), kinet_mr_rkey(mb), ba + 100,
+			    kinet_mr_lkey(ma), 300000, &t), 0);
+	cr_assert_eq(kn_wait(d, t), 0);
+	memcpy(exp + 7, ba + 100, 300000);
+	cr_assert_eq(memcmp(bb, exp, n), 0);
+	cr_assert_eq(kn_get(d, ba + 500000, kinet_mr_lkey(ma), (uint64_t)(uintptr_t)(bb + 600001),
+			    kinet_mr_rkey(mb), 70000, &t), 0);
+	cr_assert_eq(kn_wait(d, t), 0);
+	cr_assert_eq(memcmp(ba + 500000, bb + 600001, 70000), 0);
+	cr_assert_eq(kinet_mr_dereg(ma), 0);
+	cr_assert_eq(kinet_mr_dereg(mb), 0);
+	one_close(&a);
+	one_close(&b);
+	free(ba);
+	free(bb);
+	free(exp);
+}

@@ -101,3 +101,23 @@ Test(wire_netns, link_cut_then_reconnect)
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
 	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
 }
+
+/* The target takes its end of the link down while it reads a requester's
+ * rendezvous writes: its control calls return within the network timeout
+ * (plus a margin), nothing lands after deregistration, and once the link
+ * is up again it serves a third process. */
+Test(wire_netns, link_cut_under_target_reads)
+{
+	need_wire();
+	ns_up();
+	static const int links[][2] = {{0, 1}, {0, 2}};
+	struct tw_silent a = {.iface = if_a};
+	struct tw_proc p[3] = {{.fn = tw_silent_t, .netns = ns_a, .iface = if_a},
+			       {.fn = tw_silent_b, .netns = ns_b, .iface = if_b},
+			       {.fn = tw_silent_c, .netns = ns_b, .iface = if_b}};
+	tw_run(p, 3, links, 2, &a, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "target: status 0x%x", p[0].status);
+	cr_assert(WIFSIGNALED(p[1].status) && WTERMSIG(p[1].status) == SIGKILL,
+		  "the requester was to be killed: status 0x%x", p[1].status);
+	cr_assert(tw_exited_ok(&p[2]), "the other peer: status 0x%x", p[2].status);
+}

@@ -23,11 +23,13 @@ static void need_wire(void)
 	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
 }
 
+/* Bytes placed by reads of rendezvous writes: in place, or through bounce
+ * buffers where the provider cannot cancel a read (libfabric before 1.18). */
 static uint64_t direct_bytes(struct tw_side *s)
 {
 	struct kinet_counters c;
 	CK0(kinet_ctx_counters(s->ctx, &c));
-	return c.direct_bytes;
+	return c.direct_bytes + c.staged_bytes;
 }
 
 /* A write (or write with immediate) gathered from n pieces of this side's
@@ -121,7 +123,7 @@ static int prot_b(int fd, int fd2, void *arg)
 	uint8_t *a = malloc(TW_LEN), *mine = malloc(TW_LEN);
 	tu_fill_random(a, TW_LEN, 1);
 	tu_fill_random(mine, TW_LEN, 2);
-	/* the first write landed (read in place), nothing else changed */
+	/* the first write landed (read by the target), nothing else changed */
 	CK(memcmp(s.buf + TW_P, a + TW_Q, 100000) == 0);
 	CK(memcmp(s.buf + 100000, mine + 100000, TW_LEN - 100000) == 0);
 	CK(direct_bytes(&s) >= 100000);
@@ -520,4 +522,45 @@ Test(wire_rndv, requester_killed_while_target_reads)
 	cr_assert(WIFSIGNALED(p[1].status) && WTERMSIG(p[1].status) == SIGKILL,
 		  "side b was to be killed: status 0x%x", p[1].status);
 	cr_assert(tw_exited_ok(&p[2]), "side c: status 0x%x", p[2].status);
+}
+
+/* ---- the requester goes silent while the target reads from it --------------------------- */
+
+/* b is stopped (SIGSTOP) while a reads its rendezvous writes: a drops it
+ * after KINET_NET_TIMEOUT_MS, its reads end, and every control call of a
+ * returns within that bound (plus a margin); nothing lands in the region
+ * after its deregistration returned, even once b runs again; a then serves
+ * c. */
+static void silent(struct tw_silent *a)
+{
+	need_wire();
+	static const int links[][2] = {{0, 1}, {0, 2}};
+	struct tw_proc p[3] = {{.fn = tw_silent_t}, {.fn = tw_silent_b}, {.fn = tw_silent_c}};
+	tw_run(p, a->close_first ? 2 : 3, links, a->close_first ? 1 : 2, a, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "target: status 0x%x", p[0].status);
+	cr_assert(WIFSIGNALED(p[1].status) && WTERMSIG(p[1].status) == SIGKILL,
+		  "the requester was to be killed: status 0x%x", p[1].status);
+	if (!a->close_first)
+		cr_assert(tw_exited_ok(&p[2]), "the other peer: status 0x%x", p[2].status);
+}
+
+Test(wire_rndv, silent_requester_control_calls_bounded)
+{
+	struct tw_silent a = {0};
+	silent(&a);
+}
+
+Test(wire_rndv, silent_requester_teardown_bounded)
+{
+	struct tw_silent a = {.close_first = 1};
+	silent(&a);
+}
+
+/* The same where the provider does not close a connection when its address
+ * is removed (FI_AV_REMOVE_CLEANUP=0): the wire closes its endpoint
+ * instead. */
+Test(wire_rndv, silent_requester_without_av_cleanup)
+{
+	struct tw_silent a = {.no_av_cleanup = 1};
+	silent(&a);
 }

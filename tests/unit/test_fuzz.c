@@ -125,7 +125,8 @@ static void pick_range(struct fz *f, int reg, uint64_t *addr, uint32_t *len)
 	uint64_t base = tu_addr(f->r[reg].buf), rl = rlen[reg];
 	uint32_t l;
 	if (f->clean) {
-		l = below(f, rl < 4096 ? (uint32_t)rl : 4096);
+		/* a data segment of 0 bytes means 2 GiB to the NIC: never clean */
+		l = 1 + below(f, rl < 4096 ? (uint32_t)rl : 4096);
 		*addr = base + below(f, (uint32_t)(rl - l + 1));
 		*len = l;
 		return;

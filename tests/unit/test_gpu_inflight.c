@@ -162,6 +162,9 @@ struct env {
 static void env_open(struct env *e)
 {
 	unsetenv("KINET_NO_CUDA");
+	/* the software NIC reaches GPU memory only by staging: allowed here (read
+	 * once, at the first tunable: each test runs in a process of its own) */
+	setenv("KINET_ALLOW_HOST_STAGING", "1", 1);
 	kinet_cuda_load(); /* the real module (if any) is looked for once, then replaced */
 	g_gpu = aligned_alloc(4096, GPU_MEM);
 	cr_assert_not_null(g_gpu);
@@ -373,5 +376,40 @@ Test(gpu_inflight, failed_copy_completes_in_error_in_order)
 	pthread_mutex_lock(&g_lock);
 	g_fail = false;
 	pthread_mutex_unlock(&g_lock);
+	env_close(&e);
+}
+
+/* Without KINET_ALLOW_HOST_STAGING, GPU memory is refused by the software
+ * NIC (its only path is staging), and host memory still registers. */
+Test(gpu_inflight, gpu_memory_refused_unless_staging_allowed)
+{
+	unsetenv("KINET_NO_CUDA");
+	unsetenv("KINET_ALLOW_HOST_STAGING");
+	kinet_cuda_load();
+	g_gpu = aligned_alloc(4096, GPU_MEM);
+	cr_assert_not_null(g_gpu);
+	kinet_cuda = &fk_ops;
+	struct tu_pair p;
+	cr_assert_eq(tu_pair_open(&p, NULL), 0);
+	kinet_mr *mr = NULL;
+	cr_assert_eq(kinet_mr_reg(p.pd, g_gpu, 4096, KINET_ACCESS_ALL, &mr), -EOPNOTSUPP);
+	cr_assert_null(mr);
+	struct tu_region h;
+	cr_assert_eq(tu_region_alloc(&h, p.pd, 4096, KINET_ACCESS_ALL, 35), 0);
+	cr_assert_eq(kinet_mr_path(h.mr), KINET_MR_PATH_HOST);
+	tu_region_free(&h);
+	tu_pair_close(&p);
+	kinet_cuda = NULL;
+	free(g_gpu);
+	g_gpu = NULL;
+}
+
+/* Allowed, the path is reported as staged. */
+Test(gpu_inflight, staged_path_reported)
+{
+	struct env e;
+	env_open(&e);
+	cr_assert_eq(kinet_mr_path(e.msrc), KINET_MR_PATH_STAGED);
+	cr_assert_str_eq(kinet_mr_path_str(kinet_mr_path(e.msrc)), "staged");
 	env_close(&e);
 }

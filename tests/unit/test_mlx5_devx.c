@@ -389,6 +389,55 @@ Test(mlx5_devx, caps_blueflame_size_and_cq_oi)
 	cr_assert_gt(kinet_mlx5_emu_calls("devx_general_cmd"), 0);
 }
 
+/* The mlx5 backend rings as rdma-core does: the UAR's two BlueFlame buffers
+ * in turn (as far apart as the device's log_bf_reg_size says), the whole WQE
+ * for a single-WQE post, the last WQE's ctrl word for a two-WQE post; the
+ * emulated device reads both registers. */
+struct rings_arg {
+	kn_qp *qp;
+	uint8_t *src, *dst;
+	uint32_t lkey, rkey;
+};
+
+static int rings_fn(int tid, int n, void *arg)
+{
+	(void)tid;
+	(void)n;
+	struct rings_arg *r = arg;
+	return tu_check_rings(r->qp, r->src, r->lkey, r->dst, r->rkey,
+			      (uint64_t *)(r->dst + 8192 - 64), r->rkey, 40);
+}
+
+static void rings_case(int db_mode, int lbf)
+{
+	struct kinet_mlx5_emu_cfg c = defaults();
+	c.uar_refuse = 6; /* only a BlueFlame UAR */
+	c.log_bf_reg_size = lbf;
+	emulate(&c, "devx");
+	struct kinet_qp_attr qa = {.sq_depth = 16, .db_mode = db_mode};
+	struct pair p;
+	cr_assert_eq(pair_open(&p, &qa), 0);
+	cr_assert_eq(kinet_qp_db_mode(p.a), db_mode);
+	cr_assert_eq(p.da->bf_alt, (1u << lbf) / 2, "the device's BlueFlame buffer size");
+	struct rings_arg r = {.qp = p.da, .src = malloc(8192), .dst = malloc(8192)};
+	kinet_mr *ms, *md;
+	cr_assert_eq(kinet_mr_reg(p.pd, r.src, 8192, KINET_ACCESS_LOCAL_WRITE, &ms), 0);
+	cr_assert_eq(kinet_mr_reg(p.pd, r.dst, 8192, KINET_ACCESS_ALL, &md), 0);
+	r.lkey = kinet_mr_lkey(ms);
+	r.rkey = kinet_mr_rkey(md);
+	int rc = kinet_host_exec(1, rings_fn, &r);
+	cr_assert_eq(rc, 0, "%s", tu_fail_msg);
+	kinet_mr_dereg(ms);
+	kinet_mr_dereg(md);
+	free(r.src);
+	free(r.dst);
+	pair_close(&p);
+}
+
+Test(mlx5_devx, rings_alternate_blueflame) { rings_case(KN_DB_BLUEFLAME, 9); }
+Test(mlx5_devx, rings_alternate_blueflame_512) { rings_case(KN_DB_BLUEFLAME, 10); }
+Test(mlx5_devx, rings_alternate_doorbell) { rings_case(KN_DB_GPU, 9); }
+
 /* The emulated firmware refuses a QP whose timestamp format the device
  * lacks and a log_msg_max beyond log_max_msg (as kinet's old fixed values
  * would have been). */

@@ -239,6 +239,53 @@ Test(mlx5_host, put_get_random_data_and_cqes)
 	pair_close(&p);
 }
 
+/* What the library maintains for an mlx5 QP (the host's view of the device
+ * state), deregistration refused while device-API work is in flight, and a
+ * revoked region's key refused by the NIC. */
+Test(mlx5_host, counters_dereg_in_flight_and_revoke)
+{
+	emulate(&(struct kinet_mlx5_emu_cfg){.ndev = 1, .link_layer = IBV_LINK_LAYER_ETHERNET,
+					     .max_qp_wr = 32768});
+	struct pair p;
+	pair_open(&p, NULL);
+	put_get_check(&p, 4096, 5);
+	struct kinet_qp_counters c;
+	cr_assert_eq(kinet_qp_counters(p.a, &c), 0);
+	cr_assert_eq(c.posted, 2);
+	cr_assert_eq(c.completed, 2);
+	cr_assert_eq(c.outstanding, 0);
+	struct kinet_counters k;
+	cr_assert_eq(kinet_ctx_counters(p.ctx, &k), 0);
+	cr_assert_eq(k.wqes, 2); /* its QPs' figures added up */
+	uint8_t *src = malloc(8192), *dst = malloc(8192);
+	tu_fill_random(src, 8192, 41);
+	tu_fill_random(dst, 8192, 42);
+	kinet_mr *ms, *md;
+	cr_assert_eq(kinet_mr_reg(p.pd, src, 8192, KINET_ACCESS_ALL, &ms), 0);
+	cr_assert_eq(kinet_mr_reg(p.pd, dst, 8192, KINET_ACCESS_ALL, &md), 0);
+	kn_ticket_t t;
+	cr_assert_eq(kn_put(p.da, (uint64_t)(uintptr_t)dst, kinet_mr_rkey(md), src,
+			    kinet_mr_lkey(ms), 8192, &t), 0);
+	cr_assert_eq(kinet_mr_dereg(md), -EBUSY); /* its CQE is not consumed yet */
+	cr_assert_eq(kn_wait(p.da, t), 0);
+	cr_assert_eq(memcmp(dst, src, 8192), 0);
+	/* revoked: the NIC no longer knows the key */
+	cr_assert_eq(kinet_mr_revoke(md), 0);
+	cr_assert_eq(kinet_mr_state(md), KINET_MR_REVOKED);
+	cr_assert_eq(kinet_mr_revoke(md), -EALREADY);
+	tu_fill_random(src, 8192, 43);
+	cr_assert_eq(kn_put(p.da, (uint64_t)(uintptr_t)dst, kinet_mr_rkey(md), src,
+			    kinet_mr_lkey(ms), 64, &t), 0);
+	cr_assert_eq(kn_wait(p.da, t), -EIO);
+	cr_assert_eq(kn_qp_error(p.da, NULL), KN_SYND_REMOTE_ACCESS_ERR);
+	cr_assert_neq(memcmp(dst, src, 64), 0, "a write through a revoked key landed");
+	cr_assert_eq(kinet_mr_dereg(md), 0);
+	cr_assert_eq(kinet_mr_dereg(ms), 0);
+	free(src);
+	free(dst);
+	pair_close(&p);
+}
+
 Test(mlx5_host, many_ops_wrap_the_queues)
 {
 	struct kinet_mlx5_emu_cfg c = defaults();

@@ -316,13 +316,16 @@ Test(prm, device_preparers_layout)
 
 	uint8_t src[28];
 	tu_fill_random(src, sizeof(src), 9);
-	for (uint32_t len = 0; len <= KN_MAX_INLINE_WRITE; len++) {
+	for (uint32_t len = 1; len <= KN_MAX_INLINE_WRITE; len++) {
 		tu_fill_random(w, sizeof(w), len + 100);
 		cr_assert_eq(kn_prep_write_inline(&q, w, 7, src, len, 0x1000, 0x77), 0);
 		cr_assert_eq(kn_wqe_ds_of(c), (36 + len + 15) / 16);
 		cr_assert_eq(kn_be32toh(*(uint32_t *)(w + 32)), len | KN_INLINE_SEG);
 		cr_assert_arr_eq(w + 36, src, len);
 	}
+	/* zero bytes: no inline segment (rdma-core posts none) */
+	cr_assert_eq(kn_prep_write_inline(&q, w, 7, src, 0, 0x1000, 0x77), 0);
+	cr_assert_eq(kn_wqe_ds_of(c), 2);
 	cr_assert_eq(kn_prep_write_inline(&q, w, 7, src, KN_MAX_INLINE_WRITE + 1, 0x1000, 0x77),
 		     -EINVAL);
 }
@@ -372,5 +375,191 @@ Test(prm, unaligned_loads_and_stores)
 		cr_assert_arr_eq(buf + off, ref, 8);
 		cr_assert_eq(kn_load_le64(buf + off), v);
 		cr_assert_arr_eq(buf + off + 8, keep, 8, "a store wrote past its 8 bytes");
+	}
+}
+
+/* ---- the WQEs rdma-core's mlx5 provider writes for the same work requests ----
+ * A reference written from the provider's rules (post_send): the ctrl
+ * segment's bytes 8-11 zeroed, then fm_ce_se; imm only for the immediate
+ * opcodes; a remote-address segment for RDMA and atomics; one data segment
+ * per SGE of non-zero length (none for zero bytes: a byte count of 0 means
+ * 2 GiB to the NIC); an inline segment only for a non-zero inline length;
+ * the atomic segment's compare field left as the slot held it for a
+ * fetch-add. ref_dc marks the bytes the provider leaves as they were. Every
+ * form kinet's builders emit is compared over its ds, on a slot full of
+ * leftovers. */
+struct ref_wr {
+	uint8_t opcode;
+	uint64_t laddr, raddr, swap_add, compare;
+	uint32_t lkey, rkey, len, imm_be;
+	const uint8_t *inl; /* inline data (len bytes), or NULL */
+};
+
+static unsigned ref_post(uint8_t *w, uint8_t *dc, const struct ref_wr *r, uint16_t idx,
+			 uint32_t qpn)
+{
+	memset(dc, 0, 64);
+	unsigned ds = 1;
+	uint8_t *seg = w + 16;
+	int rdma = r->opcode == KN_OPCODE_RDMA_WRITE || r->opcode == KN_OPCODE_RDMA_WRITE_IMM ||
+		   r->opcode == KN_OPCODE_RDMA_READ;
+	int atomic = r->opcode == KN_OPCODE_ATOMIC_CS || r->opcode == KN_OPCODE_ATOMIC_FA;
+	if (rdma || atomic) {
+		kn_store_be64(seg, r->raddr);
+		kn_store_be32(seg + 8, r->rkey);
+		kn_store_be32(seg + 12, 0);
+		seg += 16;
+		ds++;
+	}
+	if (atomic) {
+		kn_store_be64(seg, r->swap_add);
+		if (r->opcode == KN_OPCODE_ATOMIC_CS)
+			kn_store_be64(seg + 8, r->compare);
+		else
+			memset(dc + (seg + 8 - w), 1, 8); /* not written for a fetch-add */
+		seg += 16;
+		ds++;
+	}
+	if (r->inl) {
+		if (r->len) {
+			kn_store_be32(seg, r->len | KN_INLINE_SEG);
+			memcpy(seg + 4, r->inl, r->len);
+			unsigned n = (4 + r->len + 15) / 16;
+			memset(dc + (seg + 4 + r->len - w), 1, n * 16 - 4 - r->len); /* padding */
+			ds += n;
+		}
+	} else if (r->opcode != KN_OPCODE_NOP && (r->len || atomic)) {
+		kn_store_be32(seg, atomic ? 8 : r->len);
+		kn_store_be32(seg + 4, r->lkey);
+		kn_store_be64(seg + 8, r->laddr);
+		ds++;
+	}
+	kn_store_be32(w, ((uint32_t)idx << 8) | r->opcode);
+	kn_store_be32(w + 4, (qpn << 8) | ds);
+	memset(w + 8, 0, 4);
+	w[11] = KN_WQE_CTRL_CQ_UPDATE; /* signaled, no fence or solicited event */
+	int with_imm = r->opcode == KN_OPCODE_RDMA_WRITE_IMM || r->opcode == KN_OPCODE_SEND_IMM;
+	memcpy(w + 12, with_imm ? &r->imm_be : &(uint32_t){0}, 4);
+	return ds;
+}
+
+static void compare_form(const kn_qp *q, const struct ref_wr *r, uint64_t t, int trial)
+{
+	uint8_t ours[64], ref[64], dc[64];
+	tu_fill_random(ours, 64, 1000 + (uint64_t)trial); /* the slot's leftovers */
+	memcpy(ref, ours, 64);
+	int rc = 0;
+	switch (r->opcode) {
+	case KN_OPCODE_NOP: kn_prep_nop(q, ours, t); break;
+	case KN_OPCODE_RDMA_WRITE:
+		rc = r->inl ? kn_prep_write_inline(q, ours, t, r->inl, r->len, r->raddr, r->rkey)
+			    : kn_prep_write(q, ours, t, r->laddr, r->lkey, r->raddr, r->rkey, r->len);
+		break;
+	case KN_OPCODE_RDMA_WRITE_IMM:
+		rc = kn_prep_write_imm(q, ours, t, r->laddr, r->lkey, r->raddr, r->rkey, r->len,
+				       kn_be32toh(r->imm_be));
+		break;
+	case KN_OPCODE_RDMA_READ:
+		rc = kn_prep_read(q, ours, t, r->laddr, r->lkey, r->raddr, r->rkey, r->len);
+		break;
+	case KN_OPCODE_SEND:
+	case KN_OPCODE_SEND_IMM:
+		rc = kn_prep_send(q, ours, t, r->laddr, r->lkey, r->len,
+				  r->opcode == KN_OPCODE_SEND_IMM, kn_be32toh(r->imm_be));
+		break;
+	case KN_OPCODE_ATOMIC_FA:
+		kn_prep_atomic_fa(q, ours, t, r->laddr, r->lkey, r->raddr, r->rkey, r->swap_add);
+		break;
+	case KN_OPCODE_ATOMIC_CS:
+		kn_prep_atomic_cs(q, ours, t, r->laddr, r->lkey, r->raddr, r->rkey, r->compare,
+				  r->swap_add);
+		break;
+	}
+	cr_assert_eq(rc, 0);
+	unsigned ds = ref_post(ref, dc, r, (uint16_t)t, q->qpn);
+	cr_assert_eq(kn_wqe_ds_of((const struct kn_wqe_ctrl_seg *)ours), ds,
+		     "opcode 0x%x, %u bytes%s: ds %u, rdma-core %u", r->opcode, r->len,
+		     r->inl ? " inline" : "", kn_wqe_ds_of((const struct kn_wqe_ctrl_seg *)ours),
+		     ds);
+	for (unsigned i = 0; i < ds * 16; i++)
+		if (!dc[i])
+			cr_assert_eq(ours[i], ref[i],
+				     "opcode 0x%x, %u bytes%s: byte %u is 0x%02x, rdma-core 0x%02x",
+				     r->opcode, r->len, r->inl ? " inline" : "", i, ours[i], ref[i]);
+}
+
+Test(prm, wqe_forms_equal_rdma_core)
+{
+	kn_qp q;
+	memset(&q, 0, sizeof(q));
+	q.qpn = 0x00c0de;
+	uint64_t s = 77;
+	uint8_t inl[KN_MAX_INLINE_WRITE];
+	tu_fill_random(inl, sizeof(inl), 5);
+	static const uint8_t ops[] = {KN_OPCODE_NOP,       KN_OPCODE_RDMA_WRITE, KN_OPCODE_RDMA_WRITE_IMM,
+				      KN_OPCODE_RDMA_READ, KN_OPCODE_SEND,       KN_OPCODE_SEND_IMM,
+				      KN_OPCODE_ATOMIC_FA, KN_OPCODE_ATOMIC_CS};
+	int trial = 0;
+	for (unsigned o = 0; o < sizeof(ops); o++)
+		for (int k = 0; k < 200; k++, trial++) {
+			struct ref_wr r = {
+				.opcode = ops[o],
+				.laddr = tu_rand64(&s),
+				.raddr = tu_rand64(&s),
+				.swap_add = tu_rand64(&s),
+				.compare = tu_rand64(&s),
+				.lkey = (uint32_t)tu_rand64(&s),
+				.rkey = (uint32_t)tu_rand64(&s),
+				/* zero bytes, one byte, anything a data segment carries */
+				.len = k == 0 ? 0 : k == 1 ? 1 : (uint32_t)tu_rand64(&s) & KN_MAX_LEN,
+				.imm_be = (uint32_t)tu_rand64(&s),
+			};
+			compare_form(&q, &r, tu_rand64(&s), trial);
+		}
+	for (uint32_t len = 0; len <= KN_MAX_INLINE_WRITE; len++, trial++) {
+		struct ref_wr r = {.opcode = KN_OPCODE_RDMA_WRITE, .raddr = tu_rand64(&s),
+				   .rkey = (uint32_t)tu_rand64(&s), .len = len, .inl = inl};
+		compare_form(&q, &r, tu_rand64(&s), trial);
+	}
+}
+
+/* A receive WQE as rdma-core's post_recv writes it: one segment per non-zero
+ * SGE, then the terminator (lkey MLX5_INVALID_LKEY) filling the stride; zero
+ * bytes is the terminator alone. */
+Test(prm, receive_wqe_equal_rdma_core)
+{
+	enum { DEPTH = 4, STRIDE = 32 };
+	uint8_t rq[DEPTH * STRIDE], cq[DEPTH * KN_CQE_SIZE];
+	uint32_t dbr[2] = {0, 0};
+	kn_qp_state st;
+	memset(&st, 0, sizeof(st));
+	kn_qp q;
+	memset(&q, 0, sizeof(q));
+	q.rq = rq;
+	q.rq_wqe_cnt = DEPTH;
+	q.rq_stride = STRIDE;
+	q.rcq = cq;
+	q.rcq_cqe_cnt = DEPTH;
+	q.dbrec = dbr;
+	q.st = &st;
+	uint8_t buf[1];
+	for (uint32_t len = 0; len < 3; len++) {
+		tu_fill_random(rq, sizeof(rq), 50 + len);
+		kn_ticket_t t;
+		cr_assert_eq(kn_recv_post(&q, buf, 0x4242, len, &t), 0);
+		const uint8_t *w = rq + (t % DEPTH) * STRIDE;
+		unsigned off = 0;
+		if (len) {
+			cr_assert_eq(kn_load_be32(w), len);
+			cr_assert_eq(kn_load_be32(w + 4), 0x4242u);
+			cr_assert_eq(kn_load_be64(w + 8), (uint64_t)(uintptr_t)buf);
+			off = 16;
+		}
+		for (; off < STRIDE; off += 16) {
+			cr_assert_eq(kn_load_be32(w + off), 0u, "len %u, terminator at %u", len, off);
+			cr_assert_eq(kn_load_be32(w + off + 4), KN_INVALID_LKEY);
+			cr_assert_eq(kn_load_be64(w + off + 8), 0u);
+		}
+		st.rq_done = st.rq_resv; /* consumed, as if its CQE came */
 	}
 }

@@ -224,3 +224,50 @@ void tu_fail(int line, const char *fmt, ...)
 	}
 	pthread_mutex_unlock(&fail_lock);
 }
+
+int tu_check_rings(const kn_qp *qp, uint8_t *src, uint32_t lkey, uint8_t *dst, uint32_t rkey,
+		   uint64_t *sig, uint32_t sig_rkey, int n)
+{
+	int bf = qp->db_mode == KN_DB_BLUEFLAME;
+	for (int i = 0; i < n; i++) {
+		uint32_t off = qp->st->bf_off;
+		TU_CHECK(off == (i % 2 ? qp->bf_alt : 0) || qp->bf_alt == 0,
+			 "ring %d: register offset %u, the rings do not alternate", i, off);
+		volatile uint64_t *reg = (volatile uint64_t *)(qp->db + off);
+		for (int k = 0; k < 8; k++)
+			reg[k] = 0x5a5a5a5a5a5a5a5aull; /* what a ring leaves alone stays so */
+		tu_fill_random(src + i * 64, 64, 900 + (uint64_t)i);
+		kn_ticket_t t;
+		TU_CHECK(kn_put(qp, tu_addr(dst + i * 64), rkey, src + i * 64, lkey, 64, &t) == 0,
+			 "put %d", i);
+		TU_CHECK(kn_wait(qp, t) == 0, "put %d: error 0x%x", i, kn_qp_error(qp, NULL));
+		TU_CHECK(memcmp(src + i * 64, dst + i * 64, 64) == 0, "put %d: bytes differ", i);
+		uint64_t q[8], w[8];
+		for (int k = 0; k < 8; k++)
+			q[k] = reg[k];
+		memcpy(w, kn_wqe_ptr(qp, t), 64);
+		TU_CHECK(q[0] == w[0], "ring %d: the register's word is not the WQE's ctrl", i);
+		for (int k = 1; k < 8; k++)
+			TU_CHECK(bf ? q[k] == w[k] : q[k] == 0x5a5a5a5a5a5a5a5aull,
+				 "ring %d: register word %d %s", i, k,
+				 bf ? "differs from the WQE" : "written without BlueFlame");
+		TU_CHECK(qp->st->bf_off == (off ^ qp->bf_alt), "ring %d: no toggle", i);
+	}
+	/* two WQEs in one post: the second's ctrl word, no body */
+	uint32_t off = qp->st->bf_off;
+	volatile uint64_t *reg = (volatile uint64_t *)(qp->db + off);
+	for (int k = 0; k < 8; k++)
+		reg[k] = 0x5a5a5a5a5a5a5a5aull;
+	kn_ticket_t t;
+	TU_CHECK(kn_put_signal(qp, tu_addr(dst), rkey, src, lkey, 64, tu_addr(sig), sig_rkey, 1,
+			       &t) == 0,
+		 "put_signal");
+	TU_CHECK(kn_wait(qp, t) == 0, "put_signal: error 0x%x", kn_qp_error(qp, NULL));
+	uint64_t last;
+	memcpy(&last, kn_wqe_ptr(qp, t), 8);
+	TU_CHECK(reg[0] == last, "put_signal: the word is not the last WQE's ctrl");
+	for (int k = 1; k < 8; k++)
+		TU_CHECK(reg[k] == 0x5a5a5a5a5a5a5a5aull,
+			 "put_signal: register word %d written (BlueFlame for two WQEs)", k);
+	return 0;
+}

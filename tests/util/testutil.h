@@ -85,6 +85,20 @@ uint64_t tu_post(struct tu_rawpair *p, const void *wqe, uint32_t nbb);
  * tries: 0 or -ETIMEDOUT. */
 int tu_poll(kinet_cq *cq, struct kn_cqe64 *out, int timeout_ms);
 
+/* An RDMA write WQE of one WQEBB (ctrl, raddr, data segments) at index idx
+ * of QP qpn, asking for a CQE when signaled. */
+static inline void tu_wqe_write(uint8_t w[64], uint16_t idx, uint32_t qpn, uint64_t laddr,
+				uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
+				int signaled)
+{
+	for (int i = 0; i < 64; i++)
+		w[i] = 0;
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, idx, KN_OPCODE_RDMA_WRITE, 0, qpn,
+			signaled ? KN_WQE_CTRL_CQ_UPDATE : 0, 3, 0, 0);
+	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 32), len, lkey, laddr);
+}
+
 /* Fields of a CQE in host order. */
 static inline uint8_t tu_cqe_op(const struct kn_cqe64 *c) { return c->op_own >> 4; }
 static inline uint16_t tu_cqe_idx(const struct kn_cqe64 *c) { return kn_be16toh(c->wqe_counter); }
@@ -107,4 +121,16 @@ void tu_fail(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 			return __LINE__;             \
 		}                                    \
 	} while (0)
+
+/* ---- doorbell registers ----------------------------------------------------- */
+
+/* Posts n single 64-byte puts src -> dst (registered: lkey, rkey), one at a
+ * time, each waited for, and checks what each ring left in the registers:
+ * rings alternate between qp->db and qp->db + qp->bf_alt (starting with the
+ * one the QP's state names); in BlueFlame mode the register holds the whole
+ * WQE, otherwise the first 8 bytes of its ctrl segment and nothing else;
+ * the bytes arrive. Then one kn_put_signal (two WQEs: a doorbell word, never
+ * BlueFlame). 0, or the failing line with tu_fail_msg set. */
+int tu_check_rings(const kn_qp *qp, uint8_t *src, uint32_t lkey, uint8_t *dst, uint32_t rkey,
+		   uint64_t *sig, uint32_t sig_rkey, int n);
 #endif

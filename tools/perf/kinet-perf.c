@@ -767,9 +767,12 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		case OPT_MEM:
 			if (!strcmp(optarg, "host"))
 				o->mem = PERF_MEM_HOST;
-			else if (!strcmp(optarg, "gpu"))
+			else if (!strcmp(optarg, "gpu")) {
 				o->mem = PERF_MEM_GPU;
-			else
+				/* the software NIC reaches GPU memory only by staging, which
+				 * must be allowed (read at the first kinet call, after this) */
+				setenv("KINET_ALLOW_HOST_STAGING", "1", 0);
+			} else
 				return usage_error("bad --mem '%s' (host, gpu)", optarg);
 			gg.mem = true;
 			break;

@@ -649,16 +649,107 @@ static int m5_mr_reg(kinet_mr *mr)
 	return 0;
 }
 
+/* Work the host knows is in flight on a QP: device-API WQEs (every one is
+ * signaled) posted on the host executor whose CQEs have not been consumed.
+ * QPs driven from the GPU keep their state in GPU memory, and unsignaled
+ * WQEs of kinet_qp_post_raw are never reported: neither is seen here. */
+static uint64_t host_outstanding(const kinet_qp *qp)
+{
+	if (qp->dstate && qp->dstate->ready > qp->dstate->done)
+		return qp->dstate->ready - qp->dstate->done;
+	return 0;
+}
+
 static int m5_mr_dereg(kinet_mr *mr)
 {
 	struct m5 *m = m5_of(mr->pd->ctx);
-	int rc = m->ops->dereg_mr(kinet_container_of(mr, struct m5_mr, m)->imr);
+	struct m5_mr *x = kinet_container_of(mr, struct m5_mr, m);
+	if (!x->imr)
+		return 0; /* revoked: the NIC forgot it already */
+	/* a ConnectX fails the WQEs that name a key deregistered under them,
+	 * and the library cannot tell which region a WQE names: refuse while a
+	 * QP of the region's PD has work in flight (docs/lifecycle.md) */
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->nqps && !mr->internal; i++) {
+		kinet_qp *qp = m->qps[i];
+		uint64_t o = qp->pd == mr->pd ? host_outstanding(qp) : 0;
+		if (o) {
+			pthread_mutex_unlock(&m->lock);
+			KLOG_ERR("mlx5 %s: region %p+%zu not deregistered: QP 0x%x of its PD has %llu "
+				 "WQEs in flight (consume their CQEs first)",
+				 m->name, mr->addr, mr->len, qp->qpn, (unsigned long long)o);
+			return -EBUSY;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	int rc = m->ops->dereg_mr(x->imr);
 	if (rc) {
 		rc = err_of(rc);
 		KLOG_ERR("mlx5 %s: ibv_dereg_mr: %s", m->name, kinet_strerror(rc));
 		return rc;
 	}
+	x->imr = NULL;
 	return 0;
+}
+
+/* Revoke: the memory key is invalidated in the NIC now (the DMA in progress
+ * completes first: the driver's deregistration waits for it); the kinet
+ * region keeps its keys, unusable, until kinet_mr_dereg. */
+static int m5_mr_revoke(kinet_mr *mr)
+{
+	struct m5 *m = m5_of(mr->pd->ctx);
+	struct m5_mr *x = kinet_container_of(mr, struct m5_mr, m);
+	if (!x->imr)
+		return 0;
+	int rc = m->ops->dereg_mr(x->imr);
+	if (rc) {
+		rc = err_of(rc);
+		KLOG_ERR("mlx5 %s: revoke: ibv_dereg_mr: %s", m->name, kinet_strerror(rc));
+		return rc;
+	}
+	x->imr = NULL;
+	return 0;
+}
+
+/* What the library maintains for an mlx5 QP: the host's view of the device
+ * state and of kinet_qp_post_raw; everything about bytes, doorbells,
+ * retries and errors on the wire is the NIC's (port counters). */
+static void m5_qp_counters(kinet_qp *qp, struct kinet_qp_counters *o)
+{
+	if (qp->dstate) {
+		o->posted += qp->dstate->ready;
+		o->completed += qp->dstate->done;
+		if (qp->dstate->err_ticket != KN_NO_ERROR) {
+			uint32_t s = qp->dstate->err_syndrome & 63;
+			o->by_syndrome[s] += 1;
+			if (s == KN_SYND_WR_FLUSH_ERR)
+				o->flushed += 1;
+			else
+				o->errors += 1;
+		}
+	}
+	o->posted += qp->raw_pi;
+	o->completed += qp->raw_ci;
+	o->cqes = o->host_cqes;
+}
+
+/* The context's counters: its QPs' host-side figures added up (WQEs posted,
+ * CQEs consumed, first errors); the rest is the NIC's port counters. */
+static void m5_counters(kinet_ctx *ctx, struct kinet_counters *o)
+{
+	struct m5 *m = m5_of(ctx);
+	pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->nqps; i++) {
+		struct kinet_qp_counters q;
+		kinet_qp_counters(m->qps[i], &q);
+		o->wqes += q.posted;
+		o->cqes += q.cqes;
+		o->errors += q.errors;
+		o->flushed += q.flushed;
+		for (int k = 0; k < 64; k++)
+			o->by_syndrome[k] += q.by_syndrome[k];
+	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- mapping queue memory and the doorbell into the GPU -------------------- */
@@ -924,6 +1015,7 @@ static int m5_qp_create(kinet_qp *qp)
 	qp->flags |= KINET_QPF_HW_DOORBELL;
 	uint8_t *uar = (uint8_t *)((uintptr_t)x->bf_reg & ~(uintptr_t)(KN_UAR_PAGE_SIZE - 1));
 	qp->db = x->bf_reg;
+	qp->bf_alt = x->bf_size; /* rings alternate between the two buffers */
 	qp->scq = &x->scq;
 	if (qp->rq_cnt)
 		qp->rcq = &x->rcq;
@@ -1259,6 +1351,9 @@ const struct kinet_backend_ops kinet_mlx5_backend = {
 	.pd_free = m5_pd_free,
 	.mr_reg = m5_mr_reg,
 	.mr_dereg = m5_mr_dereg,
+	.mr_revoke = m5_mr_revoke,
+	.qp_counters = m5_qp_counters,
+	.counters = m5_counters,
 	.qp_create = m5_qp_create,
 	.qp_attach = m5_qp_attach,
 	.qp_detach = m5_qp_detach,

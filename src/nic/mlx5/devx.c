@@ -79,8 +79,9 @@ static int query_caps(struct m5 *m)
 		m->cap.cq_oi = CAP(kinet_prm_query_hca_cap_out, "cq_oi");
 		uint32_t bf = CAP(kinet_prm_query_hca_cap_out, "bf");
 		uint32_t lbf = CAP(kinet_prm_query_hca_cap_out, "log_bf_reg_size");
-		/* the register holds two buffers used in turn (rdma-core: bf_reg_size / 2) */
-		m->cap.bf_size = bf && lbf >= 7 && lbf <= 12 ? (1u << lbf) / 2 : 0;
+		/* the register holds two buffers used in turn (rdma-core: bf_reg_size / 2),
+		 * both in the upper half of the 4 KiB UAR page */
+		m->cap.bf_size = bf && lbf >= 7 && lbf <= 11 ? (1u << lbf) / 2 : 0;
 		m->cap.qp_ts_format = CAP(kinet_prm_query_hca_cap_out, "sq_ts_format");
 		if (!CAP(kinet_prm_query_hca_cap_out, "rc")) {
 			KLOG_ERR("mlx5 %s: the device reports no RC transport", m->name);

@@ -86,6 +86,14 @@ static struct kinet_mlx5_emu_cfg cfg = {
 	.max_qp_wr = 32768,
 };
 
+/* Bytes of one BlueFlame buffer: half of 2^log_bf_reg_size, as a device
+ * reports it (the UAR's two registers are that far apart). */
+static uint32_t emu_bf_size(void)
+{
+	uint32_t lbf = cfg.log_bf_reg_size ? (uint32_t)cfg.log_bf_reg_size : 9;
+	return (1u << lbf) / 2;
+}
+
 /* ---- call counters ---------------------------------------------------------- */
 
 static const char *call_names[] = {
@@ -667,6 +675,7 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	q->qp.handle = q->sqp->qpn;
 	q->qp.state = IBV_QPS_RESET;
 	q->qp.qp_type = IBV_QPT_RC;
+	q->sqp->bf_alt = emu_bf_size(); /* the device's two registers */
 	ia->cap.max_send_wr = sq_cnt / nbb;
 	ia->cap.max_recv_wr = rq_cnt;
 	pthread_mutex_lock(&emu_lock);
@@ -860,7 +869,7 @@ static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 		o->rq.wqe_cnt = s->rq_cnt;
 		o->rq.stride = s->rq_stride;
 		o->bf.reg = (void *)s->db;
-		o->bf.size = 256;
+		o->bf.size = emu_bf_size();
 	}
 	if (types & MLX5DV_OBJ_CQ) {
 		struct emu_cq *c = (struct emu_cq *)obj->cq.in;
@@ -1481,6 +1490,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	s->rq = rq_cnt ? wq : NULL;
 	s->dbrec = (volatile uint32_t *)dbr;
 	s->db = (uint8_t *)uar->page + KN_BF_OFFSET;
+	s->bf_alt = emu_bf_size(); /* the device's two registers */
 	q->d = d;
 	q->qp.context = ib;
 	q->qp.qp_num = s->qpn;

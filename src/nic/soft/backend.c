@@ -38,6 +38,10 @@ static void soft_close(kinet_ctx *c)
 	struct soft_ctx *ctx = soft_ctx(c);
 	kinet_soft_close(c);
 	kinet_keytab_fini(&ctx->keys);
+	free(ctx->faults);
+	for (int i = 0; i < ctx->nretired; i++)
+		free(ctx->retired[i]);
+	free(ctx->retired);
 	free(ctx->qp_tab);
 	free(ctx->qp_free);
 }
@@ -54,8 +58,19 @@ static int soft_mr_reg(kinet_mr *mr)
 		if (k >= 0)
 			mr->kind = k;
 	}
-	/* the software NIC is a CPU: it reaches GPU memory by copies */
+	/* the software NIC is a CPU: it reaches GPU memory only by CUDA copies,
+	 * i.e. by staging, which must have been allowed (as on mlx5) */
 	mr->path = mr->kind == KINET_MEM_CUDA ? KINET_MR_PATH_STAGED : KINET_MR_PATH_HOST;
+	if (mr->kind == KINET_MEM_CUDA && !KT(ALLOW_HOST_STAGING)) {
+		KLOG_ERR("soft: GPU memory %p+%zu can only be reached by staging (CUDA copies by "
+			 "the software NIC's engines); refused (KINET_ALLOW_HOST_STAGING=0)",
+			 mr->addr, mr->len);
+		return -EOPNOTSUPP;
+	}
+	if (mr->kind == KINET_MEM_CUDA)
+		KLOG_INFO("soft: GPU memory %p+%zu registered, path staged "
+			  "(KINET_ALLOW_HOST_STAGING=1)",
+			  mr->addr, mr->len);
 	/* engines read the table inside their passes without its lock: stop
 	 * them first; other readers (wire, other contexts' responders) hold
 	 * the lock for reading */
@@ -67,6 +82,28 @@ static int soft_mr_reg(kinet_mr *mr)
 	return rc;
 }
 
+static int soft_mr_revoke(kinet_mr *mr)
+{
+	kinet_ctx *c = mr->pd->ctx;
+	struct soft_ctx *ctx = soft_ctx(c);
+	/* as a writer of the table: no engine in a pass, their GPU copies
+	 * landed, the wire's placements into regions landed (it holds the
+	 * table for reading while they are in flight) and other contexts'
+	 * responders out of it; from then on every check of the key fails */
+	kinet_soft_stop_world(c, true);
+	pthread_rwlock_wrlock(&ctx->keys.lock);
+	atomic_store(&mr->state, KINET_MR_REVOKED);
+	pthread_rwlock_unlock(&ctx->keys.lock);
+	kinet_soft_start_world(c);
+	return 0;
+}
+
+/* Deregistration with work in flight (kinet_mr_dereg's contract): once the
+ * region is out of the key table no new WQE can name it; local WQEs run
+ * inside an engine pass, so none is half done; target-side placements of
+ * the wire keep the table (the write lock waits for them, bounded by the
+ * network timeout); requests on the wire that would still touch it fail and
+ * the wire returns once the provider no longer reads or writes it. */
 static int soft_mr_dereg(kinet_mr *mr)
 {
 	kinet_ctx *c = mr->pd->ctx;
@@ -77,7 +114,7 @@ static int soft_mr_dereg(kinet_mr *mr)
 	kinet_keytab_remove(&ctx->keys, mr);
 	pthread_rwlock_unlock(&ctx->keys.lock);
 	kinet_soft_start_world(c);
-	return 0;
+	return kinet_wire_mr_gone(c, mr);
 }
 
 /* ---- completion queues --------------------------------------------------------- */
@@ -189,6 +226,7 @@ static int soft_qp_create(kinet_qp *qp)
 		goto fail;
 	qp->dbrec = s->dbrec_page;
 	qp->db = s->uar + KN_BF_OFFSET;
+	qp->bf_alt = KN_BF_SIZE; /* the engine watches both registers */
 	qp->cpu_pi = qp->dbrec + 4;
 	/* completion queues: dedicated ones unless given */
 	if (qp->attr.send_cq) {
@@ -311,6 +349,74 @@ static uint64_t soft_sq_consumed(kinet_qp *qp)
 	return atomic_load(&soft_qp(qp)->sq_ci_pub);
 }
 
+/* ---- counters, endpoint states, fault injection --------------------------------- */
+
+static void soft_qp_counters(kinet_qp *qp, struct kinet_qp_counters *o)
+{
+	/* WQEs handed to the wire complete there: those not outstanding any more */
+	uint64_t handed = kinet_qp_ctr_get(qp, KQ_WIRE_POSTED);
+	if (!handed)
+		return;
+	struct kinet_wire_status st;
+	uint64_t out = kinet_wire_qp_status(qp, &st) == 0 ? st.outstanding : 0;
+	o->completed += handed > out ? handed - out : 0;
+}
+
+static void soft_qp_ep_info(kinet_qp *qp, struct kinet_ep_info *o)
+{
+	struct soft_qp *s = soft_qp(qp);
+	struct kinet_wire_status st;
+	if (!s->wire || kinet_wire_qp_status(qp, &st) != 0) {
+		if (o->qp_state != KINET_QPS_RTS || s->wire)
+			return;
+		/* a local peer: gone (destroyed), or not accepting (RESET, INIT, ERR) */
+		pthread_mutex_lock(&soft_peer_lock);
+		kinet_qp *p = s->peer;
+		int ps = p ? atomic_load(&p->state) : -1;
+		pthread_mutex_unlock(&soft_peer_lock);
+		if (!p)
+			o->peer_dead = 1;
+		if (ps != KINET_QPS_RTR && ps != KINET_QPS_RTS)
+			o->state = KINET_EP_DEGRADED;
+		return;
+	}
+	o->remote = 1;
+	o->peer_dead = st.peer_dead;
+	o->silent_ms = st.silent_ns / 1000000ull;
+	if (o->qp_state == KINET_QPS_RTS && (st.peer_dead || st.rnr_waiting ||
+					     (st.outstanding && st.silent_ns > st.timeout_ns / 2)))
+		o->state = KINET_EP_DEGRADED;
+	if (o->qp_state == KINET_QPS_ERR && st.outstanding)
+		o->state = KINET_EP_DRAINING;
+}
+
+static int soft_fault_set(kinet_ctx *c, struct kinet_fault_set *add)
+{
+	struct soft_ctx *ctx = soft_ctx(c);
+	struct kinet_fault_set *n = NULL;
+	if (add) {
+		n = kinet_fault_join(ctx->faults, add);
+		free(add);
+		if (!n)
+			return -ENOMEM;
+	}
+	void **t = realloc(ctx->retired, (size_t)(ctx->nretired + 1) * sizeof(*t));
+	if (!t) {
+		free(n);
+		return -ENOMEM;
+	}
+	ctx->retired = t;
+	/* engines read the rules inside their passes (and the wire's receive
+	 * path may, outside one): the old set is kept until the context closes */
+	kinet_soft_stop_world(c, false);
+	struct kinet_fault_set *old = ctx->faults;
+	__atomic_store_n(&ctx->faults, n, __ATOMIC_RELEASE);
+	kinet_soft_start_world(c);
+	if (old)
+		ctx->retired[ctx->nretired++] = old;
+	return 0;
+}
+
 
 const struct kinet_backend_ops kinet_soft_backend = {
 	.name = "soft",
@@ -339,4 +445,8 @@ const struct kinet_backend_ops kinet_soft_backend = {
 #endif
 	.sq_consumed = soft_sq_consumed,
 	.counters = kinet_soft_counters_add,
+	.qp_counters = soft_qp_counters,
+	.mr_revoke = soft_mr_revoke,
+	.qp_ep_info = soft_qp_ep_info,
+	.fault_set = soft_fault_set,
 };

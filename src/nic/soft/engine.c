@@ -36,10 +36,14 @@ struct infl {
  * inside a pass, or by whoever holds that engine's pass lock. */
 struct eng_qp {
 	uint32_t bf_idx;   /* BlueFlame copy below: its WQE index, bit 16 valid */
+	uint32_t bf_want[2]; /* per register: the WQE its last word names when that
+			      * WQE had no good copy yet (bit 16 valid): looked at again
+			      * when the WQE is next to run (ascending BlueFlame stores
+			      * put the ctrl word there before the body) */
 	uint32_t head, tail; /* in-flight WQEs ring[head..tail) */
 	uint64_t pub;      /* last sq_ci published in sq_ci_pub */
 	uint8_t bf[KN_SEND_WQE_BB];
-	uint64_t bf_seen[KN_SEND_WQE_BB / 8]; /* register words 1..7 when last looked at */
+	uint64_t bf_seen[2][KN_SEND_WQE_BB / 8]; /* register words 1..7 when last looked at */
 	uint32_t bf_bad; /* a register body that differed from the SQ: its WQE index, bit 16 */
 	struct infl ring[INFL];
 };
@@ -74,66 +78,121 @@ void soft_resp_set_held(kinet_ctx *ctx);
  *  - the doorbell record (big-endian, low 16 bits: the producer index); some
  *    producers never write it (GPU verbs libraries' "no DBR" mode), so it
  *    counts only when it moved;
- *  - the 8-byte doorbell register word, in one of two forms, as a ConnectX
- *    reads it: the first 8 bytes of the last WQE's ctrl segment (rdma-core,
- *    kinet: ds >= 1, the index names that WQE, the producer is past its
- *    WQEBBs), or a word no WQE can have (ds 0: GPU verbs libraries ring with
- *    the next producer index, opcode 0, ds 0 and the QP number); a word that
- *    names another QP is ignored, as the NIC ignores a doorbell for a QP that
- *    is not its own;
- *  - a BlueFlame write: a whole 64-byte WQE in the register, alone (kinet:
- *    words 1..7, then the ctrl word; rdma-core: ascending) or followed by a
+ *  - the 8-byte doorbell register word, in either of the UAR's two registers
+ *    (mlx5 drivers ring them in turn; qp->bf_alt apart), in one of two forms,
+ *    as a ConnectX reads it: the first 8 bytes of the last WQE's ctrl segment
+ *    (rdma-core, kinet: ds >= 1, the index names that WQE, the producer is
+ *    past its WQEBBs), or a word no WQE can have (ds 0: GPU verbs libraries
+ *    ring with the next producer index, opcode 0, ds 0 and the QP number); a
+ *    word that names another QP is ignored, as the NIC ignores a doorbell for
+ *    a QP that is not its own; of the producer indexes named, the furthest
+ *    ahead counts;
+ *  - a BlueFlame write: a whole 64-byte WQE in a register, alone (rdma-core,
+ *    kinet: ascending stores, the ctrl word first) or followed by a
  *    producer-index word over its ctrl word (GPU verbs libraries: the body
  *    stays in words 1..7, the ctrl word is the SQ slot's). A CPU's stores to
  *    the register are not one 64-byte burst as a write-combined PCIe write
- *    is, so a copy may be torn by a later ringer: the engine executes a
- *    register copy only when it equals the SQ slot (which hardware may read
- *    at any time, e.g. to retransmit), and counts the copies that differ
- *    (bf_mismatch) instead of running them. */
+ *    is, so a copy may be incomplete when first seen, or torn by a later
+ *    ringer: the engine executes a register copy only when it equals the SQ
+ *    slot (which hardware may read at any time, e.g. to retransmit), looks
+ *    again when the WQE is next to run, and counts the copies that still
+ *    differ (bf_mismatch) instead of running them. */
 
-/* The register's copy of WQE t, when the words 1..7 look like a BlueFlame
+static volatile uint64_t *reg_at(kinet_qp *qp, unsigned b)
+{
+	return (volatile uint64_t *)(qp->db + (b ? qp->bf_alt : 0u));
+}
+
+static unsigned nregs(kinet_qp *qp)
+{
+	return qp->bf_alt ? 2u : 1u;
+}
+
+/* Register b's copy of WQE t, when its words 1..7 look like a BlueFlame
  * body: ctrl is the WQE's ctrl word (from the register, or from the SQ when
  * a producer-index word overwrote it). */
-static void bf_take(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint16_t t, uint64_t ctrl)
+static void bf_take(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, unsigned b, uint16_t t,
+		    uint64_t ctrl)
 {
 	if ((uint16_t)(t - (uint16_t)s->sq_ci) >= qp->sq_cnt)
 		return; /* consumed already, or not a WQE ahead of us */
+	if ((sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == t)
+		return; /* a good copy is held already */
 	uint32_t qpn_ds;
 	memcpy(&qpn_ds, (const uint8_t *)&ctrl + 4, 4);
 	uint32_t ds = kn_be32toh(qpn_ds) & 0x3f;
 	if (ds == 0 || ds > KN_SEND_WQE_BB / 16)
 		return; /* more than one WQEBB: no BlueFlame copy */
-	const volatile uint64_t *reg = (const volatile uint64_t *)qp->db;
+	const volatile uint64_t *reg = reg_at(qp, b);
 	uint64_t body[KN_SEND_WQE_BB / 8];
 	body[0] = ctrl;
 	bool fresh = false;
+	uint64_t any = 0;
 	for (unsigned i = 1; i < KN_SEND_WQE_BB / 8; i++) {
 		body[i] = __atomic_load_n(&reg[i], __ATOMIC_RELAXED);
-		fresh |= body[i] != sp->bf_seen[i];
-		sp->bf_seen[i] = body[i];
+		fresh |= body[i] != sp->bf_seen[b][i];
+		any |= body[i];
+		sp->bf_seen[b][i] = body[i];
 	}
+	if (!any)
+		return; /* 8-byte doorbells only: no BlueFlame body was ever written */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	const uint8_t *slot = qp->sq + (t & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB;
 	if (memcmp(body, slot, sizeof(body)) == 0) {
 		memcpy(sp->bf, body, sizeof(body));
 		sp->bf_idx = t | 0x10000u;
 		sp->bf_bad = 0;
-	} else if (fresh && !((sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == t)) {
-		/* a body that is not the SQ's: counted if the WQE runs without a
-		 * good copy (a torn look at a write still landing is seen again) */
-		sp->bf_bad = t | 0x10000u;
+		sp->bf_want[0] = sp->bf_want[1] = 0;
+		return;
 	}
+	sp->bf_want[b] = t | 0x10000u; /* once more when it is next to run */
+	if (fresh)
+		sp->bf_bad = t | 0x10000u; /* counted if it runs without a good copy */
 }
 
-/* A new value of the doorbell register. */
-static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint64_t w)
+/* The BlueFlame part of register b's word w (either form). */
+static void reg_bf(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, unsigned b, uint64_t w)
 {
-	uint32_t a, b;
+	uint32_t a, c;
 	memcpy(&a, &w, 4);
-	memcpy(&b, (const uint8_t *)&w + 4, 4);
-	uint32_t opmod_idx_op = kn_be32toh(a), qpn_ds = kn_be32toh(b);
+	memcpy(&c, (const uint8_t *)&w + 4, 4);
+	uint16_t idx = (uint16_t)(kn_be32toh(a) >> 8);
+	if ((kn_be32toh(c) & 0x3f) != 0) {
+		bf_take(qp, s, sp, b, idx, w);
+		return;
+	}
+	uint64_t ctrl;
+	memcpy(&ctrl, qp->sq + ((uint16_t)(idx - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
+	if (kn_wqe_index_of((const struct kn_wqe_ctrl_seg *)&ctrl) == (uint16_t)(idx - 1))
+		bf_take(qp, s, sp, b, (uint16_t)(idx - 1), ctrl);
+}
+
+/* Keeps the producer index furthest ahead of the consumer (an older word in
+ * the other register names less, or a consumed index). */
+static void db_target_offer(kinet_qp *qp, struct soft_qp *s, uint16_t p)
+{
+	uint16_t ci = (uint16_t)s->sq_ci;
+	uint32_t d = (uint16_t)(p - ci);
+	if (d == 0 || d > qp->sq_cnt)
+		return; /* names nothing new, or not a sane producer */
+	if (s->db_target & 0x10000u) {
+		uint32_t d0 = (uint16_t)((uint16_t)s->db_target - ci);
+		if (d0 != 0 && d0 <= qp->sq_cnt && d0 > d)
+			return;
+	}
+	s->db_target = p | 0x10000u; /* bit 16: valid */
+}
+
+/* A new value of doorbell register b. */
+static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, unsigned b, uint64_t w)
+{
+	uint32_t a, c;
+	memcpy(&a, &w, 4);
+	memcpy(&c, (const uint8_t *)&w + 4, 4);
+	uint32_t opmod_idx_op = kn_be32toh(a), qpn_ds = kn_be32toh(c);
 	if ((qpn_ds >> 8) != qp->qpn) {
 		KINET_COUNT(qp->ctx, c_db_foreign, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DB_FOREIGN, 1);
 		return;
 	}
 	uint16_t idx = (uint16_t)(opmod_idx_op >> 8);
@@ -141,17 +200,33 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, uint64_
 	if (ds == 0) {
 		/* no WQE has ds 0: the next producer index */
 		KINET_COUNT(qp->ctx, c_db_pi, 1);
-		s->db_target = idx | 0x10000u; /* bit 16: valid */
-		uint64_t ctrl;
-		memcpy(&ctrl, qp->sq + ((uint16_t)(idx - 1) & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
-		if (kn_wqe_index_of((const struct kn_wqe_ctrl_seg *)&ctrl) == (uint16_t)(idx - 1))
-			bf_take(qp, s, sp, (uint16_t)(idx - 1), ctrl);
-		return;
+		KINET_QCOUNT_OWN(qp, KQ_DB_PI, 1);
+		s->db_form = KINET_TR_DB_PI;
+		db_target_offer(qp, s, idx);
+	} else {
+		/* the ctrl word of the last WQE: the producer is past its WQEBBs */
+		KINET_COUNT(qp->ctx, c_db_wqe, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DB_WQE, 1);
+		s->db_form = KINET_TR_DB_WQE;
+		db_target_offer(qp, s, (uint16_t)(idx + (ds * 16 + 63) / 64));
 	}
-	/* the ctrl word of the last WQE: the producer is past its WQEBBs */
-	KINET_COUNT(qp->ctx, c_db_wqe, 1);
-	s->db_target = (uint16_t)(idx + (ds * 16 + 63) / 64) | 0x10000u;
-	bf_take(qp, s, sp, idx, w);
+	reg_bf(qp, s, sp, b, w);
+}
+
+/* The WQE at the consumer has no good register copy, and a register's last
+ * word named it: look at that register again (its body may have landed
+ * since). */
+static void bf_retake(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp)
+{
+	uint32_t want = (uint16_t)s->sq_ci | 0x10000u;
+	for (unsigned b = 0; b < nregs(qp); b++) {
+		if (sp->bf_want[b] != want)
+			continue;
+		sp->bf_want[b] = 0;
+		uint64_t w = __atomic_load_n(reg_at(qp, b), __ATOMIC_ACQUIRE);
+		if (w == s->last_db_word[b])
+			reg_bf(qp, s, sp, b, w);
+	}
 }
 
 /* Number of WQEBBs published beyond the consumer index (0 if none). */
@@ -161,11 +236,14 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 	struct eng_qp *sp = s->engine_priv;
 	uint16_t ci = (uint16_t)s->sq_ci;
 	uint32_t dbr = __atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_ACQUIRE);
-	uint64_t reg = __atomic_load_n((uint64_t *)qp->db, __ATOMIC_ACQUIRE);
-	if (reg != s->last_db_word) {
-		s->last_db_word = reg;
-		KINET_COUNT(qp->ctx, c_doorbells, 1);
-		reg_word(qp, s, sp, reg);
+	for (unsigned b = 0; b < nregs(qp); b++) {
+		uint64_t reg = __atomic_load_n(reg_at(qp, b), __ATOMIC_ACQUIRE);
+		if (reg != s->last_db_word[b]) {
+			s->last_db_word[b] = reg;
+			KINET_COUNT(qp->ctx, c_doorbells, 1);
+			KINET_QCOUNT_OWN(qp, KQ_DOORBELLS, 1);
+			reg_word(qp, s, sp, b, reg);
+		}
 	}
 	if (dbr != s->dbr_seen) {
 		/* the record moved: a producer that writes it */
@@ -190,6 +268,8 @@ static uint32_t published(kinet_qp *qp, bool *via_dbr_only)
 		}
 	}
 	*via_dbr_only = d_dbr > d_reg;
+	if (d_dbr > d_reg)
+		s->db_form = KINET_TR_DB_DBR;
 	return d_dbr > d_reg ? d_dbr : d_reg;
 }
 
@@ -212,12 +292,96 @@ static int flush_sq(kinet_qp *qp, struct soft_req *r)
 		r->total = 0;
 		if (soft_req_cqe(qp, r, KN_SYND_WR_FLUSH_ERR))
 			break; /* CQ full: later */
+		KINET_QCOUNT_OWN(qp, KQ_POSTED, 1);
+		KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		((struct eng_qp *)s->engine_priv)->bf_idx = 0;
 		s->sq_ci += nbb;
 		avail -= nbb;
 		n++;
 	}
 	return n;
+}
+
+/* A doorbell rung on a QP in RESET or INIT: the NIC ignores it (the WQEs
+ * run once the QP reaches RTS); counted, and logged once per QP. */
+static void not_ready_doorbell(kinet_qp *qp, struct soft_qp *s, int state)
+{
+	if (!atomic_load(&s->nr_armed))
+		return; /* entering RESET: the old doorbells are not cleared yet */
+	uint32_t dbr = __atomic_load_n(&qp->dbrec[KN_SND_DBR], __ATOMIC_RELAXED);
+	uint64_t r0 = __atomic_load_n(reg_at(qp, 0), __ATOMIC_RELAXED);
+	uint64_t r1 = nregs(qp) > 1 ? __atomic_load_n(reg_at(qp, 1), __ATOMIC_RELAXED) : 0;
+	if (dbr == s->nr_dbr && r0 == s->nr_reg[0] && r1 == s->nr_reg[1])
+		return;
+	s->nr_dbr = dbr;
+	s->nr_reg[0] = r0;
+	s->nr_reg[1] = r1;
+	KINET_QCOUNT_OWN(qp, KQ_DB_NOT_READY, 1);
+	if (!s->nr_warned) {
+		s->nr_warned = true;
+		KLOG_WARN("qp 0x%x: doorbell rung while the QP is in %s: ignored until it reaches "
+			  "RTS (logged once per QP)",
+			  qp->qpn, kinet_qp_state_str(state));
+	}
+}
+
+/* Fault injection at a WQE (the rules of the context, docs/lifecycle.md):
+ * 1 when the WQE must wait (delay, cqfull, silent: s->hold_*), else 0 with
+ * *synd set when the WQE is to fail (an injected error, or a silent peer's
+ * timeout). */
+static int fault_wqe(kinet_qp *qp, struct soft_qp *s, const struct soft_req *r, uint32_t *synd)
+{
+	uint64_t now = kn_now_ns();
+	if (s->hold_kind) {
+		if (now < s->hold_until_ns)
+			return 1;
+		if (s->hold_kind == KF_SILENT)
+			*synd = SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_PEER_GONE);
+		s->hold_kind = 0;
+		s->hold_done_ci = s->sq_ci | (1ull << 63);
+		return 0;
+	}
+	if (s->hold_done_ci == (s->sq_ci | (1ull << 63))) {
+		s->hold_done_ci = 0; /* held already: it runs now */
+		return 0;
+	}
+	struct kinet_fault_set *fs = soft_ctx(qp->ctx)->faults;
+	const struct kinet_fault_rule *f = fs ? kinet_fault_match(fs, KF_AT_WQE, qp->qpn, r->opcode)
+					      : NULL;
+	if (!f)
+		return 0;
+	KINET_QCOUNT_OWN(qp, KQ_FAULTS, 1);
+	switch (f->action) {
+	case KF_ERROR:
+		*synd = SOFT_REASON(f->synd, KINET_REASON_INJECTED);
+		return 0;
+	case KF_SILENT:
+		s->hold_until_ns = now + (uint64_t)KT(NET_TIMEOUT_MS) * 1000000ull;
+		break;
+	default: /* delay, cqfull */
+		s->hold_until_ns = now + f->us * 1000ull;
+		break;
+	}
+	s->hold_kind = (uint8_t)f->action;
+	KLOG_DBG("qp 0x%x: WQE %u: injected %s", qp->qpn, (unsigned)(uint16_t)s->sq_ci,
+		 kinet_fault_action_str(f->action));
+	return 1;
+}
+
+int kinet_soft_fault_rx(kinet_qp *t, uint8_t op, uint8_t *p, uint32_t n)
+{
+	struct kinet_fault_set *fs = soft_ctx(t->ctx)->faults;
+	const struct kinet_fault_rule *f = fs ? kinet_fault_match(fs, KF_AT_RX, t->qpn, op) : NULL;
+	if (!f)
+		return 0;
+	KINET_QCOUNT(t, KQ_FAULTS, 1);
+	KLOG_DBG("qp 0x%x: injected %s on a received request", t->qpn,
+		 kinet_fault_action_str(f->action));
+	if (f->action == KF_DROP)
+		return 1;
+	if (f->byte < n)
+		p[f->byte] ^= 0x5a; /* corrupt */
+	return 0;
 }
 
 static void to_error(kinet_qp *qp)
@@ -237,6 +401,15 @@ static void to_error(kinet_qp *qp)
  * ring holds anything, only such writes and reads execute: any other WQE
  * (its effect would be visible at once: host memory, atomics, receive CQEs)
  * waits until the ring is empty. */
+
+/* Does a request touch GPU memory on this side (staged by the wire)? */
+static bool wire_gpu(const struct soft_req *r)
+{
+	for (int i = 0; i < r->niov; i++)
+		if (r->iov[i].kind != KINET_MEM_HOST)
+			return true;
+	return false;
+}
 
 static bool infl_busy(const struct eng_qp *sp)
 {
@@ -286,8 +459,12 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct eng_qp *sp, uin
 			  uint32_t synd)
 {
 	struct soft_req *d = &e->done;
-	if (synd)
+	if (synd) {
 		to_error(qp);
+		KLOG_DBG("qp 0x%x: WQE %u: %s (%s)", qp->qpn, sp->ring[sp->head & (INFL - 1)].wqe_idx,
+			 kinet_syndrome_str(synd), kinet_reason_str(KINET_REASON_COPY_FAILED));
+		synd = SOFT_REASON(synd, KINET_REASON_COPY_FAILED);
+	}
 	for (; sp->head != end; sp->head++) {
 		struct infl *f = &sp->ring[sp->head & (INFL - 1)];
 		if (f->fence) {
@@ -297,6 +474,7 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct eng_qp *sp, uin
 		d->opcode = f->opcode;
 		d->wqe_idx = f->wqe_idx;
 		d->total = f->total;
+		KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		if (f->signaled || synd)
 			soft_req_cqe_reserved(qp, d, synd);
 		else
@@ -371,13 +549,49 @@ static void publish_ci(kinet_qp *qp, struct eng_qp *sp)
 }
 
 /* The WQE at sq_ci is done with (executed, failed, or handed to the wire). */
+/* The WQE's record in the trace (KINET_TRACE). */
+static void trace_wqe(kinet_qp *qp, const struct soft_req *r, bool from_bf)
+{
+	struct kinet_trace_rec t;
+	memset(&t, 0, sizeof(t));
+	t.type = KINET_TR_WQE;
+	t.t_ns = r->trace_t;
+	t.ctx = qp->ctx->id;
+	t.qpn = qp->qpn;
+	t.opcode = r->opcode;
+	t.wqe_idx = (uint16_t)soft_qp(qp)->sq_ci;
+	t.len = (uint32_t)r->total;
+	t.rkey = r->rkey;
+	t.db_form = from_bf ? KINET_TR_DB_BF : soft_qp(qp)->db_form;
+	/* the first data segment's key (none for inline data) */
+	uint32_t off = r->opcode == KN_OPCODE_SEND || r->opcode == KN_OPCODE_SEND_IMM ? 16
+		       : r->opcode == KN_OPCODE_ATOMIC_CS || r->opcode == KN_OPCODE_ATOMIC_FA ? 48
+											: 32;
+	uint32_t bc, lk;
+	memcpy(&bc, r->wqe + off, 4);
+	memcpy(&lk, r->wqe + off + 4, 4);
+	if (r->opcode != KN_OPCODE_NOP && !(kn_be32toh(bc) & KN_INLINE_SEG) &&
+	    r->nbb * KN_SEND_WQE_BB >= off + 16)
+		t.lkey = kn_be32toh(lk);
+	if (r->opcode != KN_OPCODE_RDMA_WRITE && r->opcode != KN_OPCODE_RDMA_WRITE_IMM &&
+	    r->opcode != KN_OPCODE_RDMA_READ && r->opcode != KN_OPCODE_ATOMIC_CS &&
+	    r->opcode != KN_OPCODE_ATOMIC_FA)
+		t.rkey = 0;
+	kinet_trace_emit(&t);
+}
+
 static void consume(kinet_qp *qp, struct eng_qp *sp, const struct soft_req *r, bool from_bf)
 {
+	KINET_QCOUNT_OWN(qp, KQ_POSTED, 1);
+	if (__builtin_expect(kinet_trace_on, 0))
+		trace_wqe(qp, r, from_bf);
 	if (from_bf) {
 		sp->bf_idx = 0;
 		KINET_COUNT(qp->ctx, c_bf_wqes, 1);
+		KINET_QCOUNT_OWN(qp, KQ_BF_WQES, 1);
 	} else if ((sp->bf_bad & 0x10000u) && (uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci) {
 		KINET_COUNT(qp->ctx, c_bf_mismatch, 1); /* its register copy was refused */
+		KINET_QCOUNT_OWN(qp, KQ_BF_MISMATCH, 1);
 	}
 	if ((uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci)
 		sp->bf_bad = 0;
@@ -416,16 +630,21 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		publish_ci(qp, sp);
 		return work;
 	}
-	if (state != KINET_QPS_RTS)
+	if (state != KINET_QPS_RTS) {
+		if (state == KINET_QPS_RESET || state == KINET_QPS_INIT)
+			not_ready_doorbell(qp, s, state);
 		return work;
+	}
 	if (s->wire)
 		work += kinet_wire_progress(qp);
 	if (s->rnr_until_ns && kn_now_ns() < s->rnr_until_ns)
 		return work;
 	bool dbr_only;
 	uint32_t avail = published(qp, &dbr_only);
-	if (avail && dbr_only)
+	if (avail && dbr_only) {
 		KINET_COUNT(qp->ctx, c_dbr_only, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DBR_ONLY, 1);
+	}
 	for (int n = 0; n < BURST && avail > 0; n++) {
 		/* room for the completion, or wait for the consumer. A local WQE
 		 * reserves its CQE slot before it executes: the CQ may be shared
@@ -440,7 +659,19 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		struct soft_req *r = &e->req;
 		/* BlueFlame: the register's copy of this WQE, when it has one */
 		bool bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)s->sq_ci;
+		if (!bf && ((sp->bf_want[0] | sp->bf_want[1]) & 0x10000u)) {
+			bf_retake(qp, s, sp);
+			bf = (sp->bf_idx & 0x10000u) && (uint16_t)sp->bf_idx == (uint16_t)s->sq_ci;
+		}
 		uint32_t synd = soft_parse_wqe_bb(qp, s->sq_ci, avail, bf ? sp->bf : NULL, r);
+		if (__builtin_expect(kinet_trace_on, 0))
+			r->trace_t = kinet_trace_now();
+		if (!synd && __builtin_expect(s->hold_kind || soft_ctx(qp->ctx)->faults, 0) &&
+		    fault_wqe(qp, s, r, &synd)) {
+			if (rsv)
+				soft_cq_unreserve(qp->scq);
+			break; /* held: a later pass */
+		}
 		int res = synd;
 		if (synd && s->wire && !kinet_wire_drained(qp))
 			break; /* the requests before it complete first (RC order):
@@ -457,6 +688,9 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			if (s->wire) {
 				res = kinet_wire_post(qp, r); /* completes later, in order */
 				if (res == 0) {
+					KINET_QCOUNT_OWN(qp, KQ_WIRE_POSTED, 1);
+					KINET_QCOUNT_OWN(qp, KQ_BYTES, r->total);
+					KINET_QCOUNT_OWN(qp, wire_gpu(r) ? KQ_STAGED : KQ_DIRECT, r->total);
 					consume(qp, sp, r, bf);
 					avail -= r->nbb;
 					work++;
@@ -465,11 +699,13 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				}
 			} else {
 				r->async_ok = cand;
+				soft_moved_staged = false;
 				res = soft_exec_local(qp, r);
 			}
 		}
 		if (res == SOFT_RNR) {
 			KINET_COUNT(qp->ctx, c_rnr, 1);
+			KINET_QCOUNT_OWN(qp, KQ_RNR, 1);
 			if (qp->attr.rnr_retry == 7 || s->rnr_count < qp->attr.rnr_retry) {
 				s->rnr_count++;
 				s->rnr_until_ns =
@@ -479,7 +715,7 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 					soft_cq_unreserve(qp->scq);
 				break;
 			}
-			res = KN_SYND_RNR_RETRY_EXC_ERR;
+			res = SOFT_REASON(KN_SYND_RNR_RETRY_EXC_ERR, KINET_REASON_RNR);
 		}
 		if (res != 0 && res != SOFT_STALL && res != -EAGAIN &&
 		    (r->in_flight || infl_busy(sp))) {
@@ -507,6 +743,8 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		s->rnr_count = 0;
 		s->rnr_until_ns = 0;
 		if (res == 0) {
+			KINET_QCOUNT_OWN(qp, KQ_BYTES, r->total);
+			KINET_QCOUNT_OWN(qp, soft_moved_staged ? KQ_STAGED : KQ_DIRECT, r->total);
 			if (r->in_flight || infl_busy(sp))
 				infl_push(sp, r); /* its CQE once its copies landed */
 			else if (r->signaled && rsv)
@@ -515,6 +753,8 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				soft_cq_unreserve(qp->scq);
 			else if (r->signaled && soft_req_cqe(qp, r, 0))
 				break; /* cannot happen: space was checked */
+			if (!r->in_flight && !infl_busy(sp))
+				KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		} else {
 			/* ERR first (whoever sees the error CQE sees ERR); the CQE
 			 * names the slot's own index, whatever the WQE said */
@@ -524,8 +764,10 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 				soft_req_cqe_reserved(qp, r, (uint32_t)res);
 			else
 				soft_req_cqe(qp, r, (uint32_t)res);
-			KLOG_DBG("qp 0x%x: WQE %u: %s", qp->qpn, r->wqe_idx,
-				 kinet_syndrome_str((uint32_t)res));
+			KLOG_DBG("qp 0x%x: WQE %u: %s (%s)", qp->qpn, r->wqe_idx,
+				 kinet_syndrome_str(SOFT_SYND(res)),
+				 kinet_reason_str(soft_reason_of((uint32_t)res)));
+			KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 			consume(qp, sp, r, bf);
 			work++;
 			break;
@@ -555,9 +797,12 @@ static void *engine_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	e->ctr.ctx = nic->ctx;
 	kinet_ctr_self = &e->ctr; /* counts go to this engine's block */
+	kinet_trace_engine = (uint8_t)(e - nic->eng);
 	while (!atomic_load_explicit(&e->stop, memory_order_relaxed)) {
 		int work = 0;
 		bool own = true;
+		if (__builtin_expect(kinet_trace_on, 0))
+			kinet_trace_pass++;
 		if (!pinned) {
 			/* the pass lock alone: writers of the key table stop every
 			 * engine (kinet_soft_stop_world) before they take the table lock,
@@ -612,6 +857,8 @@ static void *engine_main(void *arg)
 	if (pinned)
 		pthread_rwlock_unlock(&soft_ctx(nic->ctx)->keys.lock);
 	kinet_ctr_self = NULL;
+	if (kinet_trace_on)
+		kinet_trace_flush();
 	return NULL;
 }
 
@@ -691,6 +938,8 @@ int kinet_soft_qp_attach(kinet_qp *qp)
 		e->cap = ncap;
 	}
 	s->engine_priv = sp;
+	atomic_store(&s->nr_armed, true); /* a new QP is in RESET with clean registers */
+	qp->ctr.owner = &e->ctr; /* its engine counts in qp->ctr.own */
 	s->engine_slot = e->nqps;
 	e->qps[e->nqps++] = qp;
 	s->engine_idx = idx;
@@ -768,21 +1017,30 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		pthread_mutex_lock(&s->rq_lock);
 		s->rq_ci = 0;
 		pthread_mutex_unlock(&s->rq_lock);
-		s->last_db_word = 0;
+		s->last_db_word[0] = s->last_db_word[1] = 0;
 		s->db_target = 0;
 		s->dbr_seen = 0;
 		s->dbr_target = 0;
 		qp->proxy_seen = 0;
+		qp->proxy_bf_off = 0;
+		qp->raw_bf_off = 0;
 		s->rnr_count = 0;
 		s->rnr_until_ns = 0;
+		s->hold_kind = 0; /* an injected hold ends with the WQEs it held */
+		s->hold_done_ci = 0;
+		s->nr_dbr = 0;
+		s->nr_reg[0] = s->nr_reg[1] = 0;
 		memset((void *)qp->dbrec, 0, 64);
 		memset((void *)qp->db, 0, 64);
+		if (qp->bf_alt)
+			memset((void *)(qp->db + qp->bf_alt), 0, 64);
 		atomic_store(&s->sq_ci_pub, 0);
 		struct eng_qp *sp = s->engine_priv;
 		infl_drop(qp, sp);
 		sp->head = sp->tail = 0;
 		sp->bf_idx = 0;
 		sp->bf_bad = 0;
+		sp->bf_want[0] = sp->bf_want[1] = 0;
 		memset(sp->bf_seen, 0, sizeof(sp->bf_seen));
 		sp->pub = 0;
 		if (s->wire_ep)
@@ -791,7 +1049,10 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 			soft_cq_reset(qp->scq);
 		if (qp->own_rcq)
 			soft_cq_reset(qp->rcq);
+		atomic_store(&s->nr_armed, true); /* doorbells rung from now on are the RESET state's */
 		pthread_mutex_unlock(&e->lock);
+	} else if (new_state != KINET_QPS_INIT) {
+		atomic_store(&s->nr_armed, false);
 	}
 	atomic_store(&nic->eng[s->engine_idx].kick, true);
 }

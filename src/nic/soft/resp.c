@@ -83,23 +83,35 @@ void soft_resp_set_held(kinet_ctx *ctx)
 	held_ctx = ctx;
 }
 
-static void count_move(kinet_ctx *ctx, const struct soft_iov *a, int na, uint64_t total)
+__thread bool soft_moved_staged __attribute__((tls_model("initial-exec")));
+
+/* Bytes moved between a and b: direct between host memories, staged when
+ * either side is GPU memory (the software NIC reaches it by CUDA copies). */
+static void count_move(kinet_ctx *ctx, const struct soft_iov *a, int na, int bkind,
+		       uint64_t total)
 {
-	(void)a;
-	(void)na;
+	int k = bkind; /* KINET_MEM_HOST is 0; an empty piece is host memory */
+	for (int i = 0; i < na; i++)
+		k |= a[i].kind;
+	bool gpu = k != KINET_MEM_HOST;
 	KINET_COUNT(ctx, c_bytes, total);
-	KINET_COUNT(ctx, c_direct, total);
+	if (gpu)
+		KINET_COUNT(ctx, c_staged, total);
+	else
+		KINET_COUNT(ctx, c_direct, total);
+	soft_moved_staged |= gpu;
 }
 
 /* Responder error on the receive side: QP to ERR, then the receive CQE with
  * the syndrome (whoever sees the CQE sees ERR) into the slot take_recv
  * reserved. */
-static void resp_fail(kinet_qp *t, uint32_t synd, uint32_t src_qpn)
+static void resp_fail(kinet_qp *t, uint32_t synd, uint8_t why, uint32_t src_qpn)
 {
 	struct kn_cqe64 cqe;
 	memset(&cqe, 0, sizeof(cqe));
 	struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
 	e->syndrome = (uint8_t)synd;
+	e->vendor_err_synd = why;
 	e->s_wqe_opcode_qpn = kn_htobe32(t->qpn);
 	e->wqe_counter = kn_htobe16((uint16_t)soft_qp(t)->rq_ci);
 	e->op_own = KN_CQE_RESP_ERR << 4;
@@ -107,6 +119,13 @@ static void resp_fail(kinet_qp *t, uint32_t synd, uint32_t src_qpn)
 	atomic_store(&t->state, KINET_QPS_ERR);
 	soft_cq_push_reserved(t->rcq, &cqe);
 	kinet_count_syndrome(t->ctx, synd);
+	kinet_qp_count_syndrome(t, synd);
+	KINET_QCOUNT(t, KQ_RECV, 1);
+	KLOG_DBG("qp 0x%x: receive WQE %u: %s (%s), from qp 0x%x", t->qpn,
+		 (unsigned)(uint16_t)soft_qp(t)->rq_ci, kinet_syndrome_str(synd),
+		 kinet_reason_str(why), src_qpn);
+	if (__builtin_expect(kinet_trace_on, 0))
+		kinet_trace_cqe(t, &cqe, 0);
 	soft_qp(t)->rq_ci++;
 }
 
@@ -136,20 +155,22 @@ static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap
 		bc = kn_be32toh(bc);
 		lkey = kn_be32toh(lkey);
 		addr = kn_be64toh(addr);
-		if (lkey == 0x100) /* MLX5_INVALID_LKEY ends the list */
+		if (lkey == KN_INVALID_LKEY) /* ends the list */
 			break;
-		if (bc == 0)
-			continue;
+		/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
+		uint64_t len = bc ? bc : 1ull << 31;
 		struct kinet_mr_ref ref;
-		if (soft_mr_check(t->ctx, t->pd, lkey, addr, bc, KINET_ACCESS_LOCAL_WRITE, &ref)) {
-			resp_fail(t, KN_SYND_LOCAL_PROT_ERR, src_qpn);
-			return KN_SYND_REMOTE_OP_ERR;
+		uint32_t why = soft_mr_check(t->ctx, t->pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE,
+					     &ref);
+		if (why) {
+			resp_fail(t, KN_SYND_LOCAL_PROT_ERR, (uint8_t)why, src_qpn);
+			return SOFT_REASON(KN_SYND_REMOTE_OP_ERR, why);
 		}
 		iov[*niov].ptr = ref.ptr;
-		iov[*niov].len = bc;
+		iov[*niov].len = len;
 		iov[*niov].kind = ref.kind;
 		(*niov)++;
-		*cap += bc;
+		*cap += len;
 	}
 	return 0;
 }
@@ -166,6 +187,10 @@ static void recv_cqe(kinet_qp *t, uint8_t op, uint64_t total, int with_imm, uint
 	cqe.wqe_counter = kn_htobe16((uint16_t)soft_qp(t)->rq_ci);
 	cqe.op_own = (uint8_t)(op << 4);
 	soft_cq_push_reserved(t->rcq, &cqe); /* reserved by take_recv */
+	KINET_QCOUNT(t, KQ_RECV, 1);
+	KINET_QCOUNT(t, KQ_RECV_BYTES, total);
+	if (__builtin_expect(kinet_trace_on, 0))
+		kinet_trace_cqe(t, &cqe, total);
 	soft_qp(t)->rq_ci++;
 }
 
@@ -173,14 +198,16 @@ int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct sof
 		    int niov, uint64_t total, int with_imm, uint32_t imm, uint32_t src_qpn)
 {
 	if (!accepting(t))
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
 	int rc = 0;
 	struct kinet_mr_ref ref = {0};
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (total && soft_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_WRITE,
-				    &ref)) {
-		rc = KN_SYND_REMOTE_ACCESS_ERR;
+	uint32_t why = total ? soft_mr_check(t->ctx, t->pd, rkey, raddr, total,
+					     KINET_ACCESS_REMOTE_WRITE, &ref)
+			     : 0;
+	if (why) {
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
 	}
 	if (with_imm) {
@@ -195,11 +222,11 @@ int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct sof
 		}
 	}
 	if (total) {
-		struct soft_iov dst = {ref.ptr, total, ref.kind};
+		struct soft_iov dst = {ref.ptr, total, ref.kind, NULL};
 		if (soft_copy_iov(&dst, 1, src, niov, total))
-			rc = KN_SYND_REMOTE_OP_ERR;
+			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		else
-			count_move(t->ctx, src, niov, total);
+			count_move(t->ctx, src, niov, ref.kind, total);
 	}
 	if (with_imm) {
 		recv_cqe(t, KN_CQE_RESP_WR_IMM, total, 1, imm, src_qpn);
@@ -213,7 +240,7 @@ out:
 int soft_resp_write_imm(kinet_qp *t, uint64_t len, uint32_t imm, uint32_t src_qpn)
 {
 	if (!accepting(t))
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
 	pthread_mutex_lock(&soft_qp(t)->rq_lock);
@@ -232,22 +259,24 @@ int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft
 		   int niov, uint64_t total)
 {
 	if (!accepting(t))
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
 	int rc = 0;
 	struct kinet_mr_ref ref = {0};
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (total && soft_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_READ,
-				    &ref)) {
-		rc = KN_SYND_REMOTE_ACCESS_ERR;
+	uint32_t why = total ? soft_mr_check(t->ctx, t->pd, rkey, raddr, total,
+					     KINET_ACCESS_REMOTE_READ, &ref)
+			     : 0;
+	if (why) {
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
 	}
 	if (total) {
-		struct soft_iov src = {ref.ptr, total, ref.kind};
+		struct soft_iov src = {ref.ptr, total, ref.kind, NULL};
 		if (soft_copy_iov(dst, niov, &src, 1, total))
-			rc = KN_SYND_REMOTE_OP_ERR;
+			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		else
-			count_move(t->ctx, dst, niov, total);
+			count_move(t->ctx, dst, niov, ref.kind, total);
 	}
 out:
 	tgt_unlock(t, held_ctx);
@@ -258,15 +287,16 @@ int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,
 		     uint64_t swap_add, uint64_t compare, uint64_t *old)
 {
 	if (!accepting(t))
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
 	if (raddr & 7)
-		return KN_SYND_REMOTE_INVAL_REQ_ERR;
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_ALIGNMENT);
 	int rc = 0;
 	struct kinet_mr_ref ref;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (soft_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref)) {
-		rc = KN_SYND_REMOTE_ACCESS_ERR;
+	uint32_t why = soft_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref);
+	if (why) {
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
 	}
 	if (ref.kind == KINET_MEM_HOST) {
@@ -283,10 +313,10 @@ int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,
 		/* GPU memory: NIC atomics are atomic with respect to each other */
 		pthread_mutex_lock(&gpu_atomic_lock);
 		if (kinet_cuda->atomic64(ref.ptr, opcode, swap_add, compare, old))
-			rc = KN_SYND_REMOTE_OP_ERR;
+			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		pthread_mutex_unlock(&gpu_atomic_lock);
 	} else {
-		rc = KN_SYND_REMOTE_OP_ERR;
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 	}
 out:
 	tgt_unlock(t, held_ctx);
@@ -343,16 +373,21 @@ int soft_resp_masked_atomic(kinet_qp *t, uint8_t opcode, uint32_t size, uint64_t
 			    uint64_t *old)
 {
 	if (!accepting(t))
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
-	if ((size != 4 && size != 8) || (raddr & (size - 1)) ||
-	    (opcode != KN_OPCODE_ATOMIC_MASKED_CS && opcode != KN_OPCODE_ATOMIC_MASKED_FA))
-		return KN_SYND_REMOTE_INVAL_REQ_ERR;
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
+	if (size != 4 && size != 8)
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_MALFORMED);
+	if (opcode != KN_OPCODE_ATOMIC_MASKED_CS && opcode != KN_OPCODE_ATOMIC_MASKED_FA)
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_MALFORMED);
+	if (raddr & (size - 1))
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_ALIGNMENT);
 	int rc = 0;
 	struct kinet_mr_ref ref;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	if (soft_mr_check(t->ctx, t->pd, rkey, raddr, size, KINET_ACCESS_REMOTE_ATOMIC, &ref)) {
-		rc = KN_SYND_REMOTE_ACCESS_ERR;
+	uint32_t why = soft_mr_check(t->ctx, t->pd, rkey, raddr, size, KINET_ACCESS_REMOTE_ATOMIC,
+				     &ref);
+	if (why) {
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
 	}
 	if (ref.kind == KINET_MEM_HOST) {
@@ -363,11 +398,11 @@ int soft_resp_masked_atomic(kinet_qp *t, uint8_t opcode, uint32_t size, uint64_t
 		uint64_t v = 0, nv;
 		pthread_mutex_lock(&gpu_atomic_lock);
 		if (kinet_mem_copy(&v, KINET_MEM_HOST, ref.ptr, ref.kind, size)) {
-			rc = KN_SYND_REMOTE_OP_ERR;
+			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		} else {
 			if (soft_masked_apply(opcode, size, v, a, b, c, d, &nv) && nv != v &&
 			    kinet_mem_copy(ref.ptr, ref.kind, &nv, KINET_MEM_HOST, size))
-				rc = KN_SYND_REMOTE_OP_ERR;
+				rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 			*old = v;
 		}
 		pthread_mutex_unlock(&gpu_atomic_lock);
@@ -381,7 +416,7 @@ int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t t
 		   int with_imm, uint32_t imm, uint32_t src_qpn)
 {
 	if (!accepting(t))
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
 	int rc;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
@@ -393,16 +428,19 @@ int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t t
 	if (rc)
 		goto out;
 	if (total > cap) {
-		resp_fail(t, KN_SYND_LOCAL_LENGTH_ERR, src_qpn);
-		rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
+		resp_fail(t, KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH, src_qpn);
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_LENGTH);
 		goto out;
 	}
 	if (total && soft_copy_iov(riov, rn, src, niov, total)) {
-		resp_fail(t, KN_SYND_LOCAL_PROT_ERR, src_qpn);
-		rc = KN_SYND_REMOTE_OP_ERR;
+		resp_fail(t, KN_SYND_LOCAL_PROT_ERR, KINET_REASON_COPY_FAILED, src_qpn);
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
 		goto out;
 	}
-	count_move(t->ctx, src, niov, total);
+	bool gpu_dst = false;
+	for (int i = 0; i < rn; i++)
+		gpu_dst |= riov[i].kind != KINET_MEM_HOST;
+	count_move(t->ctx, src, niov, gpu_dst ? KINET_MEM_CUDA : KINET_MEM_HOST, total);
 	recv_cqe(t, with_imm ? KN_CQE_RESP_SEND_IMM : KN_CQE_RESP_SEND, total, with_imm, imm, src_qpn);
 out:
 	pthread_mutex_unlock(&soft_qp(t)->rq_lock);
@@ -427,7 +465,7 @@ static int exec_masked(kinet_qp *t, struct soft_req *r)
 		kn_store_be32(be, (uint32_t)old);
 	else
 		kn_store_be64(be, old);
-	struct soft_iov src = {be, r->atomic_size, KINET_MEM_HOST};
+	struct soft_iov src = {be, r->atomic_size, KINET_MEM_HOST, NULL};
 	if (soft_copy_iov(r->iov, r->niov, &src, 1, r->atomic_size))
 		return KN_SYND_LOCAL_PROT_ERR;
 	return 0;
@@ -436,8 +474,8 @@ static int exec_masked(kinet_qp *t, struct soft_req *r)
 int soft_exec_local(kinet_qp *qp, struct soft_req *r)
 {
 	kinet_qp *t = __atomic_load_n(&soft_qp(qp)->peer, __ATOMIC_ACQUIRE);
-	if (!t)
-		return KN_SYND_TRANSPORT_RETRY_EXC_ERR; /* nobody answers */
+	if (!t) /* nobody answers */
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_PEER_GONE);
 	r->in_flight = 0;
 	/* same context only: a writer of the key table waits for the copies in
 	 * flight of its own context's engines */
@@ -474,9 +512,9 @@ static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r)
 		if (rc)
 			return rc;
 		uint64_t be = kn_htobe64(old); /* the NIC returns big-endian */
-		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST};
+		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST, NULL};
 		if (soft_copy_iov(r->iov, r->niov, &src, 1, 8))
-			return KN_SYND_LOCAL_PROT_ERR;
+			return SOFT_REASON(KN_SYND_LOCAL_PROT_ERR, KINET_REASON_COPY_FAILED);
 		return 0;
 	}
 	case KN_OPCODE_ATOMIC_MASKED_CS:

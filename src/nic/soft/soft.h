@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "core/backend.h"
 #include "mem/keytab.h"
+#include "core/fault.h"
 
 /* ---- the software NIC's objects (each embeds the core's) ------------------------ */
 
@@ -31,6 +32,11 @@ struct soft_ctx {
 	uint32_t qp_cap;
 	uint32_t *qp_free; /* free indexes (a stack) */
 	uint32_t nfree;
+	/* fault-injection rules (src/core/fault.h), NULL: none; replaced while
+	 * the engines are stopped */
+	struct kinet_fault_set *faults;
+	void **retired; /* replaced rule sets (freed at close) */
+	int nretired;
 };
 
 /* A CQ and its producer side: engine threads (possibly of several QPs). */
@@ -54,7 +60,7 @@ struct soft_qp {
 	void *wire_ep;
 	/* engine side (touched by the serving engine thread only, unless noted) */
 	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
-	uint64_t last_db_word;      /* last doorbell register value seen */
+	uint64_t last_db_word[2];   /* last value seen in each register (doorbell words) */
 	uint32_t db_target;         /* producer named by the register (bit 16: valid) */
 	uint32_t dbr_seen;          /* the doorbell record when last read */
 	uint32_t dbr_target;        /* producer named by the record (bit 16: valid) */
@@ -62,6 +68,14 @@ struct soft_qp {
 	uint32_t rq_ci;             /* receive WQEs consumed */
 	uint32_t rnr_count;
 	uint64_t rnr_until_ns;
+	uint8_t db_form;     /* how the producer last rang (KINET_TR_DB_*: the trace) */
+	uint32_t nr_dbr;     /* doorbell record / register seen while in RESET or INIT */
+	uint64_t nr_reg[2];
+	bool nr_warned;      /* that was logged once */
+	_Atomic bool nr_armed; /* the registers were cleared in RESET: new words count */
+	uint64_t hold_until_ns; /* fault injection: the head WQE waits (delay, cqfull, silent) */
+	uint8_t hold_kind;      /* which (enum kinet_fault_action), 0: none */
+	uint64_t hold_done_ci;  /* bit 63 | sq_ci of the WQE whose hold just ended */
 	_Atomic uint64_t sq_ci_pub; /* sq_ci for readers outside the engine */
 	int engine_idx, engine_slot;
 	void *engine_priv; /* engine.c's per-QP state */
@@ -130,7 +144,9 @@ void soft_cq_reset(kinet_cq *cq);
 struct soft_iov {
 	uint8_t *ptr;
 	uint64_t len;
-	int kind; /* enum kinet_mem_kind */
+	int kind;     /* enum kinet_mem_kind */
+	kinet_mr *mr; /* the region it was checked against (requester; NULL: inline data,
+		       * staging): the wire compares it, never reads through it */
 };
 
 /* A parsed send WQE. */
@@ -149,6 +165,7 @@ struct soft_req {
 	uint64_t total;    /* payload bytes */
 	uint8_t async_ok;  /* in: GPU-to-GPU copies may be left in flight (engine) */
 	uint8_t in_flight; /* out: soft_exec_local left a copy in flight */
+	uint64_t trace_t;  /* KINET_TRACE: when the engine took it */
 	int niov;
 	struct soft_iov iov[SOFT_MAX_SGE]; /* local gather (write/send) or scatter (read/atomic) */
 	const uint8_t *inl[SOFT_MAX_SGE]; /* inline data pieces point into wqe (iov.kind host) */
@@ -159,6 +176,16 @@ struct soft_req {
  * SOFT_RNR when the target has no receive WQE (retry later). */
 #define SOFT_RNR 0x100
 #define SOFT_STALL 0x200 /* target CQ full: retry later, no retry counted */
+/* An error result may carry the check that failed (enum kinet_reason) in
+ * bits 16..23: it becomes the vendor syndrome byte of the error CQE. Code
+ * that compares results masks with SOFT_SYND; the wire carries the reason
+ * in its answer. */
+#define SOFT_REASON(synd, why) ((uint32_t)(synd) | ((uint32_t)(why) << 16))
+#define SOFT_SYND(rc) ((uint32_t)(rc)&0xffffu)
+#define SOFT_WHY(rc) (((uint32_t)(rc) >> 16) & 0xffu)
+/* The reason code an error CQE of result res carries (the recorded one, or
+ * what its syndrome implies). */
+uint8_t soft_reason_of(uint32_t res);
 
 /* Responder side, for the target QP `t` (RTR or RTS). Called by the local
  * requester or by the wire on behalf of a remote one. src/dst iovs are the
@@ -189,6 +216,15 @@ int soft_resp_masked_atomic(kinet_qp *t, uint8_t opcode, uint32_t size, uint64_t
  * word stays). Pure: the responder and the wire's tests share it. */
 bool soft_masked_apply(uint8_t opcode, uint32_t size, uint64_t old, uint64_t a, uint64_t b,
 		       uint64_t c, uint64_t d, uint64_t *nv);
+/* Did the last move of the calling thread's soft_exec_local touch GPU
+ * memory (staged, through CUDA copies)? For the per-QP byte counters. */
+extern __thread bool soft_moved_staged __attribute__((tls_model("initial-exec")));
+
+/* Fault injection (engine.c): a wire request received for QP t (opcode
+ * op, payload p of n bytes): 1 to drop it, 0 to keep it (possibly with a
+ * byte corrupted). */
+int kinet_soft_fault_rx(kinet_qp *t, uint8_t op, uint8_t *p, uint32_t n);
+
 /* Scatter/gather copy between two lists of equal total length. */
 int soft_copy_iov(const struct soft_iov *dst, int ndst, const struct soft_iov *src, int nsrc,
 		  uint64_t total);

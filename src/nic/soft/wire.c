@@ -11,12 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <kinet/net.h>
 #include "nic/soft/wire_int.h"
 
 #if KINET_HAVE_FABRIC
+
+/* When the provider must be made to let go of memory it still uses for a
+ * dropped peer (kinet_mr_dereg of a region it sends from), the wire closes
+ * that peer's connection. tcp;ofi_rxm closes the connection of an address
+ * removed from the address vector, cancelling what is queued on it, only
+ * with FI_AV_REMOVE_CLEANUP, which libfabric reads once, when it
+ * initialises. It is set here, when the library is loaded (before main and
+ * before anything in the process can initialise libfabric), unless the
+ * environment sets it. Without it the whole endpoint is closed instead
+ * (wire_settle). */
+__attribute__((constructor)) static void wire_env(void)
+{
+	setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+}
 
 /* ---- engine entry points ---------------------------------------------------- */
 
@@ -66,8 +82,9 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	e->done = r->opcode == KN_OPCODE_NOP;
 	e->rndv = false;
 	e->nmr = 0;
+	e->eager = 0;
 	e->status = 0;
-	if (wq->failed) {
+	if (wq->failed || wq->cut) {
 		e->done = true;
 		e->status = KN_SYND_WR_FLUSH_ERR;
 	}
@@ -87,26 +104,26 @@ int kinet_wire_progress(kinet_qp *qp)
 		return 0;
 	/* the endpoint itself is polled once per engine pass, by
 	 * kinet_wire_ctx_progress, which also writes CQEs as answers arrive */
-	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail)
-		return 0; /* nothing outstanding (only this engine adds to tail) */
+	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail &&
+	    __atomic_load_n(&wq->fence_sent, __ATOMIC_RELAXED) ==
+		    __atomic_load_n(&wq->fence_want, __ATOMIC_RELAXED))
+		return 0; /* nothing outstanding (only this engine adds to tail), no fence due */
 	pthread_mutex_lock(&w->lock);
 	int work = 0;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR && !wq->failed && wq->head != wq->tail) {
 		/* moved to ERR from outside: flush what is outstanding */
 		wq->failed = true;
-		for (uint32_t s = wq->head; s != wq->tail; s++) {
-			wire_ent(wq, s)->done = true;
-			wire_ent(wq, s)->status = KN_SYND_WR_FLUSH_ERR;
-		}
+		for (uint32_t s = wq->head; s != wq->tail; s++)
+			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
 		wq->txn = wq->tail;
 	}
-	if (!wq->failed && wq->head != wq->tail) {
+	if (wq->head != wq->tail) {
 		if (w->peers[wq->peer].dead) {
 			wire_fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, false);
 		} else {
 			uint64_t ref = wq->last_rx_ns > wq->busy_since_ns ? wq->last_rx_ns
 									 : wq->busy_since_ns;
-			if (kn_now_ns() - ref > w->timeout_ns) {
+			if (kn_now_ns() - ref > w->timeout_ns && !wq->failed) {
 				KLOG_WARN("wire: qp 0x%x: no answer from qp 0x%x for %llu ms",
 					  qp->qpn, wq->peer_qpn,
 					  (unsigned long long)(w->timeout_ns / 1000000ull));
@@ -116,8 +133,35 @@ int kinet_wire_progress(kinet_qp *qp)
 	}
 	work += wire_pump(w, wq, false);
 	work += wire_complete(wq);
+	wire_settle(w);
 	pthread_mutex_unlock(&w->lock);
 	return work;
+}
+
+/* ---- status query (endpoint states, per-QP counters: src/nic/soft/backend.c) ---- */
+
+int kinet_wire_qp_status(kinet_qp *qp, struct kinet_wire_status *st)
+{
+	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
+	memset(st, 0, sizeof(*st));
+	if (!w)
+		return -ENOENT;
+	pthread_mutex_lock(&w->lock);
+	struct wire_qp *wq = soft_qp(qp)->wire_ep;
+	if (!wq) {
+		pthread_mutex_unlock(&w->lock);
+		return -ENOENT;
+	}
+	st->connected = wq->connected;
+	st->peer_dead = wq->peer >= 0 && w->peers[wq->peer].dead;
+	st->outstanding = wq->tail - wq->head;
+	uint64_t ref = wq->last_rx_ns > wq->busy_since_ns ? wq->last_rx_ns : wq->busy_since_ns;
+	uint64_t now = kn_now_ns();
+	st->silent_ns = st->outstanding && now > ref ? now - ref : 0;
+	st->timeout_ns = w->timeout_ns;
+	st->rnr_waiting = wq->rnr_count > 0;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
 }
 
 bool kinet_wire_drained(kinet_qp *qp)
@@ -158,6 +202,20 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 	int work = wire_poll_cq(w);
 	if (!w->draining && atomic_load(&w->rd_inflight) > 0 && writer_waiting(ctx))
 		w->draining = true;
+	if (atomic_load(&w->rd_inflight) > 0) {
+		/* a peer whose reads make no progress (stopped, link cut) is
+		 * dropped: its reads (those of QPs gone meanwhile too) are given
+		 * up and the key table is let go */
+		uint64_t now = kn_now_ns();
+		for (int i = 0; i < w->npeers; i++) {
+			struct wpeer *p = &w->peers[i];
+			if (p->nrd && !p->dead && now - p->rd_ns > w->timeout_ns) {
+				KLOG_WARN("wire: peer %d: reads stalled for %llu ms", i,
+					  (unsigned long long)(w->timeout_ns / 1000000ull));
+				wire_drop_peer(w, i, "reads stalled");
+			}
+		}
+	}
 	for (int i = 0; i < w->nqps; i++) {
 		struct wire_qp *wq = w->qps[i];
 		if (!wq->tq && !wq->pend && !wq->need_ack)
@@ -166,19 +224,76 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 			wire_tq_drop(w, wq);
 			continue;
 		}
-		if (wq->pend && wq->pend->inflight &&
-		    kn_now_ns() - wq->pend->last_ns > w->timeout_ns) {
-			KLOG_WARN("wire: qp 0x%x: reads from qp 0x%x stalled for %llu ms", wq->qp->qpn,
-				  wq->peer_qpn, (unsigned long long)(w->timeout_ns / 1000000ull));
-			wire_drop_peer(w, wq->peer, "reads stalled");
-			wire_tq_drop(w, wq);
-			continue;
-		}
 		work += wire_serve_target(w, wq);
 	}
+	if (w->rx_held > RX_LOW)
+		wire_tq_copy(w); /* waiting requests do not keep the receive buffers */
+	wire_settle(w);
 	wire_repost(w);
 	pthread_mutex_unlock(&w->lock);
 	return work;
+}
+
+/* kinet_mr_dereg: mr is out of the key table (no new request names it).
+ * Requests on the wire that would still read or write it fail with the
+ * local protection error; then this waits until the provider no longer
+ * touches it (sends straight from it, rendezvous sources not fenced yet), at
+ * most KINET_NET_TIMEOUT_MS, after which the peers concerned are dropped,
+ * which ends their transfers. -EBUSY when even that cannot make the
+ * provider let go in time (a peer whose connection cannot be closed). */
+int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
+{
+	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	int n = 0;
+	for (int i = 0; i < w->nqps; i++)
+		n += wire_fail_mr(w, w->qps[i], mr);
+	if (n)
+		KLOG_INFO("wire: region (key 0x%x) deregistered under work in flight on %d QP(s): "
+			  "it fails (local protection error)", mr->key, n);
+	uint64_t t0 = kn_now_ns();
+	int rc = 0, rounds = 0;
+	int peer = -1;
+	while (wire_mr_held(w, mr, &peer)) {
+		if (kn_now_ns() - t0 > w->timeout_ns) {
+			/* the peer does not let go in time: drop it and close its
+			 * connection, or, where that leaves what the provider holds,
+			 * the whole endpoint */
+			if (rounds++ == 0 && peer >= 0) {
+				KLOG_WARN("wire: a deregistered region is still used by the "
+					  "provider after %llu ms: closing the connection to peer %d",
+					  (unsigned long long)(w->timeout_ns / 1000000ull), peer);
+				wire_drop_peer(w, peer, "it keeps a deregistered region");
+				for (int i = 0; i < w->nqps; i++) {
+					struct wire_qp *q = w->qps[i];
+					if (q->connected && q->peer == peer && q->head != q->tail)
+						wire_fail_qp(w, q, KN_SYND_TRANSPORT_RETRY_EXC_ERR,
+							     false);
+				}
+				wire_close_peer(w, peer);
+			} else if (rounds > 3 || peer < 0 || !wire_peer_releasable(w, peer)) {
+				KLOG_ERR("wire: a deregistered region is still used by the "
+					 "provider for peer %d, which cannot be disconnected now "
+					 "(reads of it cannot be cancelled): the region must not "
+					 "be freed yet", peer);
+				rc = -EBUSY;
+				break;
+			} else {
+				wire_close_peer(w, peer);
+				if (w->peers[peer].removed && !w->peers[peer].closed)
+					w->reset_due = true;
+			}
+			t0 = kn_now_ns();
+		}
+		wire_settle(w);
+		pthread_mutex_unlock(&w->lock);
+		kinet_sleep_ns(500000); /* the engines progress meanwhile */
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
 }
 
 int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
@@ -188,12 +303,17 @@ int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 		return -ENOSYS;
 	if (pthread_mutex_trylock(&w->lock))
 		return 0; /* another engine is at it: do not sleep */
+	if (!w->cq || w->wait_fd < 0) {
+		pthread_mutex_unlock(&w->lock);
+		return -ENOSYS; /* the endpoint is being opened again, or stays closed */
+	}
 	struct fid *f = &w->cq->fid;
 	int rc = fi_trywait(w->fab, &f, 1);
+	int fd = w->wait_fd; /* the CQ may be replaced once the lock is let go */
 	pthread_mutex_unlock(&w->lock);
 	if (rc != FI_SUCCESS)
 		return 0; /* something to read now */
-	struct pollfd pf = {.fd = w->wait_fd, .events = POLLIN};
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	ppoll(&pf, 1, &ts, NULL);
 	return 0;
@@ -236,6 +356,7 @@ static int wq_get(struct kinet_wire *w, kinet_qp *qp, struct wire_qp **out)
 		w->qcap = ncap;
 	}
 	wq->qp = qp;
+	wq->w = w;
 	wq->gen = new_gen();
 	wq->peer = -1;
 	w->qps[w->nqps++] = wq;
@@ -265,6 +386,12 @@ static void wq_unreg_all(struct wire_qp *wq)
 
 static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 {
+	/* what it forgets that the peer may still read is held (and fenced) */
+	if (wq->connected) {
+		for (uint32_t s = wq->head; s != wq->tail; s++)
+			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
+		wire_send_fences(w, wq);
+	}
 	wire_tq_drop(w, wq);
 	wq_unreg_all(wq);
 	peer_unref(w, wq);
@@ -272,7 +399,11 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->head = wq->txn = wq->tail = 0;
 	wq->msn_tx = wq->msn_rx = 0;
 	wq->failed = false;
+	wq->cut = false;
 	wq->tgt_failed = false;
+	wq->eager_out = 0;
+	wq->ntxd = 0; /* what is still in flight names the old generation */
+	wq->fence_want = wq->fence_sent = 0;
 	wq->gen = new_gen();
 }
 
@@ -283,8 +414,9 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&w->lock);
+	wire_settle(w);
 	struct wire_qp *wq;
-	rc = wq_get(w, qp, &wq);
+	rc = w->ep ? wq_get(w, qp, &wq) : -ENODEV;
 	if (rc == 0 && w->addr_len > sizeof(out->addr))
 		rc = -EOVERFLOW;
 	if (rc == 0) {
@@ -295,6 +427,69 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return rc;
+}
+
+/* Is a (len bytes of a peer's descriptor) an address of our provider's
+ * format, that fi_av_insert can take? libfabric 1.17's IP address vectors
+ * take an address's length from its family, and a failed insert of an
+ * address of unknown family leaves the vector refusing every later one:
+ * nothing that is not a well-formed address of our own family (with a port,
+ * not the wildcard address) is given to it. Other formats: our own length. */
+static bool addr_usable(const struct kinet_wire *w, const uint8_t *a, size_t len)
+{
+	uint32_t fmt = w->info->addr_format;
+	if (fmt != FI_SOCKADDR && fmt != FI_SOCKADDR_IN && fmt != FI_SOCKADDR_IN6)
+		return len == w->addr_len;
+	sa_family_t mine, theirs;
+	if (len < sizeof(theirs) || w->addr_len < sizeof(mine))
+		return false;
+	memcpy(&mine, w->addr, sizeof(mine));
+	memcpy(&theirs, a, sizeof(theirs));
+	if (theirs != mine || len != w->addr_len)
+		return false;
+	if (theirs == AF_INET && len == sizeof(struct sockaddr_in)) {
+		struct sockaddr_in sin;
+		memcpy(&sin, a, sizeof(sin));
+		static const uint8_t zero[sizeof(sin.sin_zero)];
+		return sin.sin_port != 0 && sin.sin_addr.s_addr != htonl(INADDR_ANY) &&
+		       !memcmp(sin.sin_zero, zero, sizeof(zero));
+	}
+	if (theirs == AF_INET6 && len == sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 sin6;
+		memcpy(&sin6, a, sizeof(sin6));
+		return sin6.sin6_port != 0 &&
+		       memcmp(&sin6.sin6_addr, &in6addr_any, sizeof(in6addr_any)) != 0;
+	}
+	return false;
+}
+
+/* Does the address vector still take addresses? (Our own address is a good
+ * one: inserted and removed again, unless a QP of ours is connected to it.) */
+static bool av_usable(struct kinet_wire *w)
+{
+	for (int i = 0; i < w->npeers; i++)
+		if (!w->peers[i].dead && w->peers[i].len == w->addr_len &&
+		    !memcmp(w->peers[i].addr, w->addr, w->addr_len))
+			return true; /* not to be touched: take it as usable */
+	fi_addr_t fa;
+	if (fi_av_insert(w->av, w->addr, 1, &fa, 0, NULL) != 1)
+		return false;
+	fi_av_remove(w->av, &fa, 1, 0);
+	return true;
+}
+
+/* May the slot of dropped peer idx take another address? Not while
+ * anything the provider still has (sends written off, reads given up,
+ * holds) names it. */
+static bool slot_free(const struct kinet_wire *w, int idx)
+{
+	const struct wpeer *p = &w->peers[idx];
+	if (p->nbusy || p->nlost || p->nrd || p->settle || wire_holds_peer(w, idx))
+		return false;
+	for (int k = 0; k < w->ntxall; k++)
+		if (w->txall[k]->busy && w->txall[k]->peer == idx)
+			return false;
+	return true;
 }
 
 /* remote->wire_addr holds the peer's QP descriptor (kinet/net.h). */
@@ -313,7 +508,13 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		return -EPROTO;
 	}
 	pthread_mutex_lock(&w->lock);
+	wire_settle(w);
 	struct wire_qp *wq;
+	if (!w->ep) {
+		KLOG_ERR("qp 0x%x: the wire's endpoint could not be opened again", qp->qpn);
+		rc = -ENODEV;
+		goto out;
+	}
 	if ((rc = wq_get(w, qp, &wq)))
 		goto out;
 	if (wq->connected) {
@@ -328,9 +529,15 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 			idx = i;
 			break;
 		}
+	if (idx < 0 && !addr_usable(w, pi.addr, pi.addr_len)) {
+		KLOG_ERR("qp 0x%x: the peer's wire address (%u bytes) is not an address of "
+			 "provider %s", qp->qpn, pi.addr_len, w->prov);
+		rc = -EINVAL;
+		goto out;
+	}
 	if (idx < 0) {
 		for (int i = 0; i < w->npeers; i++)
-			if (w->peers[i].dead && w->peers[i].refs == 0) {
+			if (w->peers[i].dead && w->peers[i].refs == 0 && slot_free(w, i)) {
 				idx = i; /* reuse the slot */
 				break;
 			}
@@ -347,10 +554,19 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		memset(p, 0, sizeof(*p));
 		memcpy(p->addr, pi.addr, pi.addr_len);
 		p->len = pi.addr_len;
-		if (fi_av_insert(w->av, pi.addr, 1, &p->fa, 0, NULL) != 1) {
-			KLOG_ERR("qp 0x%x: the peer's wire address is not usable here", qp->qpn);
+		int err = 0;
+		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
+		if (n != 1) {
 			p->dead = true;
-			rc = -EINVAL;
+			rc = n < 0 ? wire_errno(n) : err ? wire_errno(err) : -EINVAL;
+			KLOG_ERR("qp 0x%x: the provider refuses the peer's wire address: %s",
+				 qp->qpn, fi_strerror(n < 0 ? -n : err ? err : FI_EINVAL));
+			if (!av_usable(w)) {
+				/* the vector is broken: a new one, with a new endpoint */
+				KLOG_ERR("wire: the address vector refuses every address now");
+				w->reset_due = true;
+				wire_settle(w);
+			}
 			goto out;
 		}
 	}
@@ -360,7 +576,9 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	wq->peer_gen = (uint32_t)pi.gen;
 	wq->head = wq->txn = wq->tail = 0;
 	wq->msn_tx = wq->msn_rx = 0;
-	wq->failed = wq->tgt_failed = false;
+	wq->failed = wq->tgt_failed = wq->cut = false;
+	wq->eager_out = 0;
+	wq->fence_want = wq->fence_sent = 0;
 	wq->need_ack = false;
 	wq->done_seq = wq->acked_seq = (uint32_t)-1; /* before request 0 */
 	wq->last_rx_ns = wq->last_tx_ns = kn_now_ns();
@@ -392,8 +610,13 @@ void kinet_wire_qp_close(kinet_qp *qp)
 	if (!wq || !w)
 		return;
 	pthread_mutex_lock(&w->lock);
-	if (wq->head != wq->tail && wq->connected)
+	if (wq->head != wq->tail && wq->connected) {
 		wire_drop_peer(w, wq->peer, "QP destroyed with requests outstanding");
+		for (uint32_t s = wq->head; s != wq->tail; s++)
+			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
+	}
+	if (wq->connected)
+		wire_send_fences(w, wq); /* its holds outlive it */
 	wire_tq_drop(w, wq);
 	wq_unreg_all(wq);
 	peer_unref(w, wq);

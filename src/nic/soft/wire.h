@@ -17,7 +17,20 @@
 #define KINET_WIRE_H
 #include "nic/soft/soft.h"
 
+/* What the wire knows of a QP's connection (kinet_wire_qp_status), for the
+ * endpoint state and the counters. */
+struct kinet_wire_status {
+	bool connected;
+	bool peer_dead;       /* the peer's address was dropped (failure) */
+	uint64_t outstanding; /* requests in the window (posted, not completed) */
+	uint64_t silent_ns;   /* outstanding work and nothing heard for this long */
+	uint64_t timeout_ns;  /* KINET_NET_TIMEOUT_MS */
+	bool rnr_waiting;     /* a request of the peer waits here for a receive WQE */
+};
+
 #if KINET_HAVE_FABRIC
+/* The QP's connection as the wire sees it: 0, or -ENOENT (no wire end). */
+int kinet_wire_qp_status(kinet_qp *qp, struct kinet_wire_status *st);
 /* Room for one more outstanding request on this QP? */
 bool kinet_wire_can_post(kinet_qp *qp);
 /* Hands a parsed request to the wire: 0 (it completes later, in order, even
@@ -45,6 +58,12 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx);
  * writer waits for the table, and checks again what it started before the
  * table could change. */
 bool kinet_wire_pinned(kinet_ctx *ctx);
+/* A region has left the key table (kinet_mr_dereg): requests on the wire
+ * that would still read or write it fail (local protection error), and this
+ * returns once the provider no longer touches it, at most about
+ * KINET_NET_TIMEOUT_MS later (the peers that keep it are then dropped).
+ * Called without the engines stopped: they complete what it waits for. */
+int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr);
 /* An idle engine's nap: returns when the endpoint has something to read or
  * after ns; -ENOSYS when the context has no wire (or no wait object): the
  * caller sleeps instead. */
@@ -61,6 +80,12 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out);
 int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote);
 
 #else
+static inline int kinet_wire_qp_status(kinet_qp *qp, struct kinet_wire_status *st)
+{
+	(void)qp;
+	(void)st;
+	return -ENOENT;
+}
 /* A build without libfabric has no wire: no QP ever gets one (the backend
  * refuses descriptors and remote peers), so what the engine asks of it per
  * pass is always nothing. */
@@ -77,6 +102,12 @@ static inline void kinet_wire_qp_reset(kinet_qp *qp) { (void)qp; }
 static inline void kinet_wire_qp_close(kinet_qp *qp) { (void)qp; }
 static inline int kinet_wire_ctx_progress(kinet_ctx *ctx) { (void)ctx; return 0; }
 static inline bool kinet_wire_pinned(kinet_ctx *ctx) { (void)ctx; return false; }
+static inline int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
+{
+	(void)ctx;
+	(void)mr;
+	return 0;
+}
 static inline int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 {
 	(void)ctx;

@@ -2,20 +2,46 @@
 /*
  * wire_ep.c - the wire's libfabric endpoint (one per context): creation
  * and destruction, receive buffers and send descriptors, scatter/gather
- * helpers, sending messages, dropping a peer, and polling the CQ (received
- * messages go to the requester's answers or to the target's queue).
+ * helpers, sending messages, dropping a peer (and making sure the provider
+ * let go of it), closing and opening the endpoint again, and polling the CQ
+ * (received messages go to the requester's answers or to the target's
+ * queue).
  */
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include "nic/soft/wire_int.h"
 #if KINET_HAVE_FABRIC
 
 /* ---- endpoint ------------------------------------------------------------ */
 
+/* A libfabric return code as the errno it means: libfabric's codes below
+ * FI_ERRNO_OFFSET are errno values (FI_ENOMEM is ENOMEM, ...); its own
+ * (truncation, no EQ bound, "other" ...) say that the provider is not
+ * usable here. */
+int wire_errno(int fi_rc)
+{
+	int e = fi_rc < 0 ? -fi_rc : fi_rc;
+	if (e == 0)
+		return 0;
+	return e < FI_ERRNO_OFFSET ? -e : -ENODEV;
+}
+
+static bool reset_safe(const struct kinet_wire *w);
+
 void wire_destroy(struct kinet_wire *w)
 {
+	if (w->fab && !reset_safe(w)) {
+		/* reads of a silent peer are still with the provider, which cannot
+		 * close their connection: the endpoint and what it may still write
+		 * into are left as they are (nothing calls into them any more) */
+		KLOG_WARN("wire: the endpoint is not closed: reads of a silent peer are still "
+			  "with the provider, which cannot close a connection under them "
+			  "(libfabric before 1.18)");
+		return;
+	}
 	if (w->ep)
 		fi_close(&w->ep->fid);
 	if (w->av)
@@ -31,6 +57,17 @@ void wire_destroy(struct kinet_wire *w)
 	free(w->rxmem);
 	free(w->bigmem);
 	free(w->txmem);
+	free(w->rdmem);
+	for (int i = NRD; i < w->nrdall; i++) {
+		free(w->rdall[i]->buf);
+		free(w->rdall[i]);
+	}
+	free(w->rdall);
+	free(w->txall);
+	free(w->holds);
+	for (int i = 0; i < w->nextra; i++)
+		free(w->extra[i]);
+	free(w->extra);
 	free(w->qps);
 	free(w->peers);
 	pthread_mutex_destroy(&w->lock);
@@ -48,13 +85,23 @@ static int post_rx(struct kinet_wire *w, struct rxbuf *rb)
 		return 0;
 	}
 	KLOG_ERR("wire: fi_recv: %s", fi_strerror((int)-rc));
-	return -EIO;
+	return wire_errno((int)rc);
 }
 
-/* A receive buffer is free: posted again at the end of the poll or pass
- * (answers go out first). */
+/* A received message is done with: a receive buffer is posted again at the
+ * end of the poll or pass (answers go out first), a copy is freed. */
 void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb)
 {
+	if (rb->heap) {
+		rb->owner->tq_bytes -= HDR + rb->m.len;
+		free(rb->buf);
+		free(rb);
+		return;
+	}
+	if (rb->held) {
+		rb->held = false;
+		w->rx_held--;
+	}
 	rb->executed = 0;
 	rb->off = 0;
 	rb->next = w->repost;
@@ -63,6 +110,8 @@ void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb)
 
 void wire_repost(struct kinet_wire *w)
 {
+	if (!w->ep)
+		return;
 	while (w->repost) {
 		struct rxbuf *rb = w->repost;
 		w->repost = rb->next;
@@ -74,6 +123,62 @@ void wire_repost(struct kinet_wire *w)
 			break;
 		}
 	}
+}
+
+/* The CQ, the address vector and the endpoint, bound and enabled, and our
+ * address: at creation, and again after the endpoint was closed (ep_reset:
+ * rxm leaves a closed endpoint's wait callback in its CQ, which must go
+ * with it). */
+static int ep_open(struct kinet_wire *w, const char **step)
+{
+	int rc;
+	/* a wait fd lets an idle engine sleep until the network has something */
+	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
+	*step = "fi_cq_open";
+	if (fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
+		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
+			w->wait_fd = -1;
+	} else {
+		w->wait_fd = -1;
+		cqa.wait_obj = FI_WAIT_NONE;
+		if ((rc = fi_cq_open(w->dom, &cqa, &w->cq, NULL)))
+			return rc;
+	}
+	struct fi_av_attr ava = {.type = FI_AV_TABLE};
+	*step = "fi_av_open";
+	if ((rc = fi_av_open(w->dom, &ava, &w->av, NULL)))
+		return rc;
+	*step = "fi_endpoint";
+	if ((rc = fi_endpoint(w->dom, w->info, &w->ep, NULL)))
+		return rc;
+	*step = "fi_ep_bind";
+	if ((rc = fi_ep_bind(w->ep, &w->av->fid, 0)) ||
+	    (rc = fi_ep_bind(w->ep, &w->cq->fid, FI_TRANSMIT | FI_RECV)))
+		return rc;
+	*step = "fi_enable";
+	if ((rc = fi_enable(w->ep)))
+		return rc;
+	w->addr_len = sizeof(w->addr);
+	*step = "fi_getname";
+	if ((rc = fi_getname(&w->ep->fid, w->addr, &w->addr_len)))
+		return rc;
+	return 0;
+}
+
+/* A boolean of the environment as libfabric reads its parameters (1, 0,
+ * true, false, yes, no, on, off): 1, 0, or dflt when unset or not one. */
+static int env_bool(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	if (!v)
+		return dflt;
+	if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+	    !strcasecmp(v, "on"))
+		return 1;
+	if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+	    !strcasecmp(v, "off"))
+		return 0;
+	return dflt;
 }
 
 /* fi_getinfo for the provider, with RMA when it has it. */
@@ -124,6 +229,13 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 		salt = kn_now_ns();
 	w->next_key = (salt << 20) | 1; /* keys of one process are not guessed by chance */
 
+	/* what libfabric read when it initialised (wire.c sets it when the
+	 * library is loaded, unless the environment says otherwise) */
+	w->av_cleanup = env_bool("FI_AV_REMOVE_CLEANUP", 0) == 1;
+	/* libfabric before 1.18: its tcp provider completes twice a read whose
+	 * answer is half received when its connection closes (fixed upstream in
+	 * 1.18, commit a74ea0f): no connection is closed under a read there */
+	w->close_safe = fi_version() >= FI_VERSION(1, 18);
 	int rc = wire_info(w, true);
 	w->rma = rc == 0;
 	if (rc)
@@ -132,7 +244,7 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 		KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
 			 w->prov, fi_strerror(-rc));
 		wire_destroy(w);
-		return -ENODEV;
+		return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
 	}
 	if (w->rma) {
 		uint64_t mm = w->info->domain_attr->mr_mode;
@@ -147,52 +259,29 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 				KLOG_ERR("wire: libfabric provider \"%s\": %s", w->prov,
 					 fi_strerror(-rc));
 				wire_destroy(w);
-				return -ENODEV;
+				return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
 			}
 		}
 	}
 	w->inject = w->info->tx_attr->inject_size;
 	w->iov_limit = w->info->tx_attr->iov_limit;
+	if (w->iov_limit > TX_IOV + 1)
+		w->iov_limit = TX_IOV + 1; /* header + pieces of a send from user memory */
 	const char *step = "fi_fabric";
 	if ((rc = fi_fabric(w->info->fabric_attr, &w->fab, NULL)))
 		goto fail;
 	step = "fi_domain";
 	if ((rc = fi_domain(w->fab, w->info, &w->dom, NULL)))
 		goto fail;
-	/* a wait fd lets an idle engine sleep until the network has something */
-	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
-	step = "fi_cq_open";
-	if (fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
-		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
-			w->wait_fd = -1;
-	} else {
-		cqa.wait_obj = FI_WAIT_NONE;
-		if ((rc = fi_cq_open(w->dom, &cqa, &w->cq, NULL)))
-			goto fail;
-	}
-	struct fi_av_attr ava = {.type = FI_AV_TABLE};
-	step = "fi_av_open";
-	if ((rc = fi_av_open(w->dom, &ava, &w->av, NULL)))
-		goto fail;
-	step = "fi_endpoint";
-	if ((rc = fi_endpoint(w->dom, w->info, &w->ep, NULL)))
-		goto fail;
-	step = "fi_ep_bind";
-	if ((rc = fi_ep_bind(w->ep, &w->av->fid, 0)) ||
-	    (rc = fi_ep_bind(w->ep, &w->cq->fid, FI_TRANSMIT | FI_RECV)))
-		goto fail;
-	step = "fi_enable";
-	if ((rc = fi_enable(w->ep)))
-		goto fail;
-	w->addr_len = sizeof(w->addr);
-	step = "fi_getname";
-	if ((rc = fi_getname(&w->ep->fid, w->addr, &w->addr_len)))
+	if ((rc = ep_open(w, &step)))
 		goto fail;
 	/* buffers */
 	w->rxmem = malloc((size_t)NRX * (HDR + CHUNK));
 	w->bigmem = malloc((size_t)NBIG * (HDR + CHUNK));
 	w->txmem = calloc(NTX, sizeof(struct txd));
-	if (!w->rxmem || !w->bigmem || !w->txmem) {
+	w->ntxall = NTX;
+	w->txall = calloc(NTX, sizeof(*w->txall));
+	if (!w->rxmem || !w->bigmem || !w->txmem || !w->txall) {
 		wire_destroy(w);
 		return -ENOMEM;
 	}
@@ -203,11 +292,11 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 		td[i].kind = CTX_TX;
 		td[i].next = w->txfree;
 		w->txfree = &td[i];
+		w->txall[i] = &td[i];
 	}
-	for (int i = NRD - 1; i >= 0; i--) {
-		w->rd[i].kind = CTX_RD;
-		w->rd[i].next = w->rdfree;
-		w->rdfree = &w->rd[i];
+	if (!wire_rd_init(w)) {
+		wire_destroy(w);
+		return -ENOMEM;
 	}
 	for (int i = 0; i < NRX; i++) {
 		w->rx[i].kind = CTX_RX;
@@ -217,17 +306,19 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 			return rc;
 		}
 	}
-	KLOG_INFO("wire: provider %s, fabric %s, domain %s, %s, %s",
+	KLOG_INFO("wire: provider %s, fabric %s, domain %s, %s, %s, %s",
 		  w->info->fabric_attr->prov_name, w->info->fabric_attr->name,
 		  w->info->domain_attr->name,
-		  w->rma ? "rendezvous writes (target reads in place)" : "messages only",
-		  w->wait_fd >= 0 ? "wait fd" : "no wait fd");
+		  w->rma ? "rendezvous writes" : "messages only",
+		  w->wait_fd >= 0 ? "wait fd" : "no wait fd",
+		  w->av_cleanup ? "connections can be closed"
+				: "FI_AV_REMOVE_CLEANUP off: only the endpoint can be closed");
 	*out = w;
 	return 0;
 fail:
 	KLOG_ERR("wire: %s: %s", step, fi_strerror(-rc));
 	wire_destroy(w);
-	return -ENODEV;
+	return wire_errno(rc);
 }
 
 /* The context's wire, created on first use. */
@@ -244,6 +335,40 @@ int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
 	return rc;
 }
 
+/* Closes the provider's connection to a dropped peer, to make it let go of
+ * memory it still uses for it (kinet_wire_mr_gone): its address leaves the
+ * address vector, which with FI_AV_REMOVE_CLEANUP closes the connection
+ * and cancels every transfer on it (wire_settle checks). Not while a read
+ * of it may be half answered where the provider cannot close under one
+ * (close_safe): then once its given-up reads have ended. false: not now. */
+bool wire_close_peer(struct kinet_wire *w, int idx)
+{
+	struct wpeer *p = &w->peers[idx];
+	if (p->removed)
+		return true;
+	p->want_close = true;
+	if (!w->av || (!w->close_safe && (p->nrd || p->nlost)))
+		return false;
+	p->removed = true;
+	p->closed = w->av_cleanup;
+	p->settle = true;
+	w->drop_check = true;
+	KLOG_INFO("wire: peer %d: connection closed", idx);
+	fi_av_remove(w->av, &p->fa, 1, 0);
+	return true;
+}
+
+static void txd_write_off(struct kinet_wire *w, struct txd *t);
+static void txd_unbusy_qp(struct kinet_wire *w, const struct txd *t);
+
+/* Drops a peer: every QP to it fails, its reads are given up (they stay
+ * with the provider, their bytes are never used, the key table is let go)
+ * and so are its sends (their descriptors and bounce buffers are replaced:
+ * a silent peer does not keep the pools every QP needs; the regions they
+ * send from stay held until the provider lets go of them). Its connection
+ * is left as it is: a peer that only paused (a network cut that heals) gets
+ * to it again on the next connect, and closing it would leave that peer
+ * with a connection it thinks alive, which refuses ours. */
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why)
 {
 	struct wpeer *p = &w->peers[idx];
@@ -251,7 +376,224 @@ void wire_drop_peer(struct kinet_wire *w, int idx, const char *why)
 		return;
 	p->dead = true;
 	KLOG_INFO("wire: peer %d dropped (%s)", idx, why);
-	fi_av_remove(w->av, &p->fa, 1, 0);
+	wire_rd_give_up(w, idx);
+	for (int k = 0; k < w->ntxall; k++)
+		if (w->txall[k]->busy && w->txall[k]->what != TX_LOST && w->txall[k]->peer == idx)
+			txd_write_off(w, w->txall[k]);
+}
+
+/* A given-up read of peer idx has ended after all. */
+void wire_lost_done(struct kinet_wire *w, int idx)
+{
+	struct wpeer *p = &w->peers[idx];
+	if (p->nlost && --p->nlost == 0 && p->want_close)
+		wire_close_peer(w, idx);
+}
+
+/* Takes a send of a dropped peer, which the provider may never complete,
+ * out of the pool (a late completion puts it back) and puts a new one in
+ * its place. The regions it sends from stay held (t->mr) until then or
+ * until its connection is closed. */
+static void txd_write_off(struct kinet_wire *w, struct txd *t)
+{
+	if (t->peer >= 0 && t->peer < w->npeers)
+		w->peers[t->peer].nbusy--;
+	txd_unbusy_qp(w, t);
+	t->what = TX_LOST;
+	struct txd *n = calloc(1, sizeof(*n));
+	struct txd **all = n ? realloc(w->txall, (size_t)(w->ntxall + 1) * sizeof(*all)) : NULL;
+	void **ex = all ? realloc(w->extra, (size_t)(w->nextra + 2) * sizeof(*ex)) : NULL;
+	if (all)
+		w->txall = all;
+	if (ex)
+		w->extra = ex;
+	if (!ex) {
+		free(n);
+		return; /* the pool is one smaller */
+	}
+	n->kind = CTX_TX;
+	w->txall[w->ntxall++] = n;
+	w->extra[w->nextra++] = n;
+	n->next = w->txfree;
+	w->txfree = n;
+	if (t->big) {
+		/* its bounce buffer stays with it: another one for the pool */
+		uint8_t *b = malloc(HDR + CHUNK);
+		if (b) {
+			w->extra[w->nextra++] = b;
+			w->bigfree[w->nbig++] = b;
+		}
+	}
+}
+
+/* May the whole endpoint be closed now? Not with a read answer possibly
+ * half received where the provider cannot close under one. */
+static bool reset_safe(const struct kinet_wire *w)
+{
+	if (w->close_safe)
+		return true;
+	if (atomic_load(&w->rd_inflight) > 0)
+		return false;
+	for (int i = 0; i < w->npeers; i++)
+		if (w->peers[i].nlost)
+			return false;
+	return true;
+}
+
+/* Closes the endpoint and opens a new one: every transfer ends with it
+ * (the provider closes every connection), whatever it kept. Every QP of the
+ * context fails; the context's address changes. For a provider that does
+ * not close a removed address's connection (FI_AV_REMOVE_CLEANUP off), and
+ * for an address vector that refuses addresses it should take. */
+static void ep_reset(struct kinet_wire *w)
+{
+	w->reset_due = false;
+	w->nresets++;
+	KLOG_WARN("wire: closing the endpoint and opening a new one (%s): every QP of this "
+		  "context fails and its descriptors must be exported again",
+		  w->av_cleanup ? "its address vector refuses addresses"
+				: "a dropped peer keeps memory and the provider does not close its "
+				  "connection: FI_AV_REMOVE_CLEANUP is off");
+	for (int i = 0; i < w->nqps; i++) {
+		struct wire_qp *wq = w->qps[i];
+		if (wq->connected && wq->head != wq->tail)
+			wire_fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, false);
+		wire_tq_drop(w, wq);
+	}
+	for (int i = 0; i < w->npeers; i++) {
+		w->peers[i].dead = w->peers[i].removed = w->peers[i].closed = true;
+		w->peers[i].settle = w->peers[i].want_close = false;
+	}
+	if (w->ep)
+		fi_close(&w->ep->fid);
+	w->ep = NULL;
+	/* what the close cancelled: nothing of it is used any more */
+	for (int n = 0; n < 100000; n++) {
+		struct fi_cq_msg_entry ce[16];
+		ssize_t k = fi_cq_read(w->cq, ce, 16);
+		if (k == -FI_EAVAIL) {
+			struct fi_cq_err_entry err;
+			memset(&err, 0, sizeof(err));
+			if (fi_cq_readerr(w->cq, &err, 0) <= 0)
+				break;
+			continue;
+		}
+		if (k <= 0)
+			break;
+	}
+	/* whatever is still in flight never completes now */
+	for (int i = 0; i < w->nrdall; i++)
+		if (w->rdall[i]->busy)
+			wire_rd_done(w, w->rdall[i], false);
+	for (int i = 0; i < w->ntxall; i++) {
+		struct txd *t = w->txall[i];
+		if (t->what == TX_LOST) {
+			t->what = TX_PLAIN;
+			t->busy = false;
+			t->nmr = 0;
+			t->big = NULL; /* replaced already */
+			t->next = w->txfree;
+			w->txfree = t;
+		} else if (t->busy) {
+			wire_txd_put(w, t);
+		}
+	}
+	wire_holds_release(w, -1);
+	for (int i = 0; i < w->npeers; i++)
+		w->peers[i].nbusy = w->peers[i].nrd = 0;
+	w->repost = NULL;
+	w->rx_held = 0;
+	for (int i = NRX - 1; i >= 0; i--) {
+		w->rx[i].held = false;
+		w->rx[i].executed = 0;
+		w->rx[i].off = 0;
+		w->rx[i].next = w->repost;
+		w->repost = &w->rx[i];
+	}
+	if (w->av)
+		fi_close(&w->av->fid);
+	w->av = NULL;
+	if (w->cq)
+		fi_close(&w->cq->fid);
+	w->cq = NULL;
+	w->wait_fd = -1;
+	const char *step;
+	int rc = ep_open(w, &step);
+	if (rc) {
+		KLOG_ERR("wire: %s: %s: the endpoint stays closed", step, fi_strerror(-rc));
+		if (w->ep)
+			fi_close(&w->ep->fid);
+		w->ep = NULL;
+		return;
+	}
+	wire_repost(w);
+}
+
+/* Where no poll of the CQ is under way (the caller holds the lock): checks
+ * that the provider let go of the peers removed since the last call, and
+ * closes and opens the endpoint again when that is due. A closed
+ * connection's reads and most sends come back cancelled; a send the
+ * provider will never complete (nothing can reach its memory any more) is
+ * written off, and the peer's holds are released. A peer removed without
+ * the cleanup keeps what the provider does for it: only closing the
+ * endpoint ends that. */
+void wire_settle(struct kinet_wire *w)
+{
+	if (w->drop_check) {
+		w->drop_check = false;
+		for (int i = 0; i < 64 && wire_poll_cq(w) > 0; i++)
+			;
+		for (int i = 0; i < w->npeers; i++) {
+			struct wpeer *p = &w->peers[i];
+			if (!p->settle)
+				continue;
+			p->settle = false;
+			if (p->closed) {
+				if (p->nrd) {
+					/* a read that was not cancelled: the connection is
+					 * not closed after all */
+					KLOG_WARN("wire: peer %d: reads still in flight after "
+						  "its connection was closed "
+						  "(FI_AV_REMOVE_CLEANUP not in effect?)", i);
+					w->av_cleanup = false;
+					p->closed = false;
+				} else {
+					/* nothing can reach its sends' memory any more */
+					for (int k = 0; k < w->ntxall; k++) {
+						struct txd *t = w->txall[k];
+						if (t->busy && t->peer == i && t->what != TX_LOST)
+							txd_write_off(w, t);
+						if (t->busy && t->peer == i)
+							t->nmr = 0;
+					}
+					wire_holds_release(w, i);
+					continue;
+				}
+			}
+			bool sends = p->nbusy > 0;
+			for (int k = 0; k < w->ntxall && !sends; k++)
+				sends = w->txall[k]->busy && w->txall[k]->peer == i;
+			if (sends || wire_holds_peer(w, i))
+				w->reset_due = true;
+		}
+	}
+	if (w->reset_due && reset_safe(w))
+		ep_reset(w);
+}
+
+/* Does the provider still hold mr (a send straight from it, a rendezvous
+ * source) and for which peer? */
+bool wire_mr_held(const struct kinet_wire *w, const kinet_mr *mr, int *peer)
+{
+	return wire_txd_uses(w, mr, peer) || wire_holds_mr(w, mr, peer);
+}
+
+/* Can the provider be made to let go of what it holds for peer idx (its
+ * connection closed, or the endpoint)? */
+bool wire_peer_releasable(const struct kinet_wire *w, int idx)
+{
+	const struct wpeer *p = &w->peers[idx];
+	return p->closed || w->close_safe || (p->nrd == 0 && p->nlost == 0) || reset_safe(w);
 }
 
 /* ---- small pools --------------------------------------------------------- */
@@ -264,13 +606,39 @@ struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq)
 	w->txfree = t->next;
 	t->next = NULL;
 	t->big = NULL;
+	t->busy = false;
+	t->what = TX_PLAIN;
+	t->nmr = 0;
+	t->peer = wq->peer;
 	t->qpn = wq->qp->qpn;
 	t->gen = wq->gen;
 	return t;
 }
 
+/* Marks a descriptor as handed to the provider (fi_send* succeeded) for
+ * wq, which has one more in flight. */
+void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t)
+{
+	t->busy = true;
+	if (t->peer >= 0)
+		w->peers[t->peer].nbusy++;
+	wq->ntxd++;
+}
+
+/* The QP that sent t has one descriptor fewer in flight. */
+static void txd_unbusy_qp(struct kinet_wire *w, const struct txd *t)
+{
+	struct wire_qp *wq = wire_wq_find(w, t->qpn);
+	if (wq && wq->gen == t->gen && wq->ntxd)
+		wq->ntxd--;
+}
+
 void wire_txd_put(struct kinet_wire *w, struct txd *t)
 {
+	if (t->busy && t->peer >= 0 && t->peer < w->npeers)
+		w->peers[t->peer].nbusy--;
+	t->busy = false;
+	t->nmr = 0;
 	if (t->big)
 		w->bigfree[w->nbig++] = t->big;
 	t->big = NULL;
@@ -278,7 +646,22 @@ void wire_txd_put(struct kinet_wire *w, struct txd *t)
 	w->txfree = t;
 }
 
-static struct wire_qp *wq_find(struct kinet_wire *w, uint32_t qpn)
+bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer)
+{
+	for (int i = 0; i < w->ntxall; i++) {
+		const struct txd *t = w->txall[i];
+		if (!t->busy || (t->what != TX_DIRECT && t->what != TX_LOST))
+			continue;
+		for (int k = 0; k < t->nmr; k++)
+			if (t->mr[k] == mr) {
+				*peer = t->peer;
+				return true;
+			}
+	}
+	return false;
+}
+
+struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn)
 {
 	for (int i = 0; i < w->nqps; i++)
 		if (w->qps[i]->qp->qpn == qpn)
@@ -306,6 +689,7 @@ int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t 
 		out[k].ptr = iov[i].ptr + off;
 		out[k].len = take;
 		out[k].kind = iov[i].kind;
+		out[k].mr = iov[i].mr;
 		k++;
 		n -= take;
 		off = 0;
@@ -329,7 +713,7 @@ uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n)
 static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		       const void *data, uint32_t n)
 {
-	if (w->peers[wq->peer].dead)
+	if (w->peers[wq->peer].dead || !w->ep)
 		return -ECONNRESET;
 	uint8_t b[SMALL];
 	m->len = n;
@@ -347,12 +731,14 @@ static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 	return 0;
 }
 
-/* A header-only control message. */
-int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
+/* A header-only message with a send descriptor (a completion). */
+static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m, uint8_t what,
+			 uint32_t seq)
 {
-	if (HSZ <= w->inject)
-		return send_inject(w, wq, m, NULL, 0);
-	if (w->peers[wq->peer].dead)
+	/* a fence also goes to a dropped peer whose connection is still there:
+	 * it fails at once on a broken one */
+	const struct wpeer *p = &w->peers[wq->peer];
+	if ((p->dead && what != TX_FENCE) || p->removed || !w->ep)
 		return -ECONNRESET;
 	struct txd *t = wire_txd_get(w, wq);
 	if (!t)
@@ -368,8 +754,28 @@ int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 		KLOG_DBG("wire: send to qp 0x%x: %s", wq->peer_qpn, fi_strerror((int)-rc));
 		return -ECONNRESET;
 	}
+	t->what = what;
+	t->seq = seq;
+	wire_txd_busy(w, wq, t);
 	wq->last_tx_ns = kn_now_ns();
 	return 0;
+}
+
+/* A header-only control message. */
+int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
+{
+	if (HSZ <= w->inject)
+		return send_inject(w, wq, m, NULL, 0);
+	return send_ctrl_txd(w, wq, m, TX_PLAIN, 0);
+}
+
+/* A fence: a keepalive sent with a completion (wire_fence_done once it is
+ * out). 0, -EAGAIN or -ECONNRESET. */
+int wire_send_fence(struct kinet_wire *w, struct wire_qp *wq, uint32_t id)
+{
+	struct wmsg m = {.type = M_KA, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
+			 .dst_gen = wq->peer_gen, .src_gen = wq->gen};
+	return send_ctrl_txd(w, wq, &m, TX_FENCE, id);
 }
 
 /* A message with a payload of n bytes taken from data[] (any memory kind):
@@ -379,12 +785,12 @@ int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n)
 {
-	if (w->peers[wq->peer].dead)
+	if (w->peers[wq->peer].dead || !w->ep)
 		return -ECONNRESET;
 	m->len = (uint32_t)n;
 	if (HSZ + n <= w->inject && HSZ + n <= SMALL) {
 		uint8_t b[SMALL];
-		struct soft_iov dst = {b, n, KINET_MEM_HOST};
+		struct soft_iov dst = {b, n, KINET_MEM_HOST, NULL};
 		if (n && soft_copy_iov(&dst, 1, data, nd, n))
 			return -EFAULT;
 		uint64_t g = wire_gpu_bytes(data, nd);
@@ -392,15 +798,19 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 			atomic_fetch_add(&w->ctx->c_staged, g);
 		return send_inject(w, wq, m, b, (uint32_t)n);
 	}
+	/* one QP does not take every descriptor (a silent peer's queued sends
+	 * would starve the others): at most TXQ_MAX in flight each */
+	if (wq->ntxd >= TXQ_MAX)
+		return -EAGAIN;
 	struct txd *t = wire_txd_get(w, wq);
 	if (!t)
 		return -EAGAIN;
 	wire_enc(t->small + HOFF, m);
 	ssize_t rc;
 	bool direct = n > SMALL - HDR && nd >= 1 && (size_t)nd + 1 <= w->iov_limit &&
-		      wire_gpu_bytes(data, nd) == 0;
+		      m->type == M_REQ && wire_gpu_bytes(data, nd) == 0;
 	if (direct) {
-		struct iovec iov[8];
+		struct iovec iov[TX_IOV + 1];
 		iov[0].iov_base = t->small + HOFF;
 		iov[0].iov_len = HSZ;
 		for (int i = 0; i < nd; i++) {
@@ -408,8 +818,19 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 			iov[i + 1].iov_len = data[i].len;
 		}
 		rc = fi_sendv(w->ep, iov, NULL, (size_t)nd + 1, wire_peer_fa(w, wq), &t->fc);
-		if (rc == 0)
+		if (rc == 0) {
 			atomic_fetch_add(&w->ctx->c_direct, n);
+			/* the provider reads these regions until the completion: the
+			 * request does not complete before it, deregistration waits */
+			t->what = TX_DIRECT;
+			for (int i = 0; i < nd; i++) {
+				int k = 0;
+				while (k < t->nmr && t->mr[k] != data[i].mr)
+					k++;
+				if (k == t->nmr && data[i].mr)
+					t->mr[t->nmr++] = data[i].mr;
+			}
+		}
 	} else {
 		uint8_t *buf = t->small;
 		if (HDR + n > SMALL) {
@@ -421,7 +842,7 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 			buf = t->big;
 			memcpy(buf + HOFF, t->small + HOFF, HSZ);
 		}
-		struct soft_iov dst = {buf + HDR, n, KINET_MEM_HOST};
+		struct soft_iov dst = {buf + HDR, n, KINET_MEM_HOST, NULL};
 		if (n && soft_copy_iov(&dst, 1, data, nd, n)) {
 			wire_txd_put(w, t);
 			return -EFAULT;
@@ -439,6 +860,7 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		KLOG_DBG("wire: send to qp 0x%x: %s", wq->peer_qpn, fi_strerror((int)-rc));
 		return -ECONNRESET;
 	}
+	wire_txd_busy(w, wq, t);
 	wq->last_tx_ns = kn_now_ns();
 	return 0;
 }
@@ -453,7 +875,7 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 	const struct wmsg *m = &rb->m;
 	if (m->len > CHUNK || (size_t)HSZ + m->len != len)
 		goto drop; /* malformed */
-	struct wire_qp *wq = wq_find(w, m->dst_qpn);
+	struct wire_qp *wq = wire_wq_find(w, m->dst_qpn);
 	if (!wq || m->dst_gen != wq->gen)
 		goto drop; /* no such QP (any more): as a NIC, drop */
 	if (m->type == M_RESP || m->type == M_KA || m->type == M_ACK) {
@@ -470,9 +892,14 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 	}
 	if (m->type != M_REQ && m->type != M_RTS)
 		goto drop;
+	/* hook (fault injection, kinet_fault_add): a request dropped or corrupted */
+	if (soft_ctx(w->ctx)->faults && kinet_soft_fault_rx(wq->qp, m->op, rb->buf + HDR, m->len))
+		goto drop;
 	/* target: keep it, in message order */
 	rb->executed = 0;
 	rb->off = 0;
+	rb->held = true;
+	w->rx_held++;
 	struct rxbuf **pp = &wq->tq;
 	while (*pp && (int32_t)((*pp)->m.msn - m->msn) <= 0)
 		pp = &(*pp)->next;
@@ -483,9 +910,35 @@ drop:
 	wire_rx_release(w, rb);
 }
 
+static void fail_by_qpn(struct kinet_wire *w, uint32_t qpn, uint32_t gen, const char *why);
+
+/* A send is out (ok) or failed: what waited for it goes on. */
+static void tx_done(struct kinet_wire *w, struct txd *t, bool ok, int err)
+{
+	if (t->what == TX_LOST) {
+		/* written off, back after all: a descriptor again (its bounce
+		 * buffer was replaced: it stays out of the pool) */
+		t->what = TX_PLAIN;
+		t->busy = false;
+		t->nmr = 0;
+		t->big = NULL;
+		t->next = w->txfree;
+		w->txfree = t;
+		return;
+	}
+	uint8_t what = t->what;
+	uint32_t qpn = t->qpn, gen = t->gen, seq = t->seq;
+	txd_unbusy_qp(w, t);
+	wire_txd_put(w, t);
+	if (what == TX_FENCE)
+		wire_fence_done(w, qpn, gen, seq); /* out, or its connection failed */
+	if (!ok)
+		fail_by_qpn(w, qpn, gen, fi_strerror(err));
+}
+
 static void fail_by_qpn(struct kinet_wire *w, uint32_t qpn, uint32_t gen, const char *why)
 {
-	struct wire_qp *wq = wq_find(w, qpn);
+	struct wire_qp *wq = wire_wq_find(w, qpn);
 	if (!wq || wq->gen != gen || !wq->connected)
 		return;
 	KLOG_INFO("wire: qp 0x%x: send failed (%s)", qpn, why);
@@ -502,6 +955,8 @@ static int ctx_kind(void *op_context)
 int wire_poll_cq(struct kinet_wire *w)
 {
 	int work = 0;
+	if (!w->cq)
+		return 0; /* the endpoint stays closed (ep_reset failed) */
 	struct fi_cq_msg_entry ce[16];
 	for (int round = 0; round < 8; round++) {
 		ssize_t n = fi_cq_read(w->cq, ce, 16);
@@ -520,10 +975,7 @@ int wire_poll_cq(struct kinet_wire *w)
 					continue; /* endpoint closing */
 				wire_rx_release(w, rb);
 			} else if (kind == CTX_TX) {
-				struct txd *t = err.op_context;
-				uint32_t qpn = t->qpn, gen = t->gen;
-				wire_txd_put(w, t);
-				fail_by_qpn(w, qpn, gen, fi_strerror(err.err));
+				tx_done(w, err.op_context, false, err.err);
 			} else if (kind == CTX_RD) {
 				KLOG_DBG("wire: read failed: %s", fi_strerror(err.err));
 				wire_rd_done(w, err.op_context, false);
@@ -539,7 +991,7 @@ int wire_poll_cq(struct kinet_wire *w)
 			else if (kind == CTX_RD)
 				wire_rd_done(w, ce[i].op_context, true);
 			else
-				wire_txd_put(w, ce[i].op_context);
+				tx_done(w, ce[i].op_context, true, 0);
 		}
 		work += (int)n;
 		if (n < 16)

@@ -18,13 +18,24 @@
  * requester registers its source pieces with libfabric (remote read only, a
  * fresh key per request, closed before the CQE) and sends their keys; the
  * target checks rkey, bounds and access itself, then reads the data with
- * fi_read straight into the checked destination (no bounce buffer, no
- * copy). Everything else is eager: writes and sends in
- * chunks of at most CHUNK bytes (straight from host memory with fi_sendv
- * when the pieces allow it, otherwise through a bounce buffer, through
- * kinet_mem_copy for GPU memory), reads and atomics as one request. CQEs
- * are written in WQE order as soon as the answer is read (a write
+ * fi_read (into bounce buffers of its own, copied into the checked
+ * destination as they land: a read that can never be cancelled must be
+ * given up without it ever writing into a region). Everything else is eager:
+ * writes and sends in chunks of at most CHUNK bytes (straight from host
+ * memory with fi_sendv when the pieces allow it, otherwise through a bounce
+ * buffer, through kinet_mem_copy for GPU memory), reads and atomics as one
+ * request. Flow control: beyond its oldest unfinished request, a QP has at
+ * most EAGER_OUT bytes of eager payload sent and not acknowledged (the
+ * target's memory for the requests one QP keeps waiting stays bounded).
+ * CQEs are written in WQE order as soon as the answer is read (a write
  * completes only after it was placed).
+ *
+ * Memory the provider still uses: a send straight from user memory until
+ * its completion, a rendezvous source until the target answered for it or
+ * (it ended without an answer: a flush, a local failure) a fence is out.
+ * kinet_mr_dereg fails the requests that would still touch the region and
+ * waits for those (kinet_wire_mr_gone), then, after KINET_NET_TIMEOUT_MS,
+ * closes the connection of the peer that keeps it.
  *
  * Target: kinet_wire_ctx_progress() polls the endpoint and runs each request
  * through the same responder functions as a local peer (soft_resp_*: rkey,
@@ -41,22 +52,26 @@
  * those in flight have landed. A send that finds no receive WQE is retried
  * every KINET_RNR_TIMER_US up to the requester's rnr_retry (7: forever),
  * then answered with RNR retry exceeded; meanwhile the target keeps the
- * requester's timer alive.
+ * requester's timer alive. Requests that wait do not keep receive buffers
+ * when those run short: they are copied out (wire_tq_copy).
  *
  * Failures: a requester that hears nothing from its peer for
  * KINET_NET_TIMEOUT_MS while requests are outstanding (dead process, broken
  * connection, network down), or whose sends fail, completes the oldest
  * outstanding WQE with transport retry exceeded, flushes the others and
  * moves the QP to ERR. A target whose reads make no progress for as long
- * drops the connection. The peer's address is then dropped from the
- * address vector (closing the provider's connection and whatever it still
- * queued), so a later connect starts afresh.
+ * drops the peer: its reads are given up (the key table is let go). A
+ * dropped peer's QPs all fail; its connection is left to the provider (a
+ * later connect reuses it, or a fresh one), unless memory it keeps must be
+ * released (wire_close_peer).
  *
- * Files: wire.c (entry points the engine calls, QP lifecycle), wire_ep.c (endpoint, pools, sending, polling
- * the libfabric CQ), wire_req.c (requester: window, rendezvous, pump, CQEs,
- * failure, answers), wire_tgt.c (target: serving requests, rendezvous
- * reads, answers and ACKs, RNR waits); the descriptors are the core's
- * (src/core/desc.c).
+ * Files: wire.c (entry points the engine calls, QP lifecycle, deregistration
+ * with work in flight, peer addresses), wire_ep.c (endpoint, pools, sending,
+ * dropping and closing peers, polling the libfabric CQ), wire_req.c
+ * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
+ * answers), wire_tgt.c (target: serving requests, rendezvous reads, answers
+ * and ACKs, RNR waits, copies of waiting requests); the descriptors are the
+ * core's (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H
@@ -77,6 +92,7 @@
 #define HDR 64u              /* payload offset in a buffer; the header ends there */
 #define NRX 32               /* receive buffers posted */
 #define NTX 512              /* send descriptors */
+#define TXQ_MAX 64           /* of them, in flight for one QP (its data, its read answers) */
 #define NBIG 16              /* bounce buffers of HDR + CHUNK */
 #define SMALL 1024u          /* inline buffer of a send descriptor (HDR + 960) */
 #define WIN 64u              /* outstanding requests per QP */
@@ -84,11 +100,17 @@
 #define PCSZ 24u
 #define RTSE 32u             /* fixed part of a rendezvous entry in an RTS message */
 #define RTS_MAX (SMALL - HDR) /* payload of one RTS message (its entries) */
-#define RD_MAX (4u << 20)    /* largest read the target posts */
-#define NRD 64               /* target reads in flight per endpoint */
+#define RD_PIECE (1u << 20)  /* largest target read: the size of its bounce buffer */
+#define NRD 16               /* target reads in flight per endpoint (RD_BYTES of buffers) */
 #define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
 #define ACK_EVERY 16u        /* while writes are landing: an ACK per this many, */
 #define ACK_DELAY_NS 50000u  /* or once the oldest unacknowledged is this old */
+#define TX_IOV 7             /* payload pieces of one send straight from user memory */
+#define EAGER_OUT (4u << 20) /* eager bytes a QP may have sent beyond its oldest request */
+#define RX_LOW (NRX / 2)     /* receive buffers held by target queues before they are copied */
+/* what the target queue of one QP may hold in copies: the limit above, a chunk
+ * of its oldest request, and a small message per request of the window */
+#define TQ_MAX ((uint64_t)EAGER_OUT + 2u * CHUNK + (uint64_t)WIN * SMALL)
 
 enum { M_REQ = 1, M_RESP = 2, M_KA = 3, M_ACK = 4, M_RTS = 5 };
 enum { F_FIRST = 1, F_LAST = 2, F_FIN = 4 };
@@ -156,12 +178,18 @@ struct wpiece {
 enum { CTX_RX = 1, CTX_TX = 2, CTX_RD = 3 };
 
 /* A posted receive buffer; while a request waits at the target it stays in
- * the target QP's queue, then it is posted again. */
+ * the target QP's queue, then it is posted again. When receive buffers run
+ * short, a waiting request is copied out of its buffer (heap: the copy, freed
+ * once done) and the buffer posted again: no QP's waiting requests can take
+ * the buffers every other QP needs. */
 struct rxbuf {
 	struct fi_context fc;
 	int kind;
 	struct rxbuf *next;
 	uint8_t *buf;
+	bool heap;        /* a copy kept by a target queue, not a posted buffer */
+	bool held;        /* a posted buffer kept by a target queue */
+	struct wire_qp *owner; /* heap: the queue it counts against */
 	struct wmsg m;
 	int executed;     /* target: done, the answer is still to be sent */
 	uint32_t status;  /* its result */
@@ -169,13 +197,29 @@ struct rxbuf {
 	uint64_t off;     /* read: bytes already sent back */
 };
 
+enum { TX_PLAIN, TX_DIRECT, TX_FENCE, TX_LOST };
+
 /* A send in flight; names its QP by number and generation, never by pointer
- * (the QP may be gone when the completion arrives). */
+ * (the QP may be gone when the completion arrives). A send straight from
+ * user memory (TX_DIRECT) keeps the regions it reads until its completion:
+ * deregistration waits for them (kinet_wire_mr_gone). A fence (TX_FENCE,
+ * seq: its id) is a keepalive sent with a completion: the provider sends in
+ * order, so once it is out, so is every read answer it queued before it. A
+ * send of a dropped peer, which the provider may never complete, is written
+ * off (TX_LOST): not reused before its completion, replaced by a new one;
+ * the regions it sends from stay held until then or until its connection is
+ * closed. */
 struct txd {
 	struct fi_context fc;
 	int kind;
 	struct txd *next;
+	bool busy;      /* with the provider: completion not seen yet */
+	uint8_t what;   /* TX_* */
+	int peer;       /* index in w->peers */
 	uint32_t qpn, gen;
+	uint32_t seq;   /* TX_FENCE: its id */
+	int nmr;
+	kinet_mr *mr[TX_IOV]; /* TX_DIRECT: the regions of its payload */
 	uint8_t *big; /* bounce buffer taken, if any */
 	uint8_t small[SMALL];
 };
@@ -203,11 +247,21 @@ struct tpend {
 };
 
 /* A target read in flight. p is NULL once its request was dropped (the
- * bytes still land in the checked region: the key table stays held). */
+ * bytes still land in the checked region: the key table stays held until
+ * the provider has completed it). Read through its own bounce buffer (buf),
+ * copied into the region when it lands: a read of a silent peer can be given
+ * up (lost: never reused until the provider completes it, its bytes never
+ * copied), which the provider cannot do for it (no cancel of reads; closing
+ * the connection under a read answer is not safe with libfabric 1.17's
+ * tcp, and leaves a paused peer with a stale connection). */
 struct rdop {
 	struct fi_context fc;
 	int kind;
 	struct rdop *next;
+	bool busy;       /* with the provider */
+	bool lost;       /* given up */
+	int peer;        /* index in w->peers */
+	uint8_t *buf;    /* its bounce buffer (RD_PIECE bytes) */
 	struct tpend *p;
 	uint8_t *bounce; /* staging for a destination that is not host memory */
 	uint8_t *dst;
@@ -224,10 +278,24 @@ struct wreq {
 	bool fin;          /* read: final answer seen (data may still be on its way) */
 	bool done;
 	bool rndv;         /* by rendezvous: mr[] registered for the target to read */
+	uint64_t eager;    /* its payload counted in wq->eager_out */
 	uint32_t status;
 	int nmr;
 	struct fid_mr *mr[MAXPC];
 	struct wpiece pc[MAXPC];
+};
+
+/* Memory the provider may still read for a peer after a request ended
+ * without the target's answer: a rendezvous source (its keys are closed, no
+ * new read starts; one under way goes on). Released once a fence of the
+ * same connection sent after it is out, or once the connection is closed;
+ * kinet_mr_dereg waits for it. */
+struct whold {
+	kinet_mr *mr[MAXPC];
+	int nmr;
+	int peer;
+	uint32_t qpn, gen; /* the requester QP whose fence releases it */
+	uint32_t fence;    /* that fence */
 };
 
 struct wpeer {
@@ -236,10 +304,19 @@ struct wpeer {
 	fi_addr_t fa;
 	bool dead;
 	int refs;
+	int nrd;          /* target reads in flight from it */
+	int nbusy;        /* sends and reads in flight to it */
+	int nlost;        /* reads given up (the provider still has them) */
+	uint64_t rd_ns;   /* last progress of those reads */
+	bool settle;      /* dropped: see that the provider let go of it */
+	bool want_close;  /* its connection is to be closed once that is safe */
+	bool removed;     /* dropped and out of the address vector */
+	bool closed;      /* removed with FI_AV_REMOVE_CLEANUP: its connection is closed */
 };
 
 struct wire_qp {
 	kinet_qp *qp;
+	struct kinet_wire *w;
 	uint32_t gen;
 	bool connected;
 	int peer;           /* index in w->peers */
@@ -250,8 +327,13 @@ struct wire_qp {
 	uint32_t msn_tx;
 	uint64_t last_rx_ns, busy_since_ns;
 	bool failed;        /* error seen: everything outstanding is failing */
+	bool cut;           /* a request failed locally: what is posted now is flushed */
+	uint32_t fence_want, fence_sent; /* fences its holds need, and sent */
+	uint64_t eager_out; /* eager payload sent for requests not done */
+	int ntxd;           /* send descriptors in flight (TXQ_MAX) */
 	/* target */
 	struct rxbuf *tq;   /* received requests, by message number */
+	uint64_t tq_bytes;  /* of them, in copies */
 	uint32_t msn_rx;
 	bool tgt_failed;    /* answered an error: drop the rest of this connection */
 	struct tpend *pend, *pend_tail; /* rendezvous writes started, in order */
@@ -289,11 +371,26 @@ struct kinet_wire {
 	struct rxbuf rx[NRX];
 	uint8_t *rxmem, *bigmem, *txmem;
 	struct txd *txfree;
+	struct txd **txall; /* every send descriptor (the pool and its replacements) */
+	int ntxall;
+	void **extra;       /* replacements, freed with the endpoint */
+	int nextra;
 	uint8_t *bigfree[NBIG];
 	int nbig;
 	struct rxbuf *repost; /* receive buffers to post again */
+	int rx_held;        /* receive buffers held by target queues */
+	bool av_cleanup;    /* removing an address closes its connection (FI_AV_REMOVE_CLEANUP) */
+	bool close_safe;    /* the provider can close a connection under a read answer */
+	struct rdop **rdall; /* every read descriptor (NRD and replacements of lost ones) */
+	int nrdall;
+	struct whold *holds;
+	int nholds, hcap;
+	bool drop_check;    /* a peer was dropped: see that its transfers were cancelled */
+	bool reset_due;     /* the endpoint is to be closed and opened again */
+	int nresets;
 	struct rdop rd[NRD];
 	struct rdop *rdfree;
+	uint8_t *rdmem;     /* the bounce buffers of rd[] */
 	_Atomic int rd_inflight; /* reads in flight (kinet_wire_pinned) */
 	uint64_t rd_bytes;
 	bool draining;      /* a key-table writer waits: no new reads */
@@ -305,7 +402,7 @@ struct kinet_wire {
 	uint64_t timeout_ns, rnr_ns, ka_ns;
 };
 
-static inline struct wreq *wire_ent(struct wire_qp *wq, uint32_t seq)
+static inline struct wreq *wire_ent(const struct wire_qp *wq, uint32_t seq)
 {
 	return &wq->win[seq & (WIN - 1)];
 }
@@ -320,16 +417,26 @@ static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp 
 #pragma GCC visibility push(hidden)
 
 /* wire_ep.c: endpoint, pools, sending, polling */
+int wire_errno(int fi_rc);
 void wire_destroy(struct kinet_wire *w);
+void wire_settle(struct kinet_wire *w);
+void wire_lost_done(struct kinet_wire *w, int idx);
+bool wire_close_peer(struct kinet_wire *w, int idx);
+bool wire_mr_held(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
+bool wire_peer_releasable(const struct kinet_wire *w, int idx);
 int wire_get(kinet_ctx *ctx, struct kinet_wire **out);
 void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
 void wire_repost(struct kinet_wire *w);
 struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
 void wire_txd_put(struct kinet_wire *w, struct txd *t);
+void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t);
 int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
 		   struct soft_iov *out, int max);
 uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
 int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m);
+int wire_send_fence(struct kinet_wire *w, struct wire_qp *wq, uint32_t id);
+struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn);
+bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
@@ -337,7 +444,14 @@ int wire_poll_cq(struct kinet_wire *w);
 
 /* wire_req.c: requester */
 void wire_wreq_unreg(struct wreq *e);
+void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered);
 void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport);
+int wire_send_fences(struct kinet_wire *w, struct wire_qp *wq);
+void wire_fence_done(struct kinet_wire *w, uint32_t qpn, uint32_t gen, uint32_t id);
+void wire_holds_release(struct kinet_wire *w, int idx);
+bool wire_holds_peer(const struct kinet_wire *w, int idx);
+bool wire_holds_mr(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
+int wire_fail_mr(struct kinet_wire *w, struct wire_qp *wq, const kinet_mr *mr);
 int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting);
 int wire_complete(struct wire_qp *wq);
 void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m);
@@ -346,8 +460,11 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 
 /* wire_tgt.c: target */
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
+void wire_tq_copy(struct kinet_wire *w);
 int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
 void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
+void wire_rd_give_up(struct kinet_wire *w, int idx);
+bool wire_rd_init(struct kinet_wire *w);
 
 #pragma GCC visibility pop
 #endif /* KINET_HAVE_FABRIC */

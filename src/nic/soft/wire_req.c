@@ -2,15 +2,24 @@
 /*
  * wire_req.c - the requester side of the wire: the QP's window of
  * outstanding requests, rendezvous writes (registration of the source, RTS
- * messages), sending in order (pump), CQEs in WQE order, failure of a QP,
- * and the answers that complete its requests (ACKs, responses).
+ * messages), sending in order (pump, within the eager flow-control limit),
+ * CQEs in WQE order, failure of a QP and of the requests on a deregistered
+ * region, holds on rendezvous sources and the fences that release them, and
+ * the answers that complete requests (ACKs, responses).
  */
 
+#include <stdlib.h>
 #include <string.h>
 #include "nic/soft/wire_int.h"
 #if KINET_HAVE_FABRIC
 
 /* ---- requester ----------------------------------------------------------- */
+
+static bool is_write_or_send(uint8_t op)
+{
+	return op == KN_OPCODE_RDMA_WRITE || op == KN_OPCODE_RDMA_WRITE_IMM ||
+	       op == KN_OPCODE_SEND || op == KN_OPCODE_SEND_IMM;
+}
 
 /* Closes the registrations of a rendezvous write: from then on the target
  * can no longer read its source (done before its CQE, whatever the result). */
@@ -65,6 +74,154 @@ static bool rndv_prepare(struct kinet_wire *w, struct wreq *e)
 	return true;
 }
 
+static bool uses_mr(const struct wreq *e, const kinet_mr *mr)
+{
+	for (int i = 0; i < e->r.niov; i++)
+		if (e->r.iov[i].mr == mr)
+			return true;
+	return false;
+}
+
+/* A rendezvous source the target may still be reading (its request ended
+ * without the target's answer): held until a fence of its connection is
+ * out (wire_fence_done) or the connection is closed. */
+static void hold_add(struct kinet_wire *w, struct wire_qp *wq, const struct wreq *e)
+{
+	if (w->nholds == w->hcap) {
+		int ncap = w->hcap ? 2 * w->hcap : 16;
+		struct whold *h = realloc(w->holds, (size_t)ncap * sizeof(*h));
+		if (!h) {
+			/* no memory to remember it: only closing the connection is sure */
+			wire_drop_peer(w, wq->peer, "out of memory");
+			wire_close_peer(w, wq->peer);
+			return;
+		}
+		w->holds = h;
+		w->hcap = ncap;
+	}
+	struct whold *h = &w->holds[w->nholds++];
+	memset(h, 0, sizeof(*h));
+	for (int i = 0; i < e->r.niov && h->nmr < MAXPC; i++) {
+		int k = 0;
+		while (k < h->nmr && h->mr[k] != e->r.iov[i].mr)
+			k++;
+		if (k == h->nmr && e->r.iov[i].mr)
+			h->mr[h->nmr++] = e->r.iov[i].mr;
+	}
+	h->peer = wq->peer;
+	h->qpn = wq->qp->qpn;
+	h->gen = wq->gen;
+	h->fence = ++wq->fence_want;
+}
+
+/* Request e is done with status. answered: by the target's answer for it
+ * (an ACK covering it, its response or NAK: the target's reads of it are
+ * over). Otherwise (a flush, a local failure) the target may still be
+ * reading a rendezvous source: its registrations are closed now (no new
+ * read is served) and the source is held until a fence is out (the provider
+ * sends in order: the read answers it queued go first). The CQE does not
+ * wait for it: only a success claims the bytes, and a success is answered. */
+void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered)
+{
+	if (e->done)
+		return;
+	e->done = true;
+	e->status = status;
+	wq->eager_out -= e->eager;
+	e->eager = 0;
+	if (e->nmr) {
+		bool reading = e->started && !answered;
+		wire_wreq_unreg(e);
+		if (reading)
+			hold_add(wq->w, wq, e);
+	}
+}
+
+/* Sends the fence that releases wq's holds, if one is due: 1 when sent. */
+int wire_send_fences(struct kinet_wire *w, struct wire_qp *wq)
+{
+	if (wq->fence_want == wq->fence_sent)
+		return 0;
+	if (wq->peer < 0 || w->peers[wq->peer].removed) {
+		/* no connection left to fence: its holds go with it */
+		wq->fence_sent = wq->fence_want;
+		return 0;
+	}
+	if (wire_send_fence(w, wq, wq->fence_want))
+		return 0; /* later (or the peer is being dropped) */
+	wq->fence_sent = wq->fence_want;
+	return 1;
+}
+
+/* Fence id of the requester QP qpn/gen is out (or failed with its
+ * connection): the holds it covers are released. */
+void wire_fence_done(struct kinet_wire *w, uint32_t qpn, uint32_t gen, uint32_t id)
+{
+	for (int i = 0; i < w->nholds;) {
+		struct whold *h = &w->holds[i];
+		if (h->qpn == qpn && h->gen == gen && (int32_t)(id - h->fence) >= 0)
+			*h = w->holds[--w->nholds];
+		else
+			i++;
+	}
+}
+
+/* The connection to peer idx is closed: its holds are released. */
+void wire_holds_release(struct kinet_wire *w, int idx)
+{
+	for (int i = 0; i < w->nholds;) {
+		if (idx < 0 || w->holds[i].peer == idx)
+			w->holds[i] = w->holds[--w->nholds];
+		else
+			i++;
+	}
+}
+
+bool wire_holds_peer(const struct kinet_wire *w, int idx)
+{
+	for (int i = 0; i < w->nholds; i++)
+		if (w->holds[i].peer == idx)
+			return true;
+	return false;
+}
+
+/* Is mr held for a rendezvous source (*peer: whose)? */
+bool wire_holds_mr(const struct kinet_wire *w, const kinet_mr *mr, int *peer)
+{
+	for (int i = 0; i < w->nholds; i++)
+		for (int k = 0; k < w->holds[i].nmr; k++)
+			if (w->holds[i].mr[k] == mr) {
+				*peer = w->holds[i].peer;
+				return true;
+			}
+	return false;
+}
+
+/* A region goes away (kinet_mr_dereg; no new request can name it): the
+ * oldest unfinished request of wq that uses it fails with the local
+ * protection error and everything after it is flushed (RC), so no answer
+ * is copied into it and nothing more is sent from it; what the provider
+ * still does with it (a send straight from it, a rendezvous source) ends by
+ * itself, with a fence or with its connection (kinet_wire_mr_gone waits).
+ * Returns the number of requests failed (0 or 1). */
+int wire_fail_mr(struct kinet_wire *w, struct wire_qp *wq, const kinet_mr *mr)
+{
+	for (uint32_t s = wq->head; s != wq->tail; s++) {
+		struct wreq *e = wire_ent(wq, s);
+		if (e->done || !uses_mr(e, mr))
+			continue;
+		KLOG_DBG("wire: qp 0x%x: WQE %u uses a region being deregistered: it fails",
+			 wq->qp->qpn, e->r.wqe_idx);
+		wire_finish(wq, e, SOFT_REASON(KN_SYND_LOCAL_PROT_ERR, KINET_REASON_UNKNOWN_KEY), false);
+		for (uint32_t t = s + 1; t != wq->tail; t++)
+			wire_finish(wq, wire_ent(wq, t), KN_SYND_WR_FLUSH_ERR, false);
+		wq->cut = true; /* what is posted from now on is flushed too */
+		wire_send_fences(w, wq);
+		return 1;
+	}
+	return 0;
+}
+
 /* Fails the QP's outstanding requests: the oldest unfinished one gets synd,
  * every later one a flush; the CQEs follow in order from wire_complete. */
 void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport)
@@ -76,17 +233,25 @@ void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool 
 	for (uint32_t s = wq->head; s != wq->tail; s++) {
 		struct wreq *e = wire_ent(wq, s);
 		if (first && !e->done) {
-			e->done = true;
-			e->status = synd;
+			wire_finish(wq, e, synd, false);
 			first = false;
 		} else if (!first) {
-			e->done = true;
-			e->status = KN_SYND_WR_FLUSH_ERR;
+			wire_finish(wq, e, KN_SYND_WR_FLUSH_ERR, false);
 		}
 	}
 	wq->txn = wq->tail;
 	if (transport && wq->connected)
 		wire_drop_peer(w, wq->peer, "no answer");
+}
+
+/* Is every request before seq done? (The oldest unfinished request is
+ * always sent in full, whatever the flow-control limit.) */
+static bool oldest_open(const struct wire_qp *wq, uint32_t seq)
+{
+	for (uint32_t s = wq->head; s != seq; s++)
+		if (!wire_ent(wq, s)->done)
+			return false;
+	return true;
 }
 
 /* Is the request a rendezvous write not yet sent (registered now if it
@@ -133,7 +298,7 @@ static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
 			 .flags = F_FIRST | F_LAST, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
 			 .dst_gen = wq->peer_gen, .src_gen = wq->gen, .msn = wq->msn_tx,
 			 .seq = wq->txn, .a = k};
-	struct soft_iov piece = {buf, n, KINET_MEM_HOST};
+	struct soft_iov piece = {buf, n, KINET_MEM_HOST, NULL};
 	int rc = wire_send_data(w, wq, &m, &piece, 1, n); /* copied: n <= SMALL - HDR */
 	if (rc)
 		return rc;
@@ -152,7 +317,7 @@ static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
  * carries all of them. */
 int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 {
-	int work = 0;
+	int work = wire_send_fences(w, wq);
 	while (wq->txn != wq->tail && !wq->failed) {
 		struct wreq *e = wire_ent(wq, wq->txn);
 		if (e->done) { /* completes without the wire (NOP) */
@@ -188,6 +353,13 @@ int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 			uint64_t n = r->total - e->sent;
 			if (n > CHUNK)
 				n = CHUNK;
+			/* flow control: beyond the oldest unfinished request, at most
+			 * EAGER_OUT bytes of eager payload wait at the target (its
+			 * memory for one QP stays bounded); more waits for ACKs here */
+			if (wq->eager_out + n > EAGER_OUT && !oldest_open(wq, wq->txn)) {
+				rc = -EAGAIN;
+				break;
+			}
 			bool send = r->opcode == KN_OPCODE_SEND || r->opcode == KN_OPCODE_SEND_IMM;
 			m.flags = (uint8_t)((e->sent == 0 ? F_FIRST : 0) |
 					    (e->sent + n == r->total ? F_LAST : 0));
@@ -202,6 +374,8 @@ int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 			rc = wire_send_data(w, wq, &m, piece, np, n);
 			if (rc == 0) {
 				e->sent += n;
+				e->eager += n;
+				wq->eager_out += n;
 				all = e->sent == r->total;
 			}
 			break;
@@ -215,7 +389,7 @@ int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 		case KN_OPCODE_ATOMIC_CS:
 		case KN_OPCODE_ATOMIC_FA: {
 			uint64_t v[2] = {htole64(r->swap_add), htole64(r->compare)};
-			struct soft_iov piece = {(uint8_t *)v, sizeof(v), KINET_MEM_HOST};
+			struct soft_iov piece = {(uint8_t *)v, sizeof(v), KINET_MEM_HOST, NULL};
 			m.flags = F_FIRST | F_LAST;
 			m.a = r->raddr;
 			rc = wire_send_data(w, wq, &m, &piece, 1, sizeof(v));
@@ -227,15 +401,14 @@ int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 			uint64_t v[5] = {htole64(r->swap_add), htole64(r->compare),
 					 htole64(r->swap_mask), htole64(r->compare_mask),
 					 htole64(r->atomic_size)};
-			struct soft_iov piece = {(uint8_t *)v, sizeof(v), KINET_MEM_HOST};
+			struct soft_iov piece = {(uint8_t *)v, sizeof(v), KINET_MEM_HOST, NULL};
 			m.flags = F_FIRST | F_LAST;
 			m.a = r->raddr;
 			rc = wire_send_data(w, wq, &m, &piece, 1, sizeof(v));
 			break;
 		}
 		default:
-			e->done = true;
-			e->status = KN_SYND_LOCAL_QP_OP_ERR;
+			wire_finish(wq, e, KN_SYND_LOCAL_QP_OP_ERR, false);
 			wq->txn++;
 			continue;
 		}
@@ -271,10 +444,9 @@ int wire_complete(struct wire_qp *wq)
 		if (e->status) {
 			if (!wq->failed) {
 				wq->failed = true;
-				for (uint32_t s = wq->head + 1; s != wq->tail; s++) {
-					wire_ent(wq, s)->done = true;
-					wire_ent(wq, s)->status = KN_SYND_WR_FLUSH_ERR;
-				}
+				for (uint32_t s = wq->head + 1; s != wq->tail; s++)
+					wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR,
+						    false);
 				wq->txn = wq->tail;
 			}
 			/* ERR before the error CQE: whoever sees the CQE sees ERR */
@@ -296,12 +468,6 @@ int wire_complete(struct wire_qp *wq)
 
 /* ---- receiving -------------------------------------------------------------- */
 
-static bool is_write_or_send(uint8_t op)
-{
-	return op == KN_OPCODE_RDMA_WRITE || op == KN_OPCODE_RDMA_WRITE_IMM ||
-	       op == KN_OPCODE_SEND || op == KN_OPCODE_SEND_IMM;
-}
-
 /* ACK: every write and send up to m->seq (sent in full) is done. Reads and
  * atomics complete by their own answers, which come first (FI_ORDER_SAS). */
 void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m)
@@ -315,8 +481,7 @@ void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m)
 		struct wreq *e = wire_ent(wq, s);
 		if (e->done || !is_write_or_send(e->r.opcode))
 			continue;
-		e->done = true;
-		e->status = 0;
+		wire_finish(wq, e, 0, true);
 		atomic_fetch_add(&w->ctx->c_bytes, e->r.total);
 	}
 }
@@ -336,15 +501,13 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 		int np = -1;
 		if (r->opcode == KN_OPCODE_RDMA_READ && m->a + m->len <= r->total)
 			np = wire_iov_slice(r->iov, r->niov, m->a, m->len, piece, SOFT_MAX_SGE);
-		struct soft_iov src = {(uint8_t *)data, m->len, KINET_MEM_HOST};
+		struct soft_iov src = {(uint8_t *)data, m->len, KINET_MEM_HOST, NULL};
 		if (np < 0) {
-			e->done = true;
-			e->status = KN_SYND_BAD_RESP_ERR;
+			wire_finish(wq, e, KN_SYND_BAD_RESP_ERR, true);
 			return;
 		}
 		if (soft_copy_iov(piece, np, &src, 1, m->len)) {
-			e->done = true;
-			e->status = KN_SYND_LOCAL_PROT_ERR;
+			wire_finish(wq, e, KN_SYND_LOCAL_PROT_ERR, true);
 			return;
 		}
 		uint64_t g = wire_gpu_bytes(piece, np);
@@ -355,8 +518,7 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 	if (m->flags & F_FIN) {
 		e->fin = true;
 		if (m->op) {
-			e->done = true;
-			e->status = m->op;
+			wire_finish(wq, e, SOFT_REASON(m->op, m->rnr), true); /* the target's reason */
 			return;
 		}
 	}
@@ -366,32 +528,33 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 		/* chunks may complete out of order: done once every byte is in */
 		if (e->got < r->total)
 			return;
-		e->done = true;
-		if (e->got != r->total)
-			e->status = KN_SYND_BAD_RESP_ERR;
-		else
-			atomic_fetch_add(&w->ctx->c_bytes, r->total);
+		if (e->got != r->total) {
+			wire_finish(wq, e, KN_SYND_BAD_RESP_ERR, true);
+			return;
+		}
+		wire_finish(wq, e, 0, true);
+		atomic_fetch_add(&w->ctx->c_bytes, r->total);
 		return;
 	}
-	e->done = true;
-	e->status = 0;
+	uint32_t st = 0;
 	if (r->opcode == KN_OPCODE_ATOMIC_MASKED_CS || r->opcode == KN_OPCODE_ATOMIC_MASKED_FA) {
 		uint8_t be[8]; /* the NIC returns big-endian, in the operand size */
 		if (r->atomic_size == 4)
 			kn_store_be32(be, (uint32_t)m->a);
 		else
 			kn_store_be64(be, m->a);
-		struct soft_iov src = {be, r->atomic_size, KINET_MEM_HOST};
+		struct soft_iov src = {be, r->atomic_size, KINET_MEM_HOST, NULL};
 		if (soft_copy_iov(r->iov, r->niov, &src, 1, r->atomic_size))
-			e->status = KN_SYND_LOCAL_PROT_ERR;
+			st = KN_SYND_LOCAL_PROT_ERR;
 	} else if (r->opcode == KN_OPCODE_ATOMIC_CS || r->opcode == KN_OPCODE_ATOMIC_FA) {
 		uint64_t be = kn_htobe64(m->a); /* the NIC returns big-endian */
-		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST};
+		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST, NULL};
 		if (soft_copy_iov(r->iov, r->niov, &src, 1, 8))
-			e->status = KN_SYND_LOCAL_PROT_ERR;
+			st = KN_SYND_LOCAL_PROT_ERR;
 	} else {
 		atomic_fetch_add(&w->ctx->c_bytes, r->total);
 	}
+	wire_finish(wq, e, st, true);
 }
 
 #endif /* KINET_HAVE_FABRIC */

@@ -3,7 +3,8 @@
  * wire_tgt.c - the target side of the wire: the queue of received requests
  * of a QP, run in message order through the responder (soft_resp_*),
  * rendezvous writes (checks, reads into the region, completion), answers,
- * cumulative ACKs, keepalives and RNR waits.
+ * cumulative ACKs, keepalives and RNR waits, and copies of waiting requests
+ * (their receive buffers go back to every QP).
  */
 
 #include <stdlib.h>
@@ -20,13 +21,13 @@ static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
 {
 	if (!wq->pend)
 		return;
-	for (int i = 0; i < NRD; i++) {
-		struct tpend *p = w->rd[i].p;
+	for (int i = 0; i < w->nrdall; i++) {
+		struct tpend *p = w->rdall[i]->p;
 		if (!p)
 			continue;
 		for (struct tpend *q = wq->pend; q; q = q->next)
 			if (q == p) {
-				w->rd[i].p = NULL;
+				w->rdall[i]->p = NULL;
 				break;
 			}
 	}
@@ -36,6 +37,113 @@ static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
 		free(p);
 	}
 	wq->pend_tail = NULL;
+}
+
+/* The read descriptors and their bounce buffers. */
+bool wire_rd_init(struct kinet_wire *w)
+{
+	w->rdall = calloc(NRD, sizeof(*w->rdall));
+	if (!w->rdall)
+		return false;
+	if (!(w->rdmem = malloc((size_t)NRD * RD_PIECE)))
+		return false;
+	for (int i = NRD - 1; i >= 0; i--) {
+		struct rdop *op = &w->rd[i];
+		op->kind = CTX_RD;
+		op->buf = w->rdmem + (size_t)i * RD_PIECE;
+		op->next = w->rdfree;
+		w->rdfree = op;
+		w->rdall[i] = op;
+	}
+	w->nrdall = NRD;
+	return true;
+}
+
+/* Peer idx is dropped: its reads (they cannot be cancelled) are given up.
+ * Each stays with the provider (its descriptor and bounce buffer are never
+ * reused until the provider completes it, and its bytes are never copied),
+ * stops counting as in flight (the key table is let go), and a new
+ * descriptor takes its place. */
+void wire_rd_give_up(struct kinet_wire *w, int idx)
+{
+	struct wpeer *pr = &w->peers[idx];
+	for (int i = 0; i < w->nrdall; i++) {
+		struct rdop *op = w->rdall[i];
+		if (!op->busy || op->lost || op->peer != idx)
+			continue;
+		op->lost = true;
+		op->p = NULL;
+		w->rd_bytes -= op->len;
+		atomic_fetch_sub(&w->rd_inflight, 1);
+		pr->nrd--;
+		pr->nbusy--;
+		pr->nlost++;
+		struct rdop *n = calloc(1, sizeof(*n));
+		uint8_t *b = n ? malloc(RD_PIECE) : NULL;
+		struct rdop **all =
+			b ? realloc(w->rdall, (size_t)(w->nrdall + 1) * sizeof(*all)) : NULL;
+		if (!all) {
+			free(b);
+			free(n);
+			continue; /* one descriptor fewer */
+		}
+		w->rdall = all;
+		n->kind = CTX_RD;
+		n->buf = b;
+		w->rdall[w->nrdall++] = n;
+		n->next = w->rdfree;
+		w->rdfree = n;
+	}
+	if (pr->nlost)
+		KLOG_WARN("wire: peer %d: %d read(s) given up (they cannot be cancelled here)", idx,
+			  pr->nlost);
+}
+
+/* Receive buffers run short (more than RX_LOW held by target queues: sends
+ * waiting for a receive WQE, requests behind them or behind reads): every
+ * request a queue keeps is copied out and its buffer posted again, so that
+ * no QP's wait takes the buffers that other QPs' traffic needs. What one QP
+ * may keep is bounded (TQ_MAX: a requester keeps within EAGER_OUT beyond its
+ * oldest request, wire_pump); one that sends more loses its connection. */
+void wire_tq_copy(struct kinet_wire *w)
+{
+	for (int i = 0; i < w->nqps; i++) {
+		struct wire_qp *wq = w->qps[i];
+		for (struct rxbuf **pp = &wq->tq; *pp;) {
+			struct rxbuf *rb = *pp;
+			if (rb->heap) {
+				pp = &rb->next;
+				continue;
+			}
+			size_t n = HDR + rb->m.len;
+			if (wq->tq_bytes + n > TQ_MAX) {
+				KLOG_WARN("wire: qp 0x%x: more than %llu bytes of requests from "
+					  "qp 0x%x wait here (it ignores the flow control): "
+					  "connection failed", wq->qp->qpn,
+					  (unsigned long long)TQ_MAX, rb->m.src_qpn);
+				wq->tgt_failed = true;
+				wire_tq_drop(w, wq);
+				break;
+			}
+			struct rxbuf *c = malloc(sizeof(*c));
+			uint8_t *b = c ? malloc(n) : NULL;
+			if (!b) {
+				free(c);
+				return; /* later */
+			}
+			*c = *rb;
+			c->buf = b;
+			c->heap = true;
+			c->held = false;
+			c->owner = wq;
+			memcpy(b + HOFF, rb->buf + HOFF, HSZ + rb->m.len);
+			wq->tq_bytes += n;
+			*pp = c;
+			pp = &c->next;
+			rb->next = NULL;
+			wire_rx_release(w, rb);
+		}
+	}
 }
 
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq)
@@ -60,6 +168,7 @@ static int answer(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, uint32
 	struct wmsg m = {.type = M_RESP, .op = (uint8_t)status, .flags = F_FIN,
 			 .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn, .dst_gen = wq->peer_gen,
 			 .src_gen = wq->gen, .seq = seq, .a = a};
+	m.rnr = (uint8_t)SOFT_WHY(status); /* hook (kinet_reason): the check that failed */
 	return wire_send_ctrl(w, wq, &m);
 }
 
@@ -133,6 +242,8 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 		uint64_t n = total - rb->off;
 		if (n > CHUNK)
 			n = CHUNK;
+		if (wq->ntxd >= TXQ_MAX)
+			return 0; /* one QP's answers do not take every descriptor */
 		struct txd *t = wire_txd_get(w, wq);
 		if (!t)
 			return 0;
@@ -144,7 +255,7 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 			}
 			t->big = buf = w->bigfree[--w->nbig];
 		}
-		struct soft_iov dst = {buf + HDR, n, KINET_MEM_HOST};
+		struct soft_iov dst = {buf + HDR, n, KINET_MEM_HOST, NULL};
 		int rc = soft_resp_read(wq->qp, rq->a + rb->off, rq->rkey, &dst, 1, n);
 		if (rc) {
 			wire_txd_put(w, t);
@@ -170,6 +281,7 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 			rb->executed = 2; /* nobody to answer: drop */
 			return 1;
 		}
+		wire_txd_busy(w, wq, t);
 		wq->last_tx_ns = kn_now_ns();
 		rb->off += n;
 		if (last) {
@@ -186,7 +298,7 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 {
 	kinet_qp *t = wq->qp;
 	const struct wmsg *m = &rb->m;
-	struct soft_iov src = {rb->buf + HDR, m->len, KINET_MEM_HOST};
+	struct soft_iov src = {rb->buf + HDR, m->len, KINET_MEM_HOST, NULL};
 	int rc;
 	switch (m->op) {
 	case KN_OPCODE_RDMA_WRITE:
@@ -233,7 +345,7 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 			rc = 0;
 			break;
 		}
-		struct soft_iov whole = {wq->asm_buf, wq->asm_len, KINET_MEM_HOST};
+		struct soft_iov whole = {wq->asm_buf, wq->asm_len, KINET_MEM_HOST, NULL};
 		rc = soft_resp_send(t, &whole, 1, wq->asm_len, imm, m->imm, wq->peer_qpn);
 		if (rc != SOFT_RNR && rc != SOFT_STALL) {
 			free(wq->asm_buf);
@@ -343,9 +455,10 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, cons
 	}
 	if (!st) {
 		struct kinet_mr_ref ref;
-		if (soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
-				   KINET_ACCESS_REMOTE_WRITE, &ref)) {
-			st = KN_SYND_REMOTE_ACCESS_ERR;
+		uint32_t why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
+					     KINET_ACCESS_REMOTE_WRITE, &ref);
+		if (why) {
+			st = SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why); /* hook: the failed check */
 		} else {
 			p->dst = ref.ptr;
 			p->dkind = ref.kind;
@@ -373,9 +486,10 @@ static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
 		p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR;
 		return false;
 	}
-	if (soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued, p->total - p->issued,
-			   KINET_ACCESS_REMOTE_WRITE, &ref)) {
-		p->status = KN_SYND_REMOTE_ACCESS_ERR;
+	uint32_t why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued,
+				     p->total - p->issued, KINET_ACCESS_REMOTE_WRITE, &ref);
+	if (why) {
+		p->status = SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why); /* hook: the failed check */
 		return false;
 	}
 	p->dst = ref.ptr - p->issued;
@@ -405,27 +519,20 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 				p->ioff = 0;
 				continue;
 			}
-			bool host = p->dkind == KINET_MEM_HOST;
+			/* into the read's own bounce buffer, copied into place
+			 * when it lands */
 			uint64_t n = pc->len - p->ioff;
-			uint64_t lim = host ? RD_MAX : CHUNK;
-			if (n > lim)
-				n = lim;
+			if (n > RD_PIECE)
+				n = RD_PIECE;
 			if (!w->rdfree || (w->rd_bytes && w->rd_bytes + n > RD_BYTES))
 				return work;
-			uint8_t *bounce = NULL;
-			if (!host) {
-				if (!w->nbig)
-					return work;
-				bounce = w->bigfree[--w->nbig];
-			}
 			struct rdop *op = w->rdfree;
+			uint8_t *bounce = op->buf;
 			uint8_t *dst = p->dst + p->issued;
-			ssize_t rc = fi_read(w->ep, bounce ? bounce : dst, n, NULL,
+			ssize_t rc = fi_read(w->ep, bounce, n, NULL,
 					     wire_peer_fa(w, wq), pc->addr + p->ioff, pc->key,
 					     &op->fc);
 			if (rc) {
-				if (bounce)
-					w->bigfree[w->nbig++] = bounce;
 				if (rc == -FI_EAGAIN)
 					return work;
 				KLOG_DBG("wire: qp 0x%x: fi_read: %s", wq->qp->qpn,
@@ -435,6 +542,11 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 			}
 			w->rdfree = op->next;
 			op->next = NULL;
+			op->busy = true;
+			op->peer = wq->peer;
+			w->peers[wq->peer].nrd++;
+			w->peers[wq->peer].nbusy++;
+			w->peers[wq->peer].rd_ns = kn_now_ns();
 			op->p = p;
 			op->bounce = bounce;
 			op->dst = dst;
@@ -452,9 +564,30 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 	return work;
 }
 
-/* A target read has completed (ok) or failed. */
+/* A target read has completed (ok) or failed (cancelled with its
+ * connection, among others). */
 void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 {
+	if (!op->busy)
+		return;
+	op->busy = false;
+	if (op->lost) {
+		/* given up, back after all: its bytes are not used */
+		op->lost = false;
+		op->next = w->rdfree;
+		w->rdfree = op;
+		if (op->peer >= 0 && op->peer < w->npeers)
+			wire_lost_done(w, op->peer);
+		return;
+	}
+	if (op->peer >= 0 && op->peer < w->npeers) {
+		struct wpeer *pr = &w->peers[op->peer];
+		if (pr->nrd)
+			pr->nrd--;
+		if (pr->nbusy)
+			pr->nbusy--;
+		pr->rd_ns = kn_now_ns();
+	}
 	struct tpend *p = op->p;
 	if (p) {
 		p->inflight--;
@@ -462,22 +595,15 @@ void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 		if (!ok) {
 			if (!p->status)
 				p->status = KN_SYND_REMOTE_OP_ERR; /* the source went away */
-		} else if (op->bounce) {
-			if (kinet_mem_copy(op->dst, op->dkind, op->bounce, KINET_MEM_HOST,
-					   op->len)) {
-				if (!p->status)
-					p->status = KN_SYND_REMOTE_OP_ERR;
-			} else {
-				atomic_fetch_add(&w->ctx->c_staged, op->len);
-				atomic_fetch_add(&w->ctx->c_bytes, op->len);
-			}
+		} else if (kinet_mem_copy(op->dst, op->dkind, op->bounce, KINET_MEM_HOST,
+					  op->len)) {
+			if (!p->status)
+				p->status = KN_SYND_REMOTE_OP_ERR;
 		} else {
-			atomic_fetch_add(&w->ctx->c_direct, op->len);
+			atomic_fetch_add(&w->ctx->c_staged, op->len);
 			atomic_fetch_add(&w->ctx->c_bytes, op->len);
 		}
 	}
-	if (op->bounce)
-		w->bigfree[w->nbig++] = op->bounce;
 	op->bounce = NULL;
 	op->p = NULL;
 	w->rd_bytes -= op->len;

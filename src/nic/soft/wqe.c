@@ -15,13 +15,16 @@ static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t l
 		iov->ptr = NULL;
 		iov->len = 0;
 		iov->kind = KINET_MEM_HOST;
+		iov->mr = NULL;
 		return 0;
 	}
-	if (soft_mr_check(qp->ctx, qp->pd, lkey, addr, len, access, &ref))
-		return KN_SYND_LOCAL_PROT_ERR;
+	uint32_t why = soft_mr_check(qp->ctx, qp->pd, lkey, addr, len, access, &ref);
+	if (why)
+		return SOFT_REASON(KN_SYND_LOCAL_PROT_ERR, why);
 	iov->ptr = ref.ptr;
 	iov->len = len;
 	iov->kind = ref.kind;
+	iov->mr = ref.mr;
 	return 0;
 }
 
@@ -33,7 +36,7 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 	r->total = 0;
 	while (off < end) {
 		if (r->niov == SOFT_MAX_SGE)
-			return KN_SYND_LOCAL_LENGTH_ERR;
+			return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
 		uint32_t bc = kn_load_be32(r->wqe + off);
 		struct soft_iov *iov = &r->iov[r->niov];
 		if (bc & KN_INLINE_SEG) {
@@ -43,20 +46,23 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 			iov->ptr = r->wqe + off + 4;
 			iov->len = len;
 			iov->kind = KINET_MEM_HOST;
+			iov->mr = NULL;
 			off += (4 + len + 15) & ~15u;
 		} else {
 			if (end - off < 16)
 				return KN_SYND_LOCAL_QP_OP_ERR;
 			uint32_t lkey = kn_load_be32(r->wqe + off + 4);
 			uint64_t addr = kn_load_be64(r->wqe + off + 8);
-			uint32_t s = local_seg(qp, lkey, addr, bc, access, iov);
+			/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
+			uint64_t len = bc ? bc : 1ull << 31;
+			uint32_t s = local_seg(qp, lkey, addr, len, access, iov);
 			if (s)
 				return s;
 			off += 16;
 		}
 		r->total += iov->len;
 		if (r->total > SOFT_MAX_MSG)
-			return KN_SYND_LOCAL_LENGTH_ERR;
+			return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
 		r->niov++;
 	}
 	return 0;
@@ -102,7 +108,7 @@ static uint32_t parse_masked_atomic(kinet_qp *qp, struct soft_req *r, uint32_t e
 	if (bc & KN_INLINE_SEG)
 		return KN_SYND_LOCAL_QP_OP_ERR;
 	if (bc != size)
-		return KN_SYND_LOCAL_LENGTH_ERR;
+		return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
 	return parse_gather(qp, r, 32 + ops, end, 0, KINET_ACCESS_LOCAL_WRITE);
 }
 
@@ -131,7 +137,7 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
 	if (nbb > avail) {
 		r->nbb = avail;
-		return KN_SYND_LOCAL_QP_OP_ERR; /* published index cuts the WQE */
+		return SOFT_REASON(KN_SYND_LOCAL_QP_OP_ERR, KINET_REASON_MALFORMED); /* cut short */
 	}
 	r->nbb = nbb;
 	for (uint32_t i = 1; i < nbb; i++)
@@ -168,7 +174,7 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 		if (bc & KN_INLINE_SEG)
 			return KN_SYND_LOCAL_QP_OP_ERR;
 		if (bc != 8)
-			return KN_SYND_LOCAL_LENGTH_ERR;
+			return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
 		uint32_t s = parse_gather(qp, r, 48, 64, 0, KINET_ACCESS_LOCAL_WRITE);
 		if (s)
 			return s;
@@ -182,14 +188,36 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	}
 }
 
-static int req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome, bool reserved)
+/* The reason of an error without one recorded: what its syndrome implies. */
+static uint8_t default_reason(uint32_t synd)
+{
+	switch (synd) {
+	case KN_SYND_WR_FLUSH_ERR: return KINET_REASON_FLUSHED;
+	case KN_SYND_TRANSPORT_RETRY_EXC_ERR: return KINET_REASON_PEER_GONE;
+	case KN_SYND_RNR_RETRY_EXC_ERR: return KINET_REASON_RNR;
+	case KN_SYND_LOCAL_QP_OP_ERR: return KINET_REASON_MALFORMED;
+	case KN_SYND_BAD_RESP_ERR: return KINET_REASON_BAD_RESPONSE;
+	default: return KINET_REASON_NONE;
+	}
+}
+
+uint8_t soft_reason_of(uint32_t res)
+{
+	uint32_t synd = res & 0xff;
+	if (synd == KN_SYND_WR_FLUSH_ERR)
+		return KINET_REASON_FLUSHED;
+	return SOFT_WHY(res) ? (uint8_t)SOFT_WHY(res) : default_reason(synd);
+}
+
+static int req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t res, bool reserved)
 {
 	struct kn_cqe64 cqe;
 	memset(&cqe, 0, sizeof(cqe));
+	uint32_t syndrome = res & 0xff;
 	if (syndrome) {
 		struct kn_err_cqe *e = (struct kn_err_cqe *)&cqe;
 		e->syndrome = (uint8_t)syndrome;
-		e->vendor_err_synd = syndrome == KN_SYND_WR_FLUSH_ERR ? 0xf9 : 0x00;
+		e->vendor_err_synd = soft_reason_of(res);
 		e->s_wqe_opcode_qpn = kn_htobe32(((uint32_t)r->opcode << 24) | qp->qpn);
 		e->wqe_counter = kn_htobe16(r->wqe_idx);
 		e->op_own = KN_CQE_REQ_ERR << 4;
@@ -204,8 +232,15 @@ static int req_cqe(kinet_qp *qp, const struct soft_req *r, uint32_t syndrome, bo
 		soft_cq_push_reserved(qp->scq, &cqe);
 	else
 		rc = soft_cq_push(qp->scq, &cqe);
-	if (rc == 0 && syndrome)
-		kinet_count_syndrome(qp->ctx, syndrome);
+	if (rc == 0) {
+		KINET_QCOUNT(qp, KQ_CQES, 1);
+		if (syndrome) {
+			kinet_count_syndrome(qp->ctx, syndrome);
+			kinet_qp_count_syndrome(qp, syndrome);
+		}
+		if (__builtin_expect(kinet_trace_on, 0))
+			kinet_trace_cqe(qp, &cqe, r->total);
+	}
 	return rc;
 }
 
@@ -239,6 +274,10 @@ int soft_flush_rq(kinet_qp *qp)
 		if (soft_cq_push(qp->rcq, &cqe))
 			break;
 		kinet_count_syndrome(qp->ctx, KN_SYND_WR_FLUSH_ERR);
+		kinet_qp_count_syndrome(qp, KN_SYND_WR_FLUSH_ERR);
+		KINET_QCOUNT(qp, KQ_RECV, 1);
+		if (__builtin_expect(kinet_trace_on, 0))
+			kinet_trace_cqe(qp, &cqe, 0);
 		soft_qp(qp)->rq_ci++;
 		n++;
 	}
