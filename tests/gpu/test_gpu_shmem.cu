@@ -259,7 +259,7 @@ static int ops_pe(int me, int n)
 	PCU(cudaMalloc((void **)&a.errs, sizeof(int)));
 	PCU(cudaMemset(a.errs, 0, sizeof(int)));
 	uint8_t *h = (uint8_t *)malloc(LEN), *hd = (uint8_t *)malloc(LEN);
-	uint64_t w64[16], w32i[16];
+	uint64_t w64[16];
 	uint32_t w32[16];
 	tu_fill_random(h, LEN, seed_of(me, 1));
 	tu_fill_random(w64, sizeof(w64), seed_of(me, 2));
@@ -317,7 +317,6 @@ static int ops_pe(int me, int n)
 	for (int amo = KN_AMO_FETCH_ADD; amo <= KN_AMO_FETCH_XOR; amo++)
 		PK(old[amo] == lw64[amo] && old[16 + amo] == lw32[amo], "amo %d returned the old word",
 		   amo);
-	(void)w32i;
 	PK(kinet_shmem_barrier_all() == 0, "barrier");
 	free(h);
 	free(hd);
