@@ -20,6 +20,9 @@ set(kinet_libs kinet)
 if(TARGET kinet_cuda)
   list(APPEND kinet_libs kinet_cuda)
 endif()
+if(TARGET kinet_shmem)
+  list(APPEND kinet_libs kinet_shmem)
+endif()
 install(TARGETS ${kinet_libs} EXPORT kinetTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -35,6 +38,8 @@ endforeach()
 
 file(GLOB kinet_example_sources ${PROJECT_SOURCE_DIR}/examples/*.c ${PROJECT_SOURCE_DIR}/examples/*.cu)
 install(FILES ${kinet_example_sources} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+file(GLOB kinet_nvshmem_examples ${PROJECT_SOURCE_DIR}/examples/nvshmem/*.cu)
+install(FILES ${kinet_nvshmem_examples} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/nvshmem)
 file(GLOB kinet_docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE ${kinet_docs}
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
@@ -55,6 +60,9 @@ else()
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kinet.pc.in ${PROJECT_BINARY_DIR}/kinet.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kinet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# kinet-shmem.pc: the PGAS layer, with NVSHMEM's header folder on the path
+configure_file(${PROJECT_SOURCE_DIR}/cmake/kinet-shmem.pc.in ${PROJECT_BINARY_DIR}/kinet-shmem.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/kinet-shmem.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 install(EXPORT kinetTargets NAMESPACE kinet:: DESTINATION ${KINET_CMAKE_DIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kinetConfig.cmake.in

@@ -28,8 +28,10 @@
  * Returns as the thread-scope calls: 0, -EINVAL, -ETIMEDOUT, -EIO; every
  * participating lane/thread gets the same return value of the reservation.
  * -EINVAL (any lane's op refused by the checks of kn_post: unknown kind, a
- * length over KN_MAX_LEN, an inline payload too large): nothing is reserved
- * or written, for the whole warp or block.
+ * length over KN_MAX_LEN, an inline payload too large; or an operation with
+ * a WQE of two WQEBBs, a SET signal or an 8-byte masked compare-and-swap,
+ * which kn_post alone takes): nothing is reserved or written, for the whole
+ * warp or block.
  *
  * Operations are the kn_op descriptions of kinet/device_ops.h: kn_warp_post
  * and kn_block_post take one per lane/thread, and each kn_warp_<op> /
@@ -63,7 +65,7 @@ static __device__ __forceinline__ int kn_warp_post(const kn_qp *qp, const kn_op 
 {
 	__syncwarp(); /* converge: one call of the whole warp, never two halves */
 	uint32_t lane = knx_lane_id();
-	if (__any_sync(KNX_FULL_WARP, op && knx_op_check(qp, op) != 0))
+	if (__any_sync(KNX_FULL_WARP, op && (knx_op_check(qp, op) != 0 || knx_op_span(op) != 0)))
 		return -EINVAL;
 	uint32_t mask = __ballot_sync(KNX_FULL_WARP, op != NULL);
 	if (!mask)
@@ -211,7 +213,7 @@ static __device__ __forceinline__ int kn_block_post(const kn_qp *qp, const kn_op
 	uint32_t tid = knx_block_tid();
 	uint32_t nthr = blockDim.x * blockDim.y * blockDim.z;
 	uint32_t nw = knx_op_nwqe(op);
-	if (__syncthreads_or(knx_op_check(qp, op) != 0))
+	if (__syncthreads_or(knx_op_check(qp, op) != 0 || knx_op_span(op) != 0))
 		return -EINVAL;
 	uint32_t per = qp->sq_wqe_cnt / nw;
 	for (uint32_t base = 0; base < nthr; base += per) {

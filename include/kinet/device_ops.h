@@ -43,15 +43,21 @@
  * checking: kn_post and the warp/block posts use them once an operation has
  * been checked (knx_op_check). */
 
-/* The ctrl segment of every device-API WQE. */
-KN_INLINE void knx_ctrl(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode, uint8_t ds,
-			uint32_t imm)
+/* The ctrl segment of every device-API WQE (opmod: the extended atomics'
+ * operand size, else 0). */
+KN_INLINE void knx_ctrl_mod(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode,
+			    uint8_t opmod, uint8_t ds, uint32_t imm)
 {
 	struct kn_wqe_ctrl_seg *c = (struct kn_wqe_ctrl_seg *)wqe;
 	/* bytes 8-11 zeroed whatever the slot held, as rdma-core's post_send */
 	c->dci_stream_channel_id[0] = 0;
 	c->dci_stream_channel_id[1] = 0;
-	kn_set_ctrl_seg(c, (uint16_t)t, opcode, 0, qp->qpn, KN_WQE_CTRL_CQ_UPDATE, ds, 0, imm);
+	kn_set_ctrl_seg(c, (uint16_t)t, opcode, opmod, qp->qpn, KN_WQE_CTRL_CQ_UPDATE, ds, 0, imm);
+}
+KN_INLINE void knx_ctrl(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8_t opcode, uint8_t ds,
+			uint32_t imm)
+{
+	knx_ctrl_mod(qp, wqe, t, opcode, 0, ds, imm);
 }
 
 /* RDMA write, write with immediate (imm_be: wire order) or read: ctrl,
@@ -97,6 +103,38 @@ KN_INLINE void knx_build_atomic(const kn_qp *qp, void *wqe, kn_ticket_t t, uint8
 	kn_set_atomic_seg((struct kn_wqe_atomic_seg *)(w + 32), swap_add, compare);
 	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), 8, lkey, laddr);
 	knx_ctrl(qp, wqe, t, opcode, 4, 0);
+}
+
+/* Extended atomic (opcode KN_OPCODE_ATOMIC_MASKED_CS or _FA) on the `size`
+ * (4 or 8) bytes at raddr; the old value lands, big-endian, in the `size`
+ * registered bytes at laddr. Masked CS: a = swap, b = compare, c =
+ * swap_mask, d = compare_mask; masked FA: a = add, c = field boundary (b, d
+ * unused). The 8-byte masked CS takes two WQEBBs: its data segment is the
+ * first 16 bytes of w1, the slot of ticket t+1 (kn_wqe_ptr(qp, t + 1): the
+ * SQ may wrap between the two); every other form one (w1 untouched). */
+KN_INLINE void knx_build_masked(const kn_qp *qp, void *w0, void *w1, kn_ticket_t t, uint8_t opcode,
+				uint32_t size, uint64_t laddr, uint32_t lkey, uint64_t raddr,
+				uint32_t rkey, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	uint8_t *w = (uint8_t *)w0;
+	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), raddr, rkey);
+	uint8_t opmod = size == 4 ? KN_OPMOD_EXT_ATOMIC_4 : KN_OPMOD_EXT_ATOMIC_8;
+	if (opcode == KN_OPCODE_ATOMIC_MASKED_CS && size == 8) {
+		kn_set_masked_atomic_seg((struct kn_wqe_masked_atomic_seg *)(w + 32), a, b, c, d);
+		kn_set_data_seg((struct kn_wqe_data_seg *)w1, 8, lkey, laddr);
+		knx_ctrl_mod(qp, w0, t, opcode, opmod, 5, 0);
+		return;
+	}
+	if (opcode == KN_OPCODE_ATOMIC_MASKED_CS)
+		kn_set_masked_cs32_seg((struct kn_wqe_masked_cs32_seg *)(w + 32), (uint32_t)a,
+				       (uint32_t)b, (uint32_t)c, (uint32_t)d);
+	else if (size == 4)
+		kn_set_masked_fa32_seg((struct kn_wqe_masked_fa32_seg *)(w + 32), (uint32_t)a,
+				       (uint32_t)c);
+	else
+		kn_set_masked_fa64_seg((struct kn_wqe_masked_fa64_seg *)(w + 32), a, c);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), size, lkey, laddr);
+	knx_ctrl_mod(qp, w0, t, opcode, opmod, 4, 0);
 }
 
 /* NOP: completes (with a CQE) without moving data. */
@@ -180,6 +218,40 @@ KN_INLINE void kn_prep_atomic_cs(const kn_qp *qp, void *wqe, kn_ticket_t t, uint
 	knx_build_atomic(qp, wqe, t, KN_OPCODE_ATOMIC_CS, laddr, lkey, raddr, rkey, swap, compare);
 }
 
+/* Masked compare-and-swap of size 4 or 8 bytes at raddr (size-aligned): if
+ * ((old ^ compare) & compare_mask) == 0 the word becomes (old & ~swap_mask) |
+ * (swap & swap_mask); the old value lands big-endian at laddr (size
+ * registered bytes). size 4 uses the low 32 bits of every operand and one
+ * WQEBB (w1 untouched); size 8 takes two: w0 = the slot of t, w1 = the slot
+ * of t+1 (publish both tickets together). -EINVAL (nothing written) for
+ * another size. */
+KN_INLINE int kn_prep_masked_cs(const kn_qp *qp, void *w0, void *w1, kn_ticket_t t, uint32_t size,
+				uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+				uint64_t swap, uint64_t compare, uint64_t swap_mask,
+				uint64_t compare_mask)
+{
+	if (size != 4 && size != 8)
+		return -EINVAL;
+	knx_build_masked(qp, w0, w1, t, KN_OPCODE_ATOMIC_MASKED_CS, size, laddr, lkey, raddr, rkey,
+			 swap, compare, swap_mask, compare_mask);
+	return 0;
+}
+
+/* Masked fetch-and-add of size 4 or 8 bytes at raddr: the word becomes old +
+ * add with no carry out of the bits set in field_boundary (0: a plain add;
+ * all ones: exclusive or); the old value lands big-endian at laddr. One
+ * WQEBB. -EINVAL for another size. */
+KN_INLINE int kn_prep_masked_fa(const kn_qp *qp, void *wqe, kn_ticket_t t, uint32_t size,
+				uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+				uint64_t add, uint64_t field_boundary)
+{
+	if (size != 4 && size != 8)
+		return -EINVAL;
+	knx_build_masked(qp, wqe, (void *)0, t, KN_OPCODE_ATOMIC_MASKED_FA, size, laddr, lkey,
+			 raddr, rkey, add, 0, field_boundary, 0);
+	return 0;
+}
+
 /* ---- operation descriptions ---------------------------------------------- */
 
 /* What an operation is, for kn_post / kn_warp_post / kn_block_post. */
@@ -192,6 +264,18 @@ enum kn_op_kind {
 	KN_OP_FETCH_ADD = 5,    /* remote word += add; its old value lands at laddr */
 	KN_OP_COMPARE_SWAP = 6, /* remote word = add if it equals compare; the old
 				   value lands at laddr */
+	KN_OP_MASKED_CS = 7,    /* masked compare-and-swap of `size` bytes (add:
+				   swap, compare, swap_mask, compare_mask); the
+				   old value lands at laddr */
+	KN_OP_MASKED_FA = 8,    /* masked fetch-and-add of `size` bytes (add,
+				   swap_mask: the field boundary) */
+};
+
+/* What put_signal and signal do to the signal word (kn_op.sig_op). */
+enum kn_sig_op {
+	KN_SIG_ADD = 0, /* word += add: a fetch-add */
+	KN_SIG_SET = 1, /* word = add: an 8-byte masked compare-and-swap with
+			   compare_mask 0, swap_mask all ones (two WQEBBs) */
 };
 
 /* One operation, as the kn_op_* functions fill it (every field; a field an
@@ -207,8 +291,13 @@ typedef struct kn_op {
 	const void *src;    /* put_inline: the bytes */
 	uint64_t sig_raddr; /* put_signal/signal: remote 64-bit word */
 	uint32_t sig_rkey;
-	uint64_t add;       /* signal/fetch_add: addend; compare_swap: swap value */
-	uint64_t compare;   /* compare_swap */
+	uint64_t add;       /* signal/fetch_add: addend or value; compare_swap,
+			       masked CS: swap value; masked FA: addend */
+	uint64_t compare;   /* compare_swap, masked CS */
+	uint32_t size;      /* masked atomics: 4 or 8 bytes (else 8) */
+	uint32_t sig_op;    /* put_signal/signal: enum kn_sig_op */
+	uint64_t swap_mask; /* masked CS: swap mask; masked FA: field boundary */
+	uint64_t compare_mask; /* masked CS */
 } kn_op;
 
 /* Fills every field of op (the kn_op_* functions are one call of it each). */
@@ -227,6 +316,10 @@ KN_INLINE void knx_op_fill(kn_op *op, int kind, uint32_t len, uint64_t laddr, ui
 	op->sig_rkey = sig_rkey;
 	op->add = add;
 	op->compare = compare;
+	op->size = 8;
+	op->sig_op = KN_SIG_ADD;
+	op->swap_mask = 0;
+	op->compare_mask = 0;
 }
 
 /* RDMA write of len bytes from laddr (lkey) to raddr (rkey). */
@@ -290,35 +383,176 @@ KN_INLINE void kn_op_compare_swap(kn_op *op, uint64_t raddr, uint32_t rkey, uint
 		    0, 0, swap, compare);
 }
 
+/* A put, then `sig_op` (enum kn_sig_op) with `value` on the remote 64-bit
+ * word sig_raddr: kn_op_put_signal with a choice of ADD or SET. SET makes
+ * the second WQE an 8-byte masked compare-and-swap (two WQEBBs: three in
+ * all). */
+KN_INLINE void kn_op_put_signal_op(kn_op *op, uint64_t raddr, uint32_t rkey, const void *laddr,
+				   uint32_t lkey, uint32_t len, uint64_t sig_raddr,
+				   uint32_t sig_rkey, uint64_t value, int sig_op)
+{
+	kn_op_put_signal(op, raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, value);
+	op->sig_op = (uint32_t)sig_op;
+}
+
+/* `sig_op` with `value` on the remote 64-bit word sig_raddr, result
+ * discarded: kn_op_signal with a choice of ADD or SET. */
+KN_INLINE void kn_op_signal_op(kn_op *op, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t value,
+			       int sig_op)
+{
+	kn_op_signal(op, sig_raddr, sig_rkey, value);
+	op->sig_op = (uint32_t)sig_op;
+}
+
+/* Masked compare-and-swap of size (4 or 8) bytes at raddr (size-aligned);
+ * the old value lands big-endian at res (size registered bytes, res_lkey).
+ * See kn_prep_masked_cs. */
+KN_INLINE void kn_op_masked_cs(kn_op *op, uint32_t size, uint64_t raddr, uint32_t rkey,
+			       uint64_t swap, uint64_t compare, uint64_t swap_mask,
+			       uint64_t compare_mask, void *res, uint32_t res_lkey)
+{
+	knx_op_fill(op, KN_OP_MASKED_CS, size, (uint64_t)(uintptr_t)res, res_lkey, raddr, rkey, 0,
+		    0, 0, swap, compare);
+	op->size = size;
+	op->swap_mask = swap_mask;
+	op->compare_mask = compare_mask;
+}
+
+/* Masked fetch-and-add of size (4 or 8) bytes at raddr; the old value lands
+ * big-endian at res. See kn_prep_masked_fa. */
+KN_INLINE void kn_op_masked_fa(kn_op *op, uint32_t size, uint64_t raddr, uint32_t rkey,
+			       uint64_t add, uint64_t field_boundary, void *res, uint32_t res_lkey)
+{
+	knx_op_fill(op, KN_OP_MASKED_FA, size, (uint64_t)(uintptr_t)res, res_lkey, raddr, rkey, 0,
+		    0, 0, add, 0);
+	op->size = size;
+	op->swap_mask = field_boundary;
+}
+
+/* The atomic memory operations of a PGAS layer, each on 4 or 8 bytes,
+ * mapped onto what the NIC executes (kn_op_amo): */
+enum kn_amo {
+	KN_AMO_FETCH_ADD = 0,    /* old; word += value (8 bytes: ATOMIC_FA, 4:
+				    masked FA) */
+	KN_AMO_COMPARE_SWAP = 1, /* old; word = value if old == compare (8 bytes:
+				    ATOMIC_CS, 4: masked CS with full masks) */
+	KN_AMO_SWAP = 2,         /* old; word = value (masked CS, compare_mask 0) */
+	KN_AMO_FETCH = 3,        /* old (masked FA of 0: never a plain read, which
+				    could tear against other atomics) */
+	KN_AMO_FETCH_AND = 4,    /* old; word &= value (masked CS: swap value into
+				    the bits where value is 0) */
+	KN_AMO_FETCH_OR = 5,     /* old; word |= value (masked CS: swap value into
+				    the bits where value is 1) */
+	KN_AMO_FETCH_XOR = 6,    /* old; word ^= value (masked FA, every bit its
+				    own field) */
+};
+
+/* One kn_amo (value, compare in the low `size` bytes) on the remote word at
+ * raddr; the old value lands big-endian at res (size registered bytes). An
+ * unknown amo or size leaves op->kind invalid (kn_post refuses it). */
+KN_INLINE void kn_op_amo(kn_op *op, int amo, uint32_t size, uint64_t raddr, uint32_t rkey,
+			 uint64_t value, uint64_t compare, void *res, uint32_t res_lkey)
+{
+	uint64_t all = size == 4 ? 0xffffffffull : ~0ull;
+	switch (size == 4 || size == 8 ? amo : -1) {
+	case KN_AMO_FETCH_ADD:
+		if (size == 8)
+			kn_op_fetch_add(op, raddr, rkey, value, (uint64_t *)res, res_lkey);
+		else
+			kn_op_masked_fa(op, size, raddr, rkey, value, 0, res, res_lkey);
+		return;
+	case KN_AMO_COMPARE_SWAP:
+		if (size == 8)
+			kn_op_compare_swap(op, raddr, rkey, compare, value, (uint64_t *)res,
+					   res_lkey);
+		else
+			kn_op_masked_cs(op, size, raddr, rkey, value, compare, all, all, res,
+					res_lkey);
+		return;
+	case KN_AMO_SWAP:
+		kn_op_masked_cs(op, size, raddr, rkey, value, 0, all, 0, res, res_lkey);
+		return;
+	case KN_AMO_FETCH:
+		kn_op_masked_fa(op, size, raddr, rkey, 0, 0, res, res_lkey);
+		return;
+	case KN_AMO_FETCH_AND:
+		kn_op_masked_cs(op, size, raddr, rkey, value, 0, ~value & all, 0, res, res_lkey);
+		return;
+	case KN_AMO_FETCH_OR:
+		kn_op_masked_cs(op, size, raddr, rkey, value, 0, value & all, 0, res, res_lkey);
+		return;
+	case KN_AMO_FETCH_XOR:
+		kn_op_masked_fa(op, size, raddr, rkey, value, all, res, res_lkey);
+		return;
+	default:
+		knx_op_fill(op, -1, 0, 0, 0, raddr, rkey, 0, 0, 0, 0, 0);
+		return;
+	}
+}
+
 /* 0, or -EINVAL when op cannot be posted on qp (unknown kind, a length the
- * format cannot carry, an inline payload larger than the QP allows). */
+ * format cannot carry, an inline payload larger than the QP allows, a
+ * masked atomic of another size than 4 or 8, an unknown signal op). */
 KN_INLINE int knx_op_check(const kn_qp *qp, const kn_op *op)
 {
 	switch (op->kind) {
 	case KN_OP_PUT:
 	case KN_OP_GET:
-	case KN_OP_PUT_SIGNAL:
 		return op->len > KN_MAX_LEN ? -EINVAL : 0;
+	case KN_OP_PUT_SIGNAL:
+		return op->len > KN_MAX_LEN || op->sig_op > KN_SIG_SET ? -EINVAL : 0;
 	case KN_OP_PUT_INLINE:
 		return op->len > KN_MAX_INLINE_WRITE || op->len > qp->max_inline ? -EINVAL : 0;
 	case KN_OP_SIGNAL:
+		return op->sig_op > KN_SIG_SET ? -EINVAL : 0;
 	case KN_OP_FETCH_ADD:
 	case KN_OP_COMPARE_SWAP:
 		return 0;
+	case KN_OP_MASKED_CS:
+	case KN_OP_MASKED_FA:
+		return op->size == 4 || op->size == 8 ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}
 }
 
-/* WQEs of an operation: 2 for put_signal, else 1. */
+/* WQEBBs (tickets) of an operation: a put_signal is two WQEs, the 8-byte
+ * masked compare-and-swap (and so a SET signal) two WQEBBs. */
 KN_INLINE uint32_t knx_op_nwqe(const kn_op *op)
 {
-	return op->kind == KN_OP_PUT_SIGNAL ? 2u : 1u;
+	switch (op->kind) {
+	case KN_OP_PUT_SIGNAL:
+		return op->sig_op == KN_SIG_SET ? 3u : 2u;
+	case KN_OP_SIGNAL:
+		return op->sig_op == KN_SIG_SET ? 2u : 1u;
+	case KN_OP_MASKED_CS:
+		return op->size == 8 ? 2u : 1u;
+	default:
+		return 1u;
+	}
 }
 
-/* Builds the WQE(s) of a checked op at ticket t into w0 (and w1, ticket t+1). */
-KN_INLINE void knx_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, void *w0, void *w1)
+/* The tickets of an operation that start a WQE of two WQEBBs (bit i: ticket
+ * t+i), for knx_sq_submit_span; 0 when every WQE is one WQEBB. */
+KN_INLINE uint32_t knx_op_span(const kn_op *op)
 {
+	switch (op->kind) {
+	case KN_OP_PUT_SIGNAL:
+		return op->sig_op == KN_SIG_SET ? 2u : 0u;
+	case KN_OP_SIGNAL:
+		return op->sig_op == KN_SIG_SET ? 1u : 0u;
+	case KN_OP_MASKED_CS:
+		return op->size == 8 ? 1u : 0u;
+	default:
+		return 0u;
+	}
+}
+
+/* The WQE of a checked op of one WQEBB that is not a signal (put, inline
+ * put, get, fetch-add, compare-and-swap) at ticket t into w0. */
+KN_INLINE void knx_op_build_1(const kn_qp *qp, const kn_op *op, kn_ticket_t t, void *w0, void *w1)
+{
+	(void)w1;
 	switch (op->kind) {
 	case KN_OP_PUT:
 		knx_build_rw(qp, w0, t, KN_OPCODE_RDMA_WRITE, op->laddr, op->lkey, op->raddr,
@@ -331,16 +565,6 @@ KN_INLINE void knx_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, voi
 		knx_build_rw(qp, w0, t, KN_OPCODE_RDMA_READ, op->laddr, op->lkey, op->raddr,
 			     op->rkey, op->len, 0);
 		break;
-	case KN_OP_PUT_SIGNAL:
-		knx_build_rw(qp, w0, t, KN_OPCODE_RDMA_WRITE, op->laddr, op->lkey, op->raddr,
-			     op->rkey, op->len, 0);
-		knx_build_atomic(qp, w1, t + 1, KN_OPCODE_ATOMIC_FA, qp->scratch_addr,
-				 qp->scratch_lkey, op->sig_raddr, op->sig_rkey, op->add, 0);
-		break;
-	case KN_OP_SIGNAL:
-		knx_build_atomic(qp, w0, t, KN_OPCODE_ATOMIC_FA, qp->scratch_addr,
-				 qp->scratch_lkey, op->sig_raddr, op->sig_rkey, op->add, 0);
-		break;
 	case KN_OP_FETCH_ADD:
 		knx_build_atomic(qp, w0, t, KN_OPCODE_ATOMIC_FA, op->laddr, op->lkey, op->raddr,
 				 op->rkey, op->add, 0);
@@ -350,6 +574,54 @@ KN_INLINE void knx_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, voi
 				 op->rkey, op->add, op->compare);
 		break;
 	}
+}
+
+/* The signal WQE of put_signal / signal at ticket t into w0 (and w1, its
+ * second WQEBB, for SET). */
+KN_INLINE void knx_build_signal(const kn_qp *qp, const kn_op *op, kn_ticket_t t, void *w0, void *w1)
+{
+	if (op->sig_op == KN_SIG_SET)
+		knx_build_masked(qp, w0, w1, t, KN_OPCODE_ATOMIC_MASKED_CS, 8, qp->scratch_addr,
+				 qp->scratch_lkey, op->sig_raddr, op->sig_rkey, op->add, 0, ~0ull, 0);
+	else
+		knx_build_atomic(qp, w0, t, KN_OPCODE_ATOMIC_FA, qp->scratch_addr,
+				 qp->scratch_lkey, op->sig_raddr, op->sig_rkey, op->add, 0);
+}
+
+/* Builds the WQE(s) of a checked op at ticket t into w0, w1, w2 (the slots
+ * of tickets t, t+1, t+2, as many as knx_op_nwqe says). */
+KN_INLINE void knx_op_build3(const kn_qp *qp, const kn_op *op, kn_ticket_t t, void *w0, void *w1,
+			     void *w2)
+{
+	switch (op->kind) {
+	case KN_OP_PUT_SIGNAL:
+		knx_build_rw(qp, w0, t, KN_OPCODE_RDMA_WRITE, op->laddr, op->lkey, op->raddr,
+			     op->rkey, op->len, 0);
+		knx_build_signal(qp, op, t + 1, w1, w2);
+		return;
+	case KN_OP_SIGNAL:
+		knx_build_signal(qp, op, t, w0, w1);
+		return;
+	case KN_OP_MASKED_CS:
+		knx_build_masked(qp, w0, w1, t, KN_OPCODE_ATOMIC_MASKED_CS, op->size, op->laddr,
+				 op->lkey, op->raddr, op->rkey, op->add, op->compare, op->swap_mask,
+				 op->compare_mask);
+		return;
+	case KN_OP_MASKED_FA:
+		knx_build_masked(qp, w0, w1, t, KN_OPCODE_ATOMIC_MASKED_FA, op->size, op->laddr,
+				 op->lkey, op->raddr, op->rkey, op->add, 0, op->swap_mask, 0);
+		return;
+	default:
+		break;
+	}
+	knx_op_build_1(qp, op, t, w0, w1);
+}
+
+/* Builds the WQE(s) of a checked op of at most two WQEBBs (every op but a
+ * SET put_signal) at ticket t into w0 (and w1, ticket t+1). */
+KN_INLINE void knx_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, void *w0, void *w1)
+{
+	knx_op_build3(qp, op, t, w0, w1, (void *)0);
 }
 
 /* ---- thread scope ----------------------------------------------------------- */
@@ -369,9 +641,11 @@ KN_INLINE void knx_op_build(const kn_qp *qp, const kn_op *op, kn_ticket_t t, voi
 #endif
 
 /* Posts one operation from this thread: checks it (-EINVAL: nothing is
- * reserved or written), reserves its WQE(s) (-ETIMEDOUT as kn_sq_reserve),
- * builds, publishes and rings. *ticket (may be NULL) gets the ticket of its
- * last WQE: wait for it with kn_wait(), or for everything with kn_quiet(). */
+ * reserved or written), reserves its WQEBB(s) (-ETIMEDOUT as kn_sq_reserve),
+ * builds, publishes and rings. *ticket (may be NULL) gets its last ticket:
+ * wait for it with kn_wait(), or for everything with kn_quiet(). When the
+ * last WQE is one of two WQEBBs, the doorbell is its ctrl word (no
+ * BlueFlame body: that is for one-WQEBB single posts). */
 KN_INLINE int kn_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 {
 	kn_ticket_t t;
@@ -379,16 +653,25 @@ KN_INLINE int kn_post(const kn_qp *qp, const kn_op *op, kn_ticket_t *ticket)
 	if (rc)
 		return rc;
 	uint32_t n = knx_op_nwqe(op);
+	uint32_t span = knx_op_span(op);
 	rc = kn_sq_reserve(qp, n, &t);
 	if (rc)
 		return rc;
 	KNX_WQE_DECL(w0);
 	KNX_WQE_DECL(w1);
-	knx_op_build(qp, op, t, KNX_WQE_AT(qp, t, w0), KNX_WQE_AT(qp, t + 1, w1));
+	KNX_WQE_DECL(w2);
+	knx_op_build3(qp, op, t, KNX_WQE_AT(qp, t, w0), KNX_WQE_AT(qp, t + 1, w1),
+		      KNX_WQE_AT(qp, t + 2, w2));
 	KNX_WQE_PUT(qp, t, w0);
-	if (n == 2)
+	if (n >= 2)
 		KNX_WQE_PUT(qp, t + 1, w1);
-	knx_sq_submit_last(qp, t, n, n == 2 ? KNX_WQE_OWN(w1) : KNX_WQE_OWN(w0));
+	if (n == 3)
+		KNX_WQE_PUT(qp, t + 2, w2);
+	/* the doorbell rings with the last WQE's first WQEBB (the C build: NULL,
+	 * submit copies it from the SQ before publishing) */
+	uint32_t lw = n >= 2 && ((span >> (n - 2)) & 1u) ? n - 2 : n - 1;
+	knx_sq_submit_span(qp, t, n, span,
+			   lw == 0 ? KNX_WQE_OWN(w0) : lw == 1 ? KNX_WQE_OWN(w1) : KNX_WQE_OWN(w2));
 	if (ticket)
 		*ticket = t + n - 1;
 	return 0;
@@ -439,6 +722,23 @@ KN_INLINE int kn_put_signal(const kn_qp *qp, uint64_t raddr, uint32_t rkey, cons
 	return kn_post(qp, &op, ticket);
 }
 
+KN_INLINE int kn_put_signal_op(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+			       uint32_t lkey, uint32_t len, uint64_t sig_raddr, uint32_t sig_rkey,
+			       uint64_t value, int sig_op, kn_ticket_t *ticket)
+{
+	kn_op op;
+	kn_op_put_signal_op(&op, raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, value, sig_op);
+	return kn_post(qp, &op, ticket);
+}
+
+KN_INLINE int kn_signal_op(const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t value,
+			   int sig_op, kn_ticket_t *ticket)
+{
+	kn_op op;
+	kn_op_signal_op(&op, sig_raddr, sig_rkey, value, sig_op);
+	return kn_post(qp, &op, ticket);
+}
+
 /* Posts op (a fetch-add or compare-and-swap) and waits for it; *old (may be
  * NULL) gets the old remote value in host order. */
 KN_INLINE int knx_post_wait_old(const kn_qp *qp, const kn_op *op, uint64_t *old)
@@ -473,6 +773,31 @@ KN_INLINE int kn_atomic_compare_swap(const kn_qp *qp, uint64_t raddr, uint32_t r
 	kn_op op;
 	kn_op_compare_swap(&op, raddr, rkey, compare, swap, res, res_lkey);
 	return knx_post_wait_old(qp, &op, old);
+}
+
+/* Blocking kn_amo (kn_op_amo, then kn_wait): *old (may be NULL) gets the old
+ * remote value (host order, the low `size` bytes). res/res_lkey: `size`
+ * registered bytes where the NIC lands the result. 0, -EINVAL (unknown amo
+ * or size: nothing posted), -EIO, -ETIMEDOUT. */
+KN_INLINE int kn_atomic(const kn_qp *qp, int amo, uint32_t size, uint64_t raddr, uint32_t rkey,
+			uint64_t value, uint64_t compare, void *res, uint32_t res_lkey,
+			uint64_t *old)
+{
+	kn_op op;
+	kn_ticket_t t;
+	kn_op_amo(&op, amo, size, raddr, rkey, value, compare, res, res_lkey);
+	int rc = kn_post(qp, &op, &t);
+	if (rc)
+		return rc;
+	rc = kn_wait(qp, t);
+	if (rc == 0 && old) {
+		KN_FENCE_ACQ();
+		if (size == 4)
+			*old = kn_be32toh(*(volatile uint32_t *)res);
+		else
+			*old = kn_be64toh(*(volatile uint64_t *)res);
+	}
+	return rc;
 }
 
 /* Waits until the local 64-bit signal word reaches at least `value`, at most

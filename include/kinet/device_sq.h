@@ -7,9 +7,13 @@
  * kinet/device_ops.h; include kinet/device.h rather than this header.
  *
  * Conventions
- *  - one WQE = one 64-byte basic block (WQEBB); tickets: kinet/device_types.h.
+ *  - a ticket is one 64-byte basic block (WQEBB); tickets:
+ *    kinet/device_types.h. Every WQE the device API posts is one WQEBB except
+ *    the 8-byte masked compare-and-swap (two).
  *  - every WQE the device API posts is signaled, and the send CQ is dedicated
- *    and as deep as the SQ, so CQE number t completes WQE number t.
+ *    and as deep as the SQ, so the CQEs complete the WQEs in order, one each:
+ *    CQE number k (st->cq_ci counts them) completes the WQE that starts at
+ *    ticket st->done, and done moves past its WQEBBs.
  *  - a slot is reused only once the CQE of its previous occupant has been
  *    consumed: a full SQ waits on completions, nothing is overwritten.
  *  - return values: 0, -EBUSY (not yet), -EIO (error CQE; kn_qp_error() gives
@@ -41,6 +45,31 @@ KN_INLINE uint8_t knx_cqe_own(const kn_qp *qp, uint64_t idx)
 	return *(volatile const uint8_t *)&knx_cqe_at(qp, idx)->op_own;
 }
 
+/* The last 8 bytes of send CQE idx in one load: the WQE opcode (byte 56: the
+ * top byte of sop_drop_qpn / s_wqe_opcode_qpn, big-endian), wqe_counter,
+ * signature and op_own (byte 63, bits 56..63 of the value). One aligned
+ * 8-byte access: a CQE whose op_own it shows valid shows its opcode too
+ * (the NIC writes op_own last). */
+KN_INLINE uint64_t knx_cqe_tail(const kn_qp *qp, uint64_t idx)
+{
+	return *(volatile const uint64_t *)((const uint8_t *)knx_cqe_at(qp, idx) + 56);
+}
+
+/* WQEBBs of the WQE starting at ticket t, whose CQE has opcode op (op_own >>
+ * 4) and WQE opcode wop. Every device-API WQE is one WQEBB but the 8-byte
+ * masked compare-and-swap; its size (and that of any WQE completed in error,
+ * whose CQE may not name the opcode) is read from the WQE's ds: the slot is
+ * not reused before done moves past it. */
+KN_INLINE uint32_t knx_wqe_nbb(const kn_qp *qp, uint64_t t, uint8_t op, uint8_t wop)
+{
+	if (wop != KN_OPCODE_ATOMIC_MASKED_CS && op != KN_CQE_REQ_ERR && op != KN_CQE_RESP_ERR)
+		return 1;
+	const uint8_t *w = qp->sq + (size_t)(t & (qp->sq_wqe_cnt - 1)) * KN_SEND_WQE_BB;
+	uint32_t ds = *(volatile const uint8_t *)(w + 7) & 0x3fu; /* low byte of qpn_ds */
+	uint32_t nbb = (ds * 16u + 63u) / 64u;
+	return nbb ? nbb : 1u;
+}
+
 /* Records the first error of the QP (its ticket and syndrome). */
 KN_INLINE void knx_record_error(const kn_qp *qp, uint64_t ticket, const struct kn_cqe64 *cqe)
 {
@@ -57,8 +86,9 @@ KN_INLINE void knx_record_error(const kn_qp *qp, uint64_t ticket, const struct k
 	}
 }
 
-/* Consumes every CQE that is there, from st->done on. One thread at a time
- * (poll_lock); returns the new done value. Non-blocking. */
+/* Consumes every CQE that is there, from st->cq_ci on (the one of the WQE
+ * at st->done). One thread at a time (poll_lock); returns the new done
+ * value. Non-blocking. */
 KN_INLINE uint64_t kn_cq_progress(const kn_qp *qp)
 {
 	kn_qp_state *st = qp->st;
@@ -66,23 +96,27 @@ KN_INLINE uint64_t kn_cq_progress(const kn_qp *qp)
 		return KN_LOAD64(&st->done);
 	uint64_t done = KN_LOAD64(&st->done);
 	uint64_t start = done;
+	uint64_t ci = KN_LOAD64(&st->cq_ci);
 	uint64_t limit = KN_LOAD64(&st->ready);
 #if defined(__CUDA_ARCH__)
 	/* device code: the CQ is in host memory, each read a PCIe round trip;
-	 * read the owner bytes of up to 8 CQEs at once, then one acquire fence
-	 * for the batch (it also orders the caller's later reads of payloads) */
+	 * read the tails of up to 8 CQEs at once, then one acquire fence for
+	 * the batch (it also orders the caller's later reads of payloads). At
+	 * most limit - done CQEs can be due (a WQE has at least one WQEBB); a
+	 * slot not written yet shows the owner bit of its previous lap. */
 	while (done < limit) {
 		uint32_t m = limit - done < 8 ? (uint32_t)(limit - done) : 8u;
-		uint8_t own[8];
+		uint64_t tw[8];
 #pragma unroll
 		for (uint32_t k = 0; k < 8; k++)
-			own[k] = k < m ? knx_cqe_own(qp, done + k) : (uint8_t)(KN_CQE_INVALID << 4);
+			tw[k] = k < m ? knx_cqe_tail(qp, ci + k) : (uint64_t)(KN_CQE_INVALID << 4) << 56;
 		uint32_t got = 0;
 #pragma unroll
 		for (uint32_t k = 0; k < 8; k++) {
-			uint64_t i = done + k;
-			if (got != k || (own[k] >> 4) == KN_CQE_INVALID ||
-			    (own[k] & 1) != ((i / qp->cq_cqe_cnt) & 1))
+			uint64_t i = ci + k;
+			uint8_t own = (uint8_t)(tw[k] >> 56);
+			if (got != k || (own >> 4) == KN_CQE_INVALID ||
+			    (own & 1) != ((i / qp->cq_cqe_cnt) & 1))
 				continue;
 			got++;
 		}
@@ -90,40 +124,45 @@ KN_INLINE uint64_t kn_cq_progress(const kn_qp *qp)
 			break;
 		KN_BAR_CQE_DATA();
 		for (uint32_t k = 0; k < got; k++) {
-			uint8_t op = own[k] >> 4;
+			uint8_t op = (uint8_t)(tw[k] >> 60);
 			if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
-				knx_record_error(qp, done + k, knx_cqe_at(qp, done + k));
+				knx_record_error(qp, done, knx_cqe_at(qp, ci + k));
+			done += knx_wqe_nbb(qp, done, op, (uint8_t)tw[k]);
 		}
-		done += got;
+		ci += got;
 		if (got < m)
 			break;
 	}
 #else
 	while (done < limit) {
-		struct kn_cqe64 *cqe = knx_cqe_at(qp, done);
-		if (!kn_cqe_ready(cqe, done, qp->cq_cqe_cnt))
+		struct kn_cqe64 *cqe = knx_cqe_at(qp, ci);
+		if (!kn_cqe_ready(cqe, ci, qp->cq_cqe_cnt))
 			break;
 		KN_BAR_CQE_DATA();
 		uint8_t op = kn_cqe_opcode(cqe);
 		if (op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR)
 			knx_record_error(qp, done, cqe);
-		done++;
+		done += knx_wqe_nbb(qp, done, op, (uint8_t)(kn_be32toh(cqe->sop_drop_qpn) >> 24));
+		ci++;
 	}
 #endif
 	if (done != start) {
 		/* consumer index for the NIC (CQ overflow protection) */
-		*qp->cq_dbrec = kn_htobe32((uint32_t)(done & 0xffffff));
+		*qp->cq_dbrec = kn_htobe32((uint32_t)(ci & 0xffffff));
 #if defined(__CUDA_ARCH__)
 		if (qp->share == KN_SHARE_EXCLUSIVE) {
+			st->cq_ci = ci;
 			st->done = done; /* one consumer: no ordering to publish */
 		} else {
 			/* the next lock holder's consumer index must reach the NIC
 			 * after ours: a GPU-scope release does not order writes to
 			 * host memory as the CPU sees them */
 			KN_FENCE_REL();
+			KN_STORE64(&st->cq_ci, ci);
 			KN_STORE64(&st->done, done);
 		}
 #else
+		KN_STORE64(&st->cq_ci, ci);
 		KN_STORE64(&st->done, done);
 #endif
 	}
@@ -334,20 +373,32 @@ KN_INLINE void knx_ring(const kn_qp *qp, uint64_t p, const void *own, int single
 	knx_ring_nic(qp, p, own, single);
 }
 
+/* slot_ready mark of the first WQEBB of a WQE of two (its second holds the
+ * plain mark): a scan takes the pair together or not at all, so the NIC is
+ * never rung with a producer index that cuts a WQE. */
+#define KNX_SPAN (1ull << 63)
+
 /* Publishes tickets [t, t+n) and rings the doorbell; last: the caller's own
- * copy of WQE t+n-1 (device code builds WQEs in registers) or NULL (the C
- * build then copies the WQE from the SQ before publishing it). Shared
- * modes: slots are marked ready, and whoever finds the next slot ready
- * advances the in-order "ready" counter past it, so no thread waits for its
- * predecessors; one thread at a time rings, with a value that never goes
- * backwards, using its own copy only when the ring ends at its own WQE. */
-KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, const void *last)
+ * copy of its last WQE (device code builds WQEs in registers) or NULL (the C
+ * build then copies that WQE from the SQ before publishing it); span: bit i
+ * set when ticket t+i starts a WQE of two WQEBBs (i < 32); the last WQE is
+ * the one that starts at t+n-2 when bit n-2 is set, else at t+n-1, and its
+ * copy (its first WQEBB: the ctrl word) is what the doorbell rings with.
+ * Shared modes: slots are marked ready, and whoever finds the next slot
+ * ready advances the in-order "ready" counter past it (a WQE of two WQEBBs:
+ * past both marks together), so no thread waits for its predecessors; one
+ * thread at a time rings, with a value that never goes backwards, using its
+ * own copy only when the ring ends at its own WQE. */
+KN_INLINE void knx_sq_submit_span(const kn_qp *qp, kn_ticket_t t, uint32_t n, uint32_t span,
+				  const void *last)
 {
 	kn_qp_state *st = qp->st;
 #if !defined(__CUDA_ARCH__)
 	uint64_t copy[KN_SEND_WQE_BB / 8];
 	if (!last && qp->db_mode != KN_DB_CPU_PROXY) {
-		const volatile uint64_t *src = (const volatile uint64_t *)kn_wqe_ptr(qp, t + n - 1);
+		/* the last WQE's first WQEBB (its ctrl word is the doorbell) */
+		uint64_t lw = n >= 2 && ((span >> (n - 2)) & 1u) ? t + n - 2 : t + n - 1;
+		const volatile uint64_t *src = (const volatile uint64_t *)kn_wqe_ptr(qp, lw);
 		for (unsigned i = 0; i < KN_SEND_WQE_BB / 8; i++)
 			copy[i] = src[i];
 		last = copy;
@@ -379,7 +430,8 @@ KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, co
 	 * itself at the head. Thousands of threads on one QP then cost a few
 	 * atomics per run instead of a contended CAS per slot. */
 	for (uint32_t i = 0; i < n; i++)
-		*(volatile uint64_t *)&qp->slot_ready[(t + i) & mask] = t + i + 1;
+		*(volatile uint64_t *)&qp->slot_ready[(t + i) & mask] =
+			(t + i + 1) | (i < 32 && ((span >> i) & 1u) ? KNX_SPAN : 0);
 	asm volatile("fence.sc.gpu;" ::: "memory");
 	uint64_t r = KN_LOAD64(&st->ready);
 	uint64_t h0 = t, h1 = t + n; /* our tickets; then the slot we stand on */
@@ -392,9 +444,13 @@ KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, co
 				v[k] = KN_LOAD64(&qp->slot_ready[(e + k) & mask]);
 			int k = 0;
 #pragma unroll
-			for (int j = 0; j < 8; j++)
+			for (int j = 0; j < 8; j++) {
 				if (k == j && v[j] == e + j + 1)
-					k++;
+					k = j + 1;
+				else if (k == j && j < 7 && v[j] == ((e + j + 1) | KNX_SPAN) &&
+					 v[j + 1] == e + j + 2)
+					k = j + 2; /* a WQE of two: both marked */
+			}
 			e += k;
 			if (k < 8)
 				break;
@@ -410,15 +466,23 @@ KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, co
 	}
 #else
 	for (uint32_t i = 0; i < n; i++)
-		KN_STORE64(&qp->slot_ready[(t + i) & mask], t + i + 1);
+		KN_STORE64(&qp->slot_ready[(t + i) & mask],
+			   (t + i + 1) | (i < 32 && ((span >> i) & 1u) ? KNX_SPAN : 0));
 	KN_FENCE_SYS();
-	/* advance ready over every consecutive ready slot */
+	/* advance ready over every consecutive ready slot (a WQE of two WQEBBs
+	 * when both are marked) */
 	uint64_t r = KN_LOAD64(&st->ready);
 	for (;;) {
-		if (KN_LOAD64(&qp->slot_ready[r & mask]) != r + 1)
+		uint64_t m = KN_LOAD64(&qp->slot_ready[r & mask]), step;
+		if (m == r + 1)
+			step = 1;
+		else if (m == ((r + 1) | KNX_SPAN) &&
+			 KN_LOAD64(&qp->slot_ready[(r + 1) & mask]) == r + 2)
+			step = 2;
+		else
 			break;
-		uint64_t seen = KN_CAS64(&st->ready, r, r + 1);
-		r = (seen == r) ? r + 1 : seen;
+		uint64_t seen = KN_CAS64(&st->ready, r, r + step);
+		r = (seen == r) ? r + step : seen;
 	}
 #endif
 #if defined(__CUDA_ARCH__)
@@ -449,10 +513,16 @@ KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, co
 	}
 }
 
+/* knx_sq_submit_span for WQEs of one WQEBB each. */
+KN_INLINE void knx_sq_submit_last(const kn_qp *qp, kn_ticket_t t, uint32_t n, const void *last)
+{
+	knx_sq_submit_span(qp, t, n, 0u, last);
+}
+
 /* Publishes tickets [t, t+n), whose WQEs the caller has written (every one
- * of them: the NIC executes what is in a published slot), and rings the
- * doorbell. In shared modes a thread never waits for slower predecessors:
- * whoever publishes last carries the doorbell past everyone. */
+ * of them: the NIC executes what is in a published slot; one WQEBB each),
+ * and rings the doorbell. In shared modes a thread never waits for slower
+ * predecessors: whoever publishes last carries the doorbell past everyone. */
 KN_INLINE void kn_sq_submit(const kn_qp *qp, kn_ticket_t t, uint32_t n)
 {
 	knx_sq_submit_last(qp, t, n, (const void *)0);

@@ -6,9 +6,11 @@
  * control path (kinet/kinet.h) includes only this header of the device API;
  * device code includes kinet/device.h, which includes it.
  *
- * Tickets: a ticket is the 64-bit, never-wrapping index of a WQE of a QP's
- * send queue (or of a receive WQE of its receive queue); the slot of ticket t
- * is t % sq_wqe_cnt and its 16-bit mlx5 wqe_index is t & 0xffff.
+ * Tickets: a ticket is the 64-bit, never-wrapping index of a WQE basic block
+ * (WQEBB) of a QP's send queue (or of a receive WQE of its receive queue);
+ * the slot of ticket t is t % sq_wqe_cnt and its 16-bit mlx5 wqe_index is
+ * t & 0xffff. Almost every WQE is one WQEBB, hence one ticket; the 8-byte
+ * masked compare-and-swap takes two.
  */
 #ifndef KINET_DEVICE_TYPES_H
 #define KINET_DEVICE_TYPES_H
@@ -58,9 +60,11 @@ typedef struct kn_qp_state {
 	uint32_t err_vendor;
 	uint64_t rq_resv; /* receive queue: next receive ticket */
 	uint64_t rq_done; /* every receive ticket < rq_done has been consumed */
+	uint64_t cq_ci;   /* send CQEs consumed (one per WQE; a WQE of several
+			   * WQEBBs takes as many tickets, so cq_ci <= done) */
 	uint32_t bf_off;  /* the register the next ring writes: 0 or kn_qp.bf_alt */
 	uint32_t pad32;
-	uint64_t pad[5];
+	uint64_t pad[4];
 } kn_qp_state;
 
 /* Everything device code needs to drive one RC QP. Exported by the host

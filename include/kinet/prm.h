@@ -52,6 +52,27 @@ enum kn_wqe_opcode {
 	KN_OPCODE_ATOMIC_FA = 0x12,
 	KN_OPCODE_TSO = 0x0e,  /* Ethernet large send (refused by kinet's NICs) */
 	KN_OPCODE_WAIT = 0x0f, /* Ethernet SQ: hold the queue until a condition */
+	KN_OPCODE_ATOMIC_MASKED_CS = 0x14, /* extended atomics: opmod KN_OPMOD_EXT_ATOMIC_* */
+	KN_OPCODE_ATOMIC_MASKED_FA = 0x15,
+};
+
+/* ---- extended (masked) atomics ------------------------------------------
+ * ConnectX's masked compare-and-swap and masked fetch-and-add on 4 or 8
+ * bytes. The operand size is in the ctrl segment's opmod, 0x08 | (log2(size)
+ * - 2); the WQE is ctrl, remote address, the operand segment below, and one
+ * data segment of `size` bytes where the old value lands (big-endian):
+ *   masked CS, 4 bytes  operands 16 bytes  ds 4 (one WQEBB)
+ *   masked CS, 8 bytes  operands 32 bytes  ds 5 (two WQEBBs)
+ *   masked FA, 4 or 8   operands 16 bytes  ds 4 (one WQEBB)
+ * Masked CS: if ((old ^ compare) & compare_mask) == 0, the word becomes
+ * (old & ~swap_mask) | (swap & swap_mask). Masked FA: the word becomes old +
+ * add, where a carry out of a bit set in field_boundary is dropped (the bits
+ * form fields that add on their own: boundary 0 is a plain add, all ones an
+ * exclusive or). Every operand is big-endian, in the operand size. */
+#define KN_OPMOD_EXT_ATOMIC(log2_size) (0x08u | ((log2_size) - 2u))
+enum {
+	KN_OPMOD_EXT_ATOMIC_4 = 0x08,
+	KN_OPMOD_EXT_ATOMIC_8 = 0x09,
 };
 
 /* ctrl.opmod of a WAIT WQE: wait for the NIC's real-time clock. */
@@ -126,6 +147,34 @@ struct kn_wqe_inl_data_seg {
 struct kn_wqe_atomic_seg {
 	uint64_t swap_add; /* swap value (CS) or addend (FA) */
 	uint64_t compare;  /* compare value (CS) */
+};
+
+/* Operands of an 8-byte masked compare-and-swap (rdma-core's struct
+ * mlx5_wqe_masked_atomic_seg). */
+struct kn_wqe_masked_atomic_seg {
+	uint64_t swap_add;
+	uint64_t compare;
+	uint64_t swap_add_mask;
+	uint64_t compare_mask;
+};
+
+/* Operands of a 4-byte masked compare-and-swap. */
+struct kn_wqe_masked_cs32_seg {
+	uint32_t swap;
+	uint32_t compare;
+	uint32_t swap_mask;
+	uint32_t compare_mask;
+};
+
+/* Operands of a masked fetch-and-add, 4 and 8 bytes. */
+struct kn_wqe_masked_fa32_seg {
+	uint32_t add;
+	uint32_t field_boundary;
+	uint64_t reserved;
+};
+struct kn_wqe_masked_fa64_seg {
+	uint64_t add;
+	uint64_t field_boundary;
 };
 
 /* 64-byte completion entry (success layout). */
@@ -443,6 +492,41 @@ KN_INLINE void kn_set_atomic_seg(struct kn_wqe_atomic_seg *seg, uint64_t swap_ad
 	seg->compare = kn_htobe64(compare);
 }
 
+/* The operand segments of the extended atomics (values in host order; the
+ * 4-byte forms use the low 32 bits). */
+KN_INLINE void kn_set_masked_atomic_seg(struct kn_wqe_masked_atomic_seg *seg, uint64_t swap,
+					uint64_t compare, uint64_t swap_mask, uint64_t compare_mask)
+{
+	seg->swap_add = kn_htobe64(swap);
+	seg->compare = kn_htobe64(compare);
+	seg->swap_add_mask = kn_htobe64(swap_mask);
+	seg->compare_mask = kn_htobe64(compare_mask);
+}
+
+KN_INLINE void kn_set_masked_cs32_seg(struct kn_wqe_masked_cs32_seg *seg, uint32_t swap,
+				      uint32_t compare, uint32_t swap_mask, uint32_t compare_mask)
+{
+	seg->swap = kn_htobe32(swap);
+	seg->compare = kn_htobe32(compare);
+	seg->swap_mask = kn_htobe32(swap_mask);
+	seg->compare_mask = kn_htobe32(compare_mask);
+}
+
+KN_INLINE void kn_set_masked_fa32_seg(struct kn_wqe_masked_fa32_seg *seg, uint32_t add,
+				      uint32_t field_boundary)
+{
+	seg->add = kn_htobe32(add);
+	seg->field_boundary = kn_htobe32(field_boundary);
+	seg->reserved = 0;
+}
+
+KN_INLINE void kn_set_masked_fa64_seg(struct kn_wqe_masked_fa64_seg *seg, uint64_t add,
+				      uint64_t field_boundary)
+{
+	seg->add = kn_htobe64(add);
+	seg->field_boundary = kn_htobe64(field_boundary);
+}
+
 /* ---- CQE accessors ------------------------------------------------------ */
 KN_INLINE uint8_t kn_cqe_opcode(const struct kn_cqe64 *cqe) { return cqe->op_own >> 4; }
 KN_INLINE uint8_t kn_cqe_owner(const struct kn_cqe64 *cqe) { return cqe->op_own & 1; }
@@ -465,6 +549,10 @@ KN_INLINE uint16_t kn_wqe_index_of(const struct kn_wqe_ctrl_seg *c)
 KN_INLINE uint8_t kn_wqe_ds_of(const struct kn_wqe_ctrl_seg *c)
 {
 	return (uint8_t)(kn_be32toh(c->qpn_ds) & 0x3f);
+}
+KN_INLINE uint8_t kn_wqe_opmod_of(const struct kn_wqe_ctrl_seg *c)
+{
+	return (uint8_t)(kn_be32toh(c->opmod_idx_opcode) >> 24);
 }
 
 #endif /* KINET_PRM_H */

@@ -29,11 +29,12 @@ esac
 fail=0
 IFS=';' read -r -a list <<< "$headers"
 for h in "${list[@]}"; do
-  tu="$out/${h//./_}.$ext"
+  id=${h//[.\/]/_}
+  tu="$out/$id.$ext"
   printf '#include <kinet/%s>\n#include <kinet/%s>\ntypedef int kinet_header_check_%s;\n' \
-    "$h" "$h" "${h//[.]/_}" > "$tu"
+    "$h" "$h" "$id" > "$tu"
   if [ "$lang" = cu ]; then
-    cmd=("$cc" "$@" -I"$inc" -c "$tu" -o "$out/${h//./_}.o")
+    cmd=("$cc" "$@" -I"$inc" -c "$tu" -o "$out/$id.o")
   else
     cmd=("$cc" "$@" -I"$inc" -fsyntax-only "$tu")
   fi

@@ -4,10 +4,11 @@
 find_program(KINET_GCC NAMES gcc REQUIRED)
 find_program(KINET_NM NAMES nm REQUIRED)
 find_program(KINET_READELF NAMES readelf REQUIRED)
-# the headers of libkinet: every installed C header but libkinet_cuda's
+# the headers of libkinet: every installed C header but libkinet_cuda's and
+# libkinet_shmem's
 file(GLOB abi_headers RELATIVE ${PROJECT_SOURCE_DIR}/include CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/include/kinet/*.h)
-list(REMOVE_ITEM abi_headers kinet/kinet_cuda.h)
+list(REMOVE_ITEM abi_headers kinet/kinet_cuda.h kinet/shmem.h kinet/shmem_device.h)
 list(JOIN abi_headers " " abi_headers)
 target_compile_definitions(test_abi PRIVATE
   KINET_LIB="$<TARGET_FILE:kinet>"
@@ -26,4 +27,10 @@ endif()
 if(TARGET kinet_mlx5emu)
   target_compile_definitions(test_abi PRIVATE KINET_EMU_MODULE="$<TARGET_FILE:kinet_mlx5emu>")
   add_dependencies(test_abi kinet_mlx5emu)
+endif()
+if(TARGET kinet_shmem)
+  target_compile_definitions(test_abi PRIVATE
+    KINET_SHMEM_LIB="$<TARGET_FILE:kinet_shmem>"
+    KINET_SHMEM_MAP="$<TARGET_PROPERTY:kinet_shmem,KINET_MAP>")
+  add_dependencies(test_abi kinet_shmem)
 endif()

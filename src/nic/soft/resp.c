@@ -323,6 +323,95 @@ out:
 	return rc;
 }
 
+bool soft_masked_apply(uint8_t opcode, uint32_t size, uint64_t old, uint64_t a, uint64_t b,
+		       uint64_t c, uint64_t d, uint64_t *nv)
+{
+	uint64_t all = size == 4 ? 0xffffffffull : ~0ull;
+	old &= all;
+	if (opcode == KN_OPCODE_ATOMIC_MASKED_CS) {
+		if ((old ^ b) & d & all)
+			return false;
+		*nv = ((old & ~c) | (a & c)) & all;
+		return true;
+	}
+	/* masked fetch-and-add: the bits set in the boundary c end a field; add
+	 * with those bits cleared (no carry leaves a field), then put back the
+	 * top bit of each field: its own sum with the carry that reached it */
+	uint64_t h = c & all;
+	uint64_t sum = ((old & ~h) + (a & ~h)) & all;
+	*nv = (sum & ~h) | ((old ^ a ^ sum) & h);
+	return true;
+}
+
+/* A masked atomic on host memory: the CPU's compare-and-swap in a loop (an
+ * atomic read-modify-write: no other atomic, of the NIC or of a CPU thread,
+ * can slip in between), or a plain fetch-add where that is what it is. */
+static uint64_t masked_host(void *p, uint8_t opcode, uint32_t size, uint64_t a, uint64_t b,
+			    uint64_t c, uint64_t d)
+{
+	uint64_t nv;
+	if (opcode == KN_OPCODE_ATOMIC_MASKED_FA && c == 0)
+		return size == 4 ? __atomic_fetch_add((uint32_t *)p, (uint32_t)a, __ATOMIC_SEQ_CST)
+				 : __atomic_fetch_add((uint64_t *)p, a, __ATOMIC_SEQ_CST);
+	if (size == 4) {
+		uint32_t *w = p, o = __atomic_load_n(w, __ATOMIC_RELAXED);
+		while (soft_masked_apply(opcode, 4, o, a, b, c, d, &nv) &&
+		       !__atomic_compare_exchange_n(w, &o, (uint32_t)nv, 1, __ATOMIC_SEQ_CST,
+						    __ATOMIC_RELAXED))
+			;
+		return o;
+	}
+	uint64_t *w = p, o = __atomic_load_n(w, __ATOMIC_RELAXED);
+	while (soft_masked_apply(opcode, 8, o, a, b, c, d, &nv) &&
+	       !__atomic_compare_exchange_n(w, &o, nv, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+	return o;
+}
+
+int soft_resp_masked_atomic(kinet_qp *t, uint8_t opcode, uint32_t size, uint64_t raddr,
+			    uint32_t rkey, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			    uint64_t *old)
+{
+	if (!accepting(t))
+		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
+	if (size != 4 && size != 8)
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_MALFORMED);
+	if (opcode != KN_OPCODE_ATOMIC_MASKED_CS && opcode != KN_OPCODE_ATOMIC_MASKED_FA)
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_MALFORMED);
+	if (raddr & (size - 1))
+		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_ALIGNMENT);
+	int rc = 0;
+	struct kinet_mr_ref ref;
+	if (!tgt_lock(t, held_ctx))
+		return SOFT_STALL;
+	uint32_t why = soft_mr_check(t->ctx, t->pd, rkey, raddr, size, KINET_ACCESS_REMOTE_ATOMIC,
+				     &ref);
+	if (why) {
+		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
+		goto out;
+	}
+	if (ref.kind == KINET_MEM_HOST) {
+		*old = masked_host(ref.ptr, opcode, size, a, b, c, d);
+	} else {
+		/* GPU memory: read, compute, write back with the copy engine,
+		 * under the lock every NIC atomic on GPU memory takes */
+		uint64_t v = 0, nv;
+		pthread_mutex_lock(&gpu_atomic_lock);
+		if (kinet_mem_copy(&v, KINET_MEM_HOST, ref.ptr, ref.kind, size)) {
+			rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
+		} else {
+			if (soft_masked_apply(opcode, size, v, a, b, c, d, &nv) && nv != v &&
+			    kinet_mem_copy(ref.ptr, ref.kind, &nv, KINET_MEM_HOST, size))
+				rc = (int)SOFT_REASON(KN_SYND_REMOTE_OP_ERR, KINET_REASON_COPY_FAILED);
+			*old = v;
+		}
+		pthread_mutex_unlock(&gpu_atomic_lock);
+	}
+out:
+	tgt_unlock(t, held_ctx);
+	return rc;
+}
+
 int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t total,
 		   int with_imm, uint32_t imm, uint32_t src_qpn)
 {
@@ -360,6 +449,27 @@ out:
 }
 
 static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r);
+
+/* A masked atomic against a same-process peer: the old value lands,
+ * big-endian as the NIC returns it, in the request's `size` bytes. */
+static int exec_masked(kinet_qp *t, struct soft_req *r)
+{
+	uint64_t old = 0;
+	int rc = soft_resp_masked_atomic(t, r->opcode, r->atomic_size, r->raddr, r->rkey,
+					 r->swap_add, r->compare, r->swap_mask, r->compare_mask,
+					 &old);
+	if (rc)
+		return rc;
+	uint8_t be[8];
+	if (r->atomic_size == 4)
+		kn_store_be32(be, (uint32_t)old);
+	else
+		kn_store_be64(be, old);
+	struct soft_iov src = {be, r->atomic_size, KINET_MEM_HOST, NULL};
+	if (soft_copy_iov(r->iov, r->niov, &src, 1, r->atomic_size))
+		return KN_SYND_LOCAL_PROT_ERR;
+	return 0;
+}
 
 int soft_exec_local(kinet_qp *qp, struct soft_req *r)
 {
@@ -407,6 +517,9 @@ static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r)
 			return SOFT_REASON(KN_SYND_LOCAL_PROT_ERR, KINET_REASON_COPY_FAILED);
 		return 0;
 	}
+	case KN_OPCODE_ATOMIC_MASKED_CS:
+	case KN_OPCODE_ATOMIC_MASKED_FA:
+		return exec_masked(t, r);
 	default:
 		return KN_SYND_LOCAL_QP_OP_ERR;
 	}

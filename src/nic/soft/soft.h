@@ -159,6 +159,9 @@ struct soft_req {
 	uint32_t rkey;
 	uint32_t imm;      /* wire order */
 	uint64_t swap_add, compare;
+	uint64_t swap_mask, compare_mask; /* masked atomics (FA: swap_mask is the
+					     field boundary) */
+	uint8_t atomic_size; /* masked atomics: 4 or 8 bytes */
 	uint64_t total;    /* payload bytes */
 	uint8_t async_ok;  /* in: GPU-to-GPU copies may be left in flight (engine) */
 	uint8_t in_flight; /* out: soft_exec_local left a copy in flight */
@@ -200,6 +203,19 @@ int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,
 		     uint64_t swap_add, uint64_t compare, uint64_t *old);
 int soft_resp_send(kinet_qp *t, const struct soft_iov *src, int niov, uint64_t total,
 		   int with_imm, uint32_t imm, uint32_t src_qpn);
+/* The extended atomics (KN_OPCODE_ATOMIC_MASKED_CS / _FA) on `size` (4 or 8)
+ * bytes at raddr: a = swap or addend, b = compare, c = swap mask or field
+ * boundary, d = compare mask (prm.h has the semantics); *old gets the value
+ * before (the low `size` bytes). Atomic with respect to every other atomic
+ * the NIC executes, and on host memory to the CPU's own atomics. */
+int soft_resp_masked_atomic(kinet_qp *t, uint8_t opcode, uint32_t size, uint64_t raddr,
+			    uint32_t rkey, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			    uint64_t *old);
+/* The new value of a word holding `old` under a masked atomic (size 4: the
+ * low 32 bits); false when a masked compare-and-swap does not match (the
+ * word stays). Pure: the responder and the wire's tests share it. */
+bool soft_masked_apply(uint8_t opcode, uint32_t size, uint64_t old, uint64_t a, uint64_t b,
+		       uint64_t c, uint64_t d, uint64_t *nv);
 /* Did the last move of the calling thread's soft_exec_local touch GPU
  * memory (staged, through CUDA copies)? For the per-QP byte counters. */
 extern __thread bool soft_moved_staged __attribute__((tls_model("initial-exec")));

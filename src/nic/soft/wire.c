@@ -61,6 +61,9 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	d->imm = r->imm;
 	d->swap_add = r->swap_add;
 	d->compare = r->compare;
+	d->swap_mask = r->swap_mask;
+	d->compare_mask = r->compare_mask;
+	d->atomic_size = r->atomic_size;
 	d->total = r->total;
 	d->niov = r->niov;
 	bool inl = false;

@@ -395,6 +395,18 @@ int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 			rc = wire_send_data(w, wq, &m, &piece, 1, sizeof(v));
 			break;
 		}
+		case KN_OPCODE_ATOMIC_MASKED_CS:
+		case KN_OPCODE_ATOMIC_MASKED_FA: {
+			/* the operands of the extended atomics and their size */
+			uint64_t v[5] = {htole64(r->swap_add), htole64(r->compare),
+					 htole64(r->swap_mask), htole64(r->compare_mask),
+					 htole64(r->atomic_size)};
+			struct soft_iov piece = {(uint8_t *)v, sizeof(v), KINET_MEM_HOST, NULL};
+			m.flags = F_FIRST | F_LAST;
+			m.a = r->raddr;
+			rc = wire_send_data(w, wq, &m, &piece, 1, sizeof(v));
+			break;
+		}
 		default:
 			wire_finish(wq, e, KN_SYND_LOCAL_QP_OP_ERR, false);
 			wq->txn++;
@@ -525,7 +537,16 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 		return;
 	}
 	uint32_t st = 0;
-	if (r->opcode == KN_OPCODE_ATOMIC_CS || r->opcode == KN_OPCODE_ATOMIC_FA) {
+	if (r->opcode == KN_OPCODE_ATOMIC_MASKED_CS || r->opcode == KN_OPCODE_ATOMIC_MASKED_FA) {
+		uint8_t be[8]; /* the NIC returns big-endian, in the operand size */
+		if (r->atomic_size == 4)
+			kn_store_be32(be, (uint32_t)m->a);
+		else
+			kn_store_be64(be, m->a);
+		struct soft_iov src = {be, r->atomic_size, KINET_MEM_HOST, NULL};
+		if (soft_copy_iov(r->iov, r->niov, &src, 1, r->atomic_size))
+			st = KN_SYND_LOCAL_PROT_ERR;
+	} else if (r->opcode == KN_OPCODE_ATOMIC_CS || r->opcode == KN_OPCODE_ATOMIC_FA) {
 		uint64_t be = kn_htobe64(m->a); /* the NIC returns big-endian */
 		struct soft_iov src = {(uint8_t *)&be, 8, KINET_MEM_HOST, NULL};
 		if (soft_copy_iov(r->iov, r->niov, &src, 1, 8))

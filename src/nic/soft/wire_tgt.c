@@ -367,6 +367,19 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 				      &rb->old);
 		break;
 	}
+	case KN_OPCODE_ATOMIC_MASKED_CS:
+	case KN_OPCODE_ATOMIC_MASKED_FA: {
+		uint64_t v[5] = {0};
+		if (m->len != sizeof(v)) {
+			rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
+			break;
+		}
+		memcpy(v, src.ptr, sizeof(v));
+		rc = soft_resp_masked_atomic(t, m->op, (uint32_t)le64toh(v[4]), m->a, m->rkey,
+					     le64toh(v[0]), le64toh(v[1]), le64toh(v[2]),
+					     le64toh(v[3]), &rb->old);
+		break;
+	}
 	default:
 		rc = KN_SYND_REMOTE_INVAL_REQ_ERR;
 		break;
@@ -380,7 +393,9 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 	wq->rnr_count = 0;
 	wq->rnr_next_ns = 0;
 	rb->status = (uint32_t)rc;
-	rb->executed = (rc || m->op == KN_OPCODE_ATOMIC_CS || m->op == KN_OPCODE_ATOMIC_FA) ? 1 : 2;
+	rb->executed = (rc || m->op == KN_OPCODE_ATOMIC_CS || m->op == KN_OPCODE_ATOMIC_FA ||
+			m->op == KN_OPCODE_ATOMIC_MASKED_CS || m->op == KN_OPCODE_ATOMIC_MASKED_FA)
+			       ? 1 : 2;
 	return 1;
 }
 

@@ -68,6 +68,50 @@ static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uin
 	return 0;
 }
 
+/* An extended (masked) atomic: ctrl (opmod: the operand size), remote
+ * address, operands (16 bytes; 32 for the 8-byte masked compare-and-swap),
+ * one data segment of `size` bytes for the old value. */
+static uint32_t parse_masked_atomic(kinet_qp *qp, struct soft_req *r, uint32_t end)
+{
+	uint8_t opmod = kn_wqe_opmod_of((const struct kn_wqe_ctrl_seg *)r->wqe);
+	uint32_t size = opmod == KN_OPMOD_EXT_ATOMIC_4 ? 4 : opmod == KN_OPMOD_EXT_ATOMIC_8 ? 8 : 0;
+	if (!size)
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	bool cs = r->opcode == KN_OPCODE_ATOMIC_MASKED_CS;
+	uint32_t ops = cs && size == 8 ? 32 : 16;
+	if (end != 32 + ops + 16)
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	const uint8_t *o = r->wqe + 32;
+	r->raddr = kn_load_be64(r->wqe + 16);
+	r->rkey = kn_load_be32(r->wqe + 24);
+	r->atomic_size = (uint8_t)size;
+	if (cs && size == 8) {
+		r->swap_add = kn_load_be64(o);
+		r->compare = kn_load_be64(o + 8);
+		r->swap_mask = kn_load_be64(o + 16);
+		r->compare_mask = kn_load_be64(o + 24);
+	} else if (cs) {
+		r->swap_add = kn_load_be32(o);
+		r->compare = kn_load_be32(o + 4);
+		r->swap_mask = kn_load_be32(o + 8);
+		r->compare_mask = kn_load_be32(o + 12);
+	} else if (size == 8) {
+		r->swap_add = kn_load_be64(o);
+		r->swap_mask = kn_load_be64(o + 8);
+		r->compare = r->compare_mask = 0;
+	} else {
+		r->swap_add = kn_load_be32(o);
+		r->swap_mask = kn_load_be32(o + 4);
+		r->compare = r->compare_mask = 0;
+	}
+	uint32_t bc = kn_load_be32(r->wqe + 32 + ops);
+	if (bc & KN_INLINE_SEG)
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	if (bc != size)
+		return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
+	return parse_gather(qp, r, 32 + ops, end, 0, KINET_ACCESS_LOCAL_WRITE);
+}
+
 uint32_t soft_parse_wqe(kinet_qp *qp, uint64_t ci, uint32_t avail, struct soft_req *r)
 {
 	return soft_parse_wqe_bb(qp, ci, avail, NULL, r);
@@ -136,6 +180,9 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 			return s;
 		return 0;
 	}
+	case KN_OPCODE_ATOMIC_MASKED_CS:
+	case KN_OPCODE_ATOMIC_MASKED_FA:
+		return parse_masked_atomic(qp, r, end);
 	default:
 		return KN_SYND_LOCAL_QP_OP_ERR;
 	}

@@ -1,0 +1,981 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nvshmem.h (kinet) - NVSHMEM's names and signatures on kinet's PGAS layer
+ * (kinet/shmem.h, kinet/shmem_device.h): a program written against NVSHMEM's
+ * host and device API compiles unchanged with -I<prefix>/include/kinet/nvshmem
+ * and links against libkinet_shmem (and libkinet). With nvcc the device
+ * calls are CUDA device functions; with a C or C++ compiler they run on the
+ * host executor, kernels launched with nvshmemx_collective_launch on CPU
+ * threads (kinet/nvshmem/kinet_cuda_host.h provides the CUDA names such a
+ * program uses around them).
+ *
+ * Every name here is a static inline wrapper of a kinet call; docs/shmem.md
+ * maps each to it and lists what NVSHMEM has that this header does not.
+ * Errors: NVSHMEM's calls return nothing (or a value); kinet's error of the
+ * call is kept as the PE's first error (kinet_shmem_error(), kn_shmem_error())
+ * and logged where the host sees it. Waits never hang on a dead peer: they
+ * end at KINET_SHMEM_TIMEOUT_MS with that error kept.
+ *
+ * This file also holds the nvshmemx_ extensions (kinet/nvshmem/nvshmemx.h
+ * includes it), so either include gives the whole API.
+ */
+#ifndef KINET_NVSHMEM_H
+#define KINET_NVSHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#else
+#include <kinet/nvshmem/kinet_cuda_host.h>
+#endif
+#include <kinet/shmem.h>
+#include <kinet/shmem_device.h>
+
+/* ---- qualifiers --------------------------------------------------------------------- */
+
+#if defined(__CUDACC__)
+#define KNX_NV_D static __device__ __forceinline__           /* device calls */
+#define KNX_NV_HD static __host__ __device__ __forceinline__ /* host and device */
+#define KNX_NV_H static inline                                /* host calls */
+#else
+#define KNX_NV_D static inline
+#define KNX_NV_HD static inline
+#define KNX_NV_H static inline
+#endif
+
+/* True where the device side of a host-and-device call runs: CUDA device
+ * code, or a host-executor thread inside a launch. */
+#if defined(__CUDA_ARCH__)
+#define KNX_NV_ON_DEVICE() 1
+#elif defined(__CUDACC__)
+#define KNX_NV_ON_DEVICE() 0
+#else
+#define KNX_NV_ON_DEVICE() (kinet_shmem_host_self()->in_launch)
+#endif
+
+/* ---- constants ------------------------------------------------------------------------ */
+
+#define NVSHMEM_MAJOR_VERSION 3
+#define NVSHMEM_MINOR_VERSION 0
+#define NVSHMEM_VENDOR_STRING "kinet"
+#define NVSHMEM_MAX_NAME_LEN 256
+
+#define NVSHMEM_CMP_EQ KN_SHMEM_CMP_EQ
+#define NVSHMEM_CMP_NE KN_SHMEM_CMP_NE
+#define NVSHMEM_CMP_GT KN_SHMEM_CMP_GT
+#define NVSHMEM_CMP_LE KN_SHMEM_CMP_LE
+#define NVSHMEM_CMP_LT KN_SHMEM_CMP_LT
+#define NVSHMEM_CMP_GE KN_SHMEM_CMP_GE
+
+#define NVSHMEM_SIGNAL_SET KN_SIG_SET
+#define NVSHMEM_SIGNAL_ADD KN_SIG_ADD
+
+#define NVSHMEM_THREAD_SINGLE 0
+#define NVSHMEM_THREAD_FUNNELED 1
+#define NVSHMEM_THREAD_SERIALIZED 2
+#define NVSHMEM_THREAD_MULTIPLE 3
+
+typedef int32_t nvshmem_team_t;
+#define NVSHMEM_TEAM_INVALID KINET_SHMEM_TEAM_INVALID
+#define NVSHMEM_TEAM_WORLD KINET_SHMEM_TEAM_WORLD
+#define NVSHMEM_TEAM_SHARED KINET_SHMEM_TEAM_SHARED
+#define NVSHMEMX_TEAM_NODE KINET_SHMEM_TEAM_NODE
+#define NVSHMEM_TEAM_WORLD_INDEX KINET_SHMEM_TEAM_WORLD
+#define NVSHMEM_TEAM_SHARED_INDEX KINET_SHMEM_TEAM_SHARED
+#define NVSHMEMX_TEAM_NODE_INDEX KINET_SHMEM_TEAM_NODE
+
+typedef struct {
+	int num_contexts;
+} nvshmem_team_config_t;
+
+/* nvshmemx_init_attr */
+#define NVSHMEMX_INIT_THREAD_PES 1
+#define NVSHMEMX_INIT_WITH_MPI_COMM (1 << 1)
+#define NVSHMEMX_INIT_WITH_SHMEM (1 << 2)
+#define NVSHMEMX_INIT_WITH_UNIQUEID (1 << 3)
+typedef struct {
+	void *mpi_comm; /* MPI_Comm *: must span MPI_COMM_WORLD (kinet's MPI
+			   bootstrap works on a duplicate of it) */
+	size_t heap_size; /* kinet: the device heap (0: KINET_SHMEM_HEAP_SIZE) */
+} nvshmemx_init_attr_t;
+#define NVSHMEMX_INIT_ATTR_INITIALIZER {0, 0}
+
+/* return codes of the nvshmemx calls that have one */
+#define NVSHMEMX_SUCCESS 0
+#define NVSHMEMX_ERROR_INVALID_VALUE 1
+#define NVSHMEMX_ERROR_OUT_OF_MEMORY 2
+#define NVSHMEMX_ERROR_NOT_SUPPORTED 3
+#define NVSHMEMX_ERROR_INTERNAL 7
+
+#define NVSHMEM_STATUS_NOT_INITIALIZED 0
+#define NVSHMEM_STATUS_IS_INITIALIZED 2
+
+/* ---- setup, exit, query ------------------------------------------------------------- */
+
+/* kinet_shmem_init with the environment's job (TCP, or mpirun's MPI); a
+ * failure is logged and the process exits, as NVSHMEM does. */
+KNX_NV_H void nvshmem_init(void)
+{
+	if (kinet_shmem_init(NULL) && !kinet_shmem_initialized())
+		exit(1);
+}
+
+KNX_NV_H int nvshmem_init_thread(int requested, int *provided)
+{
+	int rc = kinet_shmem_init(NULL);
+	if (provided)
+		*provided = requested <= NVSHMEM_THREAD_MULTIPLE ? requested : NVSHMEM_THREAD_MULTIPLE;
+	return rc ? NVSHMEMX_ERROR_INTERNAL : 0;
+}
+
+/* With NVSHMEMX_INIT_WITH_MPI_COMM the job is mpirun's (kinet_boot_init_env
+ * chooses MPI under mpirun); without flags, the environment's. */
+KNX_NV_H int nvshmemx_init_attr(unsigned int flags, nvshmemx_init_attr_t *attr)
+{
+	if (flags & ~(unsigned)(NVSHMEMX_INIT_WITH_MPI_COMM | NVSHMEMX_INIT_THREAD_PES))
+		return NVSHMEMX_ERROR_NOT_SUPPORTED;
+	struct kinet_shmem_attr a;
+	memset(&a, 0, sizeof(a));
+	a.gpu = -1;
+	if (attr)
+		a.heap_size = attr->heap_size;
+	return kinet_shmem_init(&a) ? NVSHMEMX_ERROR_INTERNAL : NVSHMEMX_SUCCESS;
+}
+
+KNX_NV_H int nvshmemx_init_status(void)
+{
+	return kinet_shmem_initialized() ? NVSHMEM_STATUS_IS_INITIALIZED
+					 : NVSHMEM_STATUS_NOT_INITIALIZED;
+}
+
+KNX_NV_H void nvshmem_finalize(void)
+{
+	kinet_shmem_finalize();
+}
+
+KNX_NV_H void nvshmem_global_exit(int status)
+{
+	exit(status);
+}
+
+KNX_NV_H void nvshmem_info_get_version(int *major, int *minor)
+{
+	*major = NVSHMEM_MAJOR_VERSION;
+	*minor = NVSHMEM_MINOR_VERSION;
+}
+
+KNX_NV_H void nvshmem_info_get_name(char *name)
+{
+	strcpy(name, NVSHMEM_VENDOR_STRING);
+}
+
+KNX_NV_HD int nvshmem_my_pe(void)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_my_pe();
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_my_pe() : kinet_shmem_my_pe();
+#endif
+}
+
+KNX_NV_HD int nvshmem_n_pes(void)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_n_pes();
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_n_pes() : kinet_shmem_n_pes();
+#endif
+}
+
+KNX_NV_HD void *nvshmem_ptr(const void *dest, int pe)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_ptr(dest, pe);
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_ptr(dest, pe) : kinet_shmem_ptr(dest, pe);
+#endif
+}
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+KNX_NV_H void *nvshmem_malloc(size_t size)
+{
+	return kinet_shmem_malloc(size);
+}
+KNX_NV_H void *nvshmem_calloc(size_t count, size_t size)
+{
+	return kinet_shmem_calloc(count, size);
+}
+KNX_NV_H void *nvshmem_align(size_t alignment, size_t size)
+{
+	return kinet_shmem_align(alignment, size);
+}
+KNX_NV_H void nvshmem_free(void *ptr)
+{
+	kinet_shmem_free(ptr);
+}
+KNX_NV_H int nvshmemx_buffer_register(void *addr, size_t length)
+{
+	return kinet_shmem_buffer_register(addr, length) ? NVSHMEMX_ERROR_INTERNAL : 0;
+}
+KNX_NV_H int nvshmemx_buffer_unregister(void *addr)
+{
+	return kinet_shmem_buffer_unregister(addr) ? NVSHMEMX_ERROR_INTERNAL : 0;
+}
+
+/* ---- teams ---------------------------------------------------------------------------- */
+
+KNX_NV_HD int nvshmem_team_my_pe(nvshmem_team_t team)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_team_my_pe(team);
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_team_my_pe(team) : kinet_shmem_team_my_pe(team);
+#endif
+}
+
+KNX_NV_HD int nvshmem_team_n_pes(nvshmem_team_t team)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_team_n_pes(team);
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_team_n_pes(team) : kinet_shmem_team_n_pes(team);
+#endif
+}
+
+KNX_NV_HD int nvshmem_team_translate_pe(nvshmem_team_t src_team, int src_pe,
+					nvshmem_team_t dest_team)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_team_translate_pe(src_team, src_pe, dest_team);
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_team_translate_pe(src_team, src_pe, dest_team)
+				  : kinet_shmem_team_translate_pe(src_team, src_pe, dest_team);
+#endif
+}
+
+/* Collective over every PE of the world in kinet (docs/shmem.md); config
+ * is accepted and ignored (one context per team). */
+KNX_NV_H int nvshmem_team_split_strided(nvshmem_team_t parent, int start, int stride, int size,
+					const nvshmem_team_config_t *config, long config_mask,
+					nvshmem_team_t *new_team)
+{
+	(void)config, (void)config_mask;
+	return kinet_shmem_team_split_strided(parent, start, stride, size, new_team) ? -1 : 0;
+}
+
+KNX_NV_H void nvshmem_team_destroy(nvshmem_team_t team)
+{
+	kinet_shmem_team_destroy(team);
+}
+
+/* ---- ordering, completion, barriers ------------------------------------------------------ */
+
+KNX_NV_HD void nvshmem_fence(void)
+{
+	kn_shmem_fence();
+}
+
+KNX_NV_HD void nvshmem_quiet(void)
+{
+	kn_shmem_quiet();
+}
+
+/* barrier_all and sync_all: the device barrier in device code (a host
+ * executor's launch included), the host's (the bootstrap's) elsewhere. */
+KNX_NV_HD void nvshmem_barrier_all(void)
+{
+#if defined(__CUDA_ARCH__)
+	kn_shmem_barrier_all();
+#else
+	if (KNX_NV_ON_DEVICE())
+		kn_shmem_barrier_all();
+	else
+		kinet_shmem_barrier_all();
+#endif
+}
+
+KNX_NV_HD void nvshmem_sync_all(void)
+{
+#if defined(__CUDA_ARCH__)
+	kn_shmem_sync_all();
+#else
+	if (KNX_NV_ON_DEVICE())
+		kn_shmem_sync_all();
+	else
+		kinet_shmem_barrier_all();
+#endif
+}
+
+KNX_NV_D void nvshmem_barrier(nvshmem_team_t team)
+{
+	kn_shmem_barrier(team);
+}
+
+KNX_NV_D int nvshmem_team_sync(nvshmem_team_t team)
+{
+	return kn_shmem_team_sync(team) ? -1 : 0;
+}
+
+KNX_NV_D void nvshmemx_barrier_all_warp(void)
+{
+	kn_shmem_barrier_all_warp();
+}
+KNX_NV_D void nvshmemx_barrier_all_block(void)
+{
+	kn_shmem_barrier_all_block();
+}
+KNX_NV_D void nvshmemx_sync_all_warp(void)
+{
+	kn_shmem_sync_all_warp();
+}
+KNX_NV_D void nvshmemx_sync_all_block(void)
+{
+	kn_shmem_sync_all_block();
+}
+KNX_NV_D void nvshmemx_barrier_warp(nvshmem_team_t team)
+{
+	kn_shmem_barrier_warp(team);
+}
+KNX_NV_D void nvshmemx_barrier_block(nvshmem_team_t team)
+{
+	kn_shmem_barrier_block(team);
+}
+KNX_NV_D int nvshmemx_team_sync_warp(nvshmem_team_t team)
+{
+	return kn_shmem_team_sync_warp(team) ? -1 : 0;
+}
+KNX_NV_D int nvshmemx_team_sync_block(nvshmem_team_t team)
+{
+	return kn_shmem_team_sync_block(team) ? -1 : 0;
+}
+KNX_NV_D void nvshmemx_quiet_warp(void)
+{
+	kn_shmem_quiet_warp();
+}
+KNX_NV_D void nvshmemx_quiet_block(void)
+{
+	kn_shmem_quiet_block();
+}
+
+/* ---- streams and launch ----------------------------------------------------------------- */
+
+KNX_NV_H void nvshmemx_barrier_all_on_stream(cudaStream_t stream)
+{
+	kinet_shmem_barrier_all_on_stream((void *)stream);
+}
+KNX_NV_H void nvshmemx_sync_all_on_stream(cudaStream_t stream)
+{
+	kinet_shmem_sync_all_on_stream((void *)stream);
+}
+KNX_NV_H void nvshmemx_quiet_on_stream(cudaStream_t stream)
+{
+	kinet_shmem_quiet_on_stream((void *)stream);
+}
+
+#if !defined(__CUDACC__)
+/* The host executor's trampoline: the kernel's one pointer argument. */
+struct knx_nv_launch {
+	const void *func;
+	void *arg;
+};
+static inline void knx_nv_tramp(void *p)
+{
+	const struct knx_nv_launch *l = (const struct knx_nv_launch *)p;
+	void (*fn)(void *);
+	memcpy(&fn, &l->func, sizeof(fn));
+	fn(l->arg);
+}
+#endif
+
+/* Launches a kernel whose CTAs are all resident at once (device-side
+ * barriers and waits between them are safe). CUDA:
+ * cudaLaunchCooperativeKernel. Host executor: grid x block CPU threads; the
+ * kernel takes one pointer argument (args[0] points to it) or none. */
+KNX_NV_H int nvshmemx_collective_launch(const void *func, dim3 grid, dim3 block, void **args,
+					size_t shared_mem, cudaStream_t stream)
+{
+#if defined(__CUDACC__)
+	cudaError_t e = cudaLaunchCooperativeKernel(func, grid, block, args, shared_mem, stream);
+	return e == cudaSuccess ? NVSHMEMX_SUCCESS : NVSHMEMX_ERROR_INTERNAL;
+#else
+	(void)shared_mem, (void)stream;
+	struct knx_nv_launch l = {func, args ? *(void **)args[0] : (void *)0};
+	return kinet_shmem_host_launch(knx_nv_tramp, &l, grid, block) ? NVSHMEMX_ERROR_INTERNAL
+									: NVSHMEMX_SUCCESS;
+#endif
+}
+
+/* ---- RMA: bytes ----------------------------------------------------------------------------- */
+
+KNX_NV_D void nvshmem_putmem(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_put(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_put_nbi(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmem_getmem(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_get(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_get_nbi(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_putmem_warp(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_putmem_warp(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_putmem_block(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_putmem_block(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_putmem_nbi_warp(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_putmem_nbi_warp(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_putmem_nbi_block(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_putmem_nbi_block(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_getmem_warp(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_getmem_warp(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_getmem_block(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_getmem_block(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_getmem_nbi_warp(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_getmem_nbi_warp(dest, source, nelems, pe);
+}
+KNX_NV_D void nvshmemx_getmem_nbi_block(void *dest, const void *source, size_t nelems, int pe)
+{
+	kn_shmem_getmem_nbi_block(dest, source, nelems, pe);
+}
+
+/* nvshmem_putSIZE and friends: nelems elements of SIZE bits. */
+#define KNX_NV_SIZED(BITS)                                                                      \
+	KNX_NV_D void nvshmem_put##BITS(void *dest, const void *source, size_t nelems, int pe)  \
+	{                                                                                       \
+		kn_shmem_put(dest, source, nelems * (BITS / 8), pe);                            \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,    \
+					      int pe)                                           \
+	{                                                                                       \
+		kn_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe);                        \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_get##BITS(void *dest, const void *source, size_t nelems, int pe)  \
+	{                                                                                       \
+		kn_shmem_get(dest, source, nelems * (BITS / 8), pe);                            \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,    \
+					      int pe)                                           \
+	{                                                                                       \
+		kn_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe);                        \
+	}
+KNX_NV_SIZED(8)
+KNX_NV_SIZED(16)
+KNX_NV_SIZED(32)
+KNX_NV_SIZED(64)
+KNX_NV_SIZED(128)
+
+/* ---- RMA: typed -------------------------------------------------------------------------------- */
+
+/* The standard RMA types (NVSHMEM's TYPENAME, TYPE). */
+#define KNX_NV_RMA_TYPES(X)                                                                     \
+	X(float, float)                                                                         \
+	X(double, double)                                                                       \
+	X(char, char)                                                                           \
+	X(schar, signed char)                                                                   \
+	X(short, short)                                                                         \
+	X(int, int)                                                                             \
+	X(long, long)                                                                           \
+	X(longlong, long long)                                                                  \
+	X(uchar, unsigned char)                                                                 \
+	X(ushort, unsigned short)                                                               \
+	X(uint, unsigned int)                                                                   \
+	X(ulong, unsigned long)                                                                 \
+	X(ulonglong, unsigned long long)                                                        \
+	X(int8, int8_t)                                                                         \
+	X(int16, int16_t)                                                                       \
+	X(int32, int32_t)                                                                       \
+	X(int64, int64_t)                                                                       \
+	X(uint8, uint8_t)                                                                       \
+	X(uint16, uint16_t)                                                                     \
+	X(uint32, uint32_t)                                                                     \
+	X(uint64, uint64_t)                                                                     \
+	X(size, size_t)                                                                         \
+	X(ptrdiff, ptrdiff_t)
+
+/* A value's bytes as the low bytes of a 64-bit word, and back. */
+#define KNX_NV_BITS(TYPE, v, out)                                                               \
+	do {                                                                                    \
+		TYPE v_ = (v);                                                                  \
+		(out) = 0;                                                                      \
+		memcpy(&(out), &v_, sizeof(TYPE));                                              \
+	} while (0)
+
+#define KNX_NV_RMA(NAME, TYPE)                                                                  \
+	KNX_NV_D void nvshmem_##NAME##_put(TYPE *dest, const TYPE *source, size_t nelems, int pe) \
+	{                                                                                       \
+		kn_shmem_put(dest, source, nelems * sizeof(TYPE), pe);                          \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_put_nbi(TYPE *dest, const TYPE *source, size_t nelems,   \
+					       int pe)                                          \
+	{                                                                                       \
+		kn_shmem_put_nbi(dest, source, nelems * sizeof(TYPE), pe);                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_get(TYPE *dest, const TYPE *source, size_t nelems, int pe) \
+	{                                                                                       \
+		kn_shmem_get(dest, source, nelems * sizeof(TYPE), pe);                          \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_get_nbi(TYPE *dest, const TYPE *source, size_t nelems,   \
+					       int pe)                                          \
+	{                                                                                       \
+		kn_shmem_get_nbi(dest, source, nelems * sizeof(TYPE), pe);                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_p(TYPE *dest, TYPE value, int pe)                        \
+	{                                                                                       \
+		uint64_t w_;                                                                    \
+		KNX_NV_BITS(TYPE, value, w_);                                                   \
+		kn_shmem_p(dest, w_, sizeof(TYPE), pe);                                         \
+	}                                                                                       \
+	KNX_NV_D TYPE nvshmem_##NAME##_g(const TYPE *source, int pe)                            \
+	{                                                                                       \
+		uint64_t w_ = 0;                                                                \
+		TYPE v_;                                                                        \
+		kn_shmem_g(source, sizeof(TYPE), pe, &w_);                                      \
+		memcpy(&v_, &w_, sizeof(TYPE));                                                 \
+		return v_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_put_signal(TYPE *dest, const TYPE *source, size_t nelems, \
+						  uint64_t *sig_addr, uint64_t signal,          \
+						  int sig_op, int pe)                           \
+	{                                                                                       \
+		kn_shmem_put_signal(dest, source, nelems * sizeof(TYPE), sig_addr, signal,      \
+				    sig_op, pe);                                                \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_put_signal_nbi(TYPE *dest, const TYPE *source,           \
+						      size_t nelems, uint64_t *sig_addr,        \
+						      uint64_t signal, int sig_op, int pe)      \
+	{                                                                                       \
+		kn_shmem_put_signal_nbi(dest, source, nelems * sizeof(TYPE), sig_addr, signal,  \
+					sig_op, pe);                                            \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_warp(TYPE *dest, const TYPE *source, size_t nelems, \
+						 int pe)                                        \
+	{                                                                                       \
+		kn_shmem_putmem_warp(dest, source, nelems * sizeof(TYPE), pe);                  \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_block(TYPE *dest, const TYPE *source, size_t nelems, \
+						  int pe)                                       \
+	{                                                                                       \
+		kn_shmem_putmem_block(dest, source, nelems * sizeof(TYPE), pe);                 \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_nbi_warp(TYPE *dest, const TYPE *source,            \
+						     size_t nelems, int pe)                     \
+	{                                                                                       \
+		kn_shmem_putmem_nbi_warp(dest, source, nelems * sizeof(TYPE), pe);              \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_nbi_block(TYPE *dest, const TYPE *source,           \
+						      size_t nelems, int pe)                    \
+	{                                                                                       \
+		kn_shmem_putmem_nbi_block(dest, source, nelems * sizeof(TYPE), pe);             \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_get_warp(TYPE *dest, const TYPE *source, size_t nelems, \
+						 int pe)                                        \
+	{                                                                                       \
+		kn_shmem_getmem_warp(dest, source, nelems * sizeof(TYPE), pe);                  \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_get_block(TYPE *dest, const TYPE *source, size_t nelems, \
+						  int pe)                                       \
+	{                                                                                       \
+		kn_shmem_getmem_block(dest, source, nelems * sizeof(TYPE), pe);                 \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_get_nbi_warp(TYPE *dest, const TYPE *source,            \
+						     size_t nelems, int pe)                     \
+	{                                                                                       \
+		kn_shmem_getmem_nbi_warp(dest, source, nelems * sizeof(TYPE), pe);              \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_get_nbi_block(TYPE *dest, const TYPE *source,           \
+						      size_t nelems, int pe)                    \
+	{                                                                                       \
+		kn_shmem_getmem_nbi_block(dest, source, nelems * sizeof(TYPE), pe);             \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_signal_warp(TYPE *dest, const TYPE *source,         \
+							size_t nelems, uint64_t *sig_addr,      \
+							uint64_t signal, int sig_op, int pe)    \
+	{                                                                                       \
+		kn_shmem_put_signal_warp(dest, source, nelems * sizeof(TYPE), sig_addr, signal, \
+					 sig_op, pe);                                           \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_signal_block(TYPE *dest, const TYPE *source,        \
+							 size_t nelems, uint64_t *sig_addr,     \
+							 uint64_t signal, int sig_op, int pe)   \
+	{                                                                                       \
+		kn_shmem_put_signal_block(dest, source, nelems * sizeof(TYPE), sig_addr, signal, \
+					  sig_op, pe);                                          \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_signal_nbi_warp(TYPE *dest, const TYPE *source,     \
+							    size_t nelems, uint64_t *sig_addr,  \
+							    uint64_t signal, int sig_op, int pe) \
+	{                                                                                       \
+		kn_shmem_put_signal_nbi_warp(dest, source, nelems * sizeof(TYPE), sig_addr,     \
+					     signal, sig_op, pe);                               \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_put_signal_nbi_block(TYPE *dest, const TYPE *source,    \
+							     size_t nelems, uint64_t *sig_addr, \
+							     uint64_t signal, int sig_op, int pe) \
+	{                                                                                       \
+		kn_shmem_put_signal_nbi_block(dest, source, nelems * sizeof(TYPE), sig_addr,    \
+					      signal, sig_op, pe);                              \
+	}
+KNX_NV_RMA_TYPES(KNX_NV_RMA)
+
+/* ---- signals ------------------------------------------------------------------------------- */
+
+KNX_NV_D void nvshmem_putmem_signal(void *dest, const void *source, size_t nelems,
+				    uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	kn_shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D void nvshmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems,
+					uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	kn_shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D void nvshmemx_putmem_signal_warp(void *dest, const void *source, size_t nelems,
+					  uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	kn_shmem_put_signal_warp(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D void nvshmemx_putmem_signal_block(void *dest, const void *source, size_t nelems,
+					   uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	kn_shmem_put_signal_block(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D void nvshmemx_putmem_signal_nbi_warp(void *dest, const void *source, size_t nelems,
+					      uint64_t *sig_addr, uint64_t signal, int sig_op,
+					      int pe)
+{
+	kn_shmem_put_signal_nbi_warp(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D void nvshmemx_putmem_signal_nbi_block(void *dest, const void *source, size_t nelems,
+					       uint64_t *sig_addr, uint64_t signal, int sig_op,
+					       int pe)
+{
+	kn_shmem_put_signal_nbi_block(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D void nvshmemx_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	kn_shmem_signal_op(sig_addr, signal, sig_op, pe);
+}
+KNX_NV_D uint64_t nvshmem_signal_fetch(uint64_t *sig_addr)
+{
+	return kn_shmem_signal_fetch(sig_addr);
+}
+KNX_NV_D uint64_t nvshmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value)
+{
+	uint64_t v = 0;
+	kn_shmem_signal_wait_until(sig_addr, cmp, cmp_value, &v);
+	return v;
+}
+
+/* ---- point-to-point synchronisation ------------------------------------------------------------ */
+
+/* TYPENAME, TYPE, signed */
+#define KNX_NV_SYNC_TYPES(X)                                       \
+	X(short, short, 1)                                                                      \
+	X(int, int, 1)                                                                          \
+	X(long, long, 1)                                                                        \
+	X(longlong, long long, 1)                                                               \
+	X(ushort, unsigned short, 0)                                                            \
+	X(uint, unsigned int, 0)                                                                \
+	X(ulong, unsigned long, 0)                                                              \
+	X(ulonglong, unsigned long long, 0)                                                     \
+	X(int32, int32_t, 1)                                                                    \
+	X(int64, int64_t, 1)                                                                    \
+	X(uint32, uint32_t, 0)                                                                  \
+	X(uint64, uint64_t, 0)                                                                  \
+	X(size, size_t, 0)                                                                      \
+	X(ptrdiff, ptrdiff_t, 1)
+
+#define KNX_NV_SYNC(NAME, TYPE, SGN)                                                                 \
+	KNX_NV_D void nvshmem_##NAME##_wait_until(TYPE *ivar, int cmp, TYPE cmp_value)          \
+	{                                                                                       \
+		kn_shmem_wait_until(ivar, cmp, (uint64_t)cmp_value, sizeof(TYPE),               \
+				    SGN);                                          \
+	}                                                                                       \
+	KNX_NV_D int nvshmem_##NAME##_test(TYPE *ivar, int cmp, TYPE cmp_value)                 \
+	{                                                                                       \
+		return kn_shmem_test(ivar, cmp, (uint64_t)cmp_value, sizeof(TYPE),              \
+				     SGN) == 1;                                    \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_wait_until_all(TYPE *ivars, size_t nelems,               \
+						      const int *status, int cmp,               \
+						      TYPE cmp_value)                           \
+	{                                                                                       \
+		uint64_t v_ = (uint64_t)cmp_value;                                              \
+		kn_shmem_wait_until_all(ivars, nelems, status, cmp, &v_, 0, sizeof(TYPE),       \
+					SGN);                                      \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_wait_until_any(TYPE *ivars, size_t nelems,             \
+							const int *status, int cmp,             \
+							TYPE cmp_value)                         \
+	{                                                                                       \
+		uint64_t v_ = (uint64_t)cmp_value;                                              \
+		size_t i_ = SIZE_MAX;                                                           \
+		kn_shmem_wait_until_any(ivars, nelems, status, cmp, &v_, 0, sizeof(TYPE),       \
+					SGN, &i_);                                 \
+		return i_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_wait_until_some(TYPE *ivars, size_t nelems,            \
+							 size_t *indices, const int *status,    \
+							 int cmp, TYPE cmp_value)               \
+	{                                                                                       \
+		uint64_t v_ = (uint64_t)cmp_value;                                              \
+		size_t n_ = 0;                                                                  \
+		kn_shmem_wait_until_some(ivars, nelems, indices, status, cmp, &v_, 0,           \
+					 sizeof(TYPE), SGN, &n_);                  \
+		return n_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D int nvshmem_##NAME##_test_all(TYPE *ivars, size_t nelems, const int *status,   \
+					       int cmp, TYPE cmp_value)                         \
+	{                                                                                       \
+		uint64_t v_ = (uint64_t)cmp_value;                                              \
+		return kn_shmem_test_all(ivars, nelems, status, cmp, &v_, 0, sizeof(TYPE),      \
+					 SGN) == 1;                                \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_test_any(TYPE *ivars, size_t nelems, const int *status, \
+						  int cmp, TYPE cmp_value)                      \
+	{                                                                                       \
+		uint64_t v_ = (uint64_t)cmp_value;                                              \
+		int e_;                                                                         \
+		return kn_shmem_test_any(ivars, nelems, status, cmp, &v_, 0, sizeof(TYPE),      \
+					 SGN, &e_);                                \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_test_some(TYPE *ivars, size_t nelems, size_t *indices, \
+						   const int *status, int cmp, TYPE cmp_value)  \
+	{                                                                                       \
+		uint64_t v_ = (uint64_t)cmp_value;                                              \
+		int e_;                                                                         \
+		return kn_shmem_test_some(ivars, nelems, indices, status, cmp, &v_, 0,          \
+					  sizeof(TYPE), SGN, &e_);                 \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_wait_until_all_vector(TYPE *ivars, size_t nelems,        \
+							     const int *status, int cmp,        \
+							     TYPE *cmp_values)                  \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]))                                            \
+				kn_shmem_wait_until(&ivars[i_], cmp, (uint64_t)cmp_values[i_],  \
+						    sizeof(TYPE), SGN);            \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_wait_until_any_vector(TYPE *ivars, size_t nelems,      \
+							       const int *status, int cmp,      \
+							       TYPE *cmp_values)                \
+	{                                                                                       \
+		for (;;) {                                                                      \
+			size_t incl_ = 0;                                                       \
+			for (size_t i_ = 0; i_ < nelems; i_++) {                                \
+				if (status && status[i_])                                       \
+					continue;                                               \
+				incl_++;                                                        \
+				if (kn_shmem_test(&ivars[i_], cmp, (uint64_t)cmp_values[i_],    \
+						  sizeof(TYPE), SGN) == 1)         \
+					return i_;                                              \
+			}                                                                       \
+			if (!incl_)                                                             \
+				return SIZE_MAX;                                                \
+			KN_PAUSE();                                                             \
+		}                                                                               \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_wait_until_some_vector(                                \
+		TYPE *ivars, size_t nelems, size_t *indices, const int *status, int cmp,        \
+		TYPE *cmp_values)                                                               \
+	{                                                                                       \
+		for (;;) {                                                                      \
+			size_t n_ = 0, incl_ = 0;                                               \
+			for (size_t i_ = 0; i_ < nelems; i_++) {                                \
+				if (status && status[i_])                                       \
+					continue;                                               \
+				incl_++;                                                        \
+				if (kn_shmem_test(&ivars[i_], cmp, (uint64_t)cmp_values[i_],    \
+						  sizeof(TYPE), SGN) == 1)         \
+					indices[n_++] = i_;                                     \
+			}                                                                       \
+			if (n_ || !incl_)                                                       \
+				return n_;                                                      \
+			KN_PAUSE();                                                             \
+		}                                                                               \
+	}                                                                                       \
+	KNX_NV_D int nvshmem_##NAME##_test_all_vector(TYPE *ivars, size_t nelems,               \
+						      const int *status, int cmp,               \
+						      TYPE *cmp_values)                         \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]) &&                                          \
+			    kn_shmem_test(&ivars[i_], cmp, (uint64_t)cmp_values[i_],            \
+					  sizeof(TYPE), SGN) != 1)                 \
+				return 0;                                                       \
+		return 1;                                                                       \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_test_any_vector(TYPE *ivars, size_t nelems,            \
+							 const int *status, int cmp,            \
+							 TYPE *cmp_values)                      \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]) &&                                          \
+			    kn_shmem_test(&ivars[i_], cmp, (uint64_t)cmp_values[i_],            \
+					  sizeof(TYPE), SGN) == 1)                 \
+				return i_;                                                      \
+		return SIZE_MAX;                                                                \
+	}                                                                                       \
+	KNX_NV_D size_t nvshmem_##NAME##_test_some_vector(TYPE *ivars, size_t nelems,           \
+							  size_t *indices, const int *status,   \
+							  int cmp, TYPE *cmp_values)            \
+	{                                                                                       \
+		size_t n_ = 0;                                                                  \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]) &&                                          \
+			    kn_shmem_test(&ivars[i_], cmp, (uint64_t)cmp_values[i_],            \
+					  sizeof(TYPE), SGN) == 1)                 \
+				indices[n_++] = i_;                                             \
+		return n_;                                                                      \
+	}
+KNX_NV_SYNC_TYPES(KNX_NV_SYNC)
+
+/* ---- atomics --------------------------------------------------------------------------------- */
+
+/* The standard AMO types; the extended ones add float and double (fetch,
+ * set, swap); the bitwise ones are the unsigned and fixed-width ones. */
+#define KNX_NV_AMO_TYPES(X)                                                                     \
+	X(int, int)                                                                             \
+	X(long, long)                                                                           \
+	X(longlong, long long)                                                                  \
+	X(uint, unsigned int)                                                                   \
+	X(ulong, unsigned long)                                                                 \
+	X(ulonglong, unsigned long long)                                                        \
+	X(int32, int32_t)                                                                       \
+	X(int64, int64_t)                                                                       \
+	X(uint32, uint32_t)                                                                     \
+	X(uint64, uint64_t)                                                                     \
+	X(size, size_t)                                                                         \
+	X(ptrdiff, ptrdiff_t)
+#define KNX_NV_AMO_EXT_TYPES(X) KNX_NV_AMO_TYPES(X) X(float, float) X(double, double)
+#define KNX_NV_AMO_BIT_TYPES(X)                                                                 \
+	X(uint, unsigned int)                                                                   \
+	X(ulong, unsigned long)                                                                 \
+	X(ulonglong, unsigned long long)                                                        \
+	X(int32, int32_t)                                                                       \
+	X(int64, int64_t)                                                                       \
+	X(uint32, uint32_t)                                                                     \
+	X(uint64, uint64_t)
+
+/* One atomic: value and compare as the bytes of their type (size bytes);
+ * the old value's bytes back (fetch), or 0. */
+KNX_NV_D uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value, uint64_t cond,
+			     int pe, int fetch)
+{
+	uint64_t o = 0;
+	kn_shmem_atomic(dest, amo, size, value, cond, pe, fetch ? &o : (uint64_t *)0);
+	return o;
+}
+
+/* The generated calls: TYPE's bytes in, TYPE's bytes out. */
+#define KNX_NV_AMO_CALL(TYPE, dest, amo, value, cond, pe, fetch)                                \
+	uint64_t a_, c_;                                                                        \
+	TYPE r_;                                                                                \
+	KNX_NV_BITS(TYPE, value, a_);                                                           \
+	KNX_NV_BITS(TYPE, cond, c_);                                                            \
+	uint64_t o_ = knx_nv_amo((void *)(dest), amo, sizeof(TYPE), a_, c_, pe, fetch);         \
+	memcpy(&r_, &o_, sizeof(TYPE))
+
+#define KNX_NV_AMO_EXT(NAME, TYPE)                                                              \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch(const TYPE *source, int pe)                 \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, source, KN_AMO_FETCH, (TYPE)0, (TYPE)0, pe, 1);           \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)               \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_SWAP, value, (TYPE)0, pe, 0);                \
+		(void)r_;                                                                       \
+	}                                                                                       \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe)              \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_SWAP, value, (TYPE)0, pe, 1);                \
+		return r_;                                                                      \
+	}
+KNX_NV_AMO_EXT_TYPES(KNX_NV_AMO_EXT)
+
+#define KNX_NV_AMO_STD(NAME, TYPE)                                                              \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value,   \
+							   int pe)                              \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_COMPARE_SWAP, value, cond, pe, 1);           \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe)                     \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, (TYPE)1, (TYPE)0, pe, 1);         \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_atomic_inc(TYPE *dest, int pe)                           \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, (TYPE)1, (TYPE)0, pe, 0);         \
+		(void)r_;                                                                       \
+	}                                                                                       \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe)         \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, value, (TYPE)0, pe, 1);           \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe)               \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, value, (TYPE)0, pe, 0);           \
+		(void)r_;                                                                       \
+	}
+KNX_NV_AMO_TYPES(KNX_NV_AMO_STD)
+
+#define KNX_NV_AMO_BIT(NAME, TYPE)                                                              \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_and(TYPE *dest, TYPE value, int pe)         \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_AND, value, (TYPE)0, pe, 1);           \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_atomic_and(TYPE *dest, TYPE value, int pe)               \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_AND, value, (TYPE)0, pe, 0);           \
+		(void)r_;                                                                       \
+	}                                                                                       \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_or(TYPE *dest, TYPE value, int pe)          \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_OR, value, (TYPE)0, pe, 1);            \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_atomic_or(TYPE *dest, TYPE value, int pe)                \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_OR, value, (TYPE)0, pe, 0);            \
+		(void)r_;                                                                       \
+	}                                                                                       \
+	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_xor(TYPE *dest, TYPE value, int pe)         \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_XOR, value, (TYPE)0, pe, 1);           \
+		return r_;                                                                      \
+	}                                                                                       \
+	KNX_NV_D void nvshmem_##NAME##_atomic_xor(TYPE *dest, TYPE value, int pe)               \
+	{                                                                                       \
+		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_XOR, value, (TYPE)0, pe, 0);           \
+		(void)r_;                                                                       \
+	}
+KNX_NV_AMO_BIT_TYPES(KNX_NV_AMO_BIT)
+
+#endif /* KINET_NVSHMEM_H */

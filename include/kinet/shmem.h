@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/shmem.h - the PGAS layer on kinet (libkinet_shmem.so), host side:
+ * one processing element (PE) per process, a symmetric heap every PE
+ * allocates from in the same order, teams, and what device code
+ * (kinet/shmem_device.h) needs to reach every other PE: by load/store for
+ * peers on the same node (host heaps through shared memory, GPU heaps
+ * through CUDA IPC), through kinet's RC queue pairs for the others. The
+ * NVSHMEM names of these calls are in kinet/nvshmem/nvshmem.h.
+ *
+ * The layer uses kinet's public API only (kinet.h, net.h, boot.h and the
+ * device API). Every call returns 0 (or a value where stated) or a negative
+ * errno; kinet_strerror() explains it, and the log says what went wrong.
+ * Calls marked collective must be made by every PE, in the same order, with
+ * the same arguments: each checks that (kinet_boot_allgather) and fails on
+ * every PE with -EINVAL and a message naming the PEs that differ.
+ * Collectives are bounded by the bootstrap's timeout; a PE that died makes
+ * them fail on the others (-ETIMEDOUT, -EPROTO or -ECONNRESET from the
+ * bootstrap) instead of hanging.
+ *
+ * One thread at a time calls the host API (as with the bootstrap).
+ */
+#ifndef KINET_SHMEM_H
+#define KINET_SHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <kinet/kinet.h>
+#include <kinet/boot.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kn_shmem; /* the device state (kinet/shmem_device.h) */
+
+/* ---- init and teardown ------------------------------------------------------------ */
+
+/* Where the device code of this process runs. */
+enum kinet_shmem_exec {
+	KINET_SHMEM_EXEC_AUTO = 0, /* CUDA when a usable GPU is there, else host */
+	KINET_SHMEM_EXEC_HOST = 1, /* CPU threads (the host executor): heaps in host memory */
+	KINET_SHMEM_EXEC_CUDA = 2, /* CUDA kernels: the device heap in GPU memory */
+};
+
+struct kinet_shmem_attr {
+	/* The job. NULL: kinet_boot_init_env() (the environment's TCP job, or
+	 * mpirun's), closed by kinet_shmem_finalize. A bootstrap given here stays
+	 * the caller's (it must outlive the layer; the layer uses it for its
+	 * collectives, so the caller makes no collective of its own meanwhile). */
+	kinet_boot *boot;
+	int executor;          /* enum kinet_shmem_exec */
+	size_t heap_size;      /* device heap (0: KINET_SHMEM_HEAP_SIZE) */
+	size_t host_heap_size; /* host heap (0: KINET_SHMEM_HOST_HEAP_SIZE) */
+	int backend;           /* enum kinet_backend of the context (0: auto) */
+	int gpu;               /* CUDA executor: the device (-1: the current one) */
+};
+
+/* Joins the job and sets the layer up (collective): one context and PD, the
+ * heaps (allocated and registered once, keys and addresses exchanged), the
+ * local peers mapped (same host and boot: KINET_SHMEM_P2P), KINET_SHMEM_QPS
+ * QPs to every other peer connected, the device state placed for device
+ * code (and handed to every CUDA module that registered). attr may be
+ * NULL. -EALREADY when already initialised; -EINVAL: bad attributes, a
+ * malformed KINET_SHMEM_* tunable (as kinet_open refuses it), or PEs that
+ * disagree on the heap sizes or the executor; -ENODEV: CUDA asked for but no
+ * usable GPU; what kinet_open, kinet_mr_reg, the connection or the
+ * bootstrap return. On failure nothing is left behind. */
+int kinet_shmem_init(const struct kinet_shmem_attr *attr);
+
+/* Tears the layer down (collective: a barrier first, so no PE frees what
+ * another still reaches); later calls fail with -EINVAL until a new init.
+ * Never hangs on a dead peer: the barrier's error is returned, the local
+ * resources are freed anyway. */
+int kinet_shmem_finalize(void);
+
+/* 1 between a successful init and finalize, else 0. */
+int kinet_shmem_initialized(void);
+
+/* This PE and the number of PEs; -1 when not initialised. */
+int kinet_shmem_my_pe(void);
+int kinet_shmem_n_pes(void);
+
+/* The executor in use (enum kinet_shmem_exec), or -1. */
+int kinet_shmem_executor(void);
+
+/* The first error device code of this PE recorded (0: none; the NVSHMEM
+ * calls return nothing, so this is where their errors go), or -EINVAL when
+ * not initialised. clear: set it back to 0. */
+int kinet_shmem_error(int clear);
+
+/* The context the layer opened (for counters, kinet_ctx_backend), or NULL. */
+kinet_ctx *kinet_shmem_ctx(void);
+
+/* ---- the node ---------------------------------------------------------------------- */
+
+/* Node index of a PE (nodes numbered by their lowest PE, from 0), this
+ * PE's index among the PEs of its node, how many PEs its node has; -1
+ * for a bad PE or when not initialised. */
+int kinet_shmem_node_of(int pe);
+int kinet_shmem_local_pe(void);
+int kinet_shmem_local_n_pes(void);
+/* 1 when pe's heaps are mapped here (load/store), 0 when the NIC reaches
+ * it, -1 for a bad PE. This PE itself: 1. */
+int kinet_shmem_pe_mapped(int pe);
+
+/* ---- the symmetric heap --------------------------------------------------------------- */
+
+/* Which heap an allocation comes from. */
+enum kinet_shmem_kind {
+	KINET_SHMEM_DEVICE = 0, /* GPU memory (CUDA executor), else host memory */
+	KINET_SHMEM_HOST = 1,   /* host memory (mapped into the GPU): signal words
+				   the CPU must see */
+};
+
+/* Allocates size bytes (> 0) aligned to align (a power of two; 0: 64) from
+ * the heap of `kind` (collective). Every PE gets the block at the same
+ * offset of its heap, and that is how a symmetric address is translated.
+ * The PEs' calls are checked against each other (sequence number, kind,
+ * size, alignment): a PE that asks for another size, or allocates in
+ * another order, makes the call fail on every PE with -EINVAL and a
+ * message naming it ("PE 2 asked for 8192 bytes, PE 0 for 4096 (call 3)").
+ * -ENOMEM: the heap has no room (on some PE). flags: 1 = zeroed. */
+int kinet_shmem_alloc(size_t size, size_t align, int kind, unsigned flags, void **out);
+
+/* The usual forms (collective; NULL on failure, with the reason logged and
+ * in kinet_shmem_error): malloc (device heap), calloc (zeroed), align, and
+ * malloc_host (host heap). A size of 0 returns NULL without an error. */
+void *kinet_shmem_malloc(size_t size);
+void *kinet_shmem_calloc(size_t count, size_t size);
+void *kinet_shmem_align(size_t alignment, size_t size);
+void *kinet_shmem_malloc_host(size_t size);
+
+/* Frees a block (collective: every PE frees the same block in the same
+ * order, checked as above; a barrier, so no PE still uses it). NULL: a
+ * no-op (still collective). -EINVAL: not a block of the heap, or PEs that
+ * disagree. */
+int kinet_shmem_free(void *ptr);
+
+/* A pointer through which the calling host thread reaches symmetric dest on
+ * PE pe by load/store (this PE; a same-node peer's host heap; with the CUDA
+ * executor, a GPU heap address usable by kernels and cudaMemcpy), or NULL. */
+void *kinet_shmem_ptr(const void *dest, int pe);
+
+/* Registers a local buffer (not in a heap) as the local side of NIC
+ * operations (the source of put, the destination of get). At most
+ * KN_SHMEM_MAX_REGS at once. Not collective. -EINVAL, -ENOSPC, what
+ * kinet_mr_reg returns. */
+int kinet_shmem_buffer_register(void *addr, size_t len);
+int kinet_shmem_buffer_unregister(void *addr);
+
+/* ---- teams ----------------------------------------------------------------------------- */
+
+typedef int32_t kinet_shmem_team;
+#define KINET_SHMEM_TEAM_INVALID (-1)
+#define KINET_SHMEM_TEAM_WORLD 0  /* every PE */
+#define KINET_SHMEM_TEAM_SHARED 1 /* the PEs whose heaps this PE maps, itself included */
+#define KINET_SHMEM_TEAM_NODE 2   /* the PEs of this PE's node */
+
+/* Splits parent (collective over ALL PEs of the world, members of parent or
+ * not: the layer checks the arguments against each other with the world's
+ * bootstrap): the new team holds the parent's PEs start, start + stride,
+ * ... (size of them); *out gets its handle on members and
+ * KINET_SHMEM_TEAM_INVALID elsewhere. -EINVAL (arguments, or PEs that
+ * disagree), -ENOSPC (KN_SHMEM_MAX_TEAMS teams alive). */
+int kinet_shmem_team_split_strided(kinet_shmem_team parent, int start, int stride, int size,
+				   kinet_shmem_team *out);
+/* Destroys a team made by split (collective over all PEs). Predefined teams
+ * cannot be destroyed (-EINVAL). */
+int kinet_shmem_team_destroy(kinet_shmem_team team);
+/* This PE's index in team, its size; the index in dst of src's PE pe; -1
+ * when not a member, or a bad team or PE. */
+int kinet_shmem_team_my_pe(kinet_shmem_team team);
+int kinet_shmem_team_n_pes(kinet_shmem_team team);
+int kinet_shmem_team_translate_pe(kinet_shmem_team src, int pe, kinet_shmem_team dst);
+
+/* ---- host-side synchronisation ----------------------------------------------------------- */
+
+/* Barrier of every PE's host thread (collective, the bootstrap's). Device
+ * work in flight is not waited for: a kernel's operations complete at its
+ * own quiet or barrier. */
+int kinet_shmem_barrier_all(void);
+
+/* ---- the host executor --------------------------------------------------------------------- */
+
+/* Grid and block sizes of kinet_shmem_host_launch (CUDA's dim3). */
+struct kinet_shmem_dim3 {
+	unsigned x, y, z;
+};
+
+/* Where a thread of kinet_shmem_host_launch is: CUDA's blockIdx, threadIdx,
+ * blockDim, gridDim; in_launch 0 for a thread outside any launch. */
+struct kinet_shmem_host_thread {
+	struct kinet_shmem_dim3 block_idx, thread_idx, block_dim, grid_dim;
+	int in_launch;
+};
+
+/* Runs fn(arg) on grid x block CPU threads at once (every CTA resident, as
+ * a collective launch needs), each with its place (kinet_shmem_host_self),
+ * and waits for all. The threads of a CTA synchronise with
+ * kinet_shmem_host_group_sync (scope 2, __syncthreads) and, by 32, scope 1
+ * (__syncwarp). At most 4096 threads. -EINVAL, -EAGAIN. */
+int kinet_shmem_host_launch(void (*fn)(void *), void *arg, struct kinet_shmem_dim3 grid,
+			    struct kinet_shmem_dim3 block);
+
+/* The calling thread's place in the launch it belongs to (a thread outside
+ * any launch: a block of one thread). Never NULL. */
+const struct kinet_shmem_host_thread *kinet_shmem_host_self(void);
+
+/* Group primitives of the host executor (scope 1: the warp, 32 threads of a
+ * CTA; 2: the CTA), for the device headers' warp and block forms: a
+ * barrier, the calling thread's rank and the group's size, and a broadcast
+ * of the first thread's value (with a barrier). A thread outside a launch is
+ * a group of one. */
+void kinet_shmem_host_group_sync(int scope);
+int kinet_shmem_host_group_rank(int scope);
+int kinet_shmem_host_group_size(int scope);
+int kinet_shmem_host_group_bcast(int scope, int value);
+
+/* A small number for the calling host thread: its linear CTA index under
+ * kinet_shmem_host_launch, else one taken on its first call (the device
+ * header's QP choice). */
+int kinet_shmem_host_qp_index(void);
+
+/* ---- the device state ----------------------------------------------------------------------- */
+
+/* The state device code reads: with the host executor its host address
+ * (kinet/shmem_device.h reads it through this call), with CUDA its address in
+ * GPU memory. NULL when not initialised. */
+const struct kn_shmem *kinet_shmem_device_state(void);
+
+/* Registers the setter of a CUDA translation unit's copy of the state
+ * pointer (kinet/shmem_device.h does it for every CUDA translation unit
+ * that includes it, at load): called with the device state at every init,
+ * at once when already initialised, and with NULL at finalize. Up to 256
+ * setters; -ENOSPC beyond. */
+int kinet_shmem_register_module(void (*set)(const void *state));
+
+/* ---- CUDA streams ------------------------------------------------------------------------------ */
+
+/* A device barrier of every PE enqueued on a CUDA stream (cudaStream_t, NULL:
+ * the default stream): a kernel of one thread runs kn_shmem_barrier_all. The
+ * host executor runs the barrier at once on the calling thread. -ENOSYS: the
+ * library was built without CUDA and the executor is CUDA. */
+int kinet_shmem_barrier_all_on_stream(void *stream);
+int kinet_shmem_sync_all_on_stream(void *stream);
+int kinet_shmem_quiet_on_stream(void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KINET_SHMEM_H */

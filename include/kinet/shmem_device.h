@@ -1,0 +1,1366 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/shmem_device.h - the PGAS layer's device operations: put and get,
+ * single values, signals, point-to-point synchronisation, atomics, fence,
+ * quiet and barriers on the symmetric heaps of kinet/shmem.h, from CUDA
+ * kernels and from the host executor (the same portable C as
+ * kinet/device.h).
+ *
+ * A PE's operations to another PE go one of two ways, chosen per peer at
+ * kinet_shmem_init():
+ *  - load/store: the peer's heaps are mapped into this process (same node:
+ *    host heaps through shared memory, GPU heaps through CUDA IPC), and the
+ *    operation is a copy or a CPU/GPU atomic through the mapping
+ *    (kn_shmem_ptr() returns it);
+ *  - the NIC: kinet's RC queue pairs, several per peer (kn_shmem.nqp), each
+ *    thread using the one its CTA (or warp, KINET_SHMEM_QP_MAP) maps to, as
+ *    mlx5 WQEs through kinet/device.h (atomics as ConnectX's masked atomics
+ *    where the plain ones do not fit: kn_op_amo).
+ * Operations to this PE itself are loads and stores.
+ *
+ * Symmetric addresses: a `dest`/`src` on the remote side is the address of
+ * the same object in this PE's heap (what kinet_shmem_malloc returned here);
+ * it is translated by its offset into the peer's heap. A local buffer of a
+ * NIC operation must be in a heap or registered (kinet_shmem_buffer_register),
+ * except the source of a put of at most 28 bytes (carried in the WQE).
+ *
+ * Return values: 0, or a negative errno: -EINVAL (an address outside the
+ * heaps, an unregistered local buffer, a bad PE, size or comparison: nothing
+ * was done), -ETIMEDOUT (a wait or a full queue past the timeout,
+ * kn_shmem.timeout_ns), -EIO (the NIC completed an operation in error, e.g.
+ * the peer is gone). The first error of the PE is also kept (kn_shmem_error,
+ * kinet_shmem_error on the host) for callers of the NVSHMEM names, which
+ * return nothing.
+ *
+ * Scope: the kn_shmem_* functions here are thread scope. The warp and block
+ * forms (kn_shmem_*_warp, *_block: every thread of the group calls, the
+ * group moves one buffer together) are in kinet/shmem_device_cuda.cuh for
+ * CUDA, and at the end of this header for the host executor (where a warp
+ * is 32 consecutive threads of a block of kinet_shmem_host_launch).
+ *
+ * Ordering: operations of one thread to one PE through the NIC use one RC
+ * queue and execute in order; kn_shmem_fence() orders them against what the
+ * thread issues next (to every PE), kn_shmem_quiet() waits for their
+ * completion (and that of load/store updates). A put_signal's signal is
+ * visible only once its data is.
+ *
+ * Names: kn_shmem_ / KN_SHMEM_ are the API; knx_ is the implementation.
+ */
+#ifndef KINET_SHMEM_DEVICE_H
+#define KINET_SHMEM_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <kinet/device.h>
+
+/* ---- limits and constants -------------------------------------------------- */
+
+#define KN_SHMEM_MAX_TEAMS 32   /* teams alive at once (world, shared, node included) */
+#define KN_SHMEM_MAX_ROUNDS 20  /* dissemination rounds: teams of up to 2^20 PEs */
+#define KN_SHMEM_MAX_REGS 16    /* kinet_shmem_buffer_register ranges */
+#define KN_SHMEM_RING 1024      /* result slots (fetching atomics, g) per PE */
+/* Bytes at the start of the device heap that the layer keeps for itself
+ * (barrier counters, result slots): the same on every PE. */
+#define KN_SHMEM_RESERVED 65536u
+
+/* The two heaps of a PE. */
+enum kn_shmem_heap {
+	KN_SHMEM_HEAP_DEVICE = 0, /* GPU memory (CUDA executor) or host memory
+				     (host executor): kinet_shmem_malloc */
+	KN_SHMEM_HEAP_HOST = 1,   /* host memory, mapped into the GPU:
+				     kinet_shmem_malloc_host */
+};
+
+/* Comparisons of the wait and test calls (OpenSHMEM's values). */
+enum kn_shmem_cmp {
+	KN_SHMEM_CMP_EQ = 0,
+	KN_SHMEM_CMP_NE = 1,
+	KN_SHMEM_CMP_GT = 2,
+	KN_SHMEM_CMP_LE = 3,
+	KN_SHMEM_CMP_LT = 4,
+	KN_SHMEM_CMP_GE = 5,
+};
+
+/* How a thread picks its QP to a peer (kn_shmem.qp_map). */
+enum kn_shmem_qp_map {
+	KN_SHMEM_QP_BY_CTA = 0,  /* (linear CTA index) mod nqp */
+	KN_SHMEM_QP_BY_WARP = 1, /* (global warp index) mod nqp */
+};
+
+/* ---- the state device code reads (filled by kinet_shmem_init) ----------------- */
+
+/* How this PE reaches one peer. */
+typedef struct kn_shmem_peer {
+	uint64_t base[2];   /* the peer's heaps, as its NIC addresses them */
+	uint32_t rkey[2];
+	uint32_t local;     /* 1: load/store through map[] */
+	uint8_t *map[2];    /* the peer's heaps mapped here, or NULL */
+	kn_qp *qp;          /* nqp QP descriptors (NULL: self, or load/store) */
+} kn_shmem_peer;
+
+/* A team: size PEs, world PE of index i at members[i]. */
+typedef struct kn_shmem_team {
+	int32_t size;       /* 0: the handle names no team */
+	int32_t my;         /* this PE's index in it, -1 when not a member */
+	uint32_t slot;      /* its barrier counters */
+	uint32_t pad;
+	const int32_t *members;
+} kn_shmem_team;
+
+/* What device code writes (the host never rewrites it while PEs run). */
+typedef struct kn_shmem_dyn {
+	uint64_t ring_head;  /* result slots handed out */
+	uint64_t ring_tail;  /* result slots given back (in order) */
+	uint64_t epoch[KN_SHMEM_MAX_TEAMS]; /* barriers done per team */
+	int32_t error;       /* the PE's first error (0: none) */
+	int32_t pad;
+} kn_shmem_dyn;
+
+typedef struct kn_shmem_reg {
+	uint64_t base, len;
+	uint32_t lkey, pad;
+} kn_shmem_reg;
+
+/* One PE's view of the job. Plain data, in GPU memory for CUDA kernels. */
+typedef struct kn_shmem {
+	int32_t my_pe, n_pes;
+	uint32_t nqp;        /* QPs per remote peer */
+	uint32_t qp_map;     /* enum kn_shmem_qp_map */
+	uint8_t *heap[2];    /* this PE's heaps, as device code addresses them */
+	uint64_t heap_len[2];
+	uint32_t lkey[2];
+	uint32_t nregs;
+	uint32_t pad;
+	uint64_t timeout_ns; /* bound on every wait */
+	kn_shmem_peer *peers; /* n_pes entries */
+	kn_shmem_dyn *dyn;
+	kn_shmem_reg regs[KN_SHMEM_MAX_REGS];
+	kn_shmem_team team[KN_SHMEM_MAX_TEAMS];
+} kn_shmem;
+
+/* Where the barrier counters and result slots are in the device heap. */
+#define KNX_SHMEM_SYNC_OFF 0u
+#define KNX_SHMEM_RING_OFF (KN_SHMEM_MAX_TEAMS * KN_SHMEM_MAX_ROUNDS * 8u)
+
+/* ---- where device code finds the state ---------------------------------------- */
+
+#if defined(__CUDACC__)
+/* One pointer per translation unit, in its device memory; kinet_shmem_init
+ * (or a later kinet_shmem_register_module) sets it through the callback
+ * that every CUDA translation unit including this header registers at load
+ * (a constructor): no relocatable device code needed. */
+#include <cuda_runtime_api.h>
+static __device__ const kn_shmem *knx_shmem_dev;
+extern "C" int kinet_shmem_register_module(void (*set)(const void *state));
+static void knx_shmem_set_state(const void *state)
+{
+	cudaMemcpyToSymbol(knx_shmem_dev, &state, sizeof(state));
+}
+__attribute__((constructor)) static void knx_shmem_register(void)
+{
+	kinet_shmem_register_module(knx_shmem_set_state);
+}
+#else
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The host executor's state (kinet/shmem.h); NULL before kinet_shmem_init. */
+const kn_shmem *kinet_shmem_device_state(void);
+/* A small index of the calling host thread (its CTA under
+ * kinet_shmem_host_launch, else a number taken on first use). */
+int kinet_shmem_host_qp_index(void);
+/* Barrier of the calling thread's group under kinet_shmem_host_launch:
+ * scope 1 its warp (32 consecutive threads of its block), 2 its block. */
+void kinet_shmem_host_group_sync(int scope);
+/* The calling thread's rank and the size of its group (scope 1 or 2). */
+int kinet_shmem_host_group_rank(int scope);
+int kinet_shmem_host_group_size(int scope);
+/* Every thread of the group calls: returns the value its first thread
+ * passed (a barrier of the group included). */
+int kinet_shmem_host_group_bcast(int scope, int value);
+#ifdef __cplusplus
+}
+#endif
+#endif
+
+KN_INLINE const kn_shmem *knx_sh(void)
+{
+#if defined(__CUDA_ARCH__)
+	return knx_shmem_dev;
+#elif defined(__CUDACC__)
+	return (const kn_shmem *)0; /* host code of a CUDA TU: not the device state */
+#else
+	return kinet_shmem_device_state();
+#endif
+}
+
+/* Records the PE's first error; returns rc. */
+KN_INLINE int knx_sh_err(const kn_shmem *sh, int rc)
+{
+	if (rc && sh && sh->dyn)
+		KN_CAS32((uint32_t *)&sh->dyn->error, 0u, (uint32_t)rc);
+	return rc;
+}
+
+/* ---- who am I ----------------------------------------------------------------- */
+
+KN_INLINE int kn_shmem_my_pe(void)
+{
+	const kn_shmem *sh = knx_sh();
+	return sh ? sh->my_pe : -1;
+}
+
+KN_INLINE int kn_shmem_n_pes(void)
+{
+	const kn_shmem *sh = knx_sh();
+	return sh ? sh->n_pes : -1;
+}
+
+/* The PE's first error (0: none). */
+KN_INLINE int kn_shmem_error(void)
+{
+	const kn_shmem *sh = knx_sh();
+	return sh ? (int)KN_LOAD32(&sh->dyn->error) : -EINVAL;
+}
+
+/* ---- addresses ------------------------------------------------------------------ */
+
+/* The heap holding [p, p+len) and the offset of p in it: 0 or 1, or -1. */
+KN_INLINE int knx_sh_heap(const kn_shmem *sh, const void *p, uint64_t len, uint64_t *off)
+{
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	*off = 0;
+	for (int h = 0; h < 2; h++) {
+		uint64_t b = (uint64_t)(uintptr_t)sh->heap[h];
+		if (sh->heap_len[h] && a >= b && a - b <= sh->heap_len[h] &&
+		    len <= sh->heap_len[h] - (a - b)) {
+			*off = a - b;
+			return h;
+		}
+	}
+	return -1;
+}
+
+/* The lkey of a local buffer (a heap, or a registered range): 0 with *lkey,
+ * or -EINVAL. */
+KN_INLINE int knx_sh_lkey(const kn_shmem *sh, const void *p, uint64_t len, uint32_t *lkey)
+{
+	uint64_t off;
+	int h = knx_sh_heap(sh, p, len, &off);
+	if (h >= 0) {
+		*lkey = sh->lkey[h];
+		return 0;
+	}
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	for (uint32_t i = 0; i < sh->nregs && i < KN_SHMEM_MAX_REGS; i++) {
+		const kn_shmem_reg *r = &sh->regs[i];
+		if (a >= r->base && a - r->base <= r->len && len <= r->len - (a - r->base)) {
+			*lkey = r->lkey;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* The peer pe, or NULL for a PE out of range. */
+KN_INLINE const kn_shmem_peer *knx_sh_peer(const kn_shmem *sh, int pe)
+{
+	return pe >= 0 && pe < sh->n_pes ? &sh->peers[pe] : (const kn_shmem_peer *)0;
+}
+
+/* Direct pointer to the object at symmetric address dest on PE pe, when it
+ * is reachable by load/store from here (this PE, or a same-node peer whose
+ * heap is mapped); NULL otherwise. */
+KN_INLINE void *kn_shmem_ptr(const void *dest, int pe)
+{
+	const kn_shmem *sh = knx_sh();
+	uint64_t off;
+	if (!sh)
+		return (void *)0;
+	int h = knx_sh_heap(sh, dest, 0, &off);
+	const kn_shmem_peer *p = knx_sh_peer(sh, pe);
+	if (h < 0 || !p)
+		return (void *)0;
+	if (pe == sh->my_pe)
+		return (void *)dest;
+	return p->local && p->map[h] ? (void *)(p->map[h] + off) : (void *)0;
+}
+
+/* The calling thread's QP index (by CTA or warp). */
+KN_INLINE uint32_t knx_sh_qp_index(const kn_shmem *sh)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+	if (sh->qp_map == KN_SHMEM_QP_BY_WARP) {
+		uint32_t nthr = blockDim.x * blockDim.y * blockDim.z;
+		uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+		return (cta * ((nthr + 31) / 32) + tid / 32) % sh->nqp;
+	}
+	return cta % sh->nqp;
+#elif defined(__CUDACC__)
+	(void)sh; /* host code of a CUDA translation unit: never reached with a state */
+	return 0;
+#else
+	return (uint32_t)kinet_shmem_host_qp_index() % sh->nqp;
+#endif
+}
+
+/* Where an operation on symmetric [dest, dest+len) at PE pe goes. */
+typedef struct knx_sh_route {
+	const kn_shmem *sh;
+	uint8_t *ptr;      /* load/store: the object, here */
+	const kn_qp *qp;   /* NIC: the calling thread's QP to pe */
+	uint64_t raddr;    /* NIC: the remote address */
+	uint32_t rkey;
+} knx_sh_route;
+
+/* 0 with *r filled, or -EINVAL (not symmetric, bad PE, not initialised). */
+KN_INLINE int knx_sh_route_of(const void *dest, uint64_t len, int pe, knx_sh_route *r)
+{
+	const kn_shmem *sh = knx_sh();
+	uint64_t off;
+	r->sh = sh;
+	r->ptr = (uint8_t *)0;
+	r->qp = (const kn_qp *)0;
+	r->raddr = 0;
+	r->rkey = 0;
+	if (!sh)
+		return -EINVAL;
+	const kn_shmem_peer *p = knx_sh_peer(sh, pe);
+	int h = knx_sh_heap(sh, dest, len, &off);
+	if (!p || h < 0)
+		return knx_sh_err(sh, -EINVAL);
+	if (pe == sh->my_pe) {
+		r->ptr = (uint8_t *)(uintptr_t)dest;
+		return 0;
+	}
+	if (p->local && p->map[h]) {
+		r->ptr = p->map[h] + off;
+		return 0;
+	}
+	if (!p->qp)
+		return knx_sh_err(sh, -EINVAL);
+	r->qp = &p->qp[knx_sh_qp_index(sh)];
+	r->raddr = p->base[h] + off;
+	r->rkey = p->rkey[h];
+	return 0;
+}
+
+/* ---- load/store helpers -------------------------------------------------------- */
+
+KN_INLINE void knx_sh_copy(void *dst, const void *src, uint64_t n)
+{
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+#if defined(__CUDA_ARCH__)
+	if (d == s)
+		return;
+	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
+		for (; n >= 16; n -= 16, d += 16, s += 16)
+			*(uint4 *)d = *(const uint4 *)s;
+	} else if ((((uintptr_t)d | (uintptr_t)s) & 7u) == 0) {
+		for (; n >= 8; n -= 8, d += 8, s += 8)
+			*(uint64_t *)d = *(const uint64_t *)s;
+	}
+	for (; n; n--)
+		*d++ = *s++;
+#else
+	if (d != s)
+		__builtin_memmove(d, s, n);
+#endif
+}
+
+/* Orders this thread's load/store updates of peers' memory before what it
+ * does next, as other PEs (CPU or GPU) see it. */
+KN_INLINE void knx_sh_fence_mem(void)
+{
+#if defined(__CUDA_ARCH__)
+	__threadfence_system();
+#else
+	KN_FENCE_SYS();
+#endif
+}
+
+/* Loads of a local word, fresh every time (another PE or the NIC writes it). */
+KN_INLINE uint64_t knx_sh_load(const volatile void *p, uint32_t size)
+{
+	switch (size) {
+	case 1:
+		return *(const volatile uint8_t *)p;
+	case 2:
+		return *(const volatile uint16_t *)p;
+	case 4:
+#if defined(__CUDA_ARCH__)
+		return *(const volatile uint32_t *)p;
+#else
+		return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
+#endif
+	default:
+#if defined(__CUDA_ARCH__)
+		return *(const volatile uint64_t *)p;
+#else
+		return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+#endif
+	}
+}
+
+/* An atomic of this processor on a word it can address (its own heap, or a
+ * peer's through the mapping): returns the old value. amo: enum kn_amo. */
+KN_INLINE uint64_t knx_sh_amo_ls(void *p, int amo, uint32_t size, uint64_t v, uint64_t cmp)
+{
+#if defined(__CUDA_ARCH__)
+	if (size == 4) {
+		unsigned int *w = (unsigned int *)p, x = (unsigned int)v;
+		switch (amo) {
+		case KN_AMO_FETCH_ADD:
+			return atomicAdd_system(w, x);
+		case KN_AMO_COMPARE_SWAP:
+			return atomicCAS_system(w, (unsigned int)cmp, x);
+		case KN_AMO_SWAP:
+			return atomicExch_system(w, x);
+		case KN_AMO_FETCH:
+			return atomicOr_system(w, 0u);
+		case KN_AMO_FETCH_AND:
+			return atomicAnd_system(w, x);
+		case KN_AMO_FETCH_OR:
+			return atomicOr_system(w, x);
+		default:
+			return atomicXor_system(w, x);
+		}
+	}
+	unsigned long long *w = (unsigned long long *)p, x = v;
+	switch (amo) {
+	case KN_AMO_FETCH_ADD:
+		return atomicAdd_system(w, x);
+	case KN_AMO_COMPARE_SWAP:
+		return atomicCAS_system(w, (unsigned long long)cmp, x);
+	case KN_AMO_SWAP:
+		return atomicExch_system(w, x);
+	case KN_AMO_FETCH:
+		return atomicOr_system(w, 0ull);
+	case KN_AMO_FETCH_AND:
+		return atomicAnd_system(w, x);
+	case KN_AMO_FETCH_OR:
+		return atomicOr_system(w, x);
+	default:
+		return atomicXor_system(w, x);
+	}
+#else
+	if (size == 4) {
+		uint32_t *w = (uint32_t *)p, x = (uint32_t)v, c = (uint32_t)cmp;
+		switch (amo) {
+		case KN_AMO_FETCH_ADD:
+			return __atomic_fetch_add(w, x, __ATOMIC_SEQ_CST);
+		case KN_AMO_COMPARE_SWAP:
+			__atomic_compare_exchange_n(w, &c, x, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			return c;
+		case KN_AMO_SWAP:
+			return __atomic_exchange_n(w, x, __ATOMIC_SEQ_CST);
+		case KN_AMO_FETCH:
+			return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+		case KN_AMO_FETCH_AND:
+			return __atomic_fetch_and(w, x, __ATOMIC_SEQ_CST);
+		case KN_AMO_FETCH_OR:
+			return __atomic_fetch_or(w, x, __ATOMIC_SEQ_CST);
+		default:
+			return __atomic_fetch_xor(w, x, __ATOMIC_SEQ_CST);
+		}
+	}
+	uint64_t *w = (uint64_t *)p;
+	switch (amo) {
+	case KN_AMO_FETCH_ADD:
+		return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+	case KN_AMO_COMPARE_SWAP:
+		__atomic_compare_exchange_n(w, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		return cmp;
+	case KN_AMO_SWAP:
+		return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
+	case KN_AMO_FETCH:
+		return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+	case KN_AMO_FETCH_AND:
+		return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
+	case KN_AMO_FETCH_OR:
+		return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
+	default:
+		return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
+	}
+#endif
+}
+
+/* ---- result slots (fetching atomics, g) ------------------------------------------ */
+
+/* Takes a slot of the PE's result ring (waiting while all are in use): 0
+ * with *slot and *idx, or -ETIMEDOUT. Slots are given back in the order
+ * they were taken (knx_sh_slot_put), so none is reused while its result may
+ * still be read. */
+KN_INLINE int knx_sh_slot_get(const kn_shmem *sh, uint64_t **slot, uint64_t *idx)
+{
+	kn_shmem_dyn *d = sh->dyn;
+	uint64_t i = KN_FADD64(&d->ring_head, 1);
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	while (i - KN_LOAD64(&d->ring_tail) >= KN_SHMEM_RING) {
+		if ((++spins & 255u) == 0) {
+			uint64_t now = kn_now_ns();
+			if (!t0)
+				t0 = now;
+			else if (now - t0 > sh->timeout_ns)
+				return -ETIMEDOUT; /* the slot stays taken: later ones wait */
+		}
+		KN_PAUSE();
+	}
+	*idx = i;
+	*slot = (uint64_t *)(sh->heap[KN_SHMEM_HEAP_DEVICE] + KNX_SHMEM_RING_OFF) + (i % KN_SHMEM_RING);
+	return 0;
+}
+
+KN_INLINE void knx_sh_slot_put(const kn_shmem *sh, uint64_t idx)
+{
+	kn_shmem_dyn *d = sh->dyn;
+	uint64_t t0 = kn_now_ns();
+	while (KN_LOAD64(&d->ring_tail) != idx) {
+		if (kn_now_ns() - t0 > 4 * sh->timeout_ns)
+			break; /* an earlier slot was abandoned: pass it */
+		KN_PAUSE();
+	}
+	KN_CAS64(&d->ring_tail, idx, idx + 1);
+}
+
+/* ---- put and get ---------------------------------------------------------------- */
+
+/* One WQE carries at most this much (the software NIC's largest message). */
+#define KNX_SHMEM_CHUNK (1u << 30)
+
+/* Posts the writes of [src, src+n) to r, the last one a put_signal when
+ * sig_raddr != 0. *last gets the ticket to wait for. */
+KN_INLINE int knx_sh_put_nic(const knx_sh_route *r, const void *src, uint64_t n,
+			     uint64_t sig_raddr, uint32_t sig_rkey, uint64_t signal, int sig_op,
+			     kn_ticket_t *last)
+{
+	uint32_t lkey = 0;
+	int inl = n <= KN_MAX_INLINE_WRITE && n <= r->qp->max_inline && !sig_raddr;
+	if (!inl && knx_sh_lkey(r->sh, src, n, &lkey))
+		return -EINVAL;
+	if (inl)
+		return kn_put_inline(r->qp, r->raddr, r->rkey, src, (uint32_t)n, last);
+	uint64_t done = 0;
+	do {
+		uint64_t c = n - done > KNX_SHMEM_CHUNK ? KNX_SHMEM_CHUNK : n - done;
+		kn_op op;
+		if (sig_raddr && done + c == n)
+			kn_op_put_signal_op(&op, r->raddr + done, r->rkey, (const uint8_t *)src + done,
+					    lkey, (uint32_t)c, sig_raddr, sig_rkey, signal, sig_op);
+		else
+			kn_op_put(&op, r->raddr + done, r->rkey, (const uint8_t *)src + done, lkey,
+				  (uint32_t)c);
+		int rc = kn_post(r->qp, &op, last);
+		if (rc)
+			return rc;
+		done += c;
+	} while (done < n);
+	return 0;
+}
+
+/* Non-blocking put of n bytes from local src to symmetric dest on PE pe:
+ * returns once it is posted (load/store: done); complete at kn_shmem_quiet.
+ * src must not change until then (NIC). */
+KN_INLINE int kn_shmem_put_nbi(void *dest, const void *src, size_t n, int pe)
+{
+	knx_sh_route r;
+	int rc = knx_sh_route_of(dest, n, pe, &r);
+	if (rc || n == 0)
+		return rc;
+	if (r.ptr) {
+		knx_sh_copy(r.ptr, src, n);
+		return 0;
+	}
+	kn_ticket_t t;
+	return knx_sh_err(r.sh, knx_sh_put_nic(&r, src, n, 0, 0, 0, 0, &t));
+}
+
+/* Blocking put: returns once src may be reused (the NIC's completion of the
+ * write; load/store: the copy done). Visible at the target at the latest
+ * after kn_shmem_quiet. */
+KN_INLINE int kn_shmem_put(void *dest, const void *src, size_t n, int pe)
+{
+	knx_sh_route r;
+	int rc = knx_sh_route_of(dest, n, pe, &r);
+	if (rc || n == 0)
+		return rc;
+	if (r.ptr) {
+		knx_sh_copy(r.ptr, src, n);
+		return 0;
+	}
+	kn_ticket_t t;
+	rc = knx_sh_put_nic(&r, src, n, 0, 0, 0, 0, &t);
+	if (!rc)
+		rc = kn_wait(r.qp, t);
+	return knx_sh_err(r.sh, rc);
+}
+
+/* Non-blocking get of n bytes from symmetric src on PE pe into local dest
+ * (a heap or a registered buffer when it goes through the NIC): dest holds
+ * them after kn_shmem_quiet. */
+KN_INLINE int kn_shmem_get_nbi(void *dest, const void *src, size_t n, int pe)
+{
+	knx_sh_route r;
+	int rc = knx_sh_route_of(src, n, pe, &r);
+	if (rc || n == 0)
+		return rc;
+	if (r.ptr) {
+		knx_sh_copy(dest, r.ptr, n);
+		return 0;
+	}
+	uint32_t lkey;
+	if (knx_sh_lkey(r.sh, dest, n, &lkey))
+		return knx_sh_err(r.sh, -EINVAL);
+	uint64_t done = 0;
+	kn_ticket_t t;
+	do {
+		uint64_t c = n - done > KNX_SHMEM_CHUNK ? KNX_SHMEM_CHUNK : n - done;
+		rc = kn_get(r.qp, (uint8_t *)dest + done, lkey, r.raddr + done, r.rkey, (uint32_t)c,
+			    &t);
+		if (rc)
+			return knx_sh_err(r.sh, rc);
+		done += c;
+	} while (done < n);
+	return 0;
+}
+
+/* Blocking get: dest holds the bytes when it returns. */
+KN_INLINE int kn_shmem_get(void *dest, const void *src, size_t n, int pe)
+{
+	knx_sh_route r;
+	int rc = knx_sh_route_of(src, n, pe, &r);
+	if (rc || n == 0)
+		return rc;
+	if (r.ptr) {
+		knx_sh_copy(dest, r.ptr, n);
+		return 0;
+	}
+	uint32_t lkey;
+	if (knx_sh_lkey(r.sh, dest, n, &lkey))
+		return knx_sh_err(r.sh, -EINVAL);
+	uint64_t done = 0;
+	kn_ticket_t t = 0;
+	do {
+		uint64_t c = n - done > KNX_SHMEM_CHUNK ? KNX_SHMEM_CHUNK : n - done;
+		rc = kn_get(r.qp, (uint8_t *)dest + done, lkey, r.raddr + done, r.rkey, (uint32_t)c,
+			    &t);
+		if (rc)
+			return knx_sh_err(r.sh, rc);
+		done += c;
+	} while (done < n);
+	rc = kn_wait(r.qp, t);
+	if (!rc)
+		KN_FENCE_ACQ();
+	return knx_sh_err(r.sh, rc);
+}
+
+/* p: stores the `size` (1, 2, 4 or 8) low bytes of value at symmetric dest
+ * on PE pe (a put of a value, non-blocking: the value is in the WQE). */
+KN_INLINE int kn_shmem_p(void *dest, uint64_t value, uint32_t size, int pe)
+{
+	knx_sh_route r;
+	if (size != 1 && size != 2 && size != 4 && size != 8)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	int rc = knx_sh_route_of(dest, size, pe, &r);
+	if (rc)
+		return rc;
+	uint8_t b[8];
+	for (uint32_t i = 0; i < 8; i++)
+		b[i] = (uint8_t)(value >> (8 * i)); /* little-endian, as the word in memory */
+	if (r.ptr) {
+		switch (size) {
+		case 1:
+			*(volatile uint8_t *)r.ptr = (uint8_t)value;
+			break;
+		case 2:
+			*(volatile uint16_t *)r.ptr = (uint16_t)value;
+			break;
+		case 4:
+			*(volatile uint32_t *)r.ptr = (uint32_t)value;
+			break;
+		default:
+			*(volatile uint64_t *)r.ptr = value;
+			break;
+		}
+		return 0;
+	}
+	return knx_sh_err(r.sh, kn_put_inline(r.qp, r.raddr, r.rkey, b, size, (kn_ticket_t *)0));
+}
+
+/* g: the `size` bytes at symmetric src on PE pe, into *out (zero-extended). */
+KN_INLINE int kn_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out)
+{
+	knx_sh_route r;
+	if (size != 1 && size != 2 && size != 4 && size != 8)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	int rc = knx_sh_route_of(src, size, pe, &r);
+	if (rc)
+		return rc;
+	if (r.ptr) {
+		*out = knx_sh_load(r.ptr, size);
+		return 0;
+	}
+	uint64_t *slot, idx;
+	rc = knx_sh_slot_get(r.sh, &slot, &idx);
+	if (rc)
+		return knx_sh_err(r.sh, rc);
+	kn_ticket_t t;
+	rc = kn_get(r.qp, slot, r.sh->lkey[KN_SHMEM_HEAP_DEVICE], r.raddr, r.rkey, size, &t);
+	if (!rc)
+		rc = kn_wait(r.qp, t);
+	if (!rc) {
+		KN_FENCE_ACQ();
+		*out = knx_sh_load(slot, size);
+	}
+	knx_sh_slot_put(r.sh, idx);
+	return knx_sh_err(r.sh, rc);
+}
+
+/* ---- signals ---------------------------------------------------------------------- */
+
+/* put_signal, non-blocking: the put, then sig_op (KN_SIG_SET or KN_SIG_ADD)
+ * with `signal` on the 64-bit symmetric word sig_addr at PE pe, visible
+ * only once the data is. */
+KN_INLINE int kn_shmem_put_signal_nbi(void *dest, const void *src, size_t n, uint64_t *sig_addr,
+				      uint64_t signal, int sig_op, int pe)
+{
+	knx_sh_route r, s;
+	if (sig_op != KN_SIG_SET && sig_op != KN_SIG_ADD)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	int rc = knx_sh_route_of(dest, n, pe, &r);
+	if (!rc)
+		rc = knx_sh_route_of(sig_addr, 8, pe, &s);
+	if (rc)
+		return rc;
+	if (((uintptr_t)sig_addr & 7u) || (!r.ptr) != (!s.ptr))
+		return knx_sh_err(r.sh, -EINVAL);
+	if (r.ptr) {
+		knx_sh_copy(r.ptr, src, n);
+		knx_sh_fence_mem();
+		knx_sh_amo_ls(s.ptr, sig_op == KN_SIG_SET ? KN_AMO_SWAP : KN_AMO_FETCH_ADD, 8, signal,
+			      0);
+		return 0;
+	}
+	kn_ticket_t t;
+	if (n == 0)
+		return knx_sh_err(r.sh, kn_signal_op(s.qp, s.raddr, s.rkey, signal, sig_op, &t));
+	return knx_sh_err(r.sh, knx_sh_put_nic(&r, src, n, s.raddr, s.rkey, signal, sig_op, &t));
+}
+
+/* put_signal, blocking: returns once src may be reused. */
+KN_INLINE int kn_shmem_put_signal(void *dest, const void *src, size_t n, uint64_t *sig_addr,
+				  uint64_t signal, int sig_op, int pe)
+{
+	knx_sh_route r;
+	int rc = kn_shmem_put_signal_nbi(dest, src, n, sig_addr, signal, sig_op, pe);
+	if (rc || knx_sh_route_of(dest, n, pe, &r) || r.ptr)
+		return rc;
+	return knx_sh_err(r.sh, kn_quiet(r.qp));
+}
+
+/* sig_op with `signal` on the 64-bit symmetric word sig_addr at PE pe
+ * (non-blocking). */
+KN_INLINE int kn_shmem_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	knx_sh_route s;
+	if (sig_op != KN_SIG_SET && sig_op != KN_SIG_ADD)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	int rc = knx_sh_route_of(sig_addr, 8, pe, &s);
+	if (rc)
+		return rc;
+	if ((uintptr_t)sig_addr & 7u)
+		return knx_sh_err(s.sh, -EINVAL);
+	if (s.ptr) {
+		knx_sh_amo_ls(s.ptr, sig_op == KN_SIG_SET ? KN_AMO_SWAP : KN_AMO_FETCH_ADD, 8, signal,
+			      0);
+		return 0;
+	}
+	return knx_sh_err(s.sh, kn_signal_op(s.qp, s.raddr, s.rkey, signal, sig_op,
+					     (kn_ticket_t *)0));
+}
+
+/* The local signal word's value (an atomic read). */
+KN_INLINE uint64_t kn_shmem_signal_fetch(const uint64_t *sig_addr)
+{
+	uint64_t v = knx_sh_load(sig_addr, 8);
+	KN_FENCE_ACQ();
+	return v;
+}
+
+/* ---- point-to-point synchronisation -------------------------------------------- */
+
+/* a cmp b, as signed (sgn) or unsigned values of `size` bytes; -1 for an
+ * unknown comparison. */
+KN_INLINE int knx_sh_cmp(int cmp, uint64_t a, uint64_t b, uint32_t size, int sgn)
+{
+	int64_t sa = 0, sb = 0;
+	if (sgn) {
+		uint32_t sh = 64u - 8u * size;
+		sa = (int64_t)(a << sh) >> sh;
+		sb = (int64_t)(b << sh) >> sh;
+	}
+	switch (cmp) {
+	case KN_SHMEM_CMP_EQ:
+		return a == b;
+	case KN_SHMEM_CMP_NE:
+		return a != b;
+	case KN_SHMEM_CMP_GT:
+		return sgn ? sa > sb : a > b;
+	case KN_SHMEM_CMP_GE:
+		return sgn ? sa >= sb : a >= b;
+	case KN_SHMEM_CMP_LT:
+		return sgn ? sa < sb : a < b;
+	case KN_SHMEM_CMP_LE:
+		return sgn ? sa <= sb : a <= b;
+	default:
+		return -1;
+	}
+}
+
+KN_INLINE uint64_t knx_sh_trunc(uint64_t v, uint32_t size)
+{
+	return size == 8 ? v : v & ((1ull << (8 * size)) - 1);
+}
+
+/* 1 when the local symmetric variable ivar (`size` bytes: 1, 2, 4, 8;
+ * signed when sgn) compares true against value, 0 when not; -EINVAL for a
+ * bad comparison or size. */
+KN_INLINE int kn_shmem_test(const void *ivar, int cmp, uint64_t value, uint32_t size, int sgn)
+{
+	if (size != 1 && size != 2 && size != 4 && size != 8)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	int c = knx_sh_cmp(cmp, knx_sh_load(ivar, size), knx_sh_trunc(value, size), size, sgn);
+	if (c < 0)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	if (c)
+		KN_FENCE_ACQ(); /* what was written before the value is visible */
+	return c;
+}
+
+/* Waits until kn_shmem_test(ivar, ...) is true: 0, -ETIMEDOUT, -EINVAL. */
+KN_INLINE int kn_shmem_wait_until(const void *ivar, int cmp, uint64_t value, uint32_t size, int sgn)
+{
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	for (;;) {
+		int c = kn_shmem_test(ivar, cmp, value, size, sgn);
+		if (c)
+			return c < 0 ? c : 0;
+		if ((++spins & 255u) == 0) {
+			uint64_t now = kn_now_ns();
+			const kn_shmem *sh = knx_sh();
+			if (!t0)
+				t0 = now;
+			else if (sh && now - t0 > sh->timeout_ns)
+				return knx_sh_err(sh, -ETIMEDOUT);
+		}
+		KN_PAUSE();
+	}
+}
+
+/* The _all/_any/_some forms over nelems variables ivars[0..nelems) of
+ * `size` bytes each; status (may be NULL): nonzero entries are excluded.
+ * values: one value for all (vector 0) or one per variable (vector 1). */
+
+/* 1 when every included variable compares true (or none is included). */
+KN_INLINE int kn_shmem_test_all(const void *ivars, size_t nelems, const int *status, int cmp,
+				const uint64_t *values, int vector, uint32_t size, int sgn)
+{
+	for (size_t i = 0; i < nelems; i++) {
+		if (status && status[i])
+			continue;
+		int c = kn_shmem_test((const uint8_t *)ivars + i * size, cmp, values[vector ? i : 0],
+				      size, sgn);
+		if (c <= 0)
+			return c;
+	}
+	return 1;
+}
+
+/* The index of an included variable that compares true, or SIZE_MAX when
+ * none does (or none is included); *err gets -EINVAL for bad arguments. */
+KN_INLINE size_t kn_shmem_test_any(const void *ivars, size_t nelems, const int *status, int cmp,
+				   const uint64_t *values, int vector, uint32_t size, int sgn,
+				   int *err)
+{
+	*err = 0;
+	for (size_t i = 0; i < nelems; i++) {
+		if (status && status[i])
+			continue;
+		int c = kn_shmem_test((const uint8_t *)ivars + i * size, cmp, values[vector ? i : 0],
+				      size, sgn);
+		if (c < 0) {
+			*err = c;
+			return SIZE_MAX;
+		}
+		if (c)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/* The indices of every included variable that compares true, into indices
+ * (capacity nelems); returns how many (0: none). */
+KN_INLINE size_t kn_shmem_test_some(const void *ivars, size_t nelems, size_t *indices,
+				    const int *status, int cmp, const uint64_t *values, int vector,
+				    uint32_t size, int sgn, int *err)
+{
+	size_t n = 0;
+	*err = 0;
+	for (size_t i = 0; i < nelems; i++) {
+		if (status && status[i])
+			continue;
+		int c = kn_shmem_test((const uint8_t *)ivars + i * size, cmp, values[vector ? i : 0],
+				      size, sgn);
+		if (c < 0) {
+			*err = c;
+			return 0;
+		}
+		if (c)
+			indices[n++] = i;
+	}
+	return n;
+}
+
+/* Waits for every included variable (0, -ETIMEDOUT, -EINVAL). */
+KN_INLINE int kn_shmem_wait_until_all(const void *ivars, size_t nelems, const int *status, int cmp,
+				      const uint64_t *values, int vector, uint32_t size, int sgn)
+{
+	uint64_t t0 = kn_now_ns();
+	for (;;) {
+		int c = kn_shmem_test_all(ivars, nelems, status, cmp, values, vector, size, sgn);
+		if (c)
+			return c < 0 ? c : 0;
+		const kn_shmem *sh = knx_sh();
+		if (sh && kn_now_ns() - t0 > sh->timeout_ns)
+			return knx_sh_err(sh, -ETIMEDOUT);
+		KN_PAUSE();
+	}
+}
+
+/* Waits for one included variable: its index into *index; 0, -ETIMEDOUT,
+ * -EINVAL; with no variable included, 0 and *index = SIZE_MAX at once. */
+KN_INLINE int kn_shmem_wait_until_any(const void *ivars, size_t nelems, const int *status, int cmp,
+				      const uint64_t *values, int vector, uint32_t size, int sgn,
+				      size_t *index)
+{
+	uint64_t t0 = kn_now_ns();
+	size_t incl = 0;
+	for (size_t i = 0; i < nelems; i++)
+		incl += !(status && status[i]);
+	*index = SIZE_MAX;
+	if (!incl)
+		return 0;
+	for (;;) {
+		int err;
+		size_t i = kn_shmem_test_any(ivars, nelems, status, cmp, values, vector, size, sgn,
+					     &err);
+		if (err)
+			return knx_sh_err(knx_sh(), err);
+		if (i != SIZE_MAX) {
+			*index = i;
+			return 0;
+		}
+		const kn_shmem *sh = knx_sh();
+		if (sh && kn_now_ns() - t0 > sh->timeout_ns)
+			return knx_sh_err(sh, -ETIMEDOUT);
+		KN_PAUSE();
+	}
+}
+
+/* Waits for at least one included variable; the indices of all that
+ * compare true go to indices, their number to *count. 0, -ETIMEDOUT,
+ * -EINVAL; none included: 0 and *count 0 at once. */
+KN_INLINE int kn_shmem_wait_until_some(const void *ivars, size_t nelems, size_t *indices,
+				       const int *status, int cmp, const uint64_t *values,
+				       int vector, uint32_t size, int sgn, size_t *count)
+{
+	uint64_t t0 = kn_now_ns();
+	size_t incl = 0;
+	for (size_t i = 0; i < nelems; i++)
+		incl += !(status && status[i]);
+	*count = 0;
+	if (!incl)
+		return 0;
+	for (;;) {
+		int err;
+		size_t n = kn_shmem_test_some(ivars, nelems, indices, status, cmp, values, vector,
+					      size, sgn, &err);
+		if (err)
+			return knx_sh_err(knx_sh(), err);
+		if (n) {
+			*count = n;
+			return 0;
+		}
+		const kn_shmem *sh = knx_sh();
+		if (sh && kn_now_ns() - t0 > sh->timeout_ns)
+			return knx_sh_err(sh, -ETIMEDOUT);
+		KN_PAUSE();
+	}
+}
+
+/* Waits until the local 64-bit signal word compares true against value;
+ * *out (may be NULL) gets the value that satisfied it. 0, -ETIMEDOUT. */
+KN_INLINE int kn_shmem_signal_wait_until(const uint64_t *sig_addr, int cmp, uint64_t value,
+					 uint64_t *out)
+{
+	int rc = kn_shmem_wait_until(sig_addr, cmp, value, 8, 0);
+	if (out)
+		*out = knx_sh_load(sig_addr, 8);
+	return rc;
+}
+
+/* ---- ordering and completion -------------------------------------------------------- */
+
+/* Waits for every operation this thread's QPs carry (the NIC's completion)
+ * and orders its load/store updates: they are complete and visible at
+ * their targets when it returns. 0, or the first error. */
+KN_INLINE int kn_shmem_quiet(void)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh)
+		return -EINVAL;
+	int rc = 0;
+	uint32_t q = knx_sh_qp_index(sh);
+	for (int pe = 0; pe < sh->n_pes; pe++) {
+		const kn_shmem_peer *p = &sh->peers[pe];
+		if (p->qp) {
+			int r = kn_quiet(&p->qp[q]);
+			if (r && !rc)
+				rc = r;
+		}
+	}
+	knx_sh_fence_mem();
+	return knx_sh_err(sh, rc);
+}
+
+/* Orders this thread's puts, signals and atomics to each PE: those issued
+ * before are delivered before those issued after. The NIC's writes of one
+ * queue can land out of order (rendezvous reads of the wire, relaxed
+ * placement on hardware), so through the NIC a fence is a quiet. */
+KN_INLINE int kn_shmem_fence(void)
+{
+	return kn_shmem_quiet();
+}
+
+/* ---- atomics -------------------------------------------------------------------------- */
+
+/* amo (enum kn_amo) with value (and compare) on the `size`-byte (4 or 8)
+ * symmetric word dest at PE pe; *old (may be NULL) gets the old value. A
+ * fetching call (old != NULL) waits for the result; otherwise it returns
+ * once posted (complete at quiet). Atomic with respect to the other atomics
+ * on the word that come the same way (the NIC's, or load/store ones); the
+ * software NIC's atomics on host memory are CPU atomics, so there the two
+ * ways mix too. */
+KN_INLINE int kn_shmem_atomic(void *dest, int amo, uint32_t size, uint64_t value, uint64_t compare,
+			      int pe, uint64_t *old)
+{
+	knx_sh_route r;
+	if ((size != 4 && size != 8) || amo < KN_AMO_FETCH_ADD || amo > KN_AMO_FETCH_XOR)
+		return knx_sh_err(knx_sh(), -EINVAL);
+	int rc = knx_sh_route_of(dest, size, pe, &r);
+	if (rc)
+		return rc;
+	if ((uintptr_t)dest & (size - 1))
+		return knx_sh_err(r.sh, -EINVAL);
+	if (r.ptr) {
+		uint64_t o = knx_sh_amo_ls(r.ptr, amo, size, value, compare);
+		if (old)
+			*old = size == 4 ? (uint32_t)o : o;
+		return 0;
+	}
+	if (!old) {
+		kn_op op;
+		kn_op_amo(&op, amo, size, r.raddr, r.rkey, value, compare,
+			  (void *)(uintptr_t)r.qp->scratch_addr, r.qp->scratch_lkey);
+		return knx_sh_err(r.sh, kn_post(r.qp, &op, (kn_ticket_t *)0));
+	}
+	uint64_t *slot, idx;
+	rc = knx_sh_slot_get(r.sh, &slot, &idx);
+	if (rc)
+		return knx_sh_err(r.sh, rc);
+	rc = kn_atomic(r.qp, amo, size, r.raddr, r.rkey, value, compare, slot,
+		       r.sh->lkey[KN_SHMEM_HEAP_DEVICE], old);
+	knx_sh_slot_put(r.sh, idx);
+	return knx_sh_err(r.sh, rc);
+}
+
+/* ---- barriers ------------------------------------------------------------------------ */
+
+/* The barrier counter (round k of team slot s) in a device heap. */
+KN_INLINE uint64_t knx_sh_sync_off(uint32_t slot, uint32_t k)
+{
+	return KNX_SHMEM_SYNC_OFF + ((uint64_t)slot * KN_SHMEM_MAX_ROUNDS + k) * 8u;
+}
+
+/* Synchronises the members of team (a dissemination barrier: round k
+ * signals member my + 2^k and waits for member my - 2^k), without waiting
+ * for earlier operations. One thread of each member PE calls. 0,
+ * -ETIMEDOUT (a member did not come: the barrier is then broken for this
+ * team), -EINVAL (not a member), -EIO. */
+KN_INLINE int kn_shmem_team_sync(int team)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh || team < 0 || team >= KN_SHMEM_MAX_TEAMS)
+		return knx_sh_err(sh, -EINVAL);
+	const kn_shmem_team *t = &sh->team[team];
+	if (t->size <= 0 || t->my < 0)
+		return knx_sh_err(sh, -EINVAL);
+	if (t->size == 1)
+		return 0;
+	uint64_t e = KN_FADD64(&sh->dyn->epoch[team], 1) + 1;
+	uint8_t *mine = sh->heap[KN_SHMEM_HEAP_DEVICE];
+	for (uint32_t k = 0; k < KN_SHMEM_MAX_ROUNDS && (1 << k) < t->size; k++) {
+		int to = t->members[(t->my + (1 << k)) % t->size];
+		uint64_t off = knx_sh_sync_off(t->slot, k);
+		int rc;
+		if (to == sh->my_pe) {
+			knx_sh_amo_ls(mine + off, KN_AMO_FETCH_ADD, 8, 1, 0);
+			rc = 0;
+		} else {
+			rc = kn_shmem_signal_op((uint64_t *)(mine + off), 1, KN_SIG_ADD, to);
+		}
+		if (!rc)
+			rc = kn_shmem_wait_until(mine + off, KN_SHMEM_CMP_GE, e, 8, 0);
+		if (rc)
+			return knx_sh_err(sh, rc);
+	}
+	return 0;
+}
+
+/* A team barrier: kn_shmem_quiet, then kn_shmem_team_sync. */
+KN_INLINE int kn_shmem_barrier(int team)
+{
+	int rc = kn_shmem_quiet();
+	if (rc)
+		return rc;
+	return kn_shmem_team_sync(team);
+}
+
+/* Every PE: barrier_all completes this thread's operations first (quiet),
+ * sync_all does not. Team 0 is the world. */
+KN_INLINE int kn_shmem_barrier_all(void)
+{
+	return kn_shmem_barrier(0);
+}
+
+KN_INLINE int kn_shmem_sync_all(void)
+{
+	return kn_shmem_team_sync(0);
+}
+
+/* ---- teams, device side ------------------------------------------------------------------ */
+
+KN_INLINE int kn_shmem_team_my_pe(int team)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh || team < 0 || team >= KN_SHMEM_MAX_TEAMS || sh->team[team].size <= 0)
+		return -1;
+	return sh->team[team].my;
+}
+
+KN_INLINE int kn_shmem_team_n_pes(int team)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh || team < 0 || team >= KN_SHMEM_MAX_TEAMS || sh->team[team].size <= 0)
+		return -1;
+	return sh->team[team].size;
+}
+
+/* The index in dst_team of the PE of index pe in src_team, or -1. */
+KN_INLINE int kn_shmem_team_translate_pe(int src_team, int pe, int dst_team)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh || src_team < 0 || src_team >= KN_SHMEM_MAX_TEAMS || dst_team < 0 ||
+	    dst_team >= KN_SHMEM_MAX_TEAMS)
+		return -1;
+	const kn_shmem_team *s = &sh->team[src_team], *d = &sh->team[dst_team];
+	if (s->size <= 0 || d->size <= 0 || pe < 0 || pe >= s->size)
+		return -1;
+	int w = s->members[pe];
+	for (int i = 0; i < d->size; i++)
+		if (d->members[i] == w)
+			return i;
+	return -1;
+}
+
+/* ---- group scope on the host executor ----------------------------------------------------- */
+/* Warp (scope 1) and block (scope 2) forms for kinet_shmem_host_launch: every
+ * thread of the group calls; the group's first thread issues the operation
+ * (its load/store copies are shared out among the threads); everyone gets
+ * its result. CUDA: kinet/shmem_device_cuda.cuh. */
+#if !defined(__CUDACC__)
+
+/* Cooperative put: each thread copies a slice when load/store reaches dest;
+ * through the NIC the leader posts. */
+KN_INLINE int knx_sh_put_grp(int scope, void *dest, const void *src, size_t n, int pe, int nbi)
+{
+	int r = kinet_shmem_host_group_rank(scope), g = kinet_shmem_host_group_size(scope);
+	void *p = kn_shmem_ptr(dest, pe);
+	int rc = 0;
+	kinet_shmem_host_group_sync(scope);
+	if (p) {
+		size_t per = (n + (size_t)g - 1) / (size_t)g, a = per * (size_t)r;
+		if (a < n)
+			knx_sh_copy((uint8_t *)p + a, (const uint8_t *)src + a,
+				    n - a < per ? n - a : per);
+	} else if (r == 0) {
+		rc = nbi ? kn_shmem_put_nbi(dest, src, n, pe) : kn_shmem_put(dest, src, n, pe);
+	}
+	return kinet_shmem_host_group_bcast(scope, rc);
+}
+
+KN_INLINE int knx_sh_get_grp(int scope, void *dest, const void *src, size_t n, int pe, int nbi)
+{
+	int r = kinet_shmem_host_group_rank(scope), g = kinet_shmem_host_group_size(scope);
+	void *p = kn_shmem_ptr(src, pe);
+	int rc = 0;
+	kinet_shmem_host_group_sync(scope);
+	if (p) {
+		size_t per = (n + (size_t)g - 1) / (size_t)g, a = per * (size_t)r;
+		if (a < n)
+			knx_sh_copy((uint8_t *)dest + a, (const uint8_t *)p + a,
+				    n - a < per ? n - a : per);
+	} else if (r == 0) {
+		rc = nbi ? kn_shmem_get_nbi(dest, src, n, pe) : kn_shmem_get(dest, src, n, pe);
+	}
+	return kinet_shmem_host_group_bcast(scope, rc);
+}
+
+KN_INLINE int knx_sh_put_signal_grp(int scope, void *dest, const void *src, size_t n,
+				    uint64_t *sig, uint64_t signal, int sig_op, int pe, int nbi)
+{
+	int r = kinet_shmem_host_group_rank(scope), g = kinet_shmem_host_group_size(scope);
+	void *p = kn_shmem_ptr(dest, pe);
+	int rc = 0;
+	kinet_shmem_host_group_sync(scope);
+	if (p) {
+		size_t per = (n + (size_t)g - 1) / (size_t)g, a = per * (size_t)r;
+		if (a < n)
+			knx_sh_copy((uint8_t *)p + a, (const uint8_t *)src + a,
+				    n - a < per ? n - a : per);
+		knx_sh_fence_mem();
+		kinet_shmem_host_group_sync(scope);
+		if (r == 0)
+			rc = kn_shmem_signal_op(sig, signal, sig_op, pe);
+	} else if (r == 0) {
+		rc = nbi ? kn_shmem_put_signal_nbi(dest, src, n, sig, signal, sig_op, pe)
+			 : kn_shmem_put_signal(dest, src, n, sig, signal, sig_op, pe);
+	}
+	return kinet_shmem_host_group_bcast(scope, rc);
+}
+
+/* One thread of the group makes the call, the group waits for it and gets
+ * its result. */
+#define KNX_SH_GRP_ONE(scope, call)                                                        \
+	do {                                                                               \
+		int rc_ = 0;                                                               \
+		kinet_shmem_host_group_sync(scope);                                        \
+		if (kinet_shmem_host_group_rank(scope) == 0)                               \
+			rc_ = (call);                                                      \
+		return kinet_shmem_host_group_bcast(scope, rc_);                           \
+	} while (0)
+
+KN_INLINE int kn_shmem_putmem_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(1, d, s, n, pe, 0);
+}
+KN_INLINE int kn_shmem_putmem_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(2, d, s, n, pe, 0);
+}
+KN_INLINE int kn_shmem_putmem_nbi_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(1, d, s, n, pe, 1);
+}
+KN_INLINE int kn_shmem_putmem_nbi_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(2, d, s, n, pe, 1);
+}
+KN_INLINE int kn_shmem_getmem_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(1, d, s, n, pe, 0);
+}
+KN_INLINE int kn_shmem_getmem_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(2, d, s, n, pe, 0);
+}
+KN_INLINE int kn_shmem_getmem_nbi_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(1, d, s, n, pe, 1);
+}
+KN_INLINE int kn_shmem_getmem_nbi_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(2, d, s, n, pe, 1);
+}
+KN_INLINE int kn_shmem_put_signal_warp(void *d, const void *s, size_t n, uint64_t *sig,
+				       uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(1, d, s, n, sig, v, op, pe, 0);
+}
+KN_INLINE int kn_shmem_put_signal_block(void *d, const void *s, size_t n, uint64_t *sig,
+					uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(2, d, s, n, sig, v, op, pe, 0);
+}
+KN_INLINE int kn_shmem_put_signal_nbi_warp(void *d, const void *s, size_t n, uint64_t *sig,
+					   uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(1, d, s, n, sig, v, op, pe, 1);
+}
+KN_INLINE int kn_shmem_put_signal_nbi_block(void *d, const void *s, size_t n, uint64_t *sig,
+					    uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(2, d, s, n, sig, v, op, pe, 1);
+}
+KN_INLINE int kn_shmem_quiet_warp(void)
+{
+	KNX_SH_GRP_ONE(1, kn_shmem_quiet());
+}
+KN_INLINE int kn_shmem_quiet_block(void)
+{
+	KNX_SH_GRP_ONE(2, kn_shmem_quiet());
+}
+KN_INLINE int kn_shmem_barrier_all_warp(void)
+{
+	KNX_SH_GRP_ONE(1, kn_shmem_barrier_all());
+}
+KN_INLINE int kn_shmem_barrier_all_block(void)
+{
+	KNX_SH_GRP_ONE(2, kn_shmem_barrier_all());
+}
+KN_INLINE int kn_shmem_sync_all_warp(void)
+{
+	KNX_SH_GRP_ONE(1, kn_shmem_sync_all());
+}
+KN_INLINE int kn_shmem_sync_all_block(void)
+{
+	KNX_SH_GRP_ONE(2, kn_shmem_sync_all());
+}
+KN_INLINE int kn_shmem_barrier_warp(int team)
+{
+	KNX_SH_GRP_ONE(1, kn_shmem_barrier(team));
+}
+KN_INLINE int kn_shmem_barrier_block(int team)
+{
+	KNX_SH_GRP_ONE(2, kn_shmem_barrier(team));
+}
+KN_INLINE int kn_shmem_team_sync_warp(int team)
+{
+	KNX_SH_GRP_ONE(1, kn_shmem_team_sync(team));
+}
+KN_INLINE int kn_shmem_team_sync_block(int team)
+{
+	KNX_SH_GRP_ONE(2, kn_shmem_team_sync(team));
+}
+
+#endif /* !__CUDACC__ */
+
+#if defined(__CUDACC__)
+#include <kinet/shmem_device_cuda.cuh>
+#endif
+
+#endif /* KINET_SHMEM_DEVICE_H */

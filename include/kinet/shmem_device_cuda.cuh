@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kinet/shmem_device_cuda.cuh - the PGAS layer's warp and block forms for
+ * CUDA kernels (kinet/shmem_device.h includes it under nvcc; the host
+ * executor's forms are at the end of that header).
+ *
+ * NVSHMEM's meaning of the cooperative forms: every thread of the warp
+ * (kn_shmem_*_warp) or of the CTA (kn_shmem_*_block) calls with the same
+ * arguments, and the group moves ONE buffer together. To a peer reached by
+ * load/store the threads copy interleaved 16-byte pieces of it (coalesced);
+ * through the NIC the group's first thread posts the WQEs (the NIC moves
+ * the bytes; one doorbell). Every thread returns the same result. The calls
+ * start and end with the group's barrier (__syncwarp / __syncthreads), so
+ * the source is complete when the copy starts and the group may reuse it
+ * (blocking forms) when the call returns.
+ */
+#ifndef KINET_SHMEM_DEVICE_CUDA_CUH
+#define KINET_SHMEM_DEVICE_CUDA_CUH
+
+#if !defined(__CUDACC__)
+#error "kinet/shmem_device_cuda.cuh is CUDA only: compile with nvcc"
+#endif
+
+#include <kinet/shmem_device.h>
+
+#define KNX_SH_WARP 1
+#define KNX_SH_BLOCK 2
+
+static __device__ __forceinline__ void knx_sh_grp_sync(int scope)
+{
+	if (scope == KNX_SH_WARP)
+		__syncwarp();
+	else
+		__syncthreads();
+}
+
+static __device__ __forceinline__ uint32_t knx_sh_grp_rank(int scope)
+{
+	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	return scope == KNX_SH_WARP ? (tid & 31u) : tid;
+}
+
+static __device__ __forceinline__ uint32_t knx_sh_grp_size(int scope)
+{
+	uint32_t n = blockDim.x * blockDim.y * blockDim.z;
+	if (scope == KNX_SH_BLOCK)
+		return n;
+	uint32_t tid = knx_sh_grp_rank(KNX_SH_BLOCK), w = tid / 32u;
+	return n - w * 32u < 32u ? n - w * 32u : 32u;
+}
+
+/* The group's first thread's value, seen by every thread (a barrier). */
+static __device__ __forceinline__ int knx_sh_grp_bcast(int scope, int v)
+{
+	if (scope == KNX_SH_WARP) {
+		uint32_t mask = __activemask();
+		return __shfl_sync(mask, v, 0);
+	}
+	__shared__ int knx_sh_bcast_word;
+	if (knx_sh_grp_rank(scope) == 0)
+		knx_sh_bcast_word = v;
+	__syncthreads();
+	int r = knx_sh_bcast_word;
+	__syncthreads(); /* read before the next broadcast writes */
+	return r;
+}
+
+/* The group copies n bytes, interleaved: 16-byte pieces when both ends
+ * allow it, else bytes. */
+static __device__ __forceinline__ void knx_sh_grp_copy(int scope, void *dst, const void *src,
+						       size_t n)
+{
+	uint32_t r = knx_sh_grp_rank(scope), g = knx_sh_grp_size(scope);
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+	size_t done = 0;
+	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
+		size_t nv = n / 16;
+		for (size_t i = r; i < nv; i += g)
+			((uint4 *)d)[i] = ((const uint4 *)s)[i];
+		done = nv * 16;
+	}
+	for (size_t i = done + r; i < n; i += g)
+		d[i] = s[i];
+}
+
+static __device__ __forceinline__ int knx_sh_put_grp(int scope, void *dest, const void *src,
+						     size_t n, int pe, int nbi)
+{
+	knx_sh_grp_sync(scope);
+	void *p = kn_shmem_ptr(dest, pe);
+	int rc = 0;
+	if (p)
+		knx_sh_grp_copy(scope, p, src, n);
+	else if (knx_sh_grp_rank(scope) == 0)
+		rc = nbi ? kn_shmem_put_nbi(dest, src, n, pe) : kn_shmem_put(dest, src, n, pe);
+	knx_sh_grp_sync(scope);
+	return knx_sh_grp_bcast(scope, rc);
+}
+
+static __device__ __forceinline__ int knx_sh_get_grp(int scope, void *dest, const void *src,
+						     size_t n, int pe, int nbi)
+{
+	knx_sh_grp_sync(scope);
+	void *p = kn_shmem_ptr(src, pe);
+	int rc = 0;
+	if (p)
+		knx_sh_grp_copy(scope, dest, p, n);
+	else if (knx_sh_grp_rank(scope) == 0)
+		rc = nbi ? kn_shmem_get_nbi(dest, src, n, pe) : kn_shmem_get(dest, src, n, pe);
+	knx_sh_grp_sync(scope);
+	return knx_sh_grp_bcast(scope, rc);
+}
+
+static __device__ __forceinline__ int knx_sh_put_signal_grp(int scope, void *dest, const void *src,
+							    size_t n, uint64_t *sig, uint64_t v,
+							    int op, int pe, int nbi)
+{
+	knx_sh_grp_sync(scope);
+	void *p = kn_shmem_ptr(dest, pe);
+	int rc = 0;
+	if (p) {
+		knx_sh_grp_copy(scope, p, src, n);
+		__threadfence_system(); /* every thread's part before the signal */
+		knx_sh_grp_sync(scope);
+		if (knx_sh_grp_rank(scope) == 0)
+			rc = kn_shmem_signal_op(sig, v, op, pe);
+	} else if (knx_sh_grp_rank(scope) == 0) {
+		rc = nbi ? kn_shmem_put_signal_nbi(dest, src, n, sig, v, op, pe)
+			 : kn_shmem_put_signal(dest, src, n, sig, v, op, pe);
+	}
+	knx_sh_grp_sync(scope);
+	return knx_sh_grp_bcast(scope, rc);
+}
+
+/* One thread of the group makes the call; everyone gets its result. */
+#define KNX_SH_GRP_ONE(scope, call)                                                        \
+	do {                                                                               \
+		int rc_ = 0;                                                               \
+		knx_sh_grp_sync(scope);                                                    \
+		if (knx_sh_grp_rank(scope) == 0)                                           \
+			rc_ = (call);                                                      \
+		knx_sh_grp_sync(scope);                                                    \
+		return knx_sh_grp_bcast(scope, rc_);                                       \
+	} while (0)
+
+#define KNX_SH_DEV static __device__ __forceinline__
+
+KNX_SH_DEV int kn_shmem_putmem_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(KNX_SH_WARP, d, s, n, pe, 0);
+}
+KNX_SH_DEV int kn_shmem_putmem_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(KNX_SH_BLOCK, d, s, n, pe, 0);
+}
+KNX_SH_DEV int kn_shmem_putmem_nbi_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(KNX_SH_WARP, d, s, n, pe, 1);
+}
+KNX_SH_DEV int kn_shmem_putmem_nbi_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_put_grp(KNX_SH_BLOCK, d, s, n, pe, 1);
+}
+KNX_SH_DEV int kn_shmem_getmem_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(KNX_SH_WARP, d, s, n, pe, 0);
+}
+KNX_SH_DEV int kn_shmem_getmem_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(KNX_SH_BLOCK, d, s, n, pe, 0);
+}
+KNX_SH_DEV int kn_shmem_getmem_nbi_warp(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(KNX_SH_WARP, d, s, n, pe, 1);
+}
+KNX_SH_DEV int kn_shmem_getmem_nbi_block(void *d, const void *s, size_t n, int pe)
+{
+	return knx_sh_get_grp(KNX_SH_BLOCK, d, s, n, pe, 1);
+}
+KNX_SH_DEV int kn_shmem_put_signal_warp(void *d, const void *s, size_t n, uint64_t *sig, uint64_t v,
+					int op, int pe)
+{
+	return knx_sh_put_signal_grp(KNX_SH_WARP, d, s, n, sig, v, op, pe, 0);
+}
+KNX_SH_DEV int kn_shmem_put_signal_block(void *d, const void *s, size_t n, uint64_t *sig,
+					 uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(KNX_SH_BLOCK, d, s, n, sig, v, op, pe, 0);
+}
+KNX_SH_DEV int kn_shmem_put_signal_nbi_warp(void *d, const void *s, size_t n, uint64_t *sig,
+					    uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(KNX_SH_WARP, d, s, n, sig, v, op, pe, 1);
+}
+KNX_SH_DEV int kn_shmem_put_signal_nbi_block(void *d, const void *s, size_t n, uint64_t *sig,
+					     uint64_t v, int op, int pe)
+{
+	return knx_sh_put_signal_grp(KNX_SH_BLOCK, d, s, n, sig, v, op, pe, 1);
+}
+KNX_SH_DEV int kn_shmem_quiet_warp(void)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARP, kn_shmem_quiet());
+}
+KNX_SH_DEV int kn_shmem_quiet_block(void)
+{
+	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_quiet());
+}
+KNX_SH_DEV int kn_shmem_barrier_all_warp(void)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARP, kn_shmem_barrier_all());
+}
+KNX_SH_DEV int kn_shmem_barrier_all_block(void)
+{
+	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_barrier_all());
+}
+KNX_SH_DEV int kn_shmem_sync_all_warp(void)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARP, kn_shmem_sync_all());
+}
+KNX_SH_DEV int kn_shmem_sync_all_block(void)
+{
+	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_sync_all());
+}
+KNX_SH_DEV int kn_shmem_barrier_warp(int team)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARP, kn_shmem_barrier(team));
+}
+KNX_SH_DEV int kn_shmem_barrier_block(int team)
+{
+	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_barrier(team));
+}
+KNX_SH_DEV int kn_shmem_team_sync_warp(int team)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARP, kn_shmem_team_sync(team));
+}
+KNX_SH_DEV int kn_shmem_team_sync_block(int team)
+{
+	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_team_sync(team));
+}
+
+#endif /* KINET_SHMEM_DEVICE_CUDA_CUH */

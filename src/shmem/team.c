@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * team.c - teams: the predefined world, shared (the PEs this PE maps) and
+ * node teams, and teams split from them. A team's handle is its slot: the
+ * index of its entry in the device state and of its barrier counters in
+ * every member's device heap. A split picks the lowest slot free on every
+ * PE (their free-slot masks are exchanged with the split's arguments), so
+ * members of different teams never share counters, and destroy is local to
+ * the members, as in OpenSHMEM.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "shmem/shmem_int.h"
+
+/* Places team slot (members: size world PEs, host memory, taken over) where
+ * device code reads it. */
+static int team_place(int slot, int32_t *members, int size)
+{
+	struct shm_team *t = &shm_g.team[slot];
+	int my = -1;
+	for (int i = 0; i < size; i++)
+		if (members[i] == shm_g.me)
+			my = i;
+	t->used = true;
+	t->size = size;
+	t->my = my;
+	t->members = members;
+	if (shm_g.exec == KINET_SHMEM_EXEC_CUDA) {
+		void *d;
+		int rc = shm_cuda_alloc((size_t)size * sizeof(int32_t), &d);
+		if (!rc)
+			rc = shm_cuda_copy_to(d, members, (size_t)size * sizeof(int32_t));
+		if (rc) {
+			shm_cuda_free(d);
+			return rc;
+		}
+		t->dmembers = d;
+	} else {
+		t->dmembers = members;
+	}
+	kn_shmem_team *dt = &shm_g.host.team[slot];
+	dt->size = size;
+	dt->my = my;
+	dt->slot = (uint32_t)slot;
+	dt->members = t->dmembers;
+	return 0;
+}
+
+static void team_clear(int slot)
+{
+	struct shm_team *t = &shm_g.team[slot];
+	if (!t->used)
+		return;
+	if (shm_g.exec == KINET_SHMEM_EXEC_CUDA)
+		shm_cuda_free(t->dmembers);
+	free(t->members);
+	memset(t, 0, sizeof(*t));
+	memset(&shm_g.host.team[slot], 0, sizeof(shm_g.host.team[slot]));
+}
+
+int shm_teams_init(void)
+{
+	int n = shm_g.n;
+	for (int slot = 0; slot < 3; slot++) {
+		int32_t *m = calloc((size_t)n, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		int k = 0;
+		for (int p = 0; p < n; p++) {
+			bool in = slot == KINET_SHMEM_TEAM_WORLD ||
+				  (slot == KINET_SHMEM_TEAM_SHARED &&
+				   (p == shm_g.me || shm_g.peers[p].local)) ||
+				  (slot == KINET_SHMEM_TEAM_NODE && shm_g.peers[p].node == shm_g.node);
+			if (in)
+				m[k++] = p;
+		}
+		int rc = team_place(slot, m, k);
+		if (rc) {
+			free(m);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void shm_teams_fini(void)
+{
+	for (int slot = 0; slot < KN_SHMEM_MAX_TEAMS; slot++)
+		team_clear(slot);
+}
+
+static const struct shm_team *team_get(kinet_shmem_team team)
+{
+	if (!shm_g.up || team < 0 || team >= KN_SHMEM_MAX_TEAMS || !shm_g.team[team].used)
+		return NULL;
+	return &shm_g.team[team];
+}
+
+/* What every PE passes to a split. */
+struct split_rec {
+	uint64_t seq;
+	int32_t parent, start, stride, size;
+	uint32_t free_mask; /* slots free on this PE */
+	int32_t rc;
+};
+
+/* Zeroes the barrier counters of a slot and its epoch, on this PE. */
+static int reset_slot(int slot)
+{
+	uint8_t *c = shm_g.heap[KN_SHMEM_HEAP_DEVICE].base + knx_sh_sync_off((uint32_t)slot, 0);
+	size_t len = KN_SHMEM_MAX_ROUNDS * 8;
+	if (shm_g.exec == KINET_SHMEM_EXEC_CUDA) {
+		int rc = shm_cuda_memset(c, 0, len);
+		if (!rc)
+			rc = shm_cuda_memset(&shm_g.ddyn->epoch[slot], 0, sizeof(uint64_t));
+		return rc;
+	}
+	memset(c, 0, len);
+	__atomic_store_n(&shm_g.hdyn.epoch[slot], 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int kinet_shmem_team_split_strided(kinet_shmem_team parent, int start, int stride, int size,
+				   kinet_shmem_team *out)
+{
+	if (!shm_g.up || !out)
+		return -EINVAL;
+	*out = KINET_SHMEM_TEAM_INVALID;
+	struct split_rec r;
+	memset(&r, 0, sizeof(r));
+	r.seq = ++shm_g.alloc_seq;
+	r.parent = parent;
+	r.start = start;
+	r.stride = stride;
+	r.size = size;
+	for (int s = 3; s < KN_SHMEM_MAX_TEAMS; s++)
+		if (!shm_g.team[s].used)
+			r.free_mask |= 1u << s;
+	const struct shm_team *pt = parent == KINET_SHMEM_TEAM_INVALID ? NULL : team_get(parent);
+	if (parent != KINET_SHMEM_TEAM_INVALID && !pt) {
+		SHLOG_ERR("team_split_strided: %d is not a team", parent);
+		r.rc = -EINVAL;
+	} else if (pt && pt->my >= 0 &&
+		   (start < 0 || stride < 1 || size < 1 ||
+		    (int64_t)start + (int64_t)(size - 1) * stride >= pt->size)) {
+		SHLOG_ERR("team_split_strided: start %d, stride %d, size %d do not fit the parent's "
+			  "%d PEs", start, stride, size, pt->size);
+		r.rc = -EINVAL;
+	}
+	struct split_rec *all = calloc((size_t)shm_g.n, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	int rc = kinet_boot_allgather(shm_g.boot, &r, all, sizeof(r));
+	uint32_t mask = ~0u;
+	for (int p = 0; p < shm_g.n && !rc; p++) {
+		const struct split_rec *b = &all[p];
+		if (b->rc) {
+			SHLOG_ERR("team_split_strided refused on PE %d: %s", p, kinet_strerror(b->rc));
+			rc = b->rc;
+		} else if (b->seq != all[0].seq || b->start != all[0].start ||
+			   b->stride != all[0].stride || b->size != all[0].size) {
+			SHLOG_ERR("team_split_strided refused: PE %d asks for start %d, stride %d, size "
+				  "%d (call %llu), PE 0 for %d, %d, %d (call %llu): every PE of the "
+				  "world calls it, with the same arguments", p, b->start, b->stride,
+				  b->size, (unsigned long long)b->seq, all[0].start, all[0].stride,
+				  all[0].size, (unsigned long long)all[0].seq);
+			rc = -EINVAL;
+		}
+		mask &= b->free_mask;
+	}
+	free(all);
+	if (rc)
+		return rc;
+	int slot = mask ? __builtin_ctz(mask) : -1;
+	if (slot < 0) {
+		SHLOG_ERR("team_split_strided: %d teams are alive on some PE (KN_SHMEM_MAX_TEAMS)",
+			  KN_SHMEM_MAX_TEAMS);
+		return -ENOSPC;
+	}
+	bool member = false;
+	int32_t *m = NULL;
+	if (pt && pt->my >= 0) {
+		m = calloc((size_t)size, sizeof(*m));
+		if (!m)
+			rc = -ENOMEM;
+		for (int i = 0; m && i < size; i++) {
+			m[i] = pt->members[start + i * stride];
+			member |= m[i] == shm_g.me;
+		}
+	}
+	if (!rc && member) {
+		rc = reset_slot(slot);
+		if (!rc)
+			rc = team_place(slot, m, size);
+		if (!rc)
+			rc = shm_push_state();
+		if (!rc)
+			m = NULL;
+		else
+			team_clear(slot);
+	}
+	free(m);
+	/* nobody signals into the slot before every member reset it */
+	rc = shm_all_ok(rc);
+	if (rc) {
+		if (member)
+			team_clear(slot);
+		return rc;
+	}
+	if (member)
+		*out = slot;
+	return 0;
+}
+
+int kinet_shmem_team_destroy(kinet_shmem_team team)
+{
+	if (!team_get(team) || team < 3)
+		return -EINVAL;
+	team_clear(team);
+	return shm_push_state();
+}
+
+int kinet_shmem_team_my_pe(kinet_shmem_team team)
+{
+	const struct shm_team *t = team_get(team);
+	return t ? t->my : -1;
+}
+
+int kinet_shmem_team_n_pes(kinet_shmem_team team)
+{
+	const struct shm_team *t = team_get(team);
+	return t ? t->size : -1;
+}
+
+int kinet_shmem_team_translate_pe(kinet_shmem_team src, int pe, kinet_shmem_team dst)
+{
+	const struct shm_team *s = team_get(src), *d = team_get(dst);
+	if (!s || !d || pe < 0 || pe >= s->size)
+		return -1;
+	for (int i = 0; i < d->size; i++)
+		if (d->members[i] == s->members[pe])
+			return i;
+	return -1;
+}

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The PGAS layer with the CUDA executor: 2 and 4 PEs as processes sharing
+ * the machine's GPU(s) (one GPU each when there are enough, else all on
+ * GPU 0: run the CUDA MPS daemon for them to run at once), over the
+ * same-node path (GPU heaps through CUDA IPC, host heaps through shared
+ * memory) and over the software NIC's wire. CUDA kernels issue every
+ * operation at thread, warp and block scope; the data is checked byte for
+ * byte on random contents, atomics and signals by value. Also the examples'
+ * CUDA builds (examples/nvshmem) as jobs.
+ *
+ * The PEs are forked before any CUDA call of the test process.
+ */
+#include "gpu_util.h"
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <kinet/shmem.h>
+#include <kinet/shmem_device.h>
+
+#define MAXPE 8
+
+struct job_shared {
+	volatile int addr_ready;
+	char addr[128];
+	int result[MAXPE];
+};
+static struct job_shared *js;
+
+#define PK(cond, ...)                                                                              \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "[PE %d] %s:%d: %s: ", kinet_shmem_my_pe(), __FILE__,      \
+				__LINE__, #cond);                                                  \
+			fprintf(stderr, "" __VA_ARGS__);                                           \
+			fprintf(stderr, "\n");                                                     \
+			return __LINE__;                                                           \
+		}                                                                                  \
+	} while (0)
+#define PCU(x)                                                                                     \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		PK(e_ == cudaSuccess, "%s", cudaGetErrorString(e_));                               \
+	} while (0)
+
+static void on_listening(const char *addr, void *arg)
+{
+	(void)arg;
+	snprintf(js->addr, sizeof(js->addr), "%s", addr);
+	__atomic_store_n(&js->addr_ready, 1, __ATOMIC_RELEASE);
+}
+
+typedef int (*pe_fn)(int me, int n);
+
+static int pe_main(int pe, int n, int p2p, pe_fn fn)
+{
+	unsetenv("BXFI_MAP");
+	setenv("KINET_SHMEM_P2P", p2p ? "1" : "0", 1);
+	setenv("FI_TCP_IFACE", "lo", 1);
+	setenv("KINET_ALLOW_HOST_STAGING", "1", 0); /* the software NIC reaches GPU memory by copies */
+	setenv("KINET_SHMEM_TIMEOUT_MS", "20000", 0);
+	while (pe && !__atomic_load_n(&js->addr_ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	struct kinet_boot_attr ba;
+	memset(&ba, 0, sizeof(ba));
+	ba.rank = pe;
+	ba.size = n;
+	ba.addr = pe == 0 ? "127.0.0.1:0" : js->addr;
+	ba.secret = "gpu-shmem";
+	ba.timeout_ms = 30000;
+	ba.listening = on_listening;
+	kinet_boot *b;
+	int rc = kinet_boot_init(&ba, &b);
+	if (rc)
+		return rc;
+	int ngpu = 0;
+	cudaGetDeviceCount(&ngpu);
+	struct kinet_shmem_attr sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.boot = b;
+	sa.executor = KINET_SHMEM_EXEC_CUDA;
+	sa.heap_size = 64u << 20;
+	sa.host_heap_size = 4u << 20;
+	sa.backend = KINET_BACKEND_SOFT;
+	sa.gpu = ngpu >= n ? pe : 0;
+	rc = kinet_shmem_init(&sa);
+	if (rc) {
+		fprintf(stderr, "[PE %d] kinet_shmem_init: %s\n", pe, kinet_strerror(rc));
+		kinet_boot_close(b);
+		return rc;
+	}
+	rc = fn(pe, n);
+	int frc = kinet_shmem_finalize();
+	kinet_boot_close(b);
+	return rc ? rc : frc;
+}
+
+static void run_job(int n, int p2p, pe_fn fn)
+{
+	js = (struct job_shared *)mmap(NULL, sizeof(*js), PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert(js != MAP_FAILED);
+	memset((void *)js, 0, sizeof(*js));
+	pid_t pid[MAXPE];
+	fflush(NULL);
+	for (int pe = 0; pe < n; pe++) {
+		pid[pe] = fork();
+		cr_assert(pid[pe] >= 0);
+		if (pid[pe] == 0) {
+			alarm(300);
+			int rc = pe_main(pe, n, p2p, fn);
+			js->result[pe] = rc;
+			_exit(rc ? 1 : 0);
+		}
+		while (pe == 0 && !__atomic_load_n(&js->addr_ready, __ATOMIC_ACQUIRE))
+			usleep(1000);
+	}
+	for (int pe = 0; pe < n; pe++) {
+		int st;
+		cr_assert_eq(waitpid(pid[pe], &st, 0), pid[pe]);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			  "PE %d of %d (same-node path %s): result %d", pe, n, p2p ? "on" : "off",
+			  js->result[pe]);
+	}
+	munmap(js, sizeof(*js));
+}
+
+static uint64_t seed_of(int pe, int what)
+{
+	return 0x6a09e667ull ^ ((uint64_t)pe << 32) ^ (uint64_t)what * 0x9e3779b9ull;
+}
+
+/* ---- every operation from kernels --------------------------------------------------------- */
+
+#define LEN (1u << 20)
+#define THR_LEN 100003u /* odd sizes: the unaligned tails of the copies */
+#define WARP_LEN 65537u
+#define BLK_LEN 333333u
+
+struct ops {
+	uint8_t *src, *dst, *got;
+	uint64_t *sig;      /* [8] */
+	uint64_t *w64;      /* [16] atomics */
+	uint32_t *w32;      /* [16] */
+	uint64_t *old;      /* [64] fetched values, per atomic (device memory, local) */
+	int *errs;
+	int me, n;
+};
+
+/* CTA 0: thread scope; CTA 1: warp scope; CTA 2: block scope; all to the
+ * right neighbour; then put_signal SET (CTA 0) and ADD (CTA 1, 2). */
+static __global__ void rma_kernel(struct ops a)
+{
+	int right = (a.me + 1) % a.n;
+	unsigned cta = blockIdx.x, tid = threadIdx.x;
+	int rc = 0;
+	if (cta == 0 && tid == 0) {
+		rc |= kn_shmem_put(a.dst, a.src, THR_LEN, right);
+		rc |= kn_shmem_put_nbi(a.dst + THR_LEN, a.src + THR_LEN, 28, right); /* inline */
+		rc |= kn_shmem_p(a.dst + THR_LEN + 32, 0x1122334455667788ull + (uint64_t)a.me, 8,
+				 right);
+		rc |= kn_shmem_quiet();
+		rc |= kn_shmem_put_signal_nbi(a.dst + THR_LEN + 64, a.src + THR_LEN + 64, 4000,
+					      &a.sig[0], 0xabc0 + (uint64_t)a.me, KN_SIG_SET, right);
+	}
+	if (cta == 1 && tid < 32) {
+		rc |= kn_shmem_putmem_warp(a.dst + 200000, a.src + 200000, WARP_LEN, right);
+		rc |= kn_shmem_put_signal_nbi_warp(a.dst + 300000, a.src + 300000, 5000, &a.sig[1], 1,
+						   KN_SIG_ADD, right);
+	}
+	if (cta == 2) {
+		rc |= kn_shmem_putmem_block(a.dst + 400000 + 3, a.src + 400000 + 3, BLK_LEN, right);
+		rc |= kn_shmem_put_signal_block(a.dst + 800000, a.src + 800000, 6000, &a.sig[1], 1,
+						KN_SIG_ADD, right);
+	}
+	if (rc)
+		atomicAdd(a.errs, 1);
+}
+
+/* One thread: waits for the left neighbour's signals, gets back and checks
+ * on the device, every atomic on both sizes against the right neighbour. */
+static __global__ void check_kernel(struct ops a)
+{
+	int right = (a.me + 1) % a.n, left = (a.me + a.n - 1) % a.n;
+	int e = 0;
+	uint64_t v = 0;
+	e |= kn_shmem_signal_wait_until(&a.sig[0], KN_SHMEM_CMP_EQ, 0xabc0 + (uint64_t)left, &v);
+	e |= kn_shmem_signal_wait_until(&a.sig[1], KN_SHMEM_CMP_GE, 2, NULL);
+	e |= kn_shmem_wait_until(&a.sig[1], KN_SHMEM_CMP_EQ, 2, 8, 0);
+	e |= kn_shmem_test(&a.sig[1], KN_SHMEM_CMP_GT, 1, 8, 0) == 1 ? 0 : 1;
+	int status[2] = {0, 0};
+	uint64_t vals[2] = {0xabc0 + (uint64_t)left, 2};
+	e |= kn_shmem_wait_until_all(a.sig, 2, status, KN_SHMEM_CMP_EQ, vals, 1, 8, 0);
+	/* g and get from the right neighbour: what this PE put there */
+	uint64_t g = 0;
+	e |= kn_shmem_g(a.dst + THR_LEN + 32, 8, right, &g);
+	if (g != 0x1122334455667788ull + (uint64_t)a.me)
+		e |= 2;
+	e |= kn_shmem_get(a.got, a.dst + 400000 + 3, BLK_LEN, right);
+	for (uint32_t i = 0; i < BLK_LEN; i++)
+		if (a.got[i] != a.src[400000 + 3 + i]) {
+			e |= 4;
+			break;
+		}
+	/* atomics, 8 and 4 bytes, at the right neighbour's words */
+	for (int amo = KN_AMO_FETCH_ADD; amo <= KN_AMO_FETCH_XOR; amo++) {
+		e |= kn_shmem_atomic(&a.w64[amo], amo, 8, 0x0f0f0000ull + (uint64_t)amo, 7, right,
+				     &a.old[amo]);
+		e |= kn_shmem_atomic(&a.w32[amo], amo, 4, 0x0f0f00u + (uint64_t)amo, 7, right,
+				     &a.old[16 + amo]);
+		e |= kn_shmem_atomic(&a.w64[8 + amo], amo, 8, 5, 0, right, (uint64_t *)0);
+	}
+	e |= kn_shmem_signal_op(&a.sig[2], 40, KN_SIG_ADD, right);
+	e |= kn_shmem_signal_op(&a.sig[3], 0x5e7, KN_SIG_SET, right);
+	e |= kn_shmem_barrier_all();
+	e |= kn_shmem_signal_wait_until(&a.sig[2], KN_SHMEM_CMP_EQ, 40, NULL);
+	e |= kn_shmem_signal_wait_until(&a.sig[3], KN_SHMEM_CMP_EQ, 0x5e7, NULL);
+	e |= kn_shmem_sync_all();
+	if (e)
+		atomicAdd(a.errs, 1);
+}
+
+static uint64_t ref_amo(int amo, uint64_t old, uint64_t v, uint64_t cmp, uint64_t mask)
+{
+	old &= mask, v &= mask, cmp &= mask;
+	switch (amo) {
+	case KN_AMO_FETCH_ADD:
+		return (old + v) & mask;
+	case KN_AMO_COMPARE_SWAP:
+		return old == cmp ? v : old;
+	case KN_AMO_SWAP:
+		return v;
+	case KN_AMO_FETCH:
+		return old;
+	case KN_AMO_FETCH_AND:
+		return old & v;
+	case KN_AMO_FETCH_OR:
+		return old | v;
+	default:
+		return old ^ v;
+	}
+}
+
+static int ops_pe(int me, int n)
+{
+	struct ops a;
+	memset(&a, 0, sizeof(a));
+	a.me = me;
+	a.n = n;
+	a.src = (uint8_t *)kinet_shmem_malloc(LEN);
+	a.dst = (uint8_t *)kinet_shmem_calloc(1, LEN);
+	a.got = (uint8_t *)kinet_shmem_malloc(LEN);
+	a.sig = (uint64_t *)kinet_shmem_calloc(8, 8);
+	a.w64 = (uint64_t *)kinet_shmem_malloc(16 * 8);
+	a.w32 = (uint32_t *)kinet_shmem_malloc(16 * 4);
+	PK(a.src && a.dst && a.got && a.sig && a.w64 && a.w32, "malloc");
+	PCU(cudaMalloc((void **)&a.old, 64 * 8));
+	PCU(cudaMalloc((void **)&a.errs, sizeof(int)));
+	PCU(cudaMemset(a.errs, 0, sizeof(int)));
+	uint8_t *h = (uint8_t *)malloc(LEN), *hd = (uint8_t *)malloc(LEN);
+	uint64_t w64[16];
+	uint32_t w32[16];
+	tu_fill_random(h, LEN, seed_of(me, 1));
+	tu_fill_random(w64, sizeof(w64), seed_of(me, 2));
+	tu_fill_random(w32, sizeof(w32), seed_of(me, 3));
+	PCU(cudaMemcpy(a.src, h, LEN, cudaMemcpyHostToDevice));
+	PCU(cudaMemcpy(a.w64, w64, sizeof(w64), cudaMemcpyHostToDevice));
+	PCU(cudaMemcpy(a.w32, w32, sizeof(w32), cudaMemcpyHostToDevice));
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	rma_kernel<<<3, 128>>>(a);
+	PCU(cudaGetLastError());
+	PCU(cudaDeviceSynchronize());
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	check_kernel<<<1, 1>>>(a);
+	PCU(cudaGetLastError());
+	PCU(cudaDeviceSynchronize());
+	int errs = -1;
+	PCU(cudaMemcpy(&errs, a.errs, sizeof(int), cudaMemcpyDeviceToHost));
+	PK(errs == 0, "%d kernel threads saw an error (first: %s)", errs,
+	   kinet_strerror(kinet_shmem_error(0)));
+	PK(kinet_shmem_barrier_all_on_stream(NULL) == 0, "barrier on the stream");
+	PCU(cudaDeviceSynchronize());
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	/* what the left neighbour put here */
+	int left = (me + n - 1) % n, right = (me + 1) % n;
+	tu_fill_random(h, LEN, seed_of(left, 1));
+	PCU(cudaMemcpy(hd, a.dst, LEN, cudaMemcpyDeviceToHost));
+	PK(!memcmp(hd, h, THR_LEN + 28), "thread-scope put and inline put");
+	uint64_t p;
+	memcpy(&p, hd + THR_LEN + 32, 8);
+	PK(p == 0x1122334455667788ull + (uint64_t)left, "p");
+	PK(!memcmp(hd + THR_LEN + 64, h + THR_LEN + 64, 4000), "put_signal SET");
+	PK(!memcmp(hd + 200000, h + 200000, WARP_LEN), "warp-scope put");
+	PK(!memcmp(hd + 300000, h + 300000, 5000), "warp-scope put_signal");
+	PK(!memcmp(hd + 400003, h + 400003, BLK_LEN), "block-scope put");
+	PK(!memcmp(hd + 800000, h + 800000, 6000), "block-scope put_signal");
+	/* atomics: this PE's words got the left neighbour's atomics */
+	uint64_t rw64[16], lw64[16], old[64];
+	uint32_t rw32[16], lw32[16];
+	PCU(cudaMemcpy(rw64, a.w64, sizeof(rw64), cudaMemcpyDeviceToHost));
+	PCU(cudaMemcpy(rw32, a.w32, sizeof(rw32), cudaMemcpyDeviceToHost));
+	tu_fill_random(lw64, sizeof(lw64), seed_of(me, 2)); /* the initial words */
+	tu_fill_random(lw32, sizeof(lw32), seed_of(me, 3));
+	for (int amo = KN_AMO_FETCH_ADD; amo <= KN_AMO_FETCH_XOR; amo++) {
+		PK(rw64[amo] == ref_amo(amo, lw64[amo], 0x0f0f0000ull + (uint64_t)amo, 7, ~0ull),
+		   "8-byte amo %d", amo);
+		PK(rw32[amo] == (uint32_t)ref_amo(amo, lw32[amo], 0x0f0f00u + (uint64_t)amo, 7,
+						   0xffffffffull), "4-byte amo %d", amo);
+		PK(rw64[8 + amo] == ref_amo(amo, lw64[8 + amo], 5, 0, ~0ull), "non-fetching amo %d",
+		   amo);
+	}
+	/* and this PE's fetches saw the right neighbour's initial words */
+	PCU(cudaMemcpy(old, a.old, sizeof(old), cudaMemcpyDeviceToHost));
+	tu_fill_random(lw64, sizeof(lw64), seed_of(right, 2));
+	tu_fill_random(lw32, sizeof(lw32), seed_of(right, 3));
+	for (int amo = KN_AMO_FETCH_ADD; amo <= KN_AMO_FETCH_XOR; amo++)
+		PK(old[amo] == lw64[amo] && old[16 + amo] == lw32[amo], "amo %d returned the old word",
+		   amo);
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	free(h);
+	free(hd);
+	cudaFree(a.old);
+	cudaFree(a.errs);
+	kinet_shmem_free(a.w32);
+	kinet_shmem_free(a.w64);
+	kinet_shmem_free(a.sig);
+	kinet_shmem_free(a.got);
+	kinet_shmem_free(a.dst);
+	kinet_shmem_free(a.src);
+	return 0;
+}
+
+Test(gpu_shmem, every_operation_2_pes_ipc_and_wire)
+{
+	run_job(2, 1, ops_pe);
+	run_job(2, 0, ops_pe);
+}
+
+Test(gpu_shmem, every_operation_4_pes_ipc_and_wire)
+{
+	run_job(4, 1, ops_pe);
+	run_job(4, 0, ops_pe);
+}
+
+/* ---- the examples' CUDA builds ------------------------------------------------------------- */
+
+static void example_job(const char *prog, int n)
+{
+	char addr[64], size[32];
+	snprintf(addr, sizeof(addr), "KINET_BOOT_ADDR=127.0.0.1:%d", 23000 + (int)(getpid() % 20000));
+	snprintf(size, sizeof(size), "KINET_BOOT_SIZE=%d", n);
+	pid_t pid[MAXPE];
+	fflush(NULL);
+	for (int r = 0; r < n; r++) {
+		pid[r] = fork();
+		cr_assert(pid[r] >= 0);
+		if (pid[r] == 0) {
+			char rank[32];
+			snprintf(rank, sizeof(rank), "KINET_BOOT_RANK=%d", r);
+			unsetenv("BXFI_MAP");
+			putenv(addr);
+			putenv(size);
+			putenv(rank);
+			putenv((char *)"KINET_BOOT_SECRET=gpu-ex");
+			putenv((char *)"KINET_BACKEND=soft");
+			putenv((char *)"KINET_SHMEM_EXEC=cuda");
+			putenv((char *)"KINET_ALLOW_HOST_STAGING=1");
+			putenv((char *)"FI_TCP_IFACE=lo");
+			alarm(300);
+			execl(prog, prog, (char *)NULL);
+			_exit(127);
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		int st;
+		cr_assert_eq(waitpid(pid[r], &st, 0), pid[r]);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s, %d PEs: PE %d ended with %d", prog,
+			  n, r, st);
+	}
+}
+
+Test(gpu_shmem, examples_on_the_gpu)
+{
+#if defined(KINET_EX_ALLTOALL_CUDA) && defined(KINET_EX_ALLREDUCE_CUDA)
+	example_job(KINET_EX_ALLTOALL_CUDA, 2);
+	example_job(KINET_EX_ALLTOALL_CUDA, 4);
+	example_job(KINET_EX_ALLREDUCE_CUDA, 2);
+	example_job(KINET_EX_ALLREDUCE_CUDA, 4);
+#else
+	cr_skip_test("the examples' CUDA builds are not there");
+#endif
+}
