@@ -828,7 +828,7 @@ static double post_run(int ctas, int threads, int scope, int own, int db, long t
 static void post(void)
 {
 	printf("#### GPU-side posting cost, NIC excluded (SQ in mapped host memory, 64-byte WQEs, no completions awaited) [M WQE/s]\n\n");
-	printf("| configuration | reference (GPU verbs library, same H200) | kinet, doorbell gpu, descriptor by pointer | kinet, doorbell gpu, by value | kinet, doorbell cpu, by value | best vs reference |\n");
+	printf("| configuration | reference (a GPU verbs library on this H200, earlier run, not measured here) | kinet, doorbell gpu, descriptor by pointer | kinet, doorbell gpu, by value | kinet, doorbell cpu, by value | best vs reference |\n");
 	printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
 	struct row {
 		const char *name;

@@ -81,7 +81,10 @@ KN_INLINE void knx_build_eth_send(const kn_eth_txq *txq, void *wqe, kn_ticket_t 
 				  const void *data, uint32_t lkey, uint32_t len, uint32_t flags)
 {
 	uint8_t *w = (uint8_t *)wqe;
-	uint32_t ihs = txq->inline_hdr;
+	/* 0 or 18 (the queue's creation checked it); bounded here too, so that
+	 * the WQE provably fits its one WQEBB (compilers check the stores) */
+	uint32_t ihs = txq->inline_hdr > KN_ETH_L2_INLINE_HEADER_SIZE ? KN_ETH_L2_INLINE_HEADER_SIZE
+								       : txq->inline_hdr;
 	uint32_t doff = kn_eth_wqe_dseg_offset(ihs);
 	struct kn_wqe_eth_seg *e = (struct kn_wqe_eth_seg *)(w + 16);
 	e->rsvd0 = 0;

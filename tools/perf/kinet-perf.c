@@ -448,13 +448,15 @@ enum {
 #define KPERF_JSON_FILE "kinet_perf_out.json"
 
 /* The command line as one string, for the JSON records (arguments with
- * spaces or quotes in single quotes). */
+ * spaces or quotes in single quotes); it lives as long as the process. */
+static char *cmdline_buf;
 static const char *join_args(int argc, char **argv)
 {
 	size_t n = 1;
 	for (int i = 0; i < argc; i++)
 		n += 4 * strlen(argv[i]) + 3;
-	char *s = malloc(n), *p = s;
+	free(cmdline_buf);
+	char *s = cmdline_buf = malloc(n), *p = s;
 	if (!s)
 		return "";
 	for (int i = 0; i < argc; i++) {
