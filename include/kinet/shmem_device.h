@@ -658,11 +658,14 @@ KN_INLINE int kn_shmem_get(void *dest, const void *src, size_t n, int pe)
 }
 
 /* p: stores the `size` (1, 2, 4 or 8) low bytes of value at symmetric dest
- * on PE pe (a put of a value, non-blocking: the value is in the WQE). */
+ * on PE pe (a put of a value, non-blocking: the value is in the WQE). dest
+ * is aligned to size (a typed word, as NVSHMEM's p): -EINVAL otherwise, on
+ * every path (a mapped peer's word is one store). */
 KN_INLINE int kn_shmem_p(void *dest, uint64_t value, uint32_t size, int pe)
 {
 	knx_sh_route r;
-	if (size != 1 && size != 2 && size != 4 && size != 8)
+	if ((size != 1 && size != 2 && size != 4 && size != 8) ||
+	    ((uintptr_t)dest & (size - 1u)))
 		return knx_sh_err(knx_sh(), -EINVAL);
 	int rc = knx_sh_route_of(dest, size, pe, &r);
 	if (rc)
@@ -690,11 +693,13 @@ KN_INLINE int kn_shmem_p(void *dest, uint64_t value, uint32_t size, int pe)
 	return knx_sh_err(r.sh, kn_put_inline(r.qp, r.raddr, r.rkey, b, size, (kn_ticket_t *)0));
 }
 
-/* g: the `size` bytes at symmetric src on PE pe, into *out (zero-extended). */
+/* g: the `size` bytes at symmetric src on PE pe, into *out (zero-extended);
+ * src aligned to size, as for p. */
 KN_INLINE int kn_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out)
 {
 	knx_sh_route r;
-	if (size != 1 && size != 2 && size != 4 && size != 8)
+	if ((size != 1 && size != 2 && size != 4 && size != 8) ||
+	    ((uintptr_t)src & (size - 1u)))
 		return knx_sh_err(knx_sh(), -EINVAL);
 	int rc = knx_sh_route_of(src, size, pe, &r);
 	if (rc)

@@ -135,6 +135,7 @@ static uint64_t seed_of(int pe, int what)
 
 #define LEN (1u << 20)
 #define THR_LEN 100003u /* odd sizes: the unaligned tails of the copies */
+#define P_OFF ((THR_LEN + 32u) & ~7u) /* the 8-byte word of p and g, aligned */
 #define WARP_LEN 65537u
 #define BLK_LEN 333333u
 
@@ -158,7 +159,7 @@ static __global__ void rma_kernel(struct ops a)
 	if (cta == 0 && tid == 0) {
 		rc |= kn_shmem_put(a.dst, a.src, THR_LEN, right);
 		rc |= kn_shmem_put_nbi(a.dst + THR_LEN, a.src + THR_LEN, 28, right); /* inline */
-		rc |= kn_shmem_p(a.dst + THR_LEN + 32, 0x1122334455667788ull + (uint64_t)a.me, 8,
+		rc |= kn_shmem_p(a.dst + P_OFF, 0x1122334455667788ull + (uint64_t)a.me, 8,
 				 right);
 		rc |= kn_shmem_quiet();
 		rc |= kn_shmem_put_signal_nbi(a.dst + THR_LEN + 64, a.src + THR_LEN + 64, 4000,
@@ -194,7 +195,7 @@ static __global__ void check_kernel(struct ops a)
 	e |= kn_shmem_wait_until_all(a.sig, 2, status, KN_SHMEM_CMP_EQ, vals, 1, 8, 0);
 	/* g and get from the right neighbour: what this PE put there */
 	uint64_t g = 0;
-	e |= kn_shmem_g(a.dst + THR_LEN + 32, 8, right, &g);
+	e |= kn_shmem_g(a.dst + P_OFF, 8, right, &g);
 	if (g != 0x1122334455667788ull + (uint64_t)a.me)
 		e |= 2;
 	e |= kn_shmem_get(a.got, a.dst + 400000 + 3, BLK_LEN, right);
@@ -288,7 +289,7 @@ static int ops_pe(int me, int n)
 	PCU(cudaMemcpy(hd, a.dst, LEN, cudaMemcpyDeviceToHost));
 	PK(!memcmp(hd, h, THR_LEN + 28), "thread-scope put and inline put");
 	uint64_t p;
-	memcpy(&p, hd + THR_LEN + 32, 8);
+	memcpy(&p, hd + P_OFF, 8);
 	PK(p == 0x1122334455667788ull + (uint64_t)left, "p");
 	PK(!memcmp(hd + THR_LEN + 64, h + THR_LEN + 64, 4000), "put_signal SET");
 	PK(!memcmp(hd + 200000, h + 200000, WARP_LEN), "warp-scope put");

@@ -168,6 +168,12 @@ static int signal_fn(int me, int n, void *arg)
 	SK(kn_shmem_signal_op(&sig[2], 1, KN_SIG_ADD, n) == -EINVAL, "PE n");
 	uint64_t local = 0;
 	SK(kn_shmem_signal_op(&local, 1, KN_SIG_ADD, right) == -EINVAL, "not symmetric");
+	/* p and g of a word not aligned to its size (one store or load on a
+	 * mapped peer: a GPU faults on it) */
+	uint64_t gw = 0;
+	SK(kn_shmem_p((uint8_t *)&sig[3] + 4, 1, 8, right) == -EINVAL, "p of 8 bytes at +4");
+	SK(kn_shmem_p((uint8_t *)&sig[3] + 1, 1, 2, right) == -EINVAL, "p of 2 bytes at +1");
+	SK(kn_shmem_g((uint8_t *)&sig[3] + 2, 4, right, &gw) == -EINVAL, "g of 4 bytes at +2");
 	SK(kinet_shmem_error(1) == -EINVAL, "the first error is kept");
 	SK0(kinet_shmem_barrier_all());
 	SK0(kinet_shmem_free(sig));
