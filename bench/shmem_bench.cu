@@ -404,9 +404,11 @@ static void section_a2a(uint8_t *buf, uint64_t *sig)
 
 static __global__ void p2p_kernel(uint8_t *dst, const uint8_t *src, size_t len, int pe, int iters)
 {
-	size_t per = len / gridDim.x;
+	/* 16-byte aligned pieces, the last CTA takes the rest */
+	size_t per = (len / gridDim.x) & ~(size_t)15, off = blockIdx.x * per;
+	size_t n = blockIdx.x + 1 == gridDim.x ? len - off : per;
 	for (int i = 0; i < iters; i++)
-		kn_shmem_putmem_nbi_block(dst + blockIdx.x * per, src + blockIdx.x * per, per, pe);
+		kn_shmem_putmem_nbi_block(dst + off, src + off, n, pe);
 }
 
 static void section_p2p(uint8_t *buf)

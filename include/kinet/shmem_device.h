@@ -355,6 +355,9 @@ KN_INLINE void knx_sh_copy(void *dst, const void *src, uint64_t n)
 #if defined(__CUDA_ARCH__)
 	if (d == s)
 		return;
+	if ((((uintptr_t)d ^ (uintptr_t)s) & 15u) == 0) /* same offset: bytes to a boundary */
+		for (; n && ((uintptr_t)d & 15u); n--)
+			*d++ = *s++;
 	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
 		for (; n >= 16; n -= 16, d += 16, s += 16)
 			*(uint4 *)d = *(const uint4 *)s;

@@ -65,8 +65,9 @@ static __device__ __forceinline__ int knx_sh_grp_bcast(int scope, int v)
 	return r;
 }
 
-/* The group copies n bytes, interleaved: 16-byte pieces when both ends
- * allow it, else bytes. */
+/* The group copies n bytes, interleaved: when both ends have the same
+ * offset in 16 bytes, the bytes up to a 16-byte boundary, then 16-byte
+ * pieces, then the tail; else bytes. */
 static __device__ __forceinline__ void knx_sh_grp_copy(int scope, void *dst, const void *src,
 						       size_t n)
 {
@@ -74,11 +75,18 @@ static __device__ __forceinline__ void knx_sh_grp_copy(int scope, void *dst, con
 	uint8_t *d = (uint8_t *)dst;
 	const uint8_t *s = (const uint8_t *)src;
 	size_t done = 0;
-	if ((((uintptr_t)d | (uintptr_t)s) & 15u) == 0) {
-		size_t nv = n / 16;
+	if ((((uintptr_t)d ^ (uintptr_t)s) & 15u) == 0) {
+		size_t head = (16u - ((uintptr_t)d & 15u)) & 15u;
+		if (head > n)
+			head = n;
+		for (size_t i = r; i < head; i += g)
+			d[i] = s[i];
+		size_t nv = (n - head) / 16;
+		uint4 *dv = (uint4 *)(d + head);
+		const uint4 *sv = (const uint4 *)(s + head);
 		for (size_t i = r; i < nv; i += g)
-			((uint4 *)d)[i] = ((const uint4 *)s)[i];
-		done = nv * 16;
+			dv[i] = sv[i];
+		done = head + nv * 16;
 	}
 	for (size_t i = done + r; i < n; i += g)
 		d[i] = s[i];
