@@ -55,6 +55,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "perf.h"
 #include "kinet_config.h"
@@ -281,6 +282,24 @@ static int qp_checks(const struct perf_opts *o)
 	return 0;
 }
 
+#if KINET_HAVE_CUDA
+/* perf_cuda_usable() in a child process, so that this one stays without
+ * CUDA (and can fork sides that use it); 0 when the child cannot tell. */
+static int cuda_usable_in_child(void)
+{
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0)
+		return perf_cuda_usable(); /* no fork: the sides cannot fork either */
+	if (c == 0)
+		_exit(perf_cuda_usable() ? 0 : 1);
+	int st = 0;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+#endif
+
 /* After the options: picks the executor (cuda when built in and a GPU is
  * usable, or when a GPU-only option asks for it; host otherwise, and for
  * memcpy_bw, --poll and runs across processes), works out the GPU launch
@@ -404,8 +423,10 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 	if (!o->duration_s && (uint64_t)n * o->iters > (1ull << 26))
 		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
 #if KINET_HAVE_CUDA
-	/* last: the shape refusals above need no GPU */
-	if (!perf_cuda_usable())
+	/* last: the shape refusals above need no GPU. --pair forks its two
+	 * sides, and a child forked after its parent initialised CUDA cannot
+	 * use the GPU: the parent asks a child of its own instead */
+	if (!(o->pair && !o->pair_threads ? cuda_usable_in_child() : perf_cuda_usable()))
 		return usage_error(g->executor ? "--executor %s needs a usable GPU, and there is "
 						 "none here (no CUDA driver or device, or "
 						 "KINET_NO_CUDA is set)"
