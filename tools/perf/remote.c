@@ -1319,10 +1319,26 @@ static void *pair_server(void *arg)
 	return NULL;
 }
 
+/* Whether a CUDA MPS control daemon is there (its pipe folder has its
+ * control pipe). */
+static bool mps_running(void)
+{
+	const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/control", dir && *dir ? dir : "/tmp/nvidia-mps");
+	return access(path, F_OK) == 0;
+}
+
 static int run_pair(const struct perf_opts *o, const struct perf_executor *x)
 {
 	char secret[33];
 	const char *sec = o->secret;
+	if (strcmp(x->name, "host") && !o->pair_threads && !mps_running())
+		fprintf(stderr, "kinet-perf: %s --pair: both processes use this machine's GPU, and "
+				"no CUDA MPS daemon runs: their kernels take turns (time slices of "
+				"about 2 ms), which a ping-pong measures; start "
+				"nvidia-cuda-mps-control -d first\n",
+			o->test->name);
 	if (!sec) { /* a fresh secret for the two: nobody else can join */
 		uint8_t raw[16];
 		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
