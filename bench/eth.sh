@@ -26,10 +26,17 @@ ECHOS=$((N / 100 > 500 ? N / 100 : 500))
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 CC=${CC:-cc}
-$CC -O2 -Wall -Wextra -Werror -o "$OUT/xsk_base" "$ROOT/bench/xsk_base.c" \
-	$(pkg-config --cflags --libs libxdp libbpf)
-$CC -O2 -Wall -Wextra -Werror -I"$ROOT/include" -I"$BUILD/gen" -o "$OUT/eth_bench" \
-	"$ROOT/bench/eth_bench.c" -L"$BUILD/src" -lkinet -Wl,-rpath,"$BUILD/src"
+# ETH_PREBUILT=1: xsk_base and eth_bench are in BUILD_DIR/bench already (a
+# machine without a compiler or libxdp's headers, its libraries carried)
+if [ "${ETH_PREBUILT:-0}" != 1 ]; then
+	$CC -O2 -Wall -Wextra -Werror -o "$OUT/xsk_base" "$ROOT/bench/xsk_base.c" \
+		$(pkg-config --cflags --libs libxdp libbpf)
+	$CC -O2 -Wall -Wextra -Werror -I"$ROOT/include" -I"$BUILD/gen" -o "$OUT/eth_bench" \
+		"$ROOT/bench/eth_bench.c" -L"$BUILD/src" -lkinet -Wl,-rpath,"$BUILD/src"
+fi
+# the echo as CUDA kernels too, where it was built (a GPU machine)
+ECHO_CUDA=$BUILD/examples/eth_apps_cuda
+[ -x "$ECHO_CUDA" ] && [ "${ETH_NO_CUDA:-0}" != 1 ] || ECHO_CUDA=
 PEER=$BUILD/tests/net/kinet_eth_peer
 ECHO=$BUILD/examples/eth_udp_echo
 for b in "$PEER" "$ECHO"; do
@@ -147,6 +154,7 @@ for r in $(seq "$REPS"); do
 	rx kinet "$OUT/eth_bench" rx "$IFA" "$N"
 	rx xsk "$OUT/xsk_base" rx "$IFA" "$N"
 	echo_rtt kinet "$ECHO" --if "$IFA" --port 7 --count "$ECHOS"
+	[ -z "$ECHO_CUDA" ] || echo_rtt cuda "$ECHO_CUDA" echo --if "$IFA" --port 7 --count "$ECHOS"
 	echo_rtt xsk "$OUT/xsk_base" echo "$IFA" 7 "$ECHOS"
 	echo_rtt socket "$PEER" echo-server 7 "$ECHOS"
 done
@@ -181,7 +189,8 @@ fi
 m() { [ -s "$TMP/$1" ] && median < "$TMP/$1" || echo "n/a"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 TXK=$(m tx_kinet); TXX=$(m tx_xsk); RXK=$(m rx_kinet); RXX=$(m rx_xsk)
-P50K=$(m p50_kinet); P50X=$(m p50_xsk); P50S=$(m p50_socket)
+P50K=$(m p50_kinet); P50X=$(m p50_xsk); P50S=$(m p50_socket); P50C=$(m p50_cuda)
+P99C=$(m p99_cuda); MINC=$(m min_cuda)
 P99K=$(m p99_kinet); P99X=$(m p99_xsk); P99S=$(m p99_socket)
 MINK=$(m min_kinet); MINX=$(m min_xsk); MINS=$(m min_socket)
 
@@ -200,6 +209,14 @@ echo "| --- | ---: | ---: | ---: | ---: |"
 echo "| p50 | $P50K | $P50X | $P50S | $(ratio "$P50K" "$P50X") |"
 echo "| p99 | $P99K | $P99X | $P99S | $(ratio "$P99K" "$P99X") |"
 echo "| min | $MINK | $MINX | $MINS | $(ratio "$MINK" "$MINX") |"
+if [ -n "$ECHO_CUDA" ]; then
+	echo
+	echo "| UDP echo round trip, CUDA kernels (eth_apps_cuda echo), us | kinet, GPU | CPU AF_XDP echo | GPU / AF_XDP |"
+	echo "| --- | ---: | ---: | ---: |"
+	echo "| p50 | $P50C | $P50X | $(ratio "$P50C" "$P50X") |"
+	echo "| p99 | $P99C | $P99X | $(ratio "$P99C" "$P99X") |"
+	echo "| min | $MINC | $MINX | $(ratio "$MINC" "$MINX") |"
+fi
 echo
 echo "xdp-trafficgen (sender, same veth): $XT"
 echo
