@@ -619,7 +619,7 @@ int kinet_qp_ep_info(const kinet_qp *qp, struct kinet_ep_info *out);
  * Adds fault-injection rules to a context (the same grammar as KINET_FAULT,
  * which applies to every context at kinet_open): rules separated by ';',
  * each a comma-separated list of key=value:
- *   action=error|delay|drop|corrupt|silent|cqfull   (required)
+ *   action=error|delay|drop|dup|corrupt|silent|cqfull   (required)
  *   qp=N       the QP (number, decimal or 0x hex); default every QP
  *   op=write|write_imm|read|send|send_imm|cas|fadd|nop|any  (default any)
  *   every=N    the Nth, 2Nth, ... matching WQE (default 1) | prob=P (0 < P <= 1)
@@ -633,9 +633,11 @@ int kinet_qp_ep_info(const kinet_qp *qp, struct kinet_ep_info *out);
  * the QP goes to ERR), delay holds it (and the WQEs behind it), silent makes
  * the peer stop answering the QP (its WQE waits KINET_NET_TIMEOUT_MS and
  * fails with transport retry exceeded), cqfull makes the send CQ look full
- * for `us`, drop and corrupt act on wire messages received by QP N (a peer
- * in another process): a dropped request is never executed (the requester
- * times out), a corrupted one has one payload byte flipped. Returns the
+ * for `us`, drop, dup and corrupt act on wire messages received by QP N (a
+ * peer in another process): a dropped request is never executed (the
+ * requester times out), a duplicated one arrives again once the target has
+ * served it and is recognised by its message number and dropped (executed
+ * once, as RC requires), a corrupted one has one payload byte flipped. Returns the
  * number of rules added, or -EINVAL with the reason logged (nothing added);
  * -EOPNOTSUPP on a backend without fault injection (mlx5).
  */

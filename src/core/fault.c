@@ -10,7 +10,8 @@ static const struct {
 	const char *name;
 	int action;
 } actions[] = {{"error", KF_ERROR}, {"delay", KF_DELAY},   {"drop", KF_DROP},
-	       {"corrupt", KF_CORRUPT}, {"silent", KF_SILENT}, {"cqfull", KF_CQFULL}};
+	       {"corrupt", KF_CORRUPT}, {"silent", KF_SILENT}, {"cqfull", KF_CQFULL},
+	       {"dup", KF_DUP}};
 
 static const struct {
 	const char *name;
@@ -86,7 +87,7 @@ static int parse_rule(char *txt, const char *who, struct kinet_fault_rule *r)
 					r->action = actions[i].action;
 			if (!r->action) {
 				KLOG_ERR("%s: fault rule: unknown action \"%s\" (error, delay, drop, "
-					 "corrupt, silent, cqfull)",
+					 "dup, corrupt, silent, cqfull)",
 					 who, v);
 				return -EINVAL;
 			}
@@ -254,7 +255,7 @@ const struct kinet_fault_rule *kinet_fault_match(struct kinet_fault_set *s, int 
 {
 	for (int i = 0; i < s->n; i++) {
 		struct kinet_fault_rule *r = &s->r[i];
-		bool rx = r->action == KF_DROP || r->action == KF_CORRUPT;
+		bool rx = r->action == KF_DROP || r->action == KF_CORRUPT || r->action == KF_DUP;
 		if ((at == KF_AT_RX) != rx || (r->qpn && r->qpn != qpn) || (r->op >= 0 && r->op != op))
 			continue;
 		uint64_t m = atomic_fetch_add(&r->matches, 1) + 1;

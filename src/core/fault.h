@@ -16,6 +16,7 @@ enum kinet_fault_action {
 	KF_CORRUPT = 4, /* flip one payload byte of a received wire request */
 	KF_SILENT = 5,  /* the peer stops answering: the WQE times out */
 	KF_CQFULL = 6,  /* the send CQ looks full for us microseconds */
+	KF_DUP = 7,     /* a received wire request arrives twice */
 };
 /* Where a rule is looked at. */
 enum { KF_AT_WQE = 1, KF_AT_RX = 2 };

@@ -229,6 +229,21 @@ TW_FN int wf_a(int fd, int fd2, void *arg)
 	CK(tw_sync(fd, 1) == 1); /* b: corrupt the next write it receives */
 	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q, TW_P, 4096, 0, 0)));
 	CK(tw_sync(fd, 2) == 2);
+	/* b: the next fetch-add and the next write it receives arrive twice;
+	 * each is executed once (a duplicate fetch-add would add twice) */
+	CK(tw_sync(fd, 21) == 21);
+	uint8_t *b0 = malloc(TW_LEN);
+	tu_fill_random(b0, TW_LEN, 2); /* b's buffer as it was filled */
+	uint64_t w0, old = 0, *res = (uint64_t *)(s.buf + TW_Q + 65536);
+	memcpy(&w0, b0 + TW_P + 12288, 8);
+	uint32_t lk = kinet_mr_lkey(s.mr);
+	CK0(kn_atomic_fetch_add(s.d, s.peer.addr + TW_P + 12288, s.peer.rkey, 5, res, lk, &old));
+	CK(old == w0);
+	CK0(kn_wait(s.d, tw_post_write(&s, TW_Q + 16384, TW_P + 16384, 4096, 0, 0)));
+	CK0(kn_atomic_fetch_add(s.d, s.peer.addr + TW_P + 12288, s.peer.rkey, 1, res, lk, &old));
+	CK(old == w0 + 5); /* once, and the connection goes on */
+	free(b0);
+	CK(tw_sync(fd, 22) == 22);
 	CK(tw_sync(fd, 3) == 3); /* b: drop the next one */
 	kn_ticket_t t = tw_post_write(&s, TW_Q + 8192, TW_P + 8192, 4096, 0, 0);
 	/* nothing comes back: degraded before it fails (KINET_NET_TIMEOUT_MS 1500) */
@@ -263,6 +278,18 @@ TW_FN int wf_b(int fd, int fd2, void *arg)
 	for (int i = 0; i < 4096; i++)
 		CK(s.buf[TW_P + i] == (i == 3 ? (uint8_t)(a[TW_Q + i] ^ 0x5a) : a[TW_Q + i]));
 	CK0(kinet_fault_clear(s.ctx));
+	CK(kinet_fault_add(s.ctx, "action=dup,op=fadd,count=1; action=dup,op=write,count=1") == 2);
+	CK(tw_sync(fd, 21) == 21);
+	CK(tw_sync(fd, 22) == 22);
+	uint8_t *b0 = malloc(TW_LEN);
+	tu_fill_random(b0, TW_LEN, 2); /* this buffer as it was filled */
+	uint64_t w0, w1;
+	memcpy(&w0, b0 + TW_P + 12288, 8);
+	memcpy(&w1, s.buf + TW_P + 12288, 8);
+	free(b0);
+	CK(w1 == w0 + 6); /* 5 then 1: neither duplicate added again */
+	CK(memcmp(s.buf + TW_P + 16384, a + TW_Q + 16384, 4096) == 0);
+	CK0(kinet_fault_clear(s.ctx));
 	CK(kinet_fault_add(s.ctx, "action=drop,op=write,count=1") == 1);
 	uint8_t before[4096];
 	memcpy(before, s.buf + TW_P + 8192, sizeof(before));
@@ -271,7 +298,7 @@ TW_FN int wf_b(int fd, int fd2, void *arg)
 	CK(memcmp(s.buf + TW_P + 8192, before, sizeof(before)) == 0); /* dropped: never placed */
 	struct kinet_qp_counters c;
 	CK0(kinet_qp_counters(s.qp, &c));
-	CK(c.faults == 2);
+	CK(c.faults == 4); /* corrupt, the two dups, drop */
 	free(a);
 	tw_close(&s);
 	return 0;

@@ -377,6 +377,8 @@ int kinet_soft_fault_rx(kinet_qp *t, uint8_t op, uint8_t *p, uint32_t n)
 		 kinet_fault_action_str(f->action));
 	if (f->action == KF_DROP)
 		return 1;
+	if (f->action == KF_DUP)
+		return 2;
 	if (f->byte < n)
 		p[f->byte] ^= 0x5a; /* corrupt */
 	return 0;

@@ -221,8 +221,8 @@ bool soft_masked_apply(uint8_t opcode, uint32_t size, uint64_t old, uint64_t a, 
 extern __thread bool soft_moved_staged __attribute__((tls_model("initial-exec")));
 
 /* Fault injection (engine.c): a wire request received for QP t (opcode
- * op, payload p of n bytes): 1 to drop it, 0 to keep it (possibly with a
- * byte corrupted). */
+ * op, payload p of n bytes): 1 to drop it, 2 to deliver it twice, 0 to keep
+ * it (possibly with a byte corrupted). */
 int kinet_soft_fault_rx(kinet_qp *t, uint8_t op, uint8_t *p, uint32_t n);
 
 /* Scatter/gather copy between two lists of equal total length. */

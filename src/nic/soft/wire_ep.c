@@ -892,19 +892,38 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 	}
 	if (m->type != M_REQ && m->type != M_RTS)
 		goto drop;
-	/* hook (fault injection, kinet_fault_add): a request dropped or corrupted */
-	if (soft_ctx(w->ctx)->faults && kinet_soft_fault_rx(wq->qp, m->op, rb->buf + HDR, m->len))
+	/* hook (fault injection, kinet_fault_add): a request dropped, corrupted
+	 * or delivered twice (a copy replayed once the target served it) */
+	int f = soft_ctx(w->ctx)->faults
+			? kinet_soft_fault_rx(wq->qp, m->op, rb->buf + HDR, m->len)
+			: 0;
+	if (f == 1)
 		goto drop;
-	/* target: keep it, in message order */
+	if (f == 2 && !wq->dup) {
+		struct rxbuf *c = malloc(sizeof(*c));
+		uint8_t *b = c ? malloc(HDR + m->len) : NULL;
+		if (b) {
+			*c = *rb;
+			c->buf = b;
+			c->heap = true;
+			c->held = false;
+			c->owner = wq;
+			c->next = NULL;
+			memcpy(b + HOFF, rb->buf + HOFF, HSZ + m->len);
+			wq->tq_bytes += HDR + m->len;
+			wq->dup = c;
+		} else {
+			free(c);
+		}
+	}
+	/* target: keep it, in message order; a duplicate (the network's, or
+	 * the one above) goes */
 	rb->executed = 0;
 	rb->off = 0;
 	rb->held = true;
 	w->rx_held++;
-	struct rxbuf **pp = &wq->tq;
-	while (*pp && (int32_t)((*pp)->m.msn - m->msn) <= 0)
-		pp = &(*pp)->next;
-	rb->next = *pp;
-	*pp = rb;
+	if (!wire_tq_insert(wq, rb))
+		goto drop;
 	return;
 drop:
 	wire_rx_release(w, rb);

@@ -333,6 +333,8 @@ struct wire_qp {
 	int ntxd;           /* send descriptors in flight (TXQ_MAX) */
 	/* target */
 	struct rxbuf *tq;   /* received requests, by message number */
+	struct rxbuf *dup;  /* fault injection: a copy of a request, delivered again once
+			     * the target has served what it had (a heap copy) */
 	uint64_t tq_bytes;  /* of them, in copies */
 	uint32_t msn_rx;
 	bool tgt_failed;    /* answered an error: drop the rest of this connection */
@@ -460,6 +462,10 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 
 /* wire_tgt.c: target */
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
+/* Queues a received request in message order; false (the caller releases
+ * it) when it is a duplicate: its number is behind the next one expected,
+ * or a request of that number is queued already. */
+bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb);
 void wire_tq_copy(struct kinet_wire *w);
 int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
 void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);

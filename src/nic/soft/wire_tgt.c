@@ -146,12 +146,36 @@ void wire_tq_copy(struct kinet_wire *w)
 	}
 }
 
+bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb)
+{
+	if ((int32_t)(rb->m.msn - wq->msn_rx) < 0) {
+		KLOG_DBG("wire: qp 0x%x: request %u again (served already): dropped", wq->qp->qpn,
+			 rb->m.msn);
+		return false;
+	}
+	struct rxbuf **pp = &wq->tq;
+	while (*pp && (int32_t)((*pp)->m.msn - rb->m.msn) < 0)
+		pp = &(*pp)->next;
+	if (*pp && (*pp)->m.msn == rb->m.msn) {
+		KLOG_DBG("wire: qp 0x%x: request %u again (queued already): dropped", wq->qp->qpn,
+			 rb->m.msn);
+		return false;
+	}
+	rb->next = *pp;
+	*pp = rb;
+	return true;
+}
+
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq)
 {
 	while (wq->tq) {
 		struct rxbuf *rb = wq->tq;
 		wq->tq = rb->next;
 		wire_rx_release(w, rb);
+	}
+	if (wq->dup) {
+		wire_rx_release(w, wq->dup);
+		wq->dup = NULL;
 	}
 	pend_drop(w, wq);
 	wq->need_ack = false;
@@ -727,6 +751,14 @@ int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq)
 		wq->tq = rb->next;
 		wq->msn_rx++;
 		wire_rx_release(w, rb);
+		work++;
+	}
+	if (wq->dup && !wq->tq) {
+		/* fault injection: the copy arrives now, behind its original */
+		struct rxbuf *d = wq->dup;
+		wq->dup = NULL;
+		if (!wire_tq_insert(wq, d))
+			wire_rx_release(w, d);
 		work++;
 	}
 	if (wq->pend) {
