@@ -81,6 +81,7 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	e->nmr = 0;
 	e->eager = 0;
 	e->status = 0;
+	e->seq = wq->tail;
 	if (wq->failed || wq->cut) {
 		e->done = true;
 		e->status = KN_SYND_WR_FLUSH_ERR;
@@ -101,10 +102,8 @@ int kinet_wire_progress(kinet_qp *qp)
 		return 0;
 	/* the endpoint itself is polled once per engine pass, by
 	 * kinet_wire_ctx_progress, which also writes CQEs as answers arrive */
-	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail &&
-	    __atomic_load_n(&wq->fence_sent, __ATOMIC_RELAXED) ==
-		    __atomic_load_n(&wq->fence_want, __ATOMIC_RELAXED))
-		return 0; /* nothing outstanding (only this engine adds to tail), no fence due */
+	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail)
+		return 0; /* nothing outstanding (only this engine adds to tail) */
 	pthread_mutex_lock(&w->lock);
 	int work = 0;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR && !wq->failed && wq->head != wq->tail) {
@@ -225,6 +224,8 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 	}
 	if (w->rx_held > RX_LOW)
 		wire_tq_copy(w); /* waiting requests do not keep the receive buffers */
+	if (w->nholds || w->nfins)
+		work += wire_holds_progress(w);
 	wire_settle(w);
 	wire_repost(w);
 	pthread_mutex_unlock(&w->lock);
@@ -284,6 +285,7 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 			}
 			t0 = kn_now_ns();
 		}
+		wire_holds_progress(w);
 		wire_settle(w);
 		pthread_mutex_unlock(&w->lock);
 		kinet_sleep_ns(500000); /* the engines progress meanwhile */
@@ -383,12 +385,10 @@ static void wq_unreg_all(struct wire_qp *wq)
 
 static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 {
-	/* what it forgets that the peer may still read is held (and fenced) */
-	if (wq->connected) {
+	/* what it forgets that the peer may still read is held */
+	if (wq->connected)
 		for (uint32_t s = wq->head; s != wq->tail; s++)
 			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
-		wire_send_fences(w, wq);
-	}
 	wire_tq_drop(w, wq);
 	wq_unreg_all(wq);
 	peer_unref(w, wq);
@@ -400,7 +400,7 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->tgt_failed = false;
 	wq->eager_out = 0;
 	wq->ntxd = 0; /* what is still in flight names the old generation */
-	wq->fence_want = wq->fence_sent = 0;
+	wq->rd_all = wq->rd_part = wq->stop = wq->fin_sent = false;
 	wq->gen = new_gen();
 }
 
@@ -477,12 +477,15 @@ static bool av_usable(struct kinet_wire *w)
 
 /* May the slot of dropped peer idx take another address? Not while
  * anything the provider still has (sends written off, reads given up,
- * holds) names it. */
+ * holds) or an F_RDFIN still to be sent names it. */
 static bool slot_free(const struct kinet_wire *w, int idx)
 {
 	const struct wpeer *p = &w->peers[idx];
 	if (p->nbusy || p->nlost || p->nrd || p->settle || wire_holds_peer(w, idx))
 		return false;
+	for (int k = 0; k < w->nfins; k++)
+		if (w->fins[k].peer == idx)
+			return false;
 	for (int k = 0; k < w->ntxall; k++)
 		if (w->txall[k]->busy && w->txall[k]->peer == idx)
 			return false;
@@ -575,7 +578,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	wq->msn_tx = wq->msn_rx = 0;
 	wq->failed = wq->tgt_failed = wq->cut = false;
 	wq->eager_out = 0;
-	wq->fence_want = wq->fence_sent = 0;
+	wq->rd_all = wq->rd_part = wq->stop = wq->fin_sent = false;
 	wq->need_ack = false;
 	wq->done_seq = wq->acked_seq = (uint32_t)-1; /* before request 0 */
 	wq->last_rx_ns = wq->last_tx_ns = kn_now_ns();
@@ -612,9 +615,7 @@ void kinet_wire_qp_close(kinet_qp *qp)
 		for (uint32_t s = wq->head; s != wq->tail; s++)
 			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
 	}
-	if (wq->connected)
-		wire_send_fences(w, wq); /* its holds outlive it */
-	wire_tq_drop(w, wq);
+	wire_tq_drop(w, wq); /* its holds outlive it */
 	wq_unreg_all(wq);
 	peer_unref(w, wq);
 	for (int i = 0; i < w->nqps; i++)
