@@ -556,6 +556,8 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		p->len = pi.addr_len;
 		int err = 0;
 		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
+		if (n == -FI_EBADFLAGS) /* a provider without per-address errors (sockets) */
+			n = fi_av_insert(w->av, pi.addr, 1, &p->fa, 0, NULL);
 		if (n != 1) {
 			p->dead = true;
 			rc = n < 0 ? wire_errno(n) : err ? wire_errno(err) : -EINVAL;
