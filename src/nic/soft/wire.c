@@ -426,15 +426,36 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	return rc;
 }
 
+/* A string address (FI_ADDR_STR, shm's "fi_shm://<pid>:..."): its length
+ * follows the peer's numbers, so it need not be ours; printable, ended by
+ * its only NUL, with our scheme ("fi_shm://"). */
+static bool addr_str_usable(const struct kinet_wire *w, const uint8_t *a, size_t len)
+{
+	if (len < 2 || len > sizeof(w->addr) || a[len - 1] != '\0')
+		return false;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (a[i] < 0x20 || a[i] > 0x7e)
+			return false;
+	const char *mine = (const char *)w->addr;
+	const char *sep = memchr(mine, ':', w->addr_len);
+	size_t n = sep && (size_t)(sep - mine) + 3 <= w->addr_len && !memcmp(sep, "://", 3)
+			   ? (size_t)(sep - mine) + 3
+			   : 0;
+	return len > n && !memcmp(a, mine, n);
+}
+
 /* Is a (len bytes of a peer's descriptor) an address of our provider's
  * format, that fi_av_insert can take? libfabric 1.17's IP address vectors
  * take an address's length from its family, and a failed insert of an
  * address of unknown family leaves the vector refusing every later one:
  * nothing that is not a well-formed address of our own family (with a port,
- * not the wildcard address) is given to it. Other formats: our own length. */
+ * not the wildcard address) is given to it. Strings: addr_str_usable. Other
+ * formats: our own length. */
 static bool addr_usable(const struct kinet_wire *w, const uint8_t *a, size_t len)
 {
 	uint32_t fmt = w->info->addr_format;
+	if (fmt == FI_ADDR_STR)
+		return addr_str_usable(w, a, len);
 	if (fmt != FI_SOCKADDR && fmt != FI_SOCKADDR_IN && fmt != FI_SOCKADDR_IN6)
 		return len == w->addr_len;
 	sa_family_t mine, theirs;
