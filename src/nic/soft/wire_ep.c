@@ -265,6 +265,12 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 			}
 		}
 	}
+	/* only rxm closes a removed address's connection (with the cleanup);
+	 * udp;ofi_rxd, for one, goes on sending from the user's memory: there
+	 * only closing the endpoint is sure */
+	const char *pn = w->info->fabric_attr->prov_name;
+	if (w->av_cleanup && (!pn || !strstr(pn, "ofi_rxm")))
+		w->av_cleanup = false;
 	w->inject = w->info->tx_attr->inject_size;
 	w->iov_limit = w->info->tx_attr->iov_limit;
 	if (w->iov_limit > TX_IOV + 1)
