@@ -31,8 +31,9 @@ extern "C" {
 #endif
 
 /* Version of the descriptor format (and of the wire protocol it implies;
- * 2: rendezvous writes and cumulative acknowledgements). */
-#define KINET_NET_VERSION 2
+ * 2: rendezvous writes and cumulative acknowledgements; 3: the target says
+ * when it reads a requester's rendezvous sources no more). */
+#define KINET_NET_VERSION 3
 
 /* Largest serialised QP descriptor; a buffer this size always suffices. */
 #define KINET_QP_DESC_MAX 256

@@ -894,6 +894,77 @@ TW_FN uint64_t tw_direct(kinet_ctx *ctx)
 	return c.direct_bytes + c.staged_bytes;
 }
 
+/* ---- cutting the link under the target's reads, then the same two processes again ------ */
+
+/* a streams rendezvous writes until its QP fails; b (arg: its interface)
+ * takes its end of the link down once reads of a's writes are under way, so
+ * that they stall and b gives them up (KINET_NET_TIMEOUT_MS), then brings
+ * the link up again: both sides create new QPs (the same two endpoints, the
+ * same connection underneath), a writes and reads, byte for byte. The reads
+ * b gave up reach a only once the link is back, after a's requests ended. */
+TW_FN int tw_cutr_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	CK(tw_sync(fd, 0) == 0);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	uint64_t end = tw_ms() + 20000;
+	for (int i = 0; kinet_qp_get_state(s.qp) != KINET_QPS_ERR && tw_ms() < end; i++) {
+		kn_ticket_t t;
+		if (kn_put(s.d, s.peer.addr + TW_P + (uint64_t)(i % 8) * TW_KILL_LEN, s.peer.rkey,
+			   s.buf + TW_Q + (uint32_t)(i % 4) * TW_KILL_LEN, lkey, TW_KILL_LEN, &t))
+			tw_sleep_ms(1);
+	}
+	CK(kinet_qp_get_state(s.qp) == KINET_QPS_ERR);
+	CK(kn_qp_error(s.d, NULL) == KN_SYND_TRANSPORT_RETRY_EXC_ERR);
+	CK(tw_sync(fd, 1) == 1); /* the link is up again */
+	tw_qp_new(&s);
+	kn_ticket_t w = tw_post_write(&s, TW_Q + 3, TW_P + 5, 500000, 0, 0);
+	kn_ticket_t r;
+	CK0(kn_get(s.d, s.buf + TW_L, kinet_mr_lkey(s.mr), s.peer.addr + TW_Q + 11, s.peer.rkey,
+		   200000, &r));
+	CK0(kn_wait(s.d, w));
+	CK0(kn_wait(s.d, r));
+	uint8_t *b = malloc(TW_LEN);
+	tu_fill_random(b, TW_LEN, 2);
+	CK(memcmp(s.buf + TW_L, b + TW_Q + 11, 200000) == 0);
+	free(b);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+TW_FN int tw_cutr_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	const char *ifc = arg;
+	char cmd[128];
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	CK(tw_sync(fd, 0) == 0);
+	uint64_t end = tw_ms() + 20000;
+	uint64_t base = tw_direct(s.ctx);
+	while (tw_direct(s.ctx) < base + (4u << 20) && tw_ms() < end)
+		;
+	CK(tw_direct(s.ctx) >= base + (4u << 20));
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s down", ifc);
+	CK(system(cmd) == 0);
+	tw_sleep_ms(1500 + 1000); /* the reads stall and are given up */
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s up", ifc);
+	CK(system(cmd) == 0);
+	CK(tw_sync(fd, 1) == 1);
+	tw_qp_new(&s);
+	CK(tw_sync(fd, 2) == 2);
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s.buf + TW_P + 5, a + TW_Q + 3, 500000) == 0);
+	free(a);
+	tw_close(&s);
+	return 0;
+}
+
 TW_FN void tw_silence(const struct tw_silent *a, pid_t pid, int on)
 {
 	if (a->iface) {

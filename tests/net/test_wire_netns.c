@@ -121,3 +121,19 @@ Test(wire_netns, link_cut_under_target_reads)
 		  "the requester was to be killed: status 0x%x", p[1].status);
 	cr_assert(tw_exited_ok(&p[2]), "the other peer: status 0x%x", p[2].status);
 }
+
+/* The target takes its end of the link down under its reads of the
+ * requester's rendezvous writes and gives them up; once the link is back,
+ * the same two processes connect new QPs (over the same connection of the
+ * provider, where the given-up reads are still queued) and move data both
+ * ways. */
+Test(wire_netns, link_cut_under_reads_then_reconnect)
+{
+	need_wire();
+	ns_up();
+	struct tw_proc p[2] = {{.fn = tw_cutr_a, .netns = ns_a, .iface = if_a},
+			       {.fn = tw_cutr_b, .netns = ns_b, .iface = if_b}};
+	tw_run(p, 2, one_link, 1, if_b, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}

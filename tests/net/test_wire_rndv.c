@@ -351,10 +351,12 @@ Test(wire_rndv, immediate_receiver_not_ready)
 /* ---- a region goes away under incoming writes ------------------------------------------ */
 
 #define UM_LEN (8u << 20)
-#define UM_N 400
+#define UM_WIN 64
 
-/* a streams large writes into b's second region; b deregisters and
- * unmaps it meanwhile (a placement after that would kill b). */
+/* a streams large writes into b's second region until one fails (however
+ * fast the provider, the region goes away under them); b deregisters and
+ * unmaps it meanwhile (a placement after that would kill b). Every write
+ * before the first failure landed, every one after it fails. */
 static int unmap_a(int fd, int fd2, void *arg)
 {
 	(void)fd2;
@@ -366,23 +368,31 @@ static int unmap_a(int fd, int fd2, void *arg)
 	CK(tw_xchg(fd, "", 0, d, sizeof(d)) == KINET_MR_DESC_SIZE);
 	CK0(kinet_mr_desc_parse(d, sizeof(d), &um));
 	uint32_t lkey = kinet_mr_lkey(s.mr);
-	static kn_ticket_t t[UM_N];
+	kn_ticket_t t[UM_WIN];
 	CK(tw_sync(fd, 1) == 1);
-	for (int i = 0; i < UM_N; i++)
-		CK0(kn_put(s.d, um.addr + (uint64_t)(i % 8) * (1u << 20), um.rkey,
-			   s.buf + (uint32_t)(i % 3) * (1u << 20), lkey, 1u << 20, &t[i]));
-	int first_err = -1;
-	for (int i = 0; i < UM_N; i++) {
-		int rc = kn_wait(s.d, t[i]);
+	int posted = 0, waited = 0, first_err = -1;
+	uint64_t end = tw_ms() + 20000;
+	while (waited < posted || (first_err < 0 && tw_ms() < end)) {
+		if (first_err < 0 && posted - waited < UM_WIN &&
+		    kn_put(s.d, um.addr + (uint64_t)(posted % 8) * (1u << 20), um.rkey,
+			   s.buf + (uint32_t)(posted % 3) * (1u << 20), lkey, 1u << 20,
+			   &t[posted % UM_WIN]) == 0) {
+			posted++;
+			continue;
+		}
+		if (waited == posted)
+			continue; /* the send queue is full of WQEs not yet taken */
+		int rc = kn_wait(s.d, t[waited % UM_WIN]);
 		CK(rc == 0 || rc == -EIO);
 		if (rc && first_err < 0) {
-			first_err = i;
+			first_err = waited;
 			CK(kn_qp_error(s.d, NULL) == KN_SYND_REMOTE_ACCESS_ERR);
 		}
 		CK(first_err < 0 || rc == -EIO);
+		waited++;
 	}
 	fprintf(stderr, "[unmap] %d of %d writes landed before the region went away\n",
-		first_err, UM_N);
+		first_err, posted);
 	CK(first_err >= 0);
 	CK(tw_sync(fd, 2) == 2);
 	tw_close(&s);

@@ -84,6 +84,7 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	e->nmr = 0;
 	e->eager = 0;
 	e->status = 0;
+	e->seq = wq->tail;
 	if (wq->failed || wq->cut) {
 		e->done = true;
 		e->status = KN_SYND_WR_FLUSH_ERR;
@@ -104,10 +105,8 @@ int kinet_wire_progress(kinet_qp *qp)
 		return 0;
 	/* the endpoint itself is polled once per engine pass, by
 	 * kinet_wire_ctx_progress, which also writes CQEs as answers arrive */
-	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail &&
-	    __atomic_load_n(&wq->fence_sent, __ATOMIC_RELAXED) ==
-		    __atomic_load_n(&wq->fence_want, __ATOMIC_RELAXED))
-		return 0; /* nothing outstanding (only this engine adds to tail), no fence due */
+	if (__atomic_load_n(&wq->head, __ATOMIC_RELAXED) == wq->tail)
+		return 0; /* nothing outstanding (only this engine adds to tail) */
 	pthread_mutex_lock(&w->lock);
 	int work = 0;
 	if (atomic_load(&qp->state) == KINET_QPS_ERR && !wq->failed && wq->head != wq->tail) {
@@ -228,6 +227,8 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 	}
 	if (w->rx_held > RX_LOW)
 		wire_tq_copy(w); /* waiting requests do not keep the receive buffers */
+	if (w->nholds || w->nfins)
+		work += wire_holds_progress(w);
 	wire_settle(w);
 	wire_repost(w);
 	pthread_mutex_unlock(&w->lock);
@@ -287,6 +288,7 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 			}
 			t0 = kn_now_ns();
 		}
+		wire_holds_progress(w);
 		wire_settle(w);
 		pthread_mutex_unlock(&w->lock);
 		kinet_sleep_ns(500000); /* the engines progress meanwhile */
@@ -386,12 +388,10 @@ static void wq_unreg_all(struct wire_qp *wq)
 
 static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 {
-	/* what it forgets that the peer may still read is held (and fenced) */
-	if (wq->connected) {
+	/* what it forgets that the peer may still read is held */
+	if (wq->connected)
 		for (uint32_t s = wq->head; s != wq->tail; s++)
 			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
-		wire_send_fences(w, wq);
-	}
 	wire_tq_drop(w, wq);
 	wq_unreg_all(wq);
 	peer_unref(w, wq);
@@ -403,7 +403,7 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->tgt_failed = false;
 	wq->eager_out = 0;
 	wq->ntxd = 0; /* what is still in flight names the old generation */
-	wq->fence_want = wq->fence_sent = 0;
+	wq->rd_all = wq->rd_part = wq->stop = wq->fin_sent = false;
 	wq->gen = new_gen();
 }
 
@@ -429,15 +429,36 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	return rc;
 }
 
+/* A string address (FI_ADDR_STR, shm's "fi_shm://<pid>:..."): its length
+ * follows the peer's numbers, so it need not be ours; printable, ended by
+ * its only NUL, with our scheme ("fi_shm://"). */
+static bool addr_str_usable(const struct kinet_wire *w, const uint8_t *a, size_t len)
+{
+	if (len < 2 || len > sizeof(w->addr) || a[len - 1] != '\0')
+		return false;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (a[i] < 0x20 || a[i] > 0x7e)
+			return false;
+	const char *mine = (const char *)w->addr;
+	const char *sep = memchr(mine, ':', w->addr_len);
+	size_t n = sep && (size_t)(sep - mine) + 3 <= w->addr_len && !memcmp(sep, "://", 3)
+			   ? (size_t)(sep - mine) + 3
+			   : 0;
+	return len > n && !memcmp(a, mine, n);
+}
+
 /* Is a (len bytes of a peer's descriptor) an address of our provider's
  * format, that fi_av_insert can take? libfabric 1.17's IP address vectors
  * take an address's length from its family, and a failed insert of an
  * address of unknown family leaves the vector refusing every later one:
  * nothing that is not a well-formed address of our own family (with a port,
- * not the wildcard address) is given to it. Other formats: our own length. */
+ * not the wildcard address) is given to it. Strings: addr_str_usable. Other
+ * formats: our own length. */
 static bool addr_usable(const struct kinet_wire *w, const uint8_t *a, size_t len)
 {
 	uint32_t fmt = w->info->addr_format;
+	if (fmt == FI_ADDR_STR)
+		return addr_str_usable(w, a, len);
 	if (fmt != FI_SOCKADDR && fmt != FI_SOCKADDR_IN && fmt != FI_SOCKADDR_IN6)
 		return len == w->addr_len;
 	sa_family_t mine, theirs;
@@ -480,12 +501,15 @@ static bool av_usable(struct kinet_wire *w)
 
 /* May the slot of dropped peer idx take another address? Not while
  * anything the provider still has (sends written off, reads given up,
- * holds) names it. */
+ * holds) or an F_RDFIN still to be sent names it. */
 static bool slot_free(const struct kinet_wire *w, int idx)
 {
 	const struct wpeer *p = &w->peers[idx];
 	if (p->nbusy || p->nlost || p->nrd || p->settle || wire_holds_peer(w, idx))
 		return false;
+	for (int k = 0; k < w->nfins; k++)
+		if (w->fins[k].peer == idx)
+			return false;
 	for (int k = 0; k < w->ntxall; k++)
 		if (w->txall[k]->busy && w->txall[k]->peer == idx)
 			return false;
@@ -556,6 +580,8 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		p->len = pi.addr_len;
 		int err = 0;
 		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
+		if (n == -FI_EBADFLAGS) /* a provider without per-address errors (sockets) */
+			n = fi_av_insert(w->av, pi.addr, 1, &p->fa, 0, NULL);
 		if (n != 1) {
 			p->dead = true;
 			rc = n < 0 ? wire_errno(n) : err ? wire_errno(err) : -EINVAL;
@@ -578,7 +604,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	wq->msn_tx = wq->msn_rx = 0;
 	wq->failed = wq->tgt_failed = wq->cut = false;
 	wq->eager_out = 0;
-	wq->fence_want = wq->fence_sent = 0;
+	wq->rd_all = wq->rd_part = wq->stop = wq->fin_sent = false;
 	wq->need_ack = false;
 	wq->done_seq = wq->acked_seq = (uint32_t)-1; /* before request 0 */
 	wq->last_rx_ns = wq->last_tx_ns = kn_now_ns();
@@ -615,9 +641,7 @@ void kinet_wire_qp_close(kinet_qp *qp)
 		for (uint32_t s = wq->head; s != wq->tail; s++)
 			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
 	}
-	if (wq->connected)
-		wire_send_fences(w, wq); /* its holds outlive it */
-	wire_tq_drop(w, wq);
+	wire_tq_drop(w, wq); /* its holds outlive it */
 	wq_unreg_all(wq);
 	peer_unref(w, wq);
 	for (int i = 0; i < w->nqps; i++)

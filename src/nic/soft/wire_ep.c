@@ -44,6 +44,7 @@ void wire_destroy(struct kinet_wire *w)
 	}
 	if (w->ep)
 		fi_close(&w->ep->fid);
+	wire_holds_release(w, -1); /* their keys, before the domain */
 	if (w->av)
 		fi_close(&w->av->fid);
 	if (w->cq)
@@ -65,6 +66,7 @@ void wire_destroy(struct kinet_wire *w)
 	free(w->rdall);
 	free(w->txall);
 	free(w->holds);
+	free(w->fins);
 	for (int i = 0; i < w->nextra; i++)
 		free(w->extra[i]);
 	free(w->extra);
@@ -263,6 +265,12 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 			}
 		}
 	}
+	/* only rxm closes a removed address's connection (with the cleanup);
+	 * udp;ofi_rxd, for one, goes on sending from the user's memory: there
+	 * only closing the endpoint is sure */
+	const char *pn = w->info->fabric_attr->prov_name;
+	if (w->av_cleanup && (!pn || !strstr(pn, "ofi_rxm")))
+		w->av_cleanup = false;
 	w->inject = w->info->tx_attr->inject_size;
 	w->iov_limit = w->info->tx_attr->iov_limit;
 	if (w->iov_limit > TX_IOV + 1)
@@ -347,14 +355,33 @@ bool wire_close_peer(struct kinet_wire *w, int idx)
 	if (p->removed)
 		return true;
 	p->want_close = true;
-	if (!w->av || (!w->close_safe && (p->nrd || p->nlost)))
+	if (!w->av)
 		return false;
+	for (int j = 0; j < w->npeers && !w->close_safe; j++) {
+		const struct wpeer *o = &w->peers[j];
+		if ((j == idx || (!o->removed && o->fa == p->fa)) && (o->nrd || o->nlost))
+			return false;
+	}
 	p->removed = true;
 	p->closed = w->av_cleanup;
 	p->settle = true;
 	w->drop_check = true;
 	KLOG_INFO("wire: peer %d: connection closed", idx);
 	fi_av_remove(w->av, &p->fa, 1, 0);
+	/* a later connect to the same address took another slot, with the
+	 * same address in the vector (it keeps one entry per address, counting
+	 * its insertions: each slot removes it once) and so the same
+	 * connection: that one is closed too */
+	for (int j = 0; j < w->npeers; j++) {
+		struct wpeer *o = &w->peers[j];
+		if (j == idx || o->removed || o->fa != p->fa)
+			continue;
+		wire_drop_peer(w, j, "its connection was closed");
+		o->removed = true;
+		o->closed = p->closed;
+		o->settle = true;
+		fi_av_remove(w->av, &o->fa, 1, 0);
+	}
 	return true;
 }
 
@@ -399,6 +426,7 @@ static void txd_write_off(struct kinet_wire *w, struct txd *t)
 	if (t->peer >= 0 && t->peer < w->npeers)
 		w->peers[t->peer].nbusy--;
 	txd_unbusy_qp(w, t);
+	t->fence = t->what == TX_FENCE;
 	t->what = TX_LOST;
 	struct txd *n = calloc(1, sizeof(*n));
 	struct txd **all = n ? realloc(w->txall, (size_t)(w->ntxall + 1) * sizeof(*all)) : NULL;
@@ -732,13 +760,10 @@ static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 }
 
 /* A header-only message with a send descriptor (a completion). */
-static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m, uint8_t what,
-			 uint32_t seq)
+static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 {
-	/* a fence also goes to a dropped peer whose connection is still there:
-	 * it fails at once on a broken one */
 	const struct wpeer *p = &w->peers[wq->peer];
-	if ((p->dead && what != TX_FENCE) || p->removed || !w->ep)
+	if (p->dead || p->removed || !w->ep)
 		return -ECONNRESET;
 	struct txd *t = wire_txd_get(w, wq);
 	if (!t)
@@ -754,8 +779,6 @@ static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *
 		KLOG_DBG("wire: send to qp 0x%x: %s", wq->peer_qpn, fi_strerror((int)-rc));
 		return -ECONNRESET;
 	}
-	t->what = what;
-	t->seq = seq;
 	wire_txd_busy(w, wq, t);
 	wq->last_tx_ns = kn_now_ns();
 	return 0;
@@ -766,16 +789,54 @@ int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 {
 	if (HSZ <= w->inject)
 		return send_inject(w, wq, m, NULL, 0);
-	return send_ctrl_txd(w, wq, m, TX_PLAIN, 0);
+	return send_ctrl_txd(w, wq, m);
 }
 
-/* A fence: a keepalive sent with a completion (wire_fence_done once it is
- * out). 0, -EAGAIN or -ECONNRESET. */
-int wire_send_fence(struct kinet_wire *w, struct wire_qp *wq, uint32_t id)
+/* A header-only message to peer idx, of no QP of ours (the holds, F_RDFIN):
+ * it also goes to a dropped peer whose connection is still there (it fails
+ * at once on a broken one). TX_FENCE: a fence, id, with a completion
+ * (wire_fence_done once it is out); TX_PLAIN: injected when it fits. 0,
+ * -EAGAIN or -ECONNRESET. */
+int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id)
 {
-	struct wmsg m = {.type = M_KA, .dst_qpn = wq->peer_qpn, .src_qpn = wq->qp->qpn,
-			 .dst_gen = wq->peer_gen, .src_gen = wq->gen};
-	return send_ctrl_txd(w, wq, &m, TX_FENCE, id);
+	const struct wpeer *p = &w->peers[idx];
+	if (p->removed || !w->ep)
+		return -ECONNRESET;
+	m->len = 0;
+	ssize_t rc;
+	if (what == TX_PLAIN && HSZ <= w->inject) {
+		uint8_t b[HSZ];
+		wire_enc(b, m);
+		rc = fi_inject(w->ep, b, HSZ, p->fa);
+	} else {
+		struct txd *t = w->txfree;
+		if (!t)
+			return -EAGAIN;
+		w->txfree = t->next;
+		t->next = NULL;
+		t->big = NULL;
+		t->nmr = 0;
+		t->peer = idx;
+		t->qpn = t->gen = 0; /* of no QP */
+		wire_enc(t->small, m);
+		rc = fi_send(w->ep, t->small, HSZ, NULL, p->fa, &t->fc);
+		if (rc) {
+			t->busy = false;
+			wire_txd_put(w, t);
+		} else {
+			t->what = what;
+			t->seq = id;
+			t->busy = true;
+			w->peers[idx].nbusy++;
+		}
+	}
+	if (rc == -FI_EAGAIN)
+		return -EAGAIN;
+	if (rc) {
+		KLOG_DBG("wire: send to peer %d: %s", idx, fi_strerror((int)-rc));
+		return -ECONNRESET;
+	}
+	return 0;
 }
 
 /* A message with a payload of n bytes taken from data[] (any memory kind):
@@ -875,9 +936,22 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 	const struct wmsg *m = &rb->m;
 	if (m->len > CHUNK || (size_t)HSZ + m->len != len)
 		goto drop; /* malformed */
+	if (m->type == M_KA && (m->flags & F_RDFIN)) {
+		/* the target reads no more of a requester QP's sources (which
+		 * may be gone by now: its holds outlive it) */
+		wire_rd_over(w, m);
+		goto drop;
+	}
 	struct wire_qp *wq = wire_wq_find(w, m->dst_qpn);
 	if (!wq || m->dst_gen != wq->gen)
 		goto drop; /* no such QP (any more): as a NIC, drop */
+	if (m->type == M_KA && (m->flags & F_RDREQ)) {
+		/* the requester finished requests without our answer: read no
+		 * more of them, and say so */
+		if (wq->connected && m->src_qpn == wq->peer_qpn && m->src_gen == wq->peer_gen)
+			wire_tgt_stop(w, wq, m->seq);
+		goto drop;
+	}
 	if (m->type == M_RESP || m->type == M_KA || m->type == M_ACK) {
 		if (wq->connected && m->src_qpn == wq->peer_qpn && m->src_gen == wq->peer_gen) {
 			wq->last_rx_ns = kn_now_ns();
@@ -937,6 +1011,9 @@ static void tx_done(struct kinet_wire *w, struct txd *t, bool ok, int err)
 	if (t->what == TX_LOST) {
 		/* written off, back after all: a descriptor again (its bounce
 		 * buffer was replaced: it stays out of the pool) */
+		if (t->fence)
+			wire_fence_done(w, t->peer, t->seq);
+		t->fence = false;
 		t->what = TX_PLAIN;
 		t->busy = false;
 		t->nmr = 0;
@@ -947,10 +1024,11 @@ static void tx_done(struct kinet_wire *w, struct txd *t, bool ok, int err)
 	}
 	uint8_t what = t->what;
 	uint32_t qpn = t->qpn, gen = t->gen, seq = t->seq;
+	int peer = t->peer;
 	txd_unbusy_qp(w, t);
 	wire_txd_put(w, t);
 	if (what == TX_FENCE)
-		wire_fence_done(w, qpn, gen, seq); /* out, or its connection failed */
+		wire_fence_done(w, peer, seq); /* out, or its connection failed */
 	if (!ok)
 		fail_by_qpn(w, qpn, gen, fi_strerror(err));
 }

@@ -32,7 +32,9 @@
  *
  * Memory the provider still uses: a send straight from user memory until
  * its completion, a rendezvous source until the target answered for it or
- * (it ended without an answer: a flush, a local failure) a fence is out.
+ * (it ended without an answer: a flush, a local failure, a timeout) the
+ * target said it reads it no more (its keys stay open until then: struct
+ * whold) and a fence is out.
  * kinet_mr_dereg fails the requests that would still touch the region and
  * waits for those (kinet_wire_mr_gone), then, after KINET_NET_TIMEOUT_MS,
  * closes the connection of the peer that keeps it.
@@ -113,7 +115,15 @@
 #define TQ_MAX ((uint64_t)EAGER_OUT + 2u * CHUNK + (uint64_t)WIN * SMALL)
 
 enum { M_REQ = 1, M_RESP = 2, M_KA = 3, M_ACK = 4, M_RTS = 5 };
-enum { F_FIRST = 1, F_LAST = 2, F_FIN = 4 };
+/* Flags. A keepalive (M_KA) with F_RDREQ asks the target QP to read no
+ * rendezvous source of requests from seq on (the requester finished them
+ * without the target's answer) and to say so; one with F_RDFIN is that word:
+ * no read of the requester's sources for requests from seq on (F_ALL: of any
+ * request) is posted after this message. The provider sends in order, so
+ * every read the target posted before comes first: once it has been served,
+ * the requester can close the source's keys without a late read meeting an
+ * unknown key (tcp closes the connection then, failing every QP on it). */
+enum { F_FIRST = 1, F_LAST = 2, F_FIN = 4, F_RDREQ = 8, F_RDFIN = 16, F_ALL = 32 };
 
 /* Message header, little-endian on the wire. */
 struct wmsg {
@@ -215,6 +225,7 @@ struct txd {
 	struct txd *next;
 	bool busy;      /* with the provider: completion not seen yet */
 	uint8_t what;   /* TX_* */
+	bool fence;     /* TX_LOST: it was a fence (seq), whose completion still counts */
 	int peer;       /* index in w->peers */
 	uint32_t qpn, gen;
 	uint32_t seq;   /* TX_FENCE: its id */
@@ -279,6 +290,7 @@ struct wreq {
 	bool done;
 	bool rndv;         /* by rendezvous: mr[] registered for the target to read */
 	uint64_t eager;    /* its payload counted in wq->eager_out */
+	uint32_t seq;      /* its request number */
 	uint32_t status;
 	int nmr;
 	struct fid_mr *mr[MAXPC];
@@ -286,16 +298,34 @@ struct wreq {
 };
 
 /* Memory the provider may still read for a peer after a request ended
- * without the target's answer: a rendezvous source (its keys are closed, no
- * new read starts; one under way goes on). Released once a fence of the
- * same connection sent after it is out, or once the connection is closed;
+ * without the target's answer: a rendezvous source. Its keys stay open
+ * (H_OPEN) until the target says it reads no more of it (F_RDFIN, asked for
+ * with F_RDREQ, or an error answer of its QP): a read that arrived after
+ * the keys were closed would make the provider close the connection. Then
+ * the keys are closed and a fence is sent (H_FENCE): once it is out (H_SENT,
+ * wire_fence_done), so is every read answer queued before it, and the hold
+ * is released. Released at once when the connection is closed.
  * kinet_mr_dereg waits for it. */
+enum { H_OPEN, H_FENCE, H_SENT };
 struct whold {
 	kinet_mr *mr[MAXPC];
 	int nmr;
+	struct fid_mr *key[MAXPC]; /* H_OPEN: the source's keys, still open */
+	int nkey;
 	int peer;
-	uint32_t qpn, gen; /* the requester QP whose fence releases it */
-	uint32_t fence;    /* that fence */
+	uint32_t qpn, gen;           /* the requester QP */
+	uint32_t peer_qpn, peer_gen; /* its target QP */
+	uint32_t seq;                /* the request */
+	uint8_t st;                  /* H_* */
+	bool asked;                  /* H_OPEN: F_RDREQ sent */
+	uint32_t fence;              /* H_SENT: the fence that releases it */
+};
+
+/* An F_RDFIN still to be sent (the provider had no room for it). */
+struct wfin {
+	int peer;
+	uint32_t dst_qpn, dst_gen, src_qpn, src_gen, seq;
+	bool all;
 };
 
 struct wpeer {
@@ -328,7 +358,9 @@ struct wire_qp {
 	uint64_t last_rx_ns, busy_since_ns;
 	bool failed;        /* error seen: everything outstanding is failing */
 	bool cut;           /* a request failed locally: what is posted now is flushed */
-	uint32_t fence_want, fence_sent; /* fences its holds need, and sent */
+	bool rd_all;        /* the target reads none of its sources any more (F_RDFIN) */
+	bool rd_part;       /* ... none from request rd_from on */
+	uint32_t rd_from;
 	uint64_t eager_out; /* eager payload sent for requests not done */
 	int ntxd;           /* send descriptors in flight (TXQ_MAX) */
 	/* target */
@@ -338,6 +370,9 @@ struct wire_qp {
 	uint64_t tq_bytes;  /* of them, in copies */
 	uint32_t msn_rx;
 	bool tgt_failed;    /* answered an error: drop the rest of this connection */
+	bool stop;          /* asked to read nothing from request stop_seq on (F_RDREQ) */
+	uint32_t stop_seq;
+	bool fin_sent;      /* F_RDFIN (F_ALL) sent for this connection */
 	struct tpend *pend, *pend_tail; /* rendezvous writes started, in order */
 	uint32_t done_seq;  /* last request done (answered by the next ACK) */
 	uint32_t acked_seq; /* last one acknowledged */
@@ -387,6 +422,9 @@ struct kinet_wire {
 	int nrdall;
 	struct whold *holds;
 	int nholds, hcap;
+	uint32_t fence_id;  /* the last fence sent */
+	struct wfin *fins;  /* F_RDFIN messages still to be sent */
+	int nfins, fcap;
 	bool drop_check;    /* a peer was dropped: see that its transfers were cancelled */
 	bool reset_due;     /* the endpoint is to be closed and opened again */
 	int nresets;
@@ -436,7 +474,7 @@ int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t 
 		   struct soft_iov *out, int max);
 uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
 int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m);
-int wire_send_fence(struct kinet_wire *w, struct wire_qp *wq, uint32_t id);
+int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id);
 struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn);
 bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
@@ -448,8 +486,9 @@ int wire_poll_cq(struct kinet_wire *w);
 void wire_wreq_unreg(struct wreq *e);
 void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered);
 void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport);
-int wire_send_fences(struct kinet_wire *w, struct wire_qp *wq);
-void wire_fence_done(struct kinet_wire *w, uint32_t qpn, uint32_t gen, uint32_t id);
+int wire_holds_progress(struct kinet_wire *w);
+void wire_fence_done(struct kinet_wire *w, int peer, uint32_t id);
+void wire_rd_over(struct kinet_wire *w, const struct wmsg *m);
 void wire_holds_release(struct kinet_wire *w, int idx);
 bool wire_holds_peer(const struct kinet_wire *w, int idx);
 bool wire_holds_mr(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
@@ -466,6 +505,8 @@ void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
  * it) when it is a duplicate: its number is behind the next one expected,
  * or a request of that number is queued already. */
 bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb);
+void wire_tgt_stop(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq);
+void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all);
 void wire_tq_copy(struct kinet_wire *w);
 int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
 void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);

@@ -82,16 +82,32 @@ static bool uses_mr(const struct wreq *e, const kinet_mr *mr)
 	return false;
 }
 
+/* Has the target said it reads no source of request seq any more? */
+static bool rd_over(const struct wire_qp *wq, uint32_t seq)
+{
+	return wq->rd_all || (wq->rd_part && (int32_t)(seq - wq->rd_from) >= 0);
+}
+
+static void hold_close_keys(struct whold *h)
+{
+	for (int i = 0; i < h->nkey; i++)
+		fi_close(&h->key[i]->fid);
+	h->nkey = 0;
+}
+
 /* A rendezvous source the target may still be reading (its request ended
- * without the target's answer): held until a fence of its connection is
- * out (wire_fence_done) or the connection is closed. */
-static void hold_add(struct kinet_wire *w, struct wire_qp *wq, const struct wreq *e)
+ * without the target's answer): held until the target has said it reads it
+ * no more (its keys stay open until then, H_OPEN) and a fence of its
+ * connection is out, or the connection is closed. open: the keys of e go
+ * with the hold; otherwise they are closed already (the target said so). */
+static void hold_add(struct kinet_wire *w, struct wire_qp *wq, struct wreq *e, bool open)
 {
 	if (w->nholds == w->hcap) {
 		int ncap = w->hcap ? 2 * w->hcap : 16;
 		struct whold *h = realloc(w->holds, (size_t)ncap * sizeof(*h));
 		if (!h) {
 			/* no memory to remember it: only closing the connection is sure */
+			wire_wreq_unreg(e);
 			wire_drop_peer(w, wq->peer, "out of memory");
 			wire_close_peer(w, wq->peer);
 			return;
@@ -108,18 +124,27 @@ static void hold_add(struct kinet_wire *w, struct wire_qp *wq, const struct wreq
 		if (k == h->nmr && e->r.iov[i].mr)
 			h->mr[h->nmr++] = e->r.iov[i].mr;
 	}
+	if (open) {
+		for (int i = 0; i < e->nmr; i++)
+			h->key[i] = e->mr[i];
+		h->nkey = e->nmr;
+		e->nmr = 0;
+		e->rndv = false;
+	}
+	h->st = open ? H_OPEN : H_FENCE;
 	h->peer = wq->peer;
 	h->qpn = wq->qp->qpn;
 	h->gen = wq->gen;
-	h->fence = ++wq->fence_want;
+	h->peer_qpn = wq->peer_qpn;
+	h->peer_gen = wq->peer_gen;
+	h->seq = e->seq;
 }
 
 /* Request e is done with status. answered: by the target's answer for it
  * (an ACK covering it, its response or NAK: the target's reads of it are
  * over). Otherwise (a flush, a local failure) the target may still be
- * reading a rendezvous source: its registrations are closed now (no new
- * read is served) and the source is held until a fence is out (the provider
- * sends in order: the read answers it queued go first). The CQE does not
+ * reading a rendezvous source: it is held, its keys open, until the target
+ * says it reads it no more (wire_holds_progress asks). The CQE does not
  * wait for it: only a success claims the bytes, and a success is answered. */
 void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered)
 {
@@ -131,49 +156,133 @@ void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answe
 	e->eager = 0;
 	if (e->nmr) {
 		bool reading = e->started && !answered;
-		wire_wreq_unreg(e);
-		if (reading)
-			hold_add(wq->w, wq, e);
+		if (reading && !rd_over(wq, e->seq)) {
+			hold_add(wq->w, wq, e, true);
+		} else {
+			wire_wreq_unreg(e);
+			if (reading)
+				hold_add(wq->w, wq, e, false);
+		}
 	}
 }
 
-/* Sends the fence that releases wq's holds, if one is due: 1 when sent. */
-int wire_send_fences(struct kinet_wire *w, struct wire_qp *wq)
+/* Drives the holds: asks the target of each source still open to stop
+ * reading it (one F_RDREQ per QP, from its oldest such request on), sends
+ * the fences of those whose keys are closed (one per peer), and sends the
+ * F_RDFIN messages the target side owes. Holds of a peer without a
+ * connection wait for wire_settle (released once it is closed). */
+int wire_holds_progress(struct kinet_wire *w)
 {
-	if (wq->fence_want == wq->fence_sent)
-		return 0;
-	if (wq->peer < 0 || w->peers[wq->peer].removed) {
-		/* no connection left to fence: its holds go with it */
-		wq->fence_sent = wq->fence_want;
-		return 0;
+	int work = 0;
+	for (int i = 0; i < w->nfins;) {
+		struct wfin *f = &w->fins[i];
+		struct wmsg m = {.type = M_KA, .flags = (uint8_t)(F_RDFIN | (f->all ? F_ALL : 0)),
+				 .dst_qpn = f->dst_qpn, .src_qpn = f->src_qpn, .dst_gen = f->dst_gen,
+				 .src_gen = f->src_gen, .seq = f->seq};
+		int rc = f->peer < w->npeers && !w->peers[f->peer].removed
+				 ? wire_send_peer(w, f->peer, &m, TX_PLAIN, 0)
+				 : -ECONNRESET;
+		if (rc == -EAGAIN) {
+			i++;
+			continue;
+		}
+		w->fins[i] = w->fins[--w->nfins]; /* sent, or nobody to tell */
+		work++;
 	}
-	if (wire_send_fence(w, wq, wq->fence_want))
-		return 0; /* later (or the peer is being dropped) */
-	wq->fence_sent = wq->fence_want;
-	return 1;
+	for (int i = 0; i < w->nholds; i++) {
+		struct whold *h = &w->holds[i];
+		if (w->peers[h->peer].removed)
+			continue;
+		if (h->st == H_OPEN && !h->asked) {
+			struct wmsg m = {.type = M_KA, .flags = F_RDREQ, .dst_qpn = h->peer_qpn,
+					 .src_qpn = h->qpn, .dst_gen = h->peer_gen, .src_gen = h->gen,
+					 .seq = h->seq};
+			for (int k = 0; k < w->nholds; k++) {
+				struct whold *o = &w->holds[k];
+				if (o->st == H_OPEN && !o->asked && o->qpn == h->qpn &&
+				    o->gen == h->gen && (int32_t)(o->seq - m.seq) < 0)
+					m.seq = o->seq;
+			}
+			int rc = wire_send_peer(w, h->peer, &m, TX_PLAIN, 0);
+			if (rc == -EAGAIN)
+				continue;
+			/* sent; or the connection is broken (nothing of it reaches us) */
+			for (int k = 0; k < w->nholds; k++) {
+				struct whold *o = &w->holds[k];
+				if (o->st == H_OPEN && o->qpn == h->qpn && o->gen == h->gen &&
+				    (int32_t)(o->seq - m.seq) >= 0)
+					o->asked = true;
+			}
+			work++;
+		} else if (h->st == H_FENCE) {
+			uint32_t id = w->fence_id + 1;
+			struct wmsg m = {.type = M_KA}; /* to no QP: the target drops it */
+			if (wire_send_peer(w, h->peer, &m, TX_FENCE, id) == -EAGAIN)
+				continue;
+			w->fence_id = id;
+			for (int k = 0; k < w->nholds; k++)
+				if (w->holds[k].st == H_FENCE && w->holds[k].peer == h->peer) {
+					w->holds[k].st = H_SENT;
+					w->holds[k].fence = id;
+				}
+			work++;
+		}
+	}
+	return work;
 }
 
-/* Fence id of the requester QP qpn/gen is out (or failed with its
- * connection): the holds it covers are released. */
-void wire_fence_done(struct kinet_wire *w, uint32_t qpn, uint32_t gen, uint32_t id)
+/* The target has said it reads no source of the requester QP m->dst_qpn
+ * (m->dst_gen) from request m->seq on (F_ALL: none): the keys of those
+ * holds are closed, their fences follow. */
+void wire_rd_over(struct kinet_wire *w, const struct wmsg *m)
+{
+	bool all = (m->flags & F_ALL) != 0;
+	for (int i = 0; i < w->nholds; i++) {
+		struct whold *h = &w->holds[i];
+		if (h->st != H_OPEN || h->qpn != m->dst_qpn || h->gen != m->dst_gen ||
+		    h->peer_qpn != m->src_qpn || h->peer_gen != m->src_gen)
+			continue;
+		if (!all && (int32_t)(h->seq - m->seq) < 0)
+			continue;
+		hold_close_keys(h);
+		h->st = H_FENCE;
+	}
+	struct wire_qp *wq = wire_wq_find(w, m->dst_qpn);
+	if (!wq || wq->gen != m->dst_gen || !wq->connected || wq->peer_qpn != m->src_qpn ||
+	    wq->peer_gen != m->src_gen)
+		return;
+	if (all) {
+		wq->rd_all = true;
+	} else if (!wq->rd_part || (int32_t)(m->seq - wq->rd_from) < 0) {
+		wq->rd_part = true;
+		wq->rd_from = m->seq;
+	}
+}
+
+/* Fence id to peer is out (or failed with its connection): the holds it
+ * covers are released (fences of one connection go out in order). */
+void wire_fence_done(struct kinet_wire *w, int peer, uint32_t id)
 {
 	for (int i = 0; i < w->nholds;) {
 		struct whold *h = &w->holds[i];
-		if (h->qpn == qpn && h->gen == gen && (int32_t)(id - h->fence) >= 0)
+		if (h->st == H_SENT && h->peer == peer && (int32_t)(id - h->fence) >= 0)
 			*h = w->holds[--w->nholds];
 		else
 			i++;
 	}
 }
 
-/* The connection to peer idx is closed: its holds are released. */
+/* The connection to peer idx (idx < 0: every peer) is closed: its holds
+ * are released. */
 void wire_holds_release(struct kinet_wire *w, int idx)
 {
 	for (int i = 0; i < w->nholds;) {
-		if (idx < 0 || w->holds[i].peer == idx)
+		if (idx < 0 || w->holds[i].peer == idx) {
+			hold_close_keys(&w->holds[i]);
 			w->holds[i] = w->holds[--w->nholds];
-		else
+		} else {
 			i++;
+		}
 	}
 }
 
@@ -206,6 +315,7 @@ bool wire_holds_mr(const struct kinet_wire *w, const kinet_mr *mr, int *peer)
  * Returns the number of requests failed (0 or 1). */
 int wire_fail_mr(struct kinet_wire *w, struct wire_qp *wq, const kinet_mr *mr)
 {
+	(void)w; /* the holds it makes are driven by wire_holds_progress */
 	for (uint32_t s = wq->head; s != wq->tail; s++) {
 		struct wreq *e = wire_ent(wq, s);
 		if (e->done || !uses_mr(e, mr))
@@ -216,7 +326,6 @@ int wire_fail_mr(struct kinet_wire *w, struct wire_qp *wq, const kinet_mr *mr)
 		for (uint32_t t = s + 1; t != wq->tail; t++)
 			wire_finish(wq, wire_ent(wq, t), KN_SYND_WR_FLUSH_ERR, false);
 		wq->cut = true; /* what is posted from now on is flushed too */
-		wire_send_fences(w, wq);
 		return 1;
 	}
 	return 0;
@@ -317,7 +426,7 @@ static int send_rts(struct kinet_wire *w, struct wire_qp *wq)
  * carries all of them. */
 int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting)
 {
-	int work = wire_send_fences(w, wq);
+	int work = 0;
 	while (wq->txn != wq->tail && !wq->failed) {
 		struct wreq *e = wire_ent(wq, wq->txn);
 		if (e->done) { /* completes without the wire (NOP) */
@@ -518,6 +627,12 @@ void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m
 	if (m->flags & F_FIN) {
 		e->fin = true;
 		if (m->op) {
+			/* after an error answer the target reads nothing more of this
+			 * connection (RC: nothing after a NAK executes) */
+			struct wmsg f = {.flags = F_RDFIN | F_ALL, .dst_qpn = wq->qp->qpn,
+					 .dst_gen = wq->gen, .src_qpn = wq->peer_qpn,
+					 .src_gen = wq->peer_gen};
+			wire_rd_over(w, &f);
 			wire_finish(wq, e, SOFT_REASON(m->op, m->rnr), true); /* the target's reason */
 			return;
 		}

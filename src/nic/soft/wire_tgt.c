@@ -166,8 +166,66 @@ bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb)
 	return true;
 }
 
+/* Queues an F_RDFIN for wq's requester: no read of its sources for
+ * requests from seq on (all: of any request) follows (wire_holds_progress
+ * sends it). */
+void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all)
+{
+	if (!wq->connected || wq->peer < 0 || w->peers[wq->peer].removed)
+		return;
+	if (w->nfins == w->fcap) {
+		int ncap = w->fcap ? 2 * w->fcap : 16;
+		struct wfin *f = realloc(w->fins, (size_t)ncap * sizeof(*f));
+		if (!f)
+			return; /* the requester keeps its sources until it gives up */
+		w->fins = f;
+		w->fcap = ncap;
+	}
+	w->fins[w->nfins++] = (struct wfin){.peer = wq->peer, .dst_qpn = wq->peer_qpn,
+					    .dst_gen = wq->peer_gen, .src_qpn = wq->qp->qpn,
+					    .src_gen = wq->gen, .seq = seq, .all = all};
+}
+
+/* The requester finished requests from seq on without our answer (F_RDREQ):
+ * their rendezvous writes are forgotten (reads in flight land in their
+ * bounce buffers, unused), nothing from seq on runs, and the requester is
+ * told so once the reads posted before are on their way. */
+void wire_tgt_stop(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq)
+{
+	if (!wq->stop || (int32_t)(seq - wq->stop_seq) < 0) {
+		wq->stop = true;
+		wq->stop_seq = seq;
+	}
+	struct tpend **pp = &wq->pend, *last = NULL;
+	while (*pp && (int32_t)((*pp)->seq - wq->stop_seq) < 0) {
+		last = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp) {
+		struct tpend *rest = *pp;
+		*pp = NULL;
+		wq->pend_tail = last;
+		for (int i = 0; i < w->nrdall; i++)
+			for (struct tpend *q = rest; q && w->rdall[i]->p; q = q->next)
+				if (w->rdall[i]->p == q)
+					w->rdall[i]->p = NULL;
+		while (rest) {
+			struct tpend *q = rest;
+			rest = q->next;
+			free(q);
+		}
+	}
+	wire_fin_queue(w, wq, wq->stop_seq, wq->tgt_failed || wq->fin_sent);
+}
+
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq)
 {
+	/* the requester hears that none of its sources is read any more (once
+	 * per connection) */
+	if (wq->connected && !wq->fin_sent) {
+		wire_fin_queue(w, wq, 0, true);
+		wq->fin_sent = true;
+	}
 	while (wq->tq) {
 		struct rxbuf *rb = wq->tq;
 		wq->tq = rb->next;
@@ -693,6 +751,9 @@ int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq)
 	int work = pend_progress(w, wq);
 	while (wq->tq) {
 		struct rxbuf *rb = wq->tq;
+		if (wq->stop && rb->m.src_qpn == wq->peer_qpn && rb->m.src_gen == wq->peer_gen &&
+		    rb->m.msn == wq->msn_rx && (int32_t)(rb->m.seq - wq->stop_seq) >= 0)
+			wq->tgt_failed = true; /* the requester finished it without us */
 		if (rb->m.src_qpn != wq->peer_qpn || rb->m.src_gen != wq->peer_gen ||
 		    wq->tgt_failed) {
 			wq->tq = rb->next; /* not (or no longer) our connection */
@@ -710,6 +771,13 @@ int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq)
 				while (rb->off < rb->m.len) {
 					struct tpend *last = wq->pend_tail;
 					if (last && (last->op != KN_OPCODE_RDMA_WRITE || last->status)) {
+						stop = true;
+						break;
+					}
+					if (wq->stop && rb->m.len - rb->off >= 4 &&
+					    (int32_t)(kn_load_le32(rb->buf + HDR + rb->off) -
+						      wq->stop_seq) >= 0) {
+						wq->tgt_failed = true; /* finished without us */
 						stop = true;
 						break;
 					}
