@@ -397,7 +397,8 @@ KN_INLINE void knx_sq_submit_span(const kn_qp *qp, kn_ticket_t t, uint32_t n, ui
 	uint64_t copy[KN_SEND_WQE_BB / 8];
 	if (!last && qp->db_mode != KN_DB_CPU_PROXY) {
 		/* the last WQE's first WQEBB (its ctrl word is the doorbell) */
-		uint64_t lw = n >= 2 && ((span >> (n - 2)) & 1u) ? t + n - 2 : t + n - 1;
+		uint64_t lw = n >= 2 && n - 2 < 32 && ((span >> (n - 2)) & 1u) ? t + n - 2
+									    : t + n - 1;
 		const volatile uint64_t *src = (const volatile uint64_t *)kn_wqe_ptr(qp, lw);
 		for (unsigned i = 0; i < KN_SEND_WQE_BB / 8; i++)
 			copy[i] = src[i];

@@ -1324,8 +1324,16 @@ static struct ibv_flow *emu_create_flow(struct ibv_qp *qp, struct ibv_flow_attr 
 	const uint8_t *p = (const uint8_t *)(a + 1), *end = (const uint8_t *)a + a->size;
 	int l3 = 0;
 	for (int i = 0; i < a->num_of_specs; i++) {
-		const struct ibv_flow_spec *sp = (const struct ibv_flow_spec *)(const void *)p;
-		if (p + 8 > end || p + sp->hdr.size > end)
+		/* the specs follow the attributes unpadded (4-byte aligned, as
+		 * the kernel takes them): read each through an aligned copy */
+		if (p + 8 > end)
+			return flow_fail("a spec beyond the rule's size");
+		struct ibv_flow_spec spc;
+		size_t avail = (size_t)(end - p);
+		memset(&spc, 0, sizeof(spc));
+		memcpy(&spc, p, avail < sizeof(spc) ? avail : sizeof(spc));
+		const struct ibv_flow_spec *sp = &spc;
+		if (p + sp->hdr.size > end)
 			return flow_fail("a spec beyond the rule's size");
 		switch (sp->hdr.type) {
 		case IBV_FLOW_SPEC_ETH: {

@@ -467,9 +467,11 @@ static void *spec_add(struct rule *r, size_t *at, enum ibv_flow_spec_type type, 
 {
 	uint8_t *p = r->specs + *at;
 	memset(p, 0, size);
-	struct ibv_flow_spec *s = (struct ibv_flow_spec *)(void *)p;
-	s->hdr.type = type;
-	s->hdr.size = (uint16_t)size;
+	/* every spec starts with type and size; the specs follow the attributes
+	 * unpadded, 4-byte aligned (the union struct ibv_flow_spec wants 8) */
+	struct ibv_flow_spec_eth *s = (struct ibv_flow_spec_eth *)(void *)p;
+	s->type = type;
+	s->size = (uint16_t)size;
 	*at += size;
 	r->attr.num_of_specs++;
 	return p;
