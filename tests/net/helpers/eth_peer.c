@@ -143,6 +143,8 @@ static int sink(unsigned port, int n, int flows, unsigned sport)
 	printf("ready\n");
 	fflush(stdout);
 	uint64_t *next = calloc((size_t)flows, sizeof(uint64_t));
+	if (!next)
+		return 1;
 	uint8_t d[4096];
 	int got = 0, bad = 0;
 	while (got < n) {
@@ -183,6 +185,7 @@ static int sink(unsigned port, int n, int flows, unsigned sport)
 	for (int f = 0; f < flows; f++)
 		printf(" flow%d=%llu", f, (unsigned long long)next[f]);
 	printf("\n");
+	free(next);
 	return got == n && bad == 0 ? 0 : 1;
 }
 
