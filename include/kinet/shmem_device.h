@@ -384,6 +384,14 @@ KN_INLINE void knx_sh_fence_mem(void)
 #endif
 }
 
+/* 1 when p cannot hold a word of `size` bytes: a size other than 1, 2, 4
+ * or 8, or p not aligned to it (one load or store on a mapped peer's word:
+ * a GPU faults on a misaligned one). */
+KN_INLINE int knx_sh_word_bad(const volatile void *p, uint32_t size)
+{
+	return (size != 1 && size != 2 && size != 4 && size != 8) || ((uintptr_t)p & (size - 1u));
+}
+
 /* Loads of a local word, fresh every time (another PE or the NIC writes it). */
 KN_INLINE uint64_t knx_sh_load(const volatile void *p, uint32_t size)
 {
@@ -667,8 +675,7 @@ KN_INLINE int kn_shmem_get(void *dest, const void *src, size_t n, int pe)
 KN_INLINE int kn_shmem_p(void *dest, uint64_t value, uint32_t size, int pe)
 {
 	knx_sh_route r;
-	if ((size != 1 && size != 2 && size != 4 && size != 8) ||
-	    ((uintptr_t)dest & (size - 1u)))
+	if (knx_sh_word_bad(dest, size))
 		return knx_sh_err(knx_sh(), -EINVAL);
 	int rc = knx_sh_route_of(dest, size, pe, &r);
 	if (rc)
@@ -701,8 +708,7 @@ KN_INLINE int kn_shmem_p(void *dest, uint64_t value, uint32_t size, int pe)
 KN_INLINE int kn_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out)
 {
 	knx_sh_route r;
-	if ((size != 1 && size != 2 && size != 4 && size != 8) ||
-	    ((uintptr_t)src & (size - 1u)))
+	if (knx_sh_word_bad(src, size))
 		return knx_sh_err(knx_sh(), -EINVAL);
 	int rc = knx_sh_route_of(src, size, pe, &r);
 	if (rc)
@@ -834,11 +840,11 @@ KN_INLINE uint64_t knx_sh_trunc(uint64_t v, uint32_t size)
 }
 
 /* 1 when the local symmetric variable ivar (`size` bytes: 1, 2, 4, 8;
- * signed when sgn) compares true against value, 0 when not; -EINVAL for a
- * bad comparison or size. */
+ * signed when sgn; aligned to its size) compares true against value, 0 when
+ * not; -EINVAL for a bad comparison, size or alignment. */
 KN_INLINE int kn_shmem_test(const void *ivar, int cmp, uint64_t value, uint32_t size, int sgn)
 {
-	if (size != 1 && size != 2 && size != 4 && size != 8)
+	if (knx_sh_word_bad(ivar, size))
 		return knx_sh_err(knx_sh(), -EINVAL);
 	int c = knx_sh_cmp(cmp, knx_sh_load(ivar, size), knx_sh_trunc(value, size), size, sgn);
 	if (c < 0)

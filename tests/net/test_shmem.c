@@ -174,6 +174,8 @@ static int signal_fn(int me, int n, void *arg)
 	SK(kn_shmem_p((uint8_t *)&sig[3] + 4, 1, 8, right) == -EINVAL, "p of 8 bytes at +4");
 	SK(kn_shmem_p((uint8_t *)&sig[3] + 1, 1, 2, right) == -EINVAL, "p of 2 bytes at +1");
 	SK(kn_shmem_g((uint8_t *)&sig[3] + 2, 4, right, &gw) == -EINVAL, "g of 4 bytes at +2");
+	SK(kn_shmem_test((uint8_t *)&sig[3] + 4, KN_SHMEM_CMP_EQ, 0, 8, 0) == -EINVAL,
+	   "test of 8 bytes at +4");
 	SK(kinet_shmem_error(1) == -EINVAL, "the first error is kept");
 	SK0(kinet_shmem_barrier_all());
 	SK0(kinet_shmem_free(sig));
