@@ -799,6 +799,31 @@ TW_FN int tw_kill_c(int fd, int fd2, void *arg)
 
 /* ---- cutting the link ------------------------------------------------------------------ */
 
+/* Data both ways on the new QPs once the link is back: a (seed 1) writes
+ * 500000 bytes into b (seed 2) and reads 200000 of b's back, byte for byte;
+ * b checks what a wrote once a says it is done. */
+TW_FN void tw_again_a(struct tw_side *s)
+{
+	kn_ticket_t w = tw_post_write(s, TW_Q + 3, TW_P + 5, 500000, 0, 0);
+	kn_ticket_t r;
+	CK0(kn_get(s->d, s->buf + TW_L, kinet_mr_lkey(s->mr), s->peer.addr + TW_Q + 11,
+		   s->peer.rkey, 200000, &r));
+	CK0(kn_wait(s->d, w));
+	CK0(kn_wait(s->d, r));
+	uint8_t *b = malloc(TW_LEN);
+	tu_fill_random(b, TW_LEN, 2);
+	CK(memcmp(s->buf + TW_L, b + TW_Q + 11, 200000) == 0);
+	free(b);
+}
+
+TW_FN void tw_again_b(struct tw_side *s)
+{
+	uint8_t *a = malloc(TW_LEN);
+	tu_fill_random(a, TW_LEN, 1);
+	CK(memcmp(s->buf + TW_P + 5, a + TW_Q + 3, 500000) == 0);
+	free(a);
+}
+
 #define TW_CUT_N 100
 
 /* a streams writes, takes its end of the link down (arg: its interface) and
@@ -840,16 +865,7 @@ TW_FN int tw_cut_a(int fd, int fd2, void *arg)
 	CK(system(cmd) == 0);
 	CK(tw_sync(fd, 1) == 1);
 	tw_qp_new(&s);
-	kn_ticket_t w = tw_post_write(&s, TW_Q + 3, TW_P + 5, 500000, 0, 0);
-	kn_ticket_t r;
-	CK0(kn_get(s.d, s.buf + TW_L, kinet_mr_lkey(s.mr), s.peer.addr + TW_Q + 11, s.peer.rkey,
-		   200000, &r));
-	CK0(kn_wait(s.d, w));
-	CK0(kn_wait(s.d, r));
-	uint8_t *b = malloc(TW_LEN);
-	tu_fill_random(b, TW_LEN, 2);
-	CK(memcmp(s.buf + TW_L, b + TW_Q + 11, 200000) == 0);
-	free(b);
+	tw_again_a(&s);
 	CK(tw_sync(fd, 2) == 2);
 	tw_close(&s);
 	return 0;
@@ -864,10 +880,7 @@ TW_FN int tw_cut_b(int fd, int fd2, void *arg)
 	CK(tw_sync(fd, 1) == 1);
 	tw_qp_new(&s);
 	CK(tw_sync(fd, 2) == 2);
-	uint8_t *a = malloc(TW_LEN);
-	tu_fill_random(a, TW_LEN, 1);
-	CK(memcmp(s.buf + TW_P + 5, a + TW_Q + 3, 500000) == 0);
-	free(a);
+	tw_again_b(&s);
 	tw_close(&s);
 	return 0;
 }
@@ -921,16 +934,7 @@ TW_FN int tw_cutr_a(int fd, int fd2, void *arg)
 	CK(kn_qp_error(s.d, NULL) == KN_SYND_TRANSPORT_RETRY_EXC_ERR);
 	CK(tw_sync(fd, 1) == 1); /* the link is up again */
 	tw_qp_new(&s);
-	kn_ticket_t w = tw_post_write(&s, TW_Q + 3, TW_P + 5, 500000, 0, 0);
-	kn_ticket_t r;
-	CK0(kn_get(s.d, s.buf + TW_L, kinet_mr_lkey(s.mr), s.peer.addr + TW_Q + 11, s.peer.rkey,
-		   200000, &r));
-	CK0(kn_wait(s.d, w));
-	CK0(kn_wait(s.d, r));
-	uint8_t *b = malloc(TW_LEN);
-	tu_fill_random(b, TW_LEN, 2);
-	CK(memcmp(s.buf + TW_L, b + TW_Q + 11, 200000) == 0);
-	free(b);
+	tw_again_a(&s);
 	CK(tw_sync(fd, 2) == 2);
 	tw_close(&s);
 	return 0;
@@ -957,10 +961,7 @@ TW_FN int tw_cutr_b(int fd, int fd2, void *arg)
 	CK(tw_sync(fd, 1) == 1);
 	tw_qp_new(&s);
 	CK(tw_sync(fd, 2) == 2);
-	uint8_t *a = malloc(TW_LEN);
-	tu_fill_random(a, TW_LEN, 1);
-	CK(memcmp(s.buf + TW_P + 5, a + TW_Q + 3, 500000) == 0);
-	free(a);
+	tw_again_b(&s);
 	tw_close(&s);
 	return 0;
 }
