@@ -973,23 +973,8 @@ static void on_rx(struct kinet_wire *w, struct rxbuf *rb, size_t len)
 			: 0;
 	if (f == 1)
 		goto drop;
-	if (f == 2 && !wq->dup) {
-		struct rxbuf *c = malloc(sizeof(*c));
-		uint8_t *b = c ? malloc(HDR + m->len) : NULL;
-		if (b) {
-			*c = *rb;
-			c->buf = b;
-			c->heap = true;
-			c->held = false;
-			c->owner = wq;
-			c->next = NULL;
-			memcpy(b + HOFF, rb->buf + HOFF, HSZ + m->len);
-			wq->tq_bytes += HDR + m->len;
-			wq->dup = c;
-		} else {
-			free(c);
-		}
-	}
+	if (f == 2 && !wq->dup)
+		wq->dup = wire_rx_heap_copy(wq, rb); /* NULL: no memory, no duplicate */
 	/* target: keep it, in message order; a duplicate (the network's, or
 	 * the one above) goes */
 	rb->executed = 0;

@@ -508,6 +508,9 @@ bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb);
 void wire_tgt_stop(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq);
 void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all);
 void wire_tq_copy(struct kinet_wire *w);
+/* A copy of received request rb on the heap, counted against wq's
+ * tq_bytes (wire_rx_release frees it); NULL without memory. */
+struct rxbuf *wire_rx_heap_copy(struct wire_qp *wq, const struct rxbuf *rb);
 int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
 void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
 void wire_rd_give_up(struct kinet_wire *w, int idx);

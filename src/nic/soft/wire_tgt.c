@@ -105,6 +105,26 @@ void wire_rd_give_up(struct kinet_wire *w, int idx)
  * no QP's wait takes the buffers that other QPs' traffic needs. What one QP
  * may keep is bounded (TQ_MAX: a requester keeps within EAGER_OUT beyond its
  * oldest request, wire_pump); one that sends more loses its connection. */
+struct rxbuf *wire_rx_heap_copy(struct wire_qp *wq, const struct rxbuf *rb)
+{
+	size_t n = HDR + rb->m.len;
+	struct rxbuf *c = malloc(sizeof(*c));
+	uint8_t *b = c ? malloc(n) : NULL;
+	if (!b) {
+		free(c);
+		return NULL;
+	}
+	*c = *rb;
+	c->buf = b;
+	c->heap = true;
+	c->held = false;
+	c->owner = wq;
+	c->next = NULL;
+	memcpy(b + HOFF, rb->buf + HOFF, HSZ + rb->m.len);
+	wq->tq_bytes += n;
+	return c;
+}
+
 void wire_tq_copy(struct kinet_wire *w)
 {
 	for (int i = 0; i < w->nqps; i++) {
@@ -125,19 +145,10 @@ void wire_tq_copy(struct kinet_wire *w)
 				wire_tq_drop(w, wq);
 				break;
 			}
-			struct rxbuf *c = malloc(sizeof(*c));
-			uint8_t *b = c ? malloc(n) : NULL;
-			if (!b) {
-				free(c);
+			struct rxbuf *c = wire_rx_heap_copy(wq, rb);
+			if (!c)
 				return; /* later */
-			}
-			*c = *rb;
-			c->buf = b;
-			c->heap = true;
-			c->held = false;
-			c->owner = wq;
-			memcpy(b + HOFF, rb->buf + HOFF, HSZ + rb->m.len);
-			wq->tq_bytes += n;
+			c->next = rb->next;
 			*pp = c;
 			pp = &c->next;
 			rb->next = NULL;
