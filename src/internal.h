@@ -61,6 +61,7 @@ struct kinet_cuda_mem {
 	int pool;           /* from a memory pool (cudaMallocAsync, cuMemAllocFromPool) */
 	int vmm;            /* mapped with cuMemMap (virtual memory management) */
 	int managed;        /* managed (unified) memory */
+	int device;         /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
 };
 
 /* Hooks filled by the CUDA module when it is loaded (src/cuda/). */

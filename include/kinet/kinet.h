@@ -267,10 +267,16 @@ enum kinet_mr_path {
 	KINET_MR_PATH_DMABUF = 1,  /* GPU memory exported as a dma-buf */
 	KINET_MR_PATH_PEERMEM = 2, /* GPU memory through the peer-memory module */
 	KINET_MR_PATH_STAGED = 3,  /* GPU memory copied through the host by a CPU */
+	/* software NIC, GPU memory registered with the libfabric provider
+	 * (FI_HMEM_CUDA): the provider sends it itself (GPUDirect where its NIC
+	 * can, its own copies otherwise). A region starts as STAGED and becomes
+	 * FABRIC when the wire first sends from it; it stays STAGED where the
+	 * provider refuses GPU memory (kinet_wire_info says why). */
+	KINET_MR_PATH_FABRIC = 4,
 };
 /* enum kinet_mr_path of a region, or -EINVAL. */
 int kinet_mr_path(const kinet_mr *mr);
-/* "host", "dmabuf", "peermem", "staged" (never NULL). */
+/* "host", "dmabuf", "peermem", "staged", "fabric" (never NULL). */
 const char *kinet_mr_path_str(int path);
 
 /* ---- completion queues and queue pairs ------------------------------------ */

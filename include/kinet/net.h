@@ -109,6 +109,38 @@ int kinet_mr_export(const kinet_mr *mr, void *buf, size_t cap);
 /* Decodes a memory region descriptor: 0, -KINET_EVERSION, -EPROTO, -EINVAL. */
 int kinet_mr_desc_parse(const void *buf, size_t len, struct kinet_mr_info *out);
 
+/* What the software NIC's wire of a context uses, and what it has done
+ * with the provider's memory registrations (docs/architecture.md,
+ * "Registration modes and GPU memory"). Fields are only ever added at the
+ * end: the caller passes the size it knows. */
+struct kinet_wire_info {
+	char provider[32];   /* the libfabric provider in use, e.g. "tcp;ofi_rxm" */
+	char fabric[64];
+	char domain[64];
+	uint32_t fi_version; /* fi_version() of the libfabric loaded (FI_MAJOR/FI_MINOR) */
+	int rma;             /* rendezvous writes (FI_RMA); 0: every write is eager */
+	uint64_t mr_mode;    /* the FI_MR_* bits the provider asked for */
+	int local_desc;      /* every operation carries local descriptors (FI_MR_LOCAL, or
+			      * KINET_FI_MR_LOCAL=1) */
+	int hmem;            /* GPU payloads are registered with the provider (FI_HMEM_CUDA):
+			      * it moves them itself; 0: they are staged (hmem_why) */
+	char hmem_why[160];  /* hmem 0: why GPU payloads are staged through host memory */
+	uint64_t desc_ops;   /* buffers of the wire given to the provider with a descriptor */
+	uint64_t nodesc_ops; /* ... that needed one and had none (never, unless a defect) */
+	uint64_t local_regs; /* the wire's own buffers registered for descriptors */
+	uint64_t user_regs;  /* user regions registered with the provider now */
+	uint64_t hmem_regs;  /* GPU regions registered as FI_HMEM_CUDA (all time) */
+	uint64_t hmem_bytes; /* GPU payload bytes the provider sent straight from GPU memory */
+	uint64_t hmem_refused; /* GPU registrations the provider refused */
+};
+
+/* The wire of ctx, opened now if it is not yet (as a connect would):
+ * fills out (at most size bytes: sizeof(struct kinet_wire_info) as the
+ * caller was built with). 0; -EINVAL (NULL, size 0); -ENOTSUP (not the
+ * software NIC, or a build without libfabric); the wire's own error
+ * otherwise (-ENODEV: the provider is not available). */
+int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -281,19 +281,21 @@ static int cu_mem_info(const void *p, struct kinet_cuda_mem *out)
 {
 	if (!g_pga)
 		return -ENOSYS;
-	CUpointer_attribute at[6] = {CU_POINTER_ATTRIBUTE_BUFFER_ID,
+	CUpointer_attribute at[7] = {CU_POINTER_ATTRIBUTE_BUFFER_ID,
 				     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
 				     CU_POINTER_ATTRIBUTE_RANGE_SIZE,
 				     CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
 				     CU_POINTER_ATTRIBUTE_IS_MANAGED,
-				     CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+				     CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
 	unsigned long long id = 0;
 	CUdeviceptr base = 0;
 	size_t size = 0;
 	void *pool = NULL;
 	unsigned int managed = 0, type = 0;
-	void *data[6] = {&id, &base, &size, &pool, &managed, &type};
-	CUresult r = g_pga(6, at, data, (CUdeviceptr)(uintptr_t)p);
+	int ordinal = 0;
+	void *data[7] = {&id, &base, &size, &pool, &managed, &type, &ordinal};
+	CUresult r = g_pga(7, at, data, (CUdeviceptr)(uintptr_t)p);
 	if (r != CUDA_SUCCESS) {
 		KLOG_DBG("cuda: cuPointerGetAttributes(%p): error %d", p, (int)r);
 		return -EIO;
@@ -306,6 +308,7 @@ static int cu_mem_info(const void *p, struct kinet_cuda_mem *out)
 	out->size = size;
 	out->pool = pool != NULL;
 	out->managed = managed != 0;
+	out->device = ordinal;
 	if (g_retain && g_release) {
 		/* only memory mapped with cuMemMap has an allocation handle */
 		CUmemGenericAllocationHandle h;

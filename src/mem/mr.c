@@ -99,7 +99,10 @@ uint32_t kinet_mr_rkey(const kinet_mr *mr) { return mr ? mr->rkey : 0; }
 void *kinet_mr_addr(const kinet_mr *mr) { return mr ? mr->addr : NULL; }
 size_t kinet_mr_len(const kinet_mr *mr) { return mr ? mr->len : 0; }
 int kinet_mr_kind(const kinet_mr *mr) { return mr ? mr->kind : -EINVAL; }
-int kinet_mr_path(const kinet_mr *mr) { return mr ? mr->path : -EINVAL; }
+int kinet_mr_path(const kinet_mr *mr)
+{
+	return mr ? __atomic_load_n(&mr->path, __ATOMIC_RELAXED) : -EINVAL; /* the wire may set it */
+}
 
 const char *kinet_mr_path_str(int path)
 {
@@ -108,6 +111,7 @@ const char *kinet_mr_path_str(int path)
 	case KINET_MR_PATH_DMABUF: return "dmabuf";
 	case KINET_MR_PATH_PEERMEM: return "peermem";
 	case KINET_MR_PATH_STAGED: return "staged";
+	case KINET_MR_PATH_FABRIC: return "fabric";
 	default: return "?";
 	}
 }

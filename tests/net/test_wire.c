@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE /* setns */
 #include <criterion/criterion.h>
+#include <rdma/fabric.h> /* FI_MAJOR, FI_MINOR */
+#include <stddef.h>
 #include "test_wire_common.h"
 
 static const int one_link[][2] = {{0, 1}};
@@ -23,6 +25,149 @@ Test(wire, every_opcode_both_directions)
 {
 	need_wire();
 	struct tw_proc p[2] = {{.fn = tw_ops_a}, {.fn = tw_ops_b}};
+	tw_run(p, 2, one_link, 1, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* ---- registration modes and GPU memory ------------------------------------------------ */
+
+/* One side of the ops scenario with local descriptors forced on
+ * (KINET_FI_MR_LOCAL=1, as a provider that needs FI_MR_LOCAL has them):
+ * every buffer the wire hands the provider has a descriptor (none missing),
+ * user regions are registered for the sends straight from them, and every
+ * opcode still lands byte for byte. */
+static int mrl_side(int fd, uint64_t own, uint64_t peer)
+{
+	setenv("KINET_FI_MR_LOCAL", "1", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, own);
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+	CK(wi.local_desc == 1);
+	CK(wi.local_regs >= 4); /* receive, bounce, send and read buffers */
+	tw_ops(&s, own, peer);
+	CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+	if (wi.nodesc_ops || wi.desc_ops < 50 || wi.user_regs < 1)
+		fprintf(stderr, "[pid %d] %s: %llu with descriptors, %llu without, %llu user "
+				"regions\n", (int)getpid(), wi.provider,
+			(unsigned long long)wi.desc_ops, (unsigned long long)wi.nodesc_ops,
+			(unsigned long long)wi.user_regs);
+	CK(wi.nodesc_ops == 0);
+	CK(wi.desc_ops >= 50);
+	CK(wi.user_regs >= 1);
+	tw_close(&s);
+	return 0;
+}
+static int mrl_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return mrl_side(fd, 1, 2);
+}
+static int mrl_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return mrl_side(fd, 2, 1);
+}
+
+Test(wire, every_opcode_with_local_descriptors)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = mrl_a}, {.fn = mrl_b}};
+	tw_run(p, 2, one_link, 1, NULL, 60000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* What the wire says of itself: the provider it took (KINET_FI_PROVIDER),
+ * the libfabric it loaded, and, with no GPU (this build or machine) or with
+ * FI_HMEM off, that GPU payloads are staged and why; bad arguments fail. */
+static int winfo_side(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	(void)fd;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	kinet_ctx *ctx;
+	CK0(kinet_open(&ca, &ctx));
+	struct kinet_wire_info wi;
+	CK(kinet_wire_info(NULL, &wi, sizeof(wi)) == -EINVAL);
+	CK(kinet_wire_info(ctx, NULL, sizeof(wi)) == -EINVAL);
+	CK(kinet_wire_info(ctx, &wi, 0) == -EINVAL);
+	memset(&wi, 0x5a, sizeof(wi));
+	CK0(kinet_wire_info(ctx, &wi, sizeof(wi)));
+	const char *want = getenv("KINET_FI_PROVIDER");
+	CK(!strcmp(wi.provider, want && *want ? want : "tcp;ofi_rxm"));
+	CK(FI_MAJOR(wi.fi_version) == 1 && FI_MINOR(wi.fi_version) >= 9);
+	CK(wi.nodesc_ops == 0);
+	const char *hm = getenv("KINET_FI_HMEM");
+	if (hm && !strcmp(hm, "off")) {
+		CK(wi.hmem == 0);
+		CK(strstr(wi.hmem_why, "KINET_FI_HMEM=off") != NULL);
+	} else if (!wi.hmem) {
+		CK(wi.hmem_why[0] != 0); /* no GPU, or the provider offers no FI_HMEM */
+	}
+	/* a short size gets the start only */
+	struct kinet_wire_info part;
+	memset(&part, 0x5a, sizeof(part));
+	CK0(kinet_wire_info(ctx, &part, offsetof(struct kinet_wire_info, fabric)));
+	CK(!strcmp(part.provider, wi.provider));
+	CK(((uint8_t *)&part)[offsetof(struct kinet_wire_info, fabric)] == 0x5a);
+	CK0(kinet_close(ctx));
+	return 0;
+}
+
+Test(wire, info_names_provider_and_gpu_path)
+{
+	need_wire();
+	struct tw_proc p[1] = {{.fn = winfo_side}};
+	unsetenv("KINET_FI_HMEM");
+	tw_run(p, 1, NULL, 0, NULL, 30000);
+	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+	setenv("KINET_FI_HMEM", "off", 1);
+	tw_run(p, 1, NULL, 0, NULL, 30000);
+	unsetenv("KINET_FI_HMEM");
+	cr_assert(tw_exited_ok(&p[0]), "KINET_FI_HMEM=off: status 0x%x", p[0].status);
+}
+
+/* With FI_HMEM asked for whatever the machine (KINET_FI_HMEM=on): where the
+ * provider offers it (shm here) the endpoint takes it, and host traffic on
+ * such an endpoint is unchanged, byte for byte; where it does not, the wire
+ * says why and runs without it. */
+static int hmem_side(int fd, uint64_t own, uint64_t peer)
+{
+	setenv("KINET_FI_HMEM", "on", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, own);
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+	if (!wi.hmem)
+		CK(strstr(wi.hmem_why, "offers no FI_HMEM") || strstr(wi.hmem_why, "failed"));
+	if (!strcmp(wi.provider, "shm"))
+		CK(wi.hmem == 1); /* libfabric's shm offers FI_HMEM */
+	tw_ops(&s, own, peer);
+	tw_close(&s);
+	return 0;
+}
+static int hmem_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return hmem_side(fd, 1, 2);
+}
+static int hmem_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return hmem_side(fd, 2, 1);
+}
+
+Test(wire, every_opcode_with_fi_hmem_asked)
+{
+	need_wire();
+	struct tw_proc p[2] = {{.fn = hmem_a}, {.fn = hmem_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
 	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);

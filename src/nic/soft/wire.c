@@ -294,8 +294,45 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 		kinet_sleep_ns(500000); /* the engines progress meanwhile */
 		pthread_mutex_lock(&w->lock);
 	}
+	if (rc == 0)
+		wire_mr_unreg(w, mr); /* the provider let go of it */
 	pthread_mutex_unlock(&w->lock);
 	return rc;
+}
+
+int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
+{
+	if (!ctx || !out || !size)
+		return -EINVAL;
+	if (ctx->backend != KINET_BACKEND_SOFT)
+		return -ENOTSUP;
+	struct kinet_wire *w;
+	int rc = wire_get(ctx, &w);
+	if (rc)
+		return rc;
+	struct kinet_wire_info i;
+	memset(&i, 0, sizeof(i));
+	pthread_mutex_lock(&w->lock);
+	snprintf(i.provider, sizeof(i.provider), "%s", w->info->fabric_attr->prov_name);
+	snprintf(i.fabric, sizeof(i.fabric), "%s", w->info->fabric_attr->name);
+	snprintf(i.domain, sizeof(i.domain), "%s", w->info->domain_attr->name);
+	i.fi_version = fi_version();
+	i.rma = w->rma;
+	i.mr_mode = w->info->domain_attr->mr_mode;
+	i.local_desc = w->mr_local;
+	i.hmem = w->hmem && !w->hmem_off;
+	snprintf(i.hmem_why, sizeof(i.hmem_why), "%s", i.hmem ? "" : w->hmem_why);
+	i.desc_ops = w->n_desc;
+	i.nodesc_ops = w->n_nodesc;
+	i.local_regs = (uint64_t)w->nlregs;
+	for (int k = 0; k < w->nmregs; k++)
+		i.user_regs += w->mregs[k].fmr != NULL;
+	i.hmem_regs = w->n_hmem_regs;
+	i.hmem_bytes = w->n_hmem_bytes;
+	i.hmem_refused = w->n_hmem_fail;
+	pthread_mutex_unlock(&w->lock);
+	memcpy(out, &i, size < sizeof(i) ? size : sizeof(i));
+	return 0;
 }
 
 int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
@@ -665,4 +702,13 @@ void kinet_wire_ctx_close(kinet_ctx *ctx)
 	wire_destroy(w);
 }
 
+#endif
+
+#if !KINET_HAVE_FABRIC
+int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
+{
+	if (!ctx || !out || !size)
+		return -EINVAL;
+	return -ENOTSUP; /* built without libfabric: no wire */
+}
 #endif

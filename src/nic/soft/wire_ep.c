@@ -30,6 +30,7 @@ int wire_errno(int fi_rc)
 }
 
 static bool reset_safe(const struct kinet_wire *w);
+static void regs_close(struct kinet_wire *w);
 
 void wire_destroy(struct kinet_wire *w)
 {
@@ -42,6 +43,7 @@ void wire_destroy(struct kinet_wire *w)
 			  "(libfabric before 1.18)");
 		return;
 	}
+	regs_close(w);
 	if (w->ep)
 		fi_close(&w->ep->fid);
 	wire_holds_release(w, -1); /* their keys, before the domain */
@@ -65,6 +67,9 @@ void wire_destroy(struct kinet_wire *w)
 	}
 	free(w->rdall);
 	free(w->txall);
+	free(w->lregs);
+	free(w->mregs);
+	free(w->extra_len);
 	free(w->holds);
 	free(w->fins);
 	for (int i = 0; i < w->nextra; i++)
@@ -76,9 +81,187 @@ void wire_destroy(struct kinet_wire *w)
 	free(w);
 }
 
+/* ---- registrations ---------------------------------------------------------- */
+
+/* One registration with the provider: [p, p + n) with access, GPU memory of
+ * CUDA device dev when iface is FI_HMEM_CUDA, bound to the endpoint where
+ * the provider wants that. A libfabric return code. */
+static int reg_one(struct kinet_wire *w, void *p, size_t n, uint64_t access, int iface, int dev,
+		   uint64_t key, struct fid_mr **out)
+{
+	struct iovec iov = {p, n};
+	struct fi_mr_attr a;
+	memset(&a, 0, sizeof(a));
+	a.mr_iov = &iov;
+	a.iov_count = 1;
+	a.access = access;
+	a.requested_key = key;
+	a.iface = (enum fi_hmem_iface)iface;
+	if (iface == FI_HMEM_CUDA)
+		a.device.cuda = dev;
+	int rc = fi_mr_regattr(w->dom, &a, 0, out);
+	if (rc == 0 && w->mr_ep) {
+		rc = fi_mr_bind(*out, &w->ep->fid, 0);
+		if (rc == 0)
+			rc = fi_mr_enable(*out);
+		if (rc)
+			fi_close(&(*out)->fid);
+	}
+	return rc;
+}
+
+int wire_reg(struct kinet_wire *w, void *p, size_t n, uint64_t access, const kinet_mr *gpu,
+	     uint64_t key, struct fid_mr **out)
+{
+	int dev = 0;
+	if (gpu) {
+		const struct kinet_cuda_ops *cu = kinet_cuda_load();
+		struct kinet_cuda_mem mi;
+		if (cu && cu->mem_info && cu->mem_info(gpu->addr, &mi) == 0)
+			dev = mi.device;
+	}
+	return reg_one(w, p, n, access, gpu ? FI_HMEM_CUDA : FI_HMEM_SYSTEM, dev, key, out);
+}
+
+#define LOCAL_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE)
+
+bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n)
+{
+	if (!w->mr_local || !p || !w->ep)
+		return true;
+	if (w->nlregs == w->lcap) {
+		int c = w->lcap ? 2 * w->lcap : 16;
+		struct wlreg *l = realloc(w->lregs, (size_t)c * sizeof(*l));
+		if (!l)
+			return false;
+		w->lregs = l;
+		w->lcap = c;
+	}
+	struct fid_mr *mr;
+	int rc = reg_one(w, p, n, LOCAL_ACCESS, FI_HMEM_SYSTEM, 0, w->next_key++, &mr);
+	if (rc) {
+		KLOG_ERR("wire: registering a buffer of %zu bytes for local descriptors: %s", n,
+			 fi_strerror(-rc));
+		return false;
+	}
+	w->lregs[w->nlregs++] = (struct wlreg){(uint8_t *)p, n, mr, fi_mr_desc(mr)};
+	return true;
+}
+
+void *wire_ldesc(struct kinet_wire *w, const void *p, size_t n)
+{
+	if (!w->mr_local)
+		return NULL;
+	const uint8_t *a = p;
+	for (int i = 0; i < w->nlregs; i++) {
+		const struct wlreg *l = &w->lregs[i];
+		if (a >= l->p && a + n <= l->p + l->n) {
+			w->n_desc++;
+			return l->desc;
+		}
+	}
+	if (w->n_nodesc++ == 0)
+		KLOG_ERR("wire: a buffer %p+%zu of the wire has no local descriptor", p, n);
+	return NULL;
+}
+
+/* Every buffer of the wire's own, registered (mr_local): after the endpoint
+ * opened. false when one is refused. */
+static bool lregs_open(struct kinet_wire *w)
+{
+	if (!w->mr_local)
+		return true;
+	bool ok = wire_lreg_add(w, w->rxmem, (size_t)NRX * (HDR + CHUNK)) &&
+		  wire_lreg_add(w, w->bigmem, (size_t)NBIG * (HDR + CHUNK)) &&
+		  wire_lreg_add(w, w->txmem, (size_t)NTX * sizeof(struct txd)) &&
+		  wire_lreg_add(w, w->rdmem, (size_t)NRD * RD_PIECE);
+	/* replacements: send descriptors and bounce buffers (w->extra), reads */
+	for (int i = 0; ok && i < w->nextra; i++)
+		ok = wire_lreg_add(w, w->extra[i], w->extra_len[i]);
+	for (int i = NRD; ok && i < w->nrdall; i++)
+		ok = wire_lreg_add(w, w->rdall[i]->buf, RD_PIECE);
+	return ok;
+}
+
+/* Closes every registration bound to the endpoint (before it closes): the
+ * wire's own buffers and the user regions (registered again on next use). */
+static void regs_close(struct kinet_wire *w)
+{
+	for (int i = 0; i < w->nlregs; i++)
+		fi_close(&w->lregs[i].mr->fid);
+	w->nlregs = 0;
+	for (int i = 0; i < w->nmregs; i++)
+		if (w->mregs[i].fmr)
+			fi_close(&w->mregs[i].fmr->fid);
+	w->nmregs = 0;
+}
+
+struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr)
+{
+	if (!mr || !w->ep)
+		return NULL;
+	bool gpu = mr->kind == KINET_MEM_CUDA;
+	if (gpu ? !w->hmem || w->hmem_off : !w->mr_local)
+		return NULL;
+	for (int i = 0; i < w->nmregs; i++)
+		if (w->mregs[i].mr == mr)
+			return w->mregs[i].fmr ? &w->mregs[i] : NULL;
+	if (w->nmregs == w->mcap) {
+		int c = w->mcap ? 2 * w->mcap : 16;
+		struct wmreg *m = realloc(w->mregs, (size_t)c * sizeof(*m));
+		if (!m)
+			return NULL;
+		w->mregs = m;
+		w->mcap = c;
+	}
+	struct fid_mr *fmr = NULL;
+	int rc = wire_reg(w, mr->addr, mr->len, LOCAL_ACCESS, gpu ? mr : NULL, w->next_key++, &fmr);
+	if (rc) {
+		if (gpu) {
+			/* the provider says FI_HMEM but cannot take this GPU memory
+			 * (e.g. a libfabric built without CUDA): staged from now on */
+			w->hmem_off = true;
+			w->n_hmem_fail++;
+			snprintf(w->hmem_why, sizeof(w->hmem_why),
+				 "provider %s offers FI_HMEM, but registering GPU memory as "
+				 "FI_HMEM_CUDA failed: %s",
+				 w->info->fabric_attr->prov_name, fi_strerror(-rc));
+			KLOG_WARN("wire: %s: GPU payloads are staged through host memory", w->hmem_why);
+		} else {
+			KLOG_DBG("wire: registering %p+%zu for local descriptors: %s (bounce "
+				 "buffers instead)",
+				 mr->addr, mr->len, fi_strerror(-rc));
+		}
+		w->mregs[w->nmregs++] = (struct wmreg){mr, NULL, NULL}; /* not again */
+		return NULL;
+	}
+	w->mregs[w->nmregs++] = (struct wmreg){mr, fmr, fi_mr_desc(fmr)};
+	if (gpu) {
+		w->n_hmem_regs++;
+		__atomic_store_n(&mr->path, KINET_MR_PATH_FABRIC, __ATOMIC_RELAXED);
+		KLOG_INFO("wire: GPU memory %p+%zu registered with provider %s (FI_HMEM_CUDA): "
+			  "it moves the payloads itself",
+			  mr->addr, mr->len, w->info->fabric_attr->prov_name);
+	}
+	return &w->mregs[w->nmregs - 1];
+}
+
+void wire_mr_unreg(struct kinet_wire *w, const kinet_mr *mr)
+{
+	for (int i = 0; i < w->nmregs; i++) {
+		if (w->mregs[i].mr != mr)
+			continue;
+		if (w->mregs[i].fmr)
+			fi_close(&w->mregs[i].fmr->fid);
+		w->mregs[i] = w->mregs[--w->nmregs];
+		return;
+	}
+}
+
 static int post_rx(struct kinet_wire *w, struct rxbuf *rb)
 {
-	ssize_t rc = fi_recv(w->ep, rb->buf + HOFF, HSZ + CHUNK, NULL, FI_ADDR_UNSPEC, &rb->fc);
+	ssize_t rc = fi_recv(w->ep, rb->buf + HOFF, HSZ + CHUNK,
+			     wire_ldesc(w, rb->buf + HOFF, HSZ + CHUNK), FI_ADDR_UNSPEC, &rb->fc);
 	if (rc == 0)
 		return 0;
 	if (rc == -FI_EAGAIN) { /* later, from the progress loop */
@@ -117,7 +300,8 @@ void wire_repost(struct kinet_wire *w)
 	while (w->repost) {
 		struct rxbuf *rb = w->repost;
 		w->repost = rb->next;
-		ssize_t rc = fi_recv(w->ep, rb->buf + HOFF, HSZ + CHUNK, NULL, FI_ADDR_UNSPEC,
+		ssize_t rc = fi_recv(w->ep, rb->buf + HOFF, HSZ + CHUNK,
+				     wire_ldesc(w, rb->buf + HOFF, HSZ + CHUNK), FI_ADDR_UNSPEC,
 				     &rb->fc);
 		if (rc) {
 			rb->next = w->repost;
@@ -183,24 +367,31 @@ static int env_bool(const char *name, int dflt)
 	return dflt;
 }
 
-/* fi_getinfo for the provider, with RMA when it has it. */
-static int wire_info(struct kinet_wire *w, bool rma)
+/* fi_getinfo for the provider, with RMA when it has it, with HMEM when
+ * asked. Every registration mode the wire handles is offered: local
+ * descriptors (its own buffers are registered, FI_MR_LOCAL), allocated
+ * memory only (all it registers is), keys and addresses as the provider
+ * wants them, regions bound to the endpoint; a provider clears those it
+ * does not need. */
+static int wire_info(struct kinet_wire *w, bool rma, bool hmem)
 {
 	struct fi_info *hints = fi_allocinfo();
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->caps = FI_MSG | (rma ? FI_RMA : 0);
+	hints->caps = FI_MSG | (rma ? FI_RMA : 0) | (hmem ? FI_HMEM : 0);
 	hints->mode = FI_CONTEXT;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	/* bounce buffers are not registered; regions the target reads are
-	 * (keys and addresses as the provider wants them) */
-	hints->domain_attr->mr_mode = rma ? FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT : 0;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED |
+				      (rma ? FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT : 0) |
+				      (hmem ? FI_MR_HMEM : 0);
 	hints->tx_attr->msg_order = FI_ORDER_SAS;
 	hints->rx_attr->msg_order = FI_ORDER_SAS;
 	hints->fabric_attr->prov_name = strdup(w->prov);
-	int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &w->info);
+	/* 1.10: the first with FI_HMEM and the iface of fi_mr_attr */
+	int rc = fi_getinfo(hmem ? FI_VERSION(1, 10) : FI_VERSION(1, 9), NULL, NULL, 0, hints,
+			    &w->info);
 	fi_freeinfo(hints);
 	if (rc)
 		w->info = NULL;
@@ -238,32 +429,46 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	 * answer is half received when its connection closes (fixed upstream in
 	 * 1.18, commit a74ea0f): no connection is closed under a read there */
 	w->close_safe = fi_version() >= FI_VERSION(1, 18);
-	int rc = wire_info(w, true);
+	/* GPU memory registered with the provider: asked for where a GPU is
+	 * (KINET_FI_HMEM=auto) or always (on); a provider without it is used
+	 * without it (GPU payloads are staged, and kinet_wire_info says why) */
+	/* (by name: FI_HMEM and FI_MR_LOCAL are libfabric's macros) */
+	const char *hm = kinet_tunable_str("KINET_FI_HMEM");
+	bool want_hmem = !strcmp(hm, "on") || (!strcmp(hm, "auto") && kinet_cuda_load());
+	int rc = -FI_ENODATA;
+	if (want_hmem) {
+		rc = wire_info(w, true, true);
+		w->hmem = rc == 0;
+		if (rc)
+			snprintf(w->hmem_why, sizeof(w->hmem_why),
+				 "provider %s offers no FI_HMEM with RMA here", w->prov);
+	} else {
+		snprintf(w->hmem_why, sizeof(w->hmem_why), "%s",
+			 !strcmp(hm, "off") ? "KINET_FI_HMEM=off" : "no GPU found (KINET_FI_HMEM=auto)");
+	}
+	if (rc)
+		rc = wire_info(w, true, false);
 	w->rma = rc == 0;
 	if (rc)
-		rc = wire_info(w, false); /* messages only: every write goes eager */
+		rc = wire_info(w, false, false); /* messages only: every write goes eager */
 	if (rc) {
 		KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
 			 w->prov, fi_strerror(-rc));
 		wire_destroy(w);
 		return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
 	}
-	if (w->rma) {
-		uint64_t mm = w->info->domain_attr->mr_mode;
-		w->virt_addr = (mm & FI_MR_VIRT_ADDR) != 0;
-		w->prov_key = (mm & FI_MR_PROV_KEY) != 0;
-		w->mr_ep = (mm & FI_MR_ENDPOINT) != 0;
-		if (mm & (FI_MR_LOCAL | FI_MR_HMEM | FI_MR_ALLOCATED)) {
-			/* the wire does not register its own buffers yet */
-			fi_freeinfo(w->info);
-			w->rma = false;
-			if ((rc = wire_info(w, false))) {
-				KLOG_ERR("wire: libfabric provider \"%s\": %s", w->prov,
-					 fi_strerror(-rc));
-				wire_destroy(w);
-				return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
-			}
-		}
+	uint64_t mm = w->info->domain_attr->mr_mode;
+	w->virt_addr = (mm & FI_MR_VIRT_ADDR) != 0;
+	w->prov_key = (mm & FI_MR_PROV_KEY) != 0;
+	w->mr_ep = (mm & FI_MR_ENDPOINT) != 0;
+	w->mr_local = (mm & FI_MR_LOCAL) != 0 || kinet_tunable_int("KINET_FI_MR_LOCAL") == 1;
+	if (mm & FI_MR_RAW) {
+		/* keys wider than 64 bits: the descriptor format has no room */
+		KLOG_ERR("wire: libfabric provider \"%s\" needs raw memory keys (FI_MR_RAW), "
+			 "which the wire cannot carry",
+			 w->info->fabric_attr->prov_name);
+		wire_destroy(w);
+		return -ENOTSUP;
 	}
 	/* only rxm closes a removed address's connection (with the cleanup);
 	 * udp;ofi_rxd, for one, goes on sending from the user's memory: there
@@ -306,6 +511,10 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 		wire_destroy(w);
 		return -ENOMEM;
 	}
+	if (!lregs_open(w)) {
+		wire_destroy(w);
+		return -ENOMEM;
+	}
 	for (int i = 0; i < NRX; i++) {
 		w->rx[i].kind = CTX_RX;
 		w->rx[i].buf = w->rxmem + (size_t)i * (HDR + CHUNK);
@@ -314,10 +523,12 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 			return rc;
 		}
 	}
-	KLOG_INFO("wire: provider %s, fabric %s, domain %s, %s, %s, %s",
+	KLOG_INFO("wire: provider %s, fabric %s, domain %s, %s, %s, %s, %s, %s",
 		  w->info->fabric_attr->prov_name, w->info->fabric_attr->name,
 		  w->info->domain_attr->name,
 		  w->rma ? "rendezvous writes" : "messages only",
+		  w->mr_local ? "local descriptors" : "no local descriptors",
+		  w->hmem ? "FI_HMEM" : "GPU memory staged",
 		  w->wait_fd >= 0 ? "wait fd" : "no wait fd",
 		  w->av_cleanup ? "connections can be closed"
 				: "FI_AV_REMOVE_CLEANUP off: only the endpoint can be closed");
@@ -417,6 +628,17 @@ void wire_lost_done(struct kinet_wire *w, int idx)
 		wire_close_peer(w, idx);
 }
 
+/* A replacement buffer (room reserved in w->extra): kept until the wire
+ * is destroyed, registered for local descriptors. */
+static void extra_add(struct kinet_wire *w, void *p, size_t n)
+{
+	w->extra_len[w->nextra] = n;
+	w->extra[w->nextra++] = p;
+	if (!wire_lreg_add(w, p, n))
+		KLOG_WARN("wire: a replacement buffer has no local descriptor: operations on it "
+			  "fail");
+}
+
 /* Takes a send of a dropped peer, which the provider may never complete,
  * out of the pool (a late completion puts it back) and puts a new one in
  * its place. The regions it sends from stay held (t->mr) until then or
@@ -435,20 +657,23 @@ static void txd_write_off(struct kinet_wire *w, struct txd *t)
 		w->txall = all;
 	if (ex)
 		w->extra = ex;
-	if (!ex) {
+	size_t *el = ex ? realloc(w->extra_len, (size_t)(w->nextra + 2) * sizeof(*el)) : NULL;
+	if (el)
+		w->extra_len = el;
+	if (!el) {
 		free(n);
 		return; /* the pool is one smaller */
 	}
 	n->kind = CTX_TX;
 	w->txall[w->ntxall++] = n;
-	w->extra[w->nextra++] = n;
+	extra_add(w, n, sizeof(*n));
 	n->next = w->txfree;
 	w->txfree = n;
 	if (t->big) {
 		/* its bounce buffer stays with it: another one for the pool */
 		uint8_t *b = malloc(HDR + CHUNK);
 		if (b) {
-			w->extra[w->nextra++] = b;
+			extra_add(w, b, HDR + CHUNK);
 			w->bigfree[w->nbig++] = b;
 		}
 	}
@@ -492,6 +717,7 @@ static void ep_reset(struct kinet_wire *w)
 		w->peers[i].dead = w->peers[i].removed = w->peers[i].closed = true;
 		w->peers[i].settle = w->peers[i].want_close = false;
 	}
+	regs_close(w);
 	if (w->ep)
 		fi_close(&w->ep->fid);
 	w->ep = NULL;
@@ -547,8 +773,13 @@ static void ep_reset(struct kinet_wire *w)
 	w->wait_fd = -1;
 	const char *step;
 	int rc = ep_open(w, &step);
+	if (rc == 0 && !lregs_open(w)) {
+		step = "local descriptors";
+		rc = -FI_ENOMEM;
+	}
 	if (rc) {
 		KLOG_ERR("wire: %s: %s: the endpoint stays closed", step, fi_strerror(-rc));
+		regs_close(w);
 		if (w->ep)
 			fi_close(&w->ep->fid);
 		w->ep = NULL;
@@ -770,7 +1001,8 @@ static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *
 		return -EAGAIN;
 	m->len = 0;
 	wire_enc(t->small, m);
-	ssize_t rc = fi_send(w->ep, t->small, HSZ, NULL, wire_peer_fa(w, wq), &t->fc);
+	ssize_t rc = fi_send(w->ep, t->small, HSZ, wire_ldesc(w, t->small, HSZ), wire_peer_fa(w, wq),
+			     &t->fc);
 	if (rc)
 		wire_txd_put(w, t);
 	if (rc == -FI_EAGAIN)
@@ -819,7 +1051,7 @@ int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, 
 		t->peer = idx;
 		t->qpn = t->gen = 0; /* of no QP */
 		wire_enc(t->small, m);
-		rc = fi_send(w->ep, t->small, HSZ, NULL, p->fa, &t->fc);
+		rc = fi_send(w->ep, t->small, HSZ, wire_ldesc(w, t->small, HSZ), p->fa, &t->fc);
 		if (rc) {
 			t->busy = false;
 			wire_txd_put(w, t);
@@ -868,19 +1100,37 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		return -EAGAIN;
 	wire_enc(t->small + HOFF, m);
 	ssize_t rc;
+	uint64_t g = wire_gpu_bytes(data, nd);
+	/* straight from user memory: host memory, and GPU memory the provider
+	 * took (FI_HMEM); with local descriptors, regions registered with it
+	 * (the region of a piece is alive: deregistration fails this request
+	 * under the wire's lock before it returns) */
 	bool direct = n > SMALL - HDR && nd >= 1 && (size_t)nd + 1 <= w->iov_limit &&
-		      m->type == M_REQ && wire_gpu_bytes(data, nd) == 0;
+		      m->type == M_REQ;
+	void *desc[TX_IOV + 1];
+	for (int i = 0; direct && i < nd; i++) {
+		desc[i + 1] = NULL;
+		if (data[i].kind != KINET_MEM_HOST || w->mr_local) {
+			struct wmreg *mg = data[i].mr ? wire_mr_desc(w, data[i].mr) : NULL;
+			if (!mg || (data[i].kind != KINET_MEM_HOST) != (mg->mr->kind == KINET_MEM_CUDA))
+				direct = false;
+			else
+				desc[i + 1] = mg->desc;
+		}
+	}
 	if (direct) {
 		struct iovec iov[TX_IOV + 1];
 		iov[0].iov_base = t->small + HOFF;
 		iov[0].iov_len = HSZ;
+		desc[0] = wire_ldesc(w, t->small + HOFF, HSZ);
 		for (int i = 0; i < nd; i++) {
 			iov[i + 1].iov_base = data[i].ptr;
 			iov[i + 1].iov_len = data[i].len;
 		}
-		rc = fi_sendv(w->ep, iov, NULL, (size_t)nd + 1, wire_peer_fa(w, wq), &t->fc);
+		rc = fi_sendv(w->ep, iov, desc, (size_t)nd + 1, wire_peer_fa(w, wq), &t->fc);
 		if (rc == 0) {
 			atomic_fetch_add(&w->ctx->c_direct, n);
+			w->n_hmem_bytes += g;
 			/* the provider reads these regions until the completion: the
 			 * request does not complete before it, deregistration waits */
 			t->what = TX_DIRECT;
@@ -908,11 +1158,11 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 			wire_txd_put(w, t);
 			return -EFAULT;
 		}
-		uint64_t g = wire_gpu_bytes(data, nd);
 		if (g)
 			atomic_fetch_add(&w->ctx->c_staged, g);
 		/* header right before the payload: one contiguous message */
-		rc = fi_send(w->ep, buf + HOFF, HSZ + n, NULL, wire_peer_fa(w, wq), &t->fc);
+		rc = fi_send(w->ep, buf + HOFF, HSZ + n, wire_ldesc(w, buf + HOFF, HSZ + n),
+			     wire_peer_fa(w, wq), &t->fc);
 	}
 	if (rc) {
 		wire_txd_put(w, t);

@@ -344,6 +344,26 @@ struct wpeer {
 	bool closed;      /* removed with FI_AV_REMOVE_CLEANUP: its connection is closed */
 };
 
+/* A buffer of the wire's own registered with the provider for local use:
+ * its descriptor goes with every operation on it where the provider asks
+ * for them (FI_MR_LOCAL) or KINET_FI_MR_LOCAL=1. */
+struct wlreg {
+	uint8_t *p;
+	size_t n;
+	struct fid_mr *mr;
+	void *desc;
+};
+
+/* A user region registered with the provider (wire_mr_desc): GPU memory as
+ * FI_HMEM_CUDA (the provider moves it itself), host memory where local
+ * descriptors are needed. Closed when the region is deregistered, once the
+ * provider let go of it (kinet_wire_mr_gone). */
+struct wmreg {
+	kinet_mr *mr;
+	struct fid_mr *fmr;
+	void *desc;
+};
+
 struct wire_qp {
 	kinet_qp *qp;
 	struct kinet_wire *w;
@@ -402,6 +422,15 @@ struct kinet_wire {
 	bool virt_addr;     /* FI_MR_VIRT_ADDR: reads name virtual addresses */
 	bool prov_key;      /* FI_MR_PROV_KEY: the provider picks keys */
 	bool mr_ep;         /* FI_MR_ENDPOINT: regions are bound to the endpoint */
+	bool mr_local;      /* FI_MR_LOCAL (or KINET_FI_MR_LOCAL=1): local descriptors */
+	bool hmem;          /* FI_HMEM: GPU memory can be registered with the provider */
+	bool hmem_off;      /* ... but a registration failed: GPU memory is staged */
+	char hmem_why[160]; /* why GPU memory is staged (hmem_off, or no FI_HMEM) */
+	struct wlreg *lregs; /* the wire's own buffers, registered (mr_local) */
+	int nlregs, lcap;
+	struct wmreg *mregs; /* user regions registered with the provider */
+	int nmregs, mcap;
+	uint64_t n_desc, n_nodesc, n_hmem_bytes, n_hmem_regs, n_hmem_fail;
 	uint64_t rndv_min;  /* writes from this size on go by rendezvous (0: never) */
 	uint64_t next_key;
 	int wait_fd;        /* readable when the endpoint has something (-1: none) */
@@ -411,6 +440,7 @@ struct kinet_wire {
 	struct txd **txall; /* every send descriptor (the pool and its replacements) */
 	int ntxall;
 	void **extra;       /* replacements, freed with the endpoint */
+	size_t *extra_len;  /* their sizes */
 	int nextra;
 	uint8_t *bigfree[NBIG];
 	int nbig;
@@ -457,6 +487,23 @@ static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp 
 #pragma GCC visibility push(hidden)
 
 /* wire_ep.c: endpoint, pools, sending, polling */
+/* Registers one of the wire's own buffers for local use (mr_local); false
+ * when the provider refuses it (logged). */
+bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n);
+/* The local descriptor of the wire's own buffer [p, p + n): NULL where none
+ * is needed; with mr_local, one not found is counted (n_nodesc) and logged. */
+void *wire_ldesc(struct kinet_wire *w, const void *p, size_t n);
+/* A user region registered with the provider, for sends straight from it
+ * (GPU memory as FI_HMEM_CUDA, or host memory under mr_local): its entry,
+ * or NULL when it cannot be (GPU memory is then staged: hmem_off). */
+struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr);
+/* Registers [p, p + n) with the provider (access, key): GPU memory of
+ * region gpu as FI_HMEM_CUDA, host memory when gpu is NULL. A libfabric
+ * return code. */
+int wire_reg(struct kinet_wire *w, void *p, size_t n, uint64_t access, const kinet_mr *gpu,
+	     uint64_t key, struct fid_mr **out);
+/* Closes the provider registration of a deregistered region. */
+void wire_mr_unreg(struct kinet_wire *w, const kinet_mr *mr);
 int wire_errno(int fi_rc);
 void wire_destroy(struct kinet_wire *w);
 void wire_settle(struct kinet_wire *w);

@@ -31,18 +31,24 @@ void wire_wreq_unreg(struct wreq *e)
 	e->rndv = false;
 }
 
-/* Registers the source pieces of a large write from host memory for the
- * target to read. true: go by rendezvous; false: eager. */
+/* Registers the source pieces of a large write from host memory (or GPU
+ * memory the provider takes) for the target to read. true: go by
+ * rendezvous; false: eager. */
 static bool rndv_prepare(struct kinet_wire *w, struct wreq *e)
 {
 	const struct soft_req *r = &e->r;
 	if (!w->rma || !w->rndv_min || r->total < w->rndv_min || r->niov > MAXPC || r->niov < 1 ||
 	    (r->opcode != KN_OPCODE_RDMA_WRITE && r->opcode != KN_OPCODE_RDMA_WRITE_IMM))
 		return false;
-	for (int i = 0; i < r->niov; i++)
-		if (r->iov[i].kind != KINET_MEM_HOST ||
-		    (r->iov[i].ptr >= r->wqe && r->iov[i].ptr < r->wqe + sizeof(r->wqe)))
-			return false; /* GPU memory or inline data: eager */
+	for (int i = 0; i < r->niov; i++) {
+		if (r->iov[i].ptr >= r->wqe && r->iov[i].ptr < r->wqe + sizeof(r->wqe))
+			return false; /* inline data: eager */
+		/* GPU memory only where the provider takes it (FI_HMEM) */
+		if (r->iov[i].kind != KINET_MEM_HOST &&
+		    (!r->iov[i].mr || r->iov[i].mr->kind != KINET_MEM_CUDA ||
+		     !wire_mr_desc(w, r->iov[i].mr)))
+			return false;
+	}
 	e->nmr = 0;
 	int k = 0;
 	for (int i = 0; i < r->niov; i++) {
@@ -50,15 +56,8 @@ static bool rndv_prepare(struct kinet_wire *w, struct wreq *e)
 			continue;
 		struct fid_mr *mr;
 		uint64_t key = w->next_key++;
-		int rc = fi_mr_reg(w->dom, r->iov[i].ptr, r->iov[i].len, FI_REMOTE_READ, 0, key, 0,
-				   &mr, NULL);
-		if (rc == 0 && w->mr_ep) {
-			rc = fi_mr_bind(mr, &w->ep->fid, 0);
-			if (rc == 0)
-				rc = fi_mr_enable(mr);
-			if (rc)
-				fi_close(&mr->fid);
-		}
+		int rc = wire_reg(w, r->iov[i].ptr, r->iov[i].len, FI_REMOTE_READ,
+				  r->iov[i].kind != KINET_MEM_HOST ? r->iov[i].mr : NULL, key, &mr);
 		if (rc) {
 			KLOG_DBG("wire: fi_mr_reg: %s (eager instead)", fi_strerror(-rc));
 			wire_wreq_unreg(e);

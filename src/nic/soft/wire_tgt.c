@@ -90,6 +90,9 @@ void wire_rd_give_up(struct kinet_wire *w, int idx)
 		w->rdall = all;
 		n->kind = CTX_RD;
 		n->buf = b;
+		if (!wire_lreg_add(w, b, RD_PIECE))
+			KLOG_WARN("wire: a replacement read buffer has no local descriptor: reads "
+				  "into it fail");
 		w->rdall[w->nrdall++] = n;
 		n->next = w->rdfree;
 		w->rdfree = n;
@@ -365,7 +368,8 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 		wire_enc(buf + HOFF, &m);
 		ssize_t s = w->peers[wq->peer].dead
 				    ? -FI_ECONNRESET
-				    : fi_send(w->ep, buf + HOFF, HSZ + n, NULL, wire_peer_fa(w, wq),
+				    : fi_send(w->ep, buf + HOFF, HSZ + n,
+					      wire_ldesc(w, buf + HOFF, HSZ + n), wire_peer_fa(w, wq),
 					      &t->fc);
 		if (s) {
 			wire_txd_put(w, t);
@@ -622,7 +626,7 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 			struct rdop *op = w->rdfree;
 			uint8_t *bounce = op->buf;
 			uint8_t *dst = p->dst + p->issued;
-			ssize_t rc = fi_read(w->ep, bounce, n, NULL,
+			ssize_t rc = fi_read(w->ep, bounce, n, wire_ldesc(w, bounce, n),
 					     wire_peer_fa(w, wq), pc->addr + p->ioff, pc->key,
 					     &op->fc);
 			if (rc) {
