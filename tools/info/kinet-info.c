@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <kinet/kinet.h>
+#include <kinet/net.h>
 #include "kinet_config.h"
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/cudrv.h"
@@ -42,6 +43,8 @@ struct trial {
 	int db_mode;
 	int mr_rc[MAXGPU]; /* GPU memory registration per GPU */
 	int mr_path[MAXGPU];
+	int wire_rc;       /* kinet_wire_info (software NIC) */
+	struct kinet_wire_info wire;
 };
 
 static struct {
@@ -123,6 +126,7 @@ static void gather(int trial)
 		I.t.qp_rc = kinet_qp_create(pd, NULL, &qp);
 	if (!I.t.qp_rc)
 		I.t.db_mode = kinet_qp_db_mode(qp);
+	I.t.wire_rc = kinet_wire_info(ctx, &I.t.wire, sizeof(I.t.wire));
 	for (int g = 0; pd && g < I.ngpu; g++) {
 		void *p = NULL;
 		kinet_mr *mr = NULL;
@@ -349,6 +353,18 @@ static void print_text(void)
 		else
 			printf("  doorbell %s: %s\n", kinet_db_mode_str(I.t.db_mode),
 			       db_why(I.t.db_mode));
+	}
+	if (I.t.done && I.t.rc == 0 && I.t.wire_rc == 0) {
+		const struct kinet_wire_info *wi = &I.t.wire;
+		printf("  wire: provider %s (fabric %s, domain %s), libfabric %u.%u, %s, %s\n",
+		       wi->provider, wi->fabric, wi->domain, wi->fi_version >> 16,
+		       wi->fi_version & 0xffff, wi->rma ? "rendezvous writes" : "messages only",
+		       wi->local_desc ? "local descriptors" : "no local descriptors needed");
+		printf("  wire GPU payloads: %s%s\n",
+		       wi->hmem ? "registered with the provider (FI_HMEM_CUDA)" : "staged: ",
+		       wi->hmem ? "" : wi->hmem_why);
+	} else if (I.t.done && I.t.rc == 0 && I.t.wire_rc != -ENOTSUP) {
+		printf("  wire: cannot be opened: %s\n", kinet_strerror(I.t.wire_rc));
 	}
 	if (!I.ngpu)
 		printf("  no GPU: the host executor drives the queues\n");
@@ -589,6 +605,22 @@ static void print_json(void)
 		js(kinet_db_mode_str(I.t.db_mode));
 		printf(", \"doorbell_why\": ");
 		js(db_why(I.t.db_mode));
+	}
+	if (I.t.done && I.t.rc == 0 && I.t.wire_rc == 0) {
+		const struct kinet_wire_info *wi = &I.t.wire;
+		printf(", \"wire\": {\"provider\": ");
+		js(wi->provider);
+		printf(", \"fabric\": ");
+		js(wi->fabric);
+		printf(", \"domain\": ");
+		js(wi->domain);
+		printf(", \"libfabric\": \"%u.%u\", \"rma\": %s, \"mr_mode\": %llu, "
+		       "\"local_desc\": %s, \"hmem\": %s, \"hmem_why\": ",
+		       wi->fi_version >> 16, wi->fi_version & 0xffff, wi->rma ? "true" : "false",
+		       (unsigned long long)wi->mr_mode, wi->local_desc ? "true" : "false",
+		       wi->hmem ? "true" : "false");
+		js(wi->hmem_why);
+		printf("}");
 	}
 	printf(", \"gpus\": [");
 	for (int g = 0; g < I.ngpu; g++) {
