@@ -21,9 +21,13 @@ REPS=${3:-5}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 CC=${CC:-cc}
-$CC -O2 -Wall -Wextra -Werror -o "$OUT/fabric_bw" "$ROOT/bench/fabric_bw.c" $(pkg-config --cflags --libs libfabric)
-$CC -O2 -Wall -Wextra -Werror -I"$ROOT/include" -I"$BUILD/gen" -o "$OUT/kinet_net_bw" \
-	"$ROOT/bench/kinet_net_bw.c" -L"$BUILD/src" -lkinet -Wl,-rpath,"$BUILD/src"
+# NET_PREBUILT=1: fabric_bw and kinet_net_bw are in BUILD_DIR/bench already (a
+# machine without libfabric's headers: build them elsewhere, carry them)
+if [ "${NET_PREBUILT:-0}" != 1 ]; then
+	$CC -O2 -Wall -Wextra -Werror -o "$OUT/fabric_bw" "$ROOT/bench/fabric_bw.c" $(pkg-config --cflags --libs libfabric)
+	$CC -O2 -Wall -Wextra -Werror -I"$ROOT/include" -I"$BUILD/gen" -o "$OUT/kinet_net_bw" \
+		"$ROOT/bench/kinet_net_bw.c" -L"$BUILD/src" -lkinet -Wl,-rpath,"$BUILD/src"
+fi
 
 TMP=$(mktemp -d)
 NSA=kinet-bench-a$$
@@ -117,6 +121,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 echo "provider ${KINET_FI_PROVIDER:-tcp;ofi_rxm}, N=$N, $REPS rounds (raw then kinet in each), medians;" \
+	"libfabric $(ldd "$OUT/fabric_bw" | awk '/libfabric/ {print $3}');" \
 	"pinning: server ${PIN_SRV:-none}, client ${PIN_CLI:-none}; kinet client options: ${KINET_ARGS:-none}"
 echo
 echo "| path | size | raw fi_write MB/s | raw fi_send MB/s | kinet write MB/s | kinet / raw write | per-round ratios |"

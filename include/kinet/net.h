@@ -122,15 +122,18 @@ struct kinet_wire_info {
 	uint64_t mr_mode;    /* the FI_MR_* bits the provider asked for */
 	int local_desc;      /* every operation carries local descriptors (FI_MR_LOCAL, or
 			      * KINET_FI_MR_LOCAL=1) */
-	int hmem;            /* GPU payloads are registered with the provider (FI_HMEM_CUDA):
-			      * it moves them itself; 0: they are staged (hmem_why) */
+	int hmem;            /* 1: the provider took FI_HMEM and has refused no GPU region so
+			      * far: GPU regions are registered with it (FI_HMEM_CUDA) when
+			      * first sent from, and it moves their payloads itself (hmem_regs
+			      * says how many it took); 0: GPU payloads are staged (hmem_why) */
 	char hmem_why[160];  /* hmem 0: why GPU payloads are staged through host memory */
 	uint64_t desc_ops;   /* buffers of the wire given to the provider with a descriptor */
 	uint64_t nodesc_ops; /* ... that needed one and had none (never, unless a defect) */
 	uint64_t local_regs; /* the wire's own buffers registered for descriptors */
 	uint64_t user_regs;  /* user regions registered with the provider now */
 	uint64_t hmem_regs;  /* GPU regions registered as FI_HMEM_CUDA (all time) */
-	uint64_t hmem_bytes; /* GPU payload bytes the provider sent straight from GPU memory */
+	uint64_t hmem_bytes; /* GPU payload bytes handed to the provider in GPU memory (eager
+			      * sends, rendezvous sources) */
 	uint64_t hmem_refused; /* GPU registrations the provider refused */
 };
 

@@ -70,6 +70,7 @@ static bool rndv_prepare(struct kinet_wire *w, struct wreq *e)
 		k++;
 	}
 	e->rndv = true;
+	w->n_hmem_bytes += wire_gpu_bytes(r->iov, r->niov); /* the provider reads GPU memory */
 	return true;
 }
 
