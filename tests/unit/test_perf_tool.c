@@ -528,6 +528,61 @@ Test(perf_tool, executor_refusals_exit_2)
 	}
 }
 
+/* The cuda executor across processes (--pair, a server, a client): every
+ * scope and GPU memory are accepted options there, so without a usable GPU
+ * (KINET_NO_CUDA=1) they are refused at once with exit 2 and a message (a
+ * server does not wait for a client, nothing is printed on stdout), as in
+ * one process; GPU memory on the host executor and cuda options with
+ * --pair=threads are refused whatever the machine has, and so are more
+ * threads than a side runs across processes. */
+Test(perf_tool, executor_refusals_across_processes)
+{
+	const char *no_gpu[] = {"KINET_NO_CUDA=1", NULL};
+	const char *cases[][16] = {
+		/* no usable GPU (or a build without CUDA) */
+		{"write_bw", "--pair", "--executor", "cuda", "--mem", "gpu", NULL},
+		{"write_lat", "--pair", "--executor", "cuda", "--scope", "warp", NULL},
+		{"read_bw", "--pair", "--mem", "gpu", NULL}, /* a cuda option picks cuda */
+		{"atomic_bw", "--pair", "--scope", "block", "--mem", "gpu", NULL},
+		{"send_bw", "--server", "-p", "0", "--mem", "gpu", NULL},
+		{"read_lat", "--server", "-p", "0", "--executor", "cuda", "--scope", "warp",
+		 "--threads", "64", NULL},
+		{"write_bw", "127.0.0.1:9", "--executor", "cuda", "--mem", "gpu", "--scope",
+		 "block", "--timeout", "1", NULL},
+		{"put_bw", "--pair", "--ctas", "2", NULL},
+		/* refused everywhere */
+		{"write_bw", "--pair", "--executor", "host", "--mem", "gpu", NULL},
+		{"write_bw", "--server", "-p", "0", "--executor", "host", "--mem", "gpu", NULL},
+		{"write_bw", "--pair=threads", "--mem", "gpu", NULL},
+		{"write_lat", "--pair=threads", "--scope", "warp", NULL},
+		/* refused before looking for a GPU (a CUDA build) */
+		{"write_bw", "--pair", "--executor", "cuda", "--threads", "512", NULL},
+		{"send_bw", "--pair", "--executor", "cuda", "--scope", "warp", "--mem", "gpu",
+		 NULL},
+		{"write_bw", "--pair", "--scope", "warp", "--cta-threads", "48", NULL},
+	};
+	const char *why[] = {"needs the cuda executor", "needs the cuda executor",
+			     "--pair=threads runs on the host executor",
+			     "--pair=threads runs on the host executor", "at most 256 threads",
+			     "thread scope only", "whole warps"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct out o = run_env(cases[i], no_gpu);
+		cr_assert_eq(o.status, 2, "case %zu (%s %s %s %s): status %d, stderr: %s", i,
+			     cases[i][0], cases[i][1], cases[i][2], cases[i][3], o.status, o.err);
+		cr_assert(strstr(o.err, "kinet-perf: "), "case %zu: no message on stderr", i);
+		cr_assert_eq(o.nout, 0, "case %zu: refusals print nothing on stdout: %s", i, o.out);
+		cr_assert_null(strstr(o.err, "only so far"), "case %zu: %s", i, o.err);
+		bool no_cuda = strstr(o.err, "is not built in") ||
+			       strstr(o.err, "built without CUDA");
+		if (i < 8)
+			cr_assert(strstr(o.err, "needs a usable GPU") || no_cuda, "case %zu: %s", i,
+				  o.err);
+		else if (i < 12 || !no_cuda)
+			cr_assert(strstr(o.err, why[i - 8]), "case %zu: stderr: %s", i, o.err);
+		out_free(&o);
+	}
+}
+
 /* Without a GPU the default executor is host, said once on stderr; naming
  * the executor says nothing. */
 Test(perf_tool, default_executor_without_gpu)

@@ -31,7 +31,15 @@
  * memory (cudaMalloc, registered with the software NIC, which reaches it by
  * copies). With GPU memory setup.c's host buffers stay the reference: they
  * are copied to the GPU before each size and back after it, so its data
- * check runs unchanged.
+ * check runs unchanged. Across processes (remote.c) the GPU memory is
+ * allocated before the descriptors are exchanged (gpu_alloc), the jobs
+ * carry its addresses and keys already, and remote.c copies it in and out
+ * itself (gpu_copy) at the points of its exchange.
+ *
+ * Across processes the server's jobs are PERF_ROLE_TARGET jobs: at thread
+ * scope perf_body_run; at warp and block scope grp_target_run (write_lat's
+ * replies, posted by the group; the other tests give the server no jobs).
+ * The client's jobs have no tqp: the server replies.
  *
  * Jobs are copied to GPU memory with their descriptors and (with --mem gpu)
  * addresses and keys replaced, their sample and ticket arrays and the
@@ -244,7 +252,8 @@ static __device__ int grp_wait(const kn_qp *qp, kn_ticket_t t)
 }
 
 /* perf_wait_byte for a group: until every member's landing byte shows
- * stamp; the leader watches the group's write (ticket t of each member). */
+ * stamp; the leader watches the group's write (ticket t of each member;
+ * qp NULL, the same in every member: no write of ours to watch). */
 template <class G>
 static __device__ int grp_wait_byte(struct perf_job *j, uint64_t addr, uint8_t stamp,
 				    const kn_qp *qp, kn_ticket_t t)
@@ -257,7 +266,7 @@ static __device__ int grp_wait_byte(struct perf_job *j, uint64_t addr, uint8_t s
 		if ((++spins & 63u) == 0) {
 			uint64_t why = 0;
 			if (G::leader()) {
-				if (kn_test(qp, m) == -EIO)
+				if (qp && kn_test(qp, m) == -EIO)
 					why = 1;
 				else if (perf_timed_out(&t0, j->timeout_ns))
 					why = 2;
@@ -285,6 +294,8 @@ static __device__ int grp_pingpong(struct perf_job *j, uint64_t k)
 	((volatile uint8_t *)(uintptr_t)j->laddr)[j->size - 1] = stamp;
 	if ((rc = grp_post<G>(j, k, &t)))
 		return perf_fail(j, j->qp, rc, PERF_STEP_POST);
+	if (!j->tqp) /* another process replies (the same in every member) */
+		return grp_wait_byte<G>(j, j->land, stamp, j->qp, t);
 	if ((rc = grp_wait_byte<G>(j, j->t_land, stamp, j->qp, t)))
 		return rc;
 	((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
@@ -351,8 +362,48 @@ static __device__ void grp_body_run(struct perf_job *j)
 	int rc = G::quiet(j->qp);
 	if (rc)
 		perf_fail(j, j->qp, rc, PERF_STEP_CQE);
-	if (j->test == PERF_WRITE_LAT && !G::any(j->rc != 0) && (rc = G::quiet(j->tqp)))
+	if (j->test == PERF_WRITE_LAT && j->tqp && !G::any(j->rc != 0) && (rc = G::quiet(j->tqp)))
 		perf_fail(j, j->tqp, rc, PERF_STEP_CQE);
+}
+
+/* perf_target_run for a group (the server across processes): write_lat
+ * answers each of the initiator's writes once every member's has landed,
+ * with one post for the group. No duration runs at warp and block scope:
+ * warmup + iters of them. */
+template <class G>
+static __device__ void grp_target_run(struct perf_job *j)
+{
+	const kn_qp *tq = j->tqp;
+	uint64_t total = j->warmup + j->iters;
+	kn_ticket_t u = 0;
+	j->bad = 0;
+	j->done = 0;
+	j->t_begin = kn_now_ns();
+	for (uint64_t k = 0; k < total && j->test == PERF_WRITE_LAT; k++) {
+		uint8_t stamp = (uint8_t)(k % 255u + 1u);
+		if (grp_wait_byte<G>(j, j->t_land, stamp, k ? tq : (const kn_qp *)0, u))
+			break;
+		((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
+		kn_op op = {};
+		op.kind = KN_OP_PUT;
+		op.len = j->size;
+		op.laddr = j->t_laddr;
+		op.lkey = j->t_lkey;
+		op.raddr = j->t_raddr;
+		op.rkey = j->t_rkey;
+		int rc = G::post(tq, &op, &u);
+		if (rc)
+			perf_fail(j, tq, rc, PERF_STEP_POST);
+		if (G::any(rc != 0))
+			break;
+		j->done = k + 1;
+	}
+	if (!G::any(j->rc != 0)) {
+		int rc = G::quiet(tq);
+		if (rc)
+			perf_fail(j, tq, rc, PERF_STEP_CQE);
+	}
+	j->t_end = kn_now_ns();
 }
 
 template <int SCOPE>
@@ -362,10 +413,16 @@ static __global__ void cuda_jobs_kernel(struct perf_job *jobs, int n)
 	if (SCOPE == PERF_SCOPE_THREAD) {
 		if (g < n)
 			perf_body_run(&jobs[g]);
-	} else if (SCOPE == PERF_SCOPE_WARP) {
-		grp_body_run<warp_grp>(&jobs[g]); /* whole CTAs: g < n */
+	} else if (SCOPE == PERF_SCOPE_WARP) { /* whole CTAs: g < n; one role */
+		if (jobs[g].role == PERF_ROLE_TARGET)
+			grp_target_run<warp_grp>(&jobs[g]);
+		else
+			grp_body_run<warp_grp>(&jobs[g]);
 	} else {
-		grp_body_run<block_grp>(&jobs[g]);
+		if (jobs[g].role == PERF_ROLE_TARGET)
+			grp_target_run<block_grp>(&jobs[g]);
+		else
+			grp_body_run<block_grp>(&jobs[g]);
 	}
 }
 
@@ -378,6 +435,7 @@ static struct {
 	uint8_t *ga, *gb;         /* --mem gpu: the payload buffers */
 	kinet_mr *gmra, *gmrb;    /* and their registrations */
 	bool pinned_a, pinned_b;  /* --mem host: cudaHostRegister'ed here */
+	bool placed;              /* place() ran for env */
 } cs;
 
 extern "C" int perf_cuda_usable(void)
@@ -490,7 +548,7 @@ static int place(struct perf_env *e, const struct perf_job *hj, int n)
 	const struct perf_opts *o = e->o;
 	int rc = 0;
 	if (o->mem == PERF_MEM_GPU)
-		rc = gpu_buffers(e);
+		rc = cs.ga ? 0 : gpu_buffers(e); /* across processes: gpu_alloc did */
 	else if (!(rc = map_host(e->abuf, e->buf_len, &cs.pinned_a)))
 		rc = map_host(e->bbuf, e->buf_len, &cs.pinned_b);
 	if (rc)
@@ -565,22 +623,32 @@ static int cuda_run(struct perf_env *e)
 	if (!hj)
 		return -ENOMEM;
 	memcpy(hj, e->jobs, (size_t)n * sizeof(*hj));
+	/* a group posts on one QP, in one role: every member has its QP */
 	if (scope != PERF_SCOPE_THREAD)
 		for (int i = 0; i < n; i++)
-			if (!hj[i].tqp || !hj[i].qp) {
-				fprintf(stderr, "kinet-perf: --scope warp/block needs both ends of "
-						"the QPs in this process\n");
+			if (!(hj[i].role == PERF_ROLE_TARGET ? hj[i].tqp : hj[i].qp) ||
+			    hj[i].role != hj[0].role) {
+				fprintf(stderr, "kinet-perf: --scope warp/block: job %d has no QP "
+						"of its role\n",
+					i);
 				free(hj);
-				return -ENOTSUP;
+				return -EINVAL;
 			}
-	if (cs.env != e) {
-		cs.env = e; /* cuda_close gives back what place() got, even on failure */
+	if (cs.env != e || !cs.placed) {
+		/* cuda_close gives back what place() got, even on failure */
+		cs.env = e;
+		cs.placed = true;
 		if ((rc = place(e, hj, n))) {
 			free(hj);
 			return rc;
 		}
 	}
-	if (o->mem == PERF_MEM_GPU &&
+	/* a local pair: the host buffers in and out of GPU memory around the
+	 * run, and the jobs' host addresses and keys turned into the GPU
+	 * memory's; across processes (no bbuf) remote.c copies at the points
+	 * of its exchange and the jobs carry GPU addresses already */
+	bool local = e->bbuf != NULL;
+	if (o->mem == PERF_MEM_GPU && local &&
 	    ((ce = cudaMemcpy(cs.ga, e->abuf, e->buf_len, cudaMemcpyHostToDevice)) != cudaSuccess ||
 	     (cs.gb &&
 	      (ce = cudaMemcpy(cs.gb, e->bbuf, e->buf_len, cudaMemcpyHostToDevice)) != cudaSuccess)))
@@ -599,7 +667,7 @@ static int cuda_run(struct perf_env *e)
 		hj[i].tcomp = dcomp + (size_t)i * e->cap_iters;
 		hj[i].ring = dring + (size_t)i * o->qdepth;
 		hj[i].barrier = dbar;
-		if (o->mem == PERF_MEM_GPU)
+		if (o->mem == PERF_MEM_GPU && local)
 			gpu_job(e, &hj[i]);
 	}
 	if ((ce = cudaMemcpy(dj, hj, (size_t)n * sizeof(*dj), cudaMemcpyHostToDevice)) !=
@@ -614,7 +682,7 @@ static int cuda_run(struct perf_env *e)
 	    (ce = cudaMemcpy(e->tcomp, dcomp, ns * 8, cudaMemcpyDeviceToHost)) != cudaSuccess)
 		goto out;
 	/* GPU payloads back into the host buffers the data check reads */
-	if (o->mem == PERF_MEM_GPU &&
+	if (o->mem == PERF_MEM_GPU && local &&
 	    ((ce = cudaMemcpy(e->abuf, cs.ga, e->buf_len, cudaMemcpyDeviceToHost)) != cudaSuccess ||
 	     (cs.gb &&
 	      (ce = cudaMemcpy(e->bbuf, cs.gb, e->buf_len, cudaMemcpyDeviceToHost)) != cudaSuccess)))
@@ -648,6 +716,41 @@ out:
 	return ce == cudaSuccess ? 0 : -EIO;
 }
 
+/* Across processes (--mem gpu): this side's payload in GPU memory. */
+static int cuda_gpu_alloc(struct perf_env *e, uint64_t *addr, kinet_mr **mr)
+{
+	if (!kinet_cuda_available()) {
+		fprintf(stderr, "kinet-perf: --mem gpu: no usable GPU\n");
+		return -ENODEV;
+	}
+	if (cs.env && cs.env != e)
+		return -EBUSY; /* one environment per process */
+	cs.env = e; /* cuda_close gives back what gpu_buffers got, even on failure */
+	if (!cs.ga) {
+		int rc = gpu_buffers(e);
+		if (rc)
+			return rc;
+	}
+	*addr = (uint64_t)(uintptr_t)cs.ga;
+	*mr = cs.gmra;
+	return 0;
+}
+
+/* Across processes (--mem gpu): e->abuf into the GPU memory, or back. */
+static int cuda_gpu_copy(struct perf_env *e, bool to_gpu)
+{
+	if (cs.env != e || !cs.ga)
+		return -EINVAL;
+	cudaError_t ce = to_gpu ? cudaMemcpy(cs.ga, e->abuf, e->buf_len, cudaMemcpyHostToDevice)
+				: cudaMemcpy(e->abuf, cs.ga, e->buf_len, cudaMemcpyDeviceToHost);
+	if (ce != cudaSuccess) {
+		fprintf(stderr, "kinet-perf: --mem gpu: cudaMemcpy: %s\n", cudaGetErrorString(ce));
+		cudaGetLastError();
+		return -EIO;
+	}
+	return 0;
+}
+
 /* Gives back what cuda_run placed: before perf_env_close. */
 static void cuda_close(struct perf_env *e)
 {
@@ -674,4 +777,5 @@ static void cuda_close(struct perf_env *e)
 	memset(&cs, 0, sizeof(cs));
 }
 
-extern "C" const struct perf_executor perf_exec_cuda = {"cuda", cuda_run, cuda_close};
+extern "C" const struct perf_executor perf_exec_cuda = {"cuda", cuda_run, cuda_close,
+							cuda_gpu_alloc, cuda_gpu_copy};

@@ -40,9 +40,12 @@
  *      --cta-threads threads, at thread scope (perf_body_run) or at warp or
  *      block scope (kinet/device_cuda.cuh: the warp or the CTA posts
  *      together), with the payloads in pinned host or in GPU memory (copied
- *      back for the data check). resolve_executor() below turns the options
- *      into the launch shape and the QP grouping (opts.qp_group, setup.c)
- *      and refuses combinations that make no sense.
+ *      back for the data check), in one process and across processes (there
+ *      its gpu_alloc / gpu_copy hooks give remote.c a side's payload in GPU
+ *      memory, and a cuda server runs the client's launch).
+ *      resolve_executor() below turns the options into the launch shape and
+ *      the QP grouping (opts.qp_group, setup.c) and refuses combinations
+ *      that make no sense.
  *
  * Exit status: 0 success, 1 a run failed (error CQE, timeout, data check),
  * 2 bad usage. Errors are printed with kinet_strerror / kinet_syndrome_str.
@@ -176,8 +179,8 @@ static void usage(FILE *f)
 		"                         KINET_ENGINE_THREADS)\n"
 		"      --executor=NAME    who runs the device code: cuda (GPU threads, one per\n"
 		"                         job; the default when built with CUDA and a GPU is\n"
-		"                         usable, in one process) or host (CPU threads; the\n"
-		"                         default otherwise)\n"
+		"                         usable, in one process, or when a cuda option is\n"
+		"                         given) or host (CPU threads; the default otherwise)\n"
 		"      --ctas=N           cuda: CTAs of the launch (default: enough for --threads)\n"
 		"      --cta-threads=N    cuda: threads per CTA, 1 to 1024 (default 1 at thread\n"
 		"                         scope, 32 at warp and block scope); with --ctas,\n"
@@ -187,8 +190,8 @@ static void usage(FILE *f)
 		"                         doorbell) or block (the whole CTA in one post);\n"
 		"                         send_bw is thread scope only\n"
 		"      --mem=host|gpu     cuda: payload buffers in pinned host memory (default)\n"
-		"                         or in GPU memory (cudaMalloc; copied back for the\n"
-		"                         data check)\n"
+		"                         or in GPU memory (cudaMalloc, registered with the\n"
+		"                         NIC; copied back for the data check)\n"
 		"      --poll=spin|yield  host executor, while a thread waits: spin with the\n"
 		"                         device layer's pause (default, as a GPU thread does)\n"
 		"                         or give the CPU away (sched_yield) between all polls\n"
@@ -205,8 +208,11 @@ static void usage(FILE *f)
 		"\n"
 		"Across processes (every test but memcpy_bw, which runs in one process): the\n"
 		"client initiates; its run options (-s -a -n -D --warmup --threads -q -t -I\n"
-		"--shared) apply to both sides, and a server given some of them refuses a\n"
-		"client whose values differ. Both sides need the same --backend.\n"
+		"--shared, and the cuda launch: --scope --ctas --cta-threads) apply to both\n"
+		"sides, and a server given some of them refuses a client whose values\n"
+		"differ. Both sides need the same --backend. Each side has its own\n"
+		"--executor (host unless a cuda option is given) and --mem: --mem gpu puts\n"
+		"that side's payload in GPU memory, which the peer's messages reach.\n"
 		"\n"
 		"Bandwidth: BW average = bytes / (last completion - first post), all threads\n"
 		"together; BW peak = best rate over max(q*threads, messages/16) consecutive\n"
@@ -302,9 +308,10 @@ static int cuda_usable_in_child(void)
 
 /* After the options: picks the executor (cuda when built in and a GPU is
  * usable, or when a GPU-only option asks for it; host otherwise, and for
- * memcpy_bw, --poll and runs across processes), works out the GPU launch
- * (-t, --ctas, --cta-threads) and the QP grouping of the scope and --shared,
- * and refuses combinations that make no sense. 0, or 2 after a message. */
+ * memcpy_bw, --poll, --pair=threads and runs across processes without a
+ * GPU-only option), works out the GPU launch (-t, --ctas, --cta-threads)
+ * and the QP grouping of the scope and --shared, and refuses combinations
+ * that make no sense. 0, or 2 after a message. */
 static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 {
 	const struct perf_test *pt = o->test;
@@ -324,9 +331,11 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 						   ? "executor '%s' is not built in (available: host, cuda)"
 						   : "executor '%s' is not built in (available: host)",
 					   o->executor);
-	} else if ((pt->flags & PERF_F_NO_NIC) || g->poll || o->server || o->pair || o->peer) {
+	} else if ((pt->flags & PERF_F_NO_NIC) || g->poll || o->pair_threads ||
+		   ((o->server || o->pair || o->peer) && !gpu_opt)) {
 		o->executor = "host"; /* a CPU baseline, a host-only option, or across
-				       * processes (remote.c runs host jobs only so far) */
+				       * processes without a GPU-only option (each
+				       * side picks its own executor) */
 #if KINET_HAVE_CUDA
 	} else if (gpu_opt || perf_cuda_usable()) {
 		o->executor = "cuda";
@@ -393,6 +402,10 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 	}
 	if (n > KPERF_MAX_GPU_THREADS)
 		return usage_error("%s", "more than 65536 GPU threads (--ctas x --cta-threads)");
+	if (!o->loopback && n > KPERF_MAX_THREADS) /* remote.c's records carry 256 */
+		return usage_error("%s", "across processes a side runs at most 256 threads "
+					 "(--threads, --ctas x --cta-threads): use fewer, or "
+					 "--loopback");
 	o->threads = (int)n;
 	o->cta_threads = tpc;
 	/* QPs: one per posting agent, one per CTA (shared by its threads), or
@@ -592,6 +605,9 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'q': o->given |= PERF_GIVEN_QPS; break;
 		case 'I': o->given |= PERF_GIVEN_INLINE; break;
 		case OPT_SHARED: o->given |= PERF_GIVEN_SHARED; break;
+		case OPT_SCOPE: o->given |= PERF_GIVEN_SCOPE; break;
+		case OPT_CTA_THREADS: o->given |= PERF_GIVEN_CTA_THREADS; break;
+		case OPT_CTAS: o->given |= PERF_GIVEN_THREADS; break; /* CTAs x threads per CTA */
 		default: break;
 		}
 		switch (c) {
@@ -925,8 +941,10 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 					 "has a single consumer");
 	if (!o->duration_s && (uint64_t)o->threads * o->iters > (1ull << 26))
 		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
-	if (o->pair_threads && gg.executor && strcmp(o->executor, "host"))
-		return usage_error("%s", "--pair=threads runs on the host executor");
+	if (o->pair_threads && ((gg.executor && strcmp(o->executor, "host")) || gg.ctas ||
+				gg.cta_threads || gg.scope || gg.mem || o->shared_cta))
+		return usage_error("%s", "--pair=threads runs on the host executor (no cuda "
+					 "executor options)");
 	return resolve_executor(o, &gg);
 }
 

@@ -113,6 +113,8 @@ enum perf_mem { PERF_MEM_HOST = 0, PERF_MEM_GPU = 1 };
 #define PERF_GIVEN_QPS 64u      /* -q */
 #define PERF_GIVEN_INLINE 128u  /* -I */
 #define PERF_GIVEN_DURATION 256u /* -D */
+#define PERF_GIVEN_SCOPE 512u    /* --scope */
+#define PERF_GIVEN_CTA_THREADS 1024u /* --cta-threads */
 
 /* ---- the QP pair and its buffers (setup.c) ----------------------------------- */
 
@@ -148,6 +150,7 @@ struct perf_env {
 	char provider[32];    /* transport of this side's QPs ("tcp;ofi_rxm", "mlx5") */
 	char peer_host[64];
 	int mem_initiator, mem_target; /* enum kinet_mem_kind of both sides' payloads */
+	char mem_line[96];    /* across processes: how this side's NIC reaches its payload */
 };
 
 /* Opens e->ctx and e->pd with the backend and device options of o, and
@@ -183,14 +186,25 @@ void perf_fill_random(uint8_t *p, size_t n, uint64_t seed);
 
 /* An executor runs every job of e (one per thread) to its end and returns 0
  * or a negative errno; the outcome of each job (rc, syndrome, bad) is in the
- * job. The host executor runs them on CPU threads (kinet_host_exec); a CUDA
- * executor would copy the jobs to the GPU, launch one thread per job, and
- * copy the jobs and their sample arrays back. */
+ * job. The host executor runs them on CPU threads (kinet_host_exec); the
+ * cuda executor (exec_cuda.cu) copies the jobs to the GPU, launches one
+ * thread per job, and copies the jobs and their sample arrays back. */
 struct perf_executor {
 	const char *name;
 	int (*run)(struct perf_env *e);
 	/* optional: frees what run() kept across sizes; before perf_env_close */
 	void (*close)(struct perf_env *e);
+	/* optional (the cuda executor), for --mem gpu across processes
+	 * (remote.c), where this side's payload lives in GPU memory and the
+	 * peer's NIC reaches it: gpu_alloc allocates e->buf_len bytes of GPU
+	 * memory, registers them with e->pd (KINET_ACCESS_ALL) and gives their
+	 * address and region (kept by the executor, given back by close); the
+	 * jobs then carry these addresses and keys as they are. gpu_copy
+	 * copies e->abuf into that memory (to_gpu) or that memory into
+	 * e->abuf, which stays the host reference of the data check. 0 or
+	 * -errno (after a message on stderr). */
+	int (*gpu_alloc)(struct perf_env *e, uint64_t *addr, kinet_mr **mr);
+	int (*gpu_copy)(struct perf_env *e, bool to_gpu);
 };
 extern const struct perf_executor perf_exec_host;
 /* memcpy baseline on CPU threads: the same jobs, plain memcpy instead of the

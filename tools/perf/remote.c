@@ -60,6 +60,17 @@
  * amr); qb, db, bbuf, bmr stay empty. The client's jobs have tqp = NULL;
  * the server's are PERF_ROLE_TARGET jobs (perf_body.h) run by the same
  * executor, for the tests where the target has work.
+ *
+ * Executors: each side runs its own (--executor), and the client's launch
+ * applies to both: a cuda server takes the client's scope, CTAs and QP
+ * grouping (warp and block scope: the server's write_lat replies are posted
+ * by the warp or the CTA too); a host server's threads post alone on QPs
+ * grouped as the client's. --mem gpu (the cuda executor) puts this side's
+ * payload in GPU memory (the executor's gpu_alloc: cudaMalloc, registered
+ * with the NIC, which reaches it as kinet_mr_path says), exported to the
+ * peer instead of abuf; abuf stays the host copy: filled with the size's
+ * contents and copied into GPU memory before READY, copied back from it
+ * after DONE for the data check (gpu_copy, a CUDA copy).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -84,7 +95,7 @@
 #include <kinet/net.h>
 #include "perf.h"
 
-#define RMT_PROTO 2u /* 2: -q, -I, -D, the backend, counts and JSON rows in the steps */
+#define RMT_PROTO 3u /* 3: the cuda launch (scope, CTAs, QP grouping) in HELLO */
 #define RMT_PORT 18515
 #define RMT_TIMEOUT_MS 300000
 #define RMT_ALIGN 4096u
@@ -114,6 +125,11 @@
 #define H_INLINE 148 /* u32: -I */
 #define H_DURATION 152 /* u32: -D seconds (0: -n iterations) */
 #define H_BACKEND 156  /* u32: the backend this side opened (enum kinet_backend) */
+#define H_SCOPE 160    /* u32: enum perf_scope (thread on the host executor) */
+#define H_CTAS 164     /* u32: CTAs of the cuda launch (0: the host executor) */
+#define H_CTA_THREADS 168 /* u32: threads per CTA (0: the host executor) */
+#define H_GROUP 172    /* u32: jobs per QP */
+#define H_SHARE 176    /* u32: enum kn_share of the QPs */
 #define HF_SHARED 1u
 #define HF_SWEEP 2u
 #define HF_CORRUPT 4u
@@ -182,6 +198,8 @@ struct rmt {
 	char procs[512];         /* the header's "Processes" line */
 	uint64_t first, last;    /* message sizes */
 	struct kinet_mr_info peer_mr;
+	kinet_mr *mr;            /* this side's region: e.amr, or the GPU memory's */
+	uint64_t base;           /* its address: e.abuf, or the GPU memory (--mem gpu) */
 	uint8_t *expect;         /* regenerated contents for the check */
 	char msg[S_MSG_LEN];     /* this side's failure, "server: ..." */
 	bool failed;
@@ -338,6 +356,11 @@ static void hello_fill(const struct rmt *r, const struct perf_opts *o, uint8_t *
 	kn_store_le32(h + H_INLINE, o->inline_size);
 	kn_store_le32(h + H_DURATION, o->duration_s);
 	kn_store_le32(h + H_BACKEND, (uint32_t)r->e.backend);
+	kn_store_le32(h + H_SCOPE, (uint32_t)o->scope);
+	kn_store_le32(h + H_CTAS, (uint32_t)o->ctas);
+	kn_store_le32(h + H_CTA_THREADS, (uint32_t)o->cta_threads);
+	kn_store_le32(h + H_GROUP, (uint32_t)(o->qp_group > 0 ? o->qp_group : 1));
+	kn_store_le32(h + H_SHARE, (uint32_t)o->qp_share);
 	char host[64] = "?";
 	if (gethostname(host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
@@ -385,13 +408,22 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 		 sizes_differ},
 		{PERF_GIVEN_ITERS, "iterations (-n)", kn_load_le64(srv + H_ITERS), kn_load_le64(cli + H_ITERS)},
 		{PERF_GIVEN_WARMUP, "warm-up (--warmup)", kn_load_le64(srv + H_WARMUP), kn_load_le64(cli + H_WARMUP)},
-		{PERF_GIVEN_THREADS, "threads (-t)", kn_load_le32(srv + H_THREADS), kn_load_le32(cli + H_THREADS)},
-		{PERF_GIVEN_QDEPTH, "queue depth (-q)", kn_load_le32(srv + H_QDEPTH), kn_load_le32(cli + H_QDEPTH)},
+		{PERF_GIVEN_THREADS, "threads (--threads, --ctas)", kn_load_le32(srv + H_THREADS),
+		 kn_load_le32(cli + H_THREADS)},
+		{PERF_GIVEN_QDEPTH, "tx depths (-t)", kn_load_le32(srv + H_QDEPTH),
+		 kn_load_le32(cli + H_QDEPTH)},
 		{PERF_GIVEN_SHARED, "--shared", sf & HF_SHARED, cf & HF_SHARED},
 		{PERF_GIVEN_QPS, "numbers of QPs (-q)", kn_load_le32(srv + H_NQP), kn_load_le32(cli + H_NQP)},
 		{PERF_GIVEN_INLINE, "inline sizes (-I)", kn_load_le32(srv + H_INLINE), kn_load_le32(cli + H_INLINE)},
 		{PERF_GIVEN_DURATION, "durations (-D)", kn_load_le32(srv + H_DURATION),
 		 kn_load_le32(cli + H_DURATION)},
+		{PERF_GIVEN_SCOPE, "scopes (--scope)", kn_load_le32(srv + H_SCOPE),
+		 kn_load_le32(cli + H_SCOPE)},
+		/* a host client has no launch shape: the server keeps its own */
+		{PERF_GIVEN_CTA_THREADS, "threads per CTA (--cta-threads)",
+		 kn_load_le32(srv + H_CTA_THREADS),
+		 kn_load_le32(cli + H_CTA_THREADS) ? kn_load_le32(cli + H_CTA_THREADS)
+						   : kn_load_le32(srv + H_CTA_THREADS)},
 	};
 	for (size_t i = 0; i < sizeof(chk) / sizeof(chk[0]); i++) {
 		if ((given & chk[i].bit) && chk[i].s != chk[i].c) {
@@ -408,8 +440,24 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	uint32_t threads = kn_load_le32(cli + H_THREADS), qdepth = kn_load_le32(cli + H_QDEPTH);
 	uint32_t nqp = kn_load_le32(cli + H_NQP), inl = kn_load_le32(cli + H_INLINE);
 	uint32_t duration = kn_load_le32(cli + H_DURATION);
+	uint32_t scope = kn_load_le32(cli + H_SCOPE), ctas = kn_load_le32(cli + H_CTAS);
+	uint32_t tpc = kn_load_le32(cli + H_CTA_THREADS), group = kn_load_le32(cli + H_GROUP);
+	uint32_t share = kn_load_le32(cli + H_SHARE);
 	bool sweep = cf & HF_SWEEP, shared = cf & HF_SHARED;
-	uint32_t group = shared ? threads : nqp ? threads / nqp : 1;
+	/* the launch: none (a host client), or whole CTAs, and at warp or
+	 * block scope whole warps, one QP per posting group, as kinet-perf.c
+	 * allows them */
+	bool launch_ok = (!ctas && !tpc && scope == PERF_SCOPE_THREAD) ||
+			 (ctas && tpc && tpc <= 1024 && (uint64_t)ctas * tpc >= threads &&
+			  (scope == PERF_SCOPE_THREAD ||
+			   ((uint64_t)ctas * tpc == threads && !nqp && !duration && !inl &&
+			    r->o.test->id != PERF_SEND_BW &&
+			    (scope == PERF_SCOPE_BLOCK ||
+			     (scope == PERF_SCOPE_WARP && tpc % 32 == 0)))));
+	if (!group || share > KN_SHARE_GPU ||
+	    (group > 1 && share == KN_SHARE_EXCLUSIVE && scope == PERF_SCOPE_THREAD) ||
+	    (nqp && group != threads / nqp) || (shared && group != threads))
+		launch_ok = false;
 	if (!first || first > last || last > RMT_MAX_SIZE || !threads ||
 	    threads > RMT_MAX_THREADS || !qdepth || qdepth > RMT_MAX_SQ || !iters ||
 	    iters > 1000000000ull || warmup > 1000000000ull ||
@@ -418,7 +466,7 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	    duration > 86400 || (duration && sweep) ||
 	    (uint64_t)group * qdepth > RMT_MAX_SQ ||
 	    ((r->o.test->flags & PERF_F_FIXED8) && (first != 8 || last != 8)) ||
-	    (first != last && !sweep)) {
+	    (first != last && !sweep) || !launch_ok) {
 		fail(r, "the client's run options are out of range (protocol error)");
 		return 1;
 	}
@@ -442,8 +490,24 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 	r->o.nqp = (int)nqp;
 	r->o.inline_size = inl;
 	r->o.duration_s = duration;
+	/* the QPs: the client's grouping on both sides (their numbers must
+	 * agree). A cuda server runs the client's launch (its scope and CTAs);
+	 * a host server's threads post alone, sharing a group's QP */
 	r->o.qp_group = (int)group;
-	r->o.qp_share = group > 1 ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE;
+	if (strcmp(r->x->name, "host")) {
+		r->o.scope = (int)scope;
+		if (tpc) {
+			r->o.ctas = (int)ctas;
+			r->o.cta_threads = (int)tpc;
+		} else { /* a host client: thread scope in the server's own CTAs */
+			int t = r->o.cta_threads > 0 ? r->o.cta_threads : 1;
+			r->o.cta_threads = t;
+			r->o.ctas = ((int)threads + t - 1) / t;
+		}
+		r->o.qp_share = (int)share;
+	} else {
+		r->o.qp_share = group > 1 ? KN_SHARE_GPU : KN_SHARE_EXCLUSIVE;
+	}
 	r->first = first;
 	r->last = last;
 	r->corrupt = ((sf | cf) & HF_CORRUPT) != 0;
@@ -518,8 +582,18 @@ static int side_open(struct rmt *r, const char **what)
 		e->barrier = NULL;
 	if (!r->expect || !e->tpost || !e->tcomp || !e->ring || !e->jobs || !e->barrier)
 		return -ENOMEM;
+	if (o->mem == PERF_MEM_GPU) { /* the payload in GPU memory, abuf its host copy */
+		*what = "GPU memory for the buffer (--mem gpu)";
+		if (!r->x->gpu_alloc || !r->x->gpu_copy)
+			return -ENOTSUP;
+		return r->x->gpu_alloc(e, &r->base, &r->mr);
+	}
 	*what = "kinet_mr_reg";
-	return kinet_mr_reg(e->pd, e->abuf, e->buf_len, KINET_ACCESS_ALL, &e->amr);
+	if ((rc = kinet_mr_reg(e->pd, e->abuf, e->buf_len, KINET_ACCESS_ALL, &e->amr)))
+		return rc;
+	r->mr = e->amr;
+	r->base = (uint64_t)(uintptr_t)e->abuf;
+	return 0;
 }
 
 /* What may explain a failed connection: the emulated rdma-core reaches
@@ -561,7 +635,7 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 		}
 	}
 	if (!setup_rc) {
-		int n = kinet_mr_export(e->amr, mine + D_MR, KINET_MR_DESC_SIZE);
+		int n = kinet_mr_export(r->mr, mine + D_MR, KINET_MR_DESC_SIZE);
 		if (n < 0) {
 			setup_rc = n;
 			what = "kinet_mr_export";
@@ -608,7 +682,12 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 				     kinet_strerror(rc), connect_hint(r));
 		}
 		/* the kinds of memory at both ends, for the JSON records */
-		int mine_k = r->o.mem == PERF_MEM_GPU ? KINET_MEM_CUDA : KINET_MEM_HOST;
+		int mine_k = kinet_mr_kind(r->mr);
+		int path = kinet_mr_path(r->mr);
+		snprintf(e->mem_line, sizeof(e->mem_line), "%s (registered: %s); the %s's: %s",
+			 mine_k == KINET_MEM_CUDA ? "GPU memory" : "host memory",
+			 kinet_mr_path_str(path), peer_role(r),
+			 r->peer_mr.kind == KINET_MEM_CUDA ? "GPU memory" : "host memory");
 		int theirs = (int)r->peer_mr.kind;
 		e->mem_initiator = r->server ? theirs : mine_k;
 		e->mem_target = r->server ? mine_k : theirs;
@@ -654,8 +733,10 @@ static void prepare(struct rmt *r, uint64_t size)
 	e->cur_size = size;
 	*e->barrier = 0;
 	for (int i = 0; i < o->threads; i++) {
-		uint8_t *a = e->abuf + (size_t)i * e->slice;
+		uint8_t *a = e->abuf + (size_t)i * e->slice; /* the contents, on the host */
+		uint64_t la = r->base + (uint64_t)i * e->slice; /* where the NIC finds them */
 		uint64_t ra = r->peer_mr.addr + (uint64_t)i * e->slice; /* the peer's slice */
+		uint32_t lkey = kinet_mr_lkey(r->mr);
 		struct perf_job *j = &e->jobs[i];
 		const kn_qp *qp = e->da[perf_qp_of(o, i)];
 		bool stop = o->duration_s && (pt->id == PERF_WRITE_LAT || pt->id == PERF_SEND_BW);
@@ -693,21 +774,21 @@ static void prepare(struct rmt *r, uint64_t size)
 		if (r->server) { /* the target's part: write_lat replies, send_bw receives */
 			j->role = PERF_ROLE_TARGET;
 			j->tqp = qp;
-			j->t_lkey = kinet_mr_lkey(e->amr);
+			j->t_lkey = lkey;
 			j->t_rkey = r->peer_mr.rkey;
-			j->t_laddr = (uint64_t)(uintptr_t)a;
-			j->t_land = (uint64_t)(uintptr_t)(a + e->off_buf1);
+			j->t_laddr = la;
+			j->t_land = la + e->off_buf1;
 			j->t_raddr = ra + e->off_buf1;
 			if (stop)
-				j->t_stop = (uint64_t)(uintptr_t)(a + e->off_small);
+				j->t_stop = la + e->off_small;
 			continue;
 		}
 		j->role = PERF_ROLE_INITIATOR;
 		j->qp = qp;
 		j->tqp = NULL; /* the server plays the target */
-		j->laddr = (uint64_t)(uintptr_t)a;
-		j->lkey = kinet_mr_lkey(e->amr);
-		j->res = (uint64_t)(uintptr_t)(a + e->off_small);
+		j->laddr = la;
+		j->lkey = lkey;
+		j->res = la + e->off_small;
 		j->res_lkey = j->lkey;
 		j->raddr = ra;
 		j->rkey = r->peer_mr.rkey;
@@ -715,10 +796,10 @@ static void prepare(struct rmt *r, uint64_t size)
 			j->raddr = ra + e->off_small;
 		if (pt->flags & PERF_F_PINGPONG) {
 			j->raddr = ra + e->off_buf1;
-			j->land = (uint64_t)(uintptr_t)(a + e->off_buf1);
+			j->land = la + e->off_buf1;
 		}
 		if (stop) {
-			j->stop_laddr = (uint64_t)(uintptr_t)(a + e->off_small);
+			j->stop_laddr = la + e->off_small;
 			j->stop_lkey = j->lkey;
 			j->stop_raddr = ra + e->off_small;
 			j->stop_rkey = r->peer_mr.rkey;
@@ -928,8 +1009,12 @@ static int run_size(struct rmt *r, uint64_t size)
 	e->seed++;
 	r->json[0] = 0;
 	memset(r->counts, 0, sizeof(r->counts));
+	int rc;
 	if (!r->failed)
 		prepare(r, size);
+	/* --mem gpu: the contents into GPU memory before the peer may touch it */
+	if (!r->failed && r->o.mem == PERF_MEM_GPU && (rc = r->x->gpu_copy(e, true)))
+		fail(r, "copying the buffer into GPU memory: %s", kinet_strerror(rc));
 	if (step(r, STEP_READY, size, e->seed, "", &psize, &pseed, NULL, 0))
 		return 1;
 	if (!r->failed && !r->peer_failed && (psize != size || pseed != e->seed))
@@ -942,6 +1027,9 @@ static int run_size(struct rmt *r, uint64_t size)
 			r->counts[i] = perf_job_total(&e->jobs[i]);
 	if (step(r, STEP_DONE, 0, 0, "", NULL, NULL, NULL, 0) || report_failures(r))
 		return 1;
+	/* --mem gpu: the check reads what GPU memory holds, copied back */
+	if (r->o.mem == PERF_MEM_GPU && (rc = r->x->gpu_copy(e, false)))
+		fail(r, "copying the buffer back from GPU memory: %s", kinet_strerror(rc));
 	if (r->corrupt)
 		corrupt(r, size);
 	verify(r, size);
@@ -1411,11 +1499,15 @@ static int run_pair(const struct perf_opts *o, const struct perf_executor *x)
 
 int perf_remote_main(const struct perf_opts *o, const struct perf_executor *x)
 {
-	if (strcmp(x->name, "host") && (o->mem == PERF_MEM_GPU || o->scope != PERF_SCOPE_THREAD)) {
-		fprintf(stderr, "kinet-perf: across processes the cuda executor runs thread scope "
-				"with payloads in host memory only so far (not %s): drop it, or "
-				"use --loopback\n(kinet-perf -h for help)\n",
-			o->mem == PERF_MEM_GPU ? "--mem gpu" : "--scope warp/block");
+	if (o->mem == PERF_MEM_GPU && (!x->gpu_alloc || !x->gpu_copy)) {
+		fprintf(stderr, "kinet-perf: --mem gpu needs the cuda executor (not %s)\n"
+				"(kinet-perf -h for help)\n",
+			x->name);
+		return 2;
+	}
+	if (o->threads > (int)RMT_MAX_THREADS) { /* kinet-perf.c refuses it first */
+		fprintf(stderr, "kinet-perf: across processes a side runs at most %u threads\n",
+			RMT_MAX_THREADS);
 		return 2;
 	}
 	if (o->pair)

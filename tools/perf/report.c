@@ -260,6 +260,8 @@ void perf_report_header(const struct perf_env *e, FILE *f)
 				o->ctas, o->ctas == 1 ? "" : "s", o->cta_threads,
 				o->cta_threads == 1 ? "" : "s", scope_name[o->scope % 3],
 				o->mem == PERF_MEM_GPU ? "GPU memory" : "pinned host memory");
+		if (e->mem_line[0])
+			fprintf(f, " Payload memory  : %s\n", e->mem_line);
 		fprintf(f, " Doorbell mode   : %s\n", db_mode_name(e));
 		fprintf(f, " Waiting threads : %s\n",
 			o->yield ? "yield the CPU between polls" : "spin (pause between polls)");
