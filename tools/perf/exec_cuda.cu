@@ -620,6 +620,7 @@ static int cuda_run(struct perf_env *e)
 	struct perf_job *dj = NULL;
 	uint64_t *dpost = NULL, *dcomp = NULL, *dring = NULL, *dbar = NULL;
 	cudaError_t ce = cudaSuccess;
+	cudaStream_t st = NULL;
 	if (!hj)
 		return -ENOMEM;
 	memcpy(hj, e->jobs, (size_t)n * sizeof(*hj));
@@ -673,8 +674,13 @@ static int cuda_run(struct perf_env *e)
 	if ((ce = cudaMemcpy(dj, hj, (size_t)n * sizeof(*dj), cudaMemcpyHostToDevice)) !=
 	    cudaSuccess)
 		goto out;
-	kern<<<ctas, tpc>>>(dj, n);
-	if ((ce = cudaGetLastError()) != cudaSuccess || (ce = cudaDeviceSynchronize()) != cudaSuccess)
+	/* on a non-blocking stream: a copy on the legacy default stream (libfabric's
+	 * own CUDA copies of GPU payloads it holds, KINET_FI_HMEM) must not wait for
+	 * this kernel, which waits for the network */
+	if ((ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)) != cudaSuccess)
+		goto out;
+	kern<<<ctas, tpc, 0, st>>>(dj, n);
+	if ((ce = cudaGetLastError()) != cudaSuccess || (ce = cudaStreamSynchronize(st)) != cudaSuccess)
 		goto out;
 	if ((ce = cudaMemcpy(hj, dj, (size_t)n * sizeof(*dj), cudaMemcpyDeviceToHost)) !=
 		    cudaSuccess ||
@@ -707,6 +713,8 @@ static int cuda_run(struct perf_env *e)
 out:
 	if (ce != cudaSuccess)
 		fprintf(stderr, "kinet-perf: --executor cuda: %s\n", cudaGetErrorString(ce));
+	if (st)
+		cudaStreamDestroy(st);
 	cudaFree(dj);
 	cudaFree(dpost);
 	cudaFree(dcomp);

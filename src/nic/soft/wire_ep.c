@@ -431,7 +431,11 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	w->close_safe = fi_version() >= FI_VERSION(1, 18);
 	/* GPU memory registered with the provider: asked for where a GPU is
 	 * (KINET_FI_HMEM=auto) or always (on); a provider without it is used
-	 * without it (GPU payloads are staged, and kinet_wire_info says why) */
+	 * without it (GPU payloads are staged, and kinet_wire_info says why).
+	 * Off unless asked: the provider's own CUDA copies (libfabric's shm)
+	 * run on the legacy default stream, which waits for every kernel of a
+	 * blocking stream, so a kernel there that waits for the network would
+	 * never end (docs/architecture.md) */
 	/* (by name: FI_HMEM and FI_MR_LOCAL are libfabric's macros) */
 	const char *hm = kinet_tunable_str("KINET_FI_HMEM");
 	bool want_hmem = !strcmp(hm, "on") || (!strcmp(hm, "auto") && kinet_cuda_load());
@@ -444,7 +448,8 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 				 "provider %s offers no FI_HMEM with RMA here", w->prov);
 	} else {
 		snprintf(w->hmem_why, sizeof(w->hmem_why), "%s",
-			 !strcmp(hm, "off") ? "KINET_FI_HMEM=off" : "no GPU found (KINET_FI_HMEM=auto)");
+			 !strcmp(hm, "off") ? "KINET_FI_HMEM=off (auto or on: the provider moves GPU memory where it can)"
+					    : "no GPU found (KINET_FI_HMEM=auto)");
 	}
 	if (rc)
 		rc = wire_info(w, true, false);
