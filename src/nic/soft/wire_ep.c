@@ -271,6 +271,12 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	const char *pn = w->info->fabric_attr->prov_name;
 	if (w->av_cleanup && (!pn || !strstr(pn, "ofi_rxm")))
 		w->av_cleanup = false;
+	/* providers with a connection per peer: a message to a dropped peer is
+	 * queued on it or fails at once on a broken one. Without (shm, rxd), a
+	 * send reaches into the peer's own queue: shm spins on the lock of a
+	 * peer that died holding it, for ever (libfabric 1.17 to 1.20) */
+	w->conn = pn && (strstr(pn, "ofi_rxm") || !strcmp(pn, "sockets") || !strcmp(pn, "net") ||
+			 !strcmp(pn, "tcp"));
 	w->inject = w->info->tx_attr->inject_size;
 	w->iov_limit = w->info->tx_attr->iov_limit;
 	if (w->iov_limit > TX_IOV + 1)
@@ -793,14 +799,16 @@ int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 }
 
 /* A header-only message to peer idx, of no QP of ours (the holds, F_RDFIN):
- * it also goes to a dropped peer whose connection is still there (it fails
- * at once on a broken one). TX_FENCE: a fence, id, with a completion
- * (wire_fence_done once it is out); TX_PLAIN: injected when it fits. 0,
- * -EAGAIN or -ECONNRESET. */
+ * where the provider has connections (w->conn) it also goes to a dropped
+ * peer whose connection is still there (it fails at once on a broken one);
+ * elsewhere a dropped peer gets nothing (-ECONNRESET: its holds wait for
+ * the endpoint to close, wire_settle). TX_FENCE: a fence, id, with a
+ * completion (wire_fence_done once it is out); TX_PLAIN: injected when it
+ * fits. 0, -EAGAIN or -ECONNRESET. */
 int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id)
 {
 	const struct wpeer *p = &w->peers[idx];
-	if (p->removed || !w->ep)
+	if (p->removed || !w->ep || (p->dead && !w->conn))
 		return -ECONNRESET;
 	m->len = 0;
 	ssize_t rc;

@@ -418,6 +418,9 @@ struct kinet_wire {
 	int rx_held;        /* receive buffers held by target queues */
 	bool av_cleanup;    /* removing an address closes its connection (FI_AV_REMOVE_CLEANUP) */
 	bool close_safe;    /* the provider can close a connection under a read answer */
+	bool conn;          /* the provider keeps a connection per peer (rxm): messages still
+			     * go to a dropped peer (wire_send_peer); elsewhere (shm,
+			     * udp;ofi_rxd) nothing is sent to a dropped peer */
 	struct rdop **rdall; /* every read descriptor (NRD and replacements of lost ones) */
 	int nrdall;
 	struct whold *holds;
