@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include "nic/soft/wire_int.h"
 #if KINET_HAVE_FABRIC
 
@@ -131,7 +132,7 @@ void wire_repost(struct kinet_wire *w)
  * address: at creation, and again after the endpoint was closed (ep_reset:
  * rxm leaves a closed endpoint's wait callback in its CQ, which must go
  * with it). */
-static int ep_open(struct kinet_wire *w, const char **step)
+static int ep_open_once(struct kinet_wire *w, const char **step)
 {
 	int rc;
 	/* a wait fd lets an idle engine sleep until the network has something */
@@ -165,6 +166,45 @@ static int ep_open(struct kinet_wire *w, const char **step)
 	if ((rc = fi_getname(&w->ep->fid, w->addr, &w->addr_len)))
 		return rc;
 	return 0;
+}
+
+/* Closes what a failed ep_open_once left open. */
+static void ep_close_parts(struct kinet_wire *w)
+{
+	if (w->ep)
+		fi_close(&w->ep->fid);
+	if (w->av)
+		fi_close(&w->av->fid);
+	if (w->cq)
+		fi_close(&w->cq->fid);
+	w->ep = NULL;
+	w->av = NULL;
+	w->cq = NULL;
+	w->wait_fd = -1;
+}
+
+/* ep_open_once; on shm, an endpoint refused with EBUSY (a region left by an
+ * earlier process with our pid) is opened once more after the stale regions
+ * of our pid are removed (wire_shm_clear_stale). */
+static int ep_open(struct kinet_wire *w, const char **step)
+{
+	const char *pn = w->info->fabric_attr->prov_name;
+	bool shm = pn && !strcmp(pn, "shm");
+	if (shm)
+		wire_shm_lock(true);
+	int rc = ep_open_once(w, step);
+	if (shm && rc == -FI_EBUSY && !strcmp(*step, "fi_enable")) {
+		ep_close_parts(w);
+		char names[512];
+		int n = wire_shm_clear_stale(names, sizeof(names));
+		KLOG_WARN("wire: shm endpoint refused (EBUSY: a region left by an earlier process "
+			  "with pid %d); removed %d more stale region(s) of that pid%s%s; opening "
+			  "again", (int)getpid(), n, n ? ": " : "", names);
+		rc = ep_open_once(w, step);
+	}
+	if (shm)
+		wire_shm_lock(false);
+	return rc;
 }
 
 /* A boolean of the environment as libfabric reads its parameters (1, 0,
