@@ -389,6 +389,19 @@ int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
 	return rc;
 }
 
+/* A dropped peer's address leaves the address vector. Not on shm: there
+ * the removal unmaps the peer's region while the responses of sends still
+ * in flight to it point into it, and the next progress reads them (a crash
+ * in libfabric 1.17); it would close nothing anyway (no cleanup there: the
+ * endpoint is closed instead, wire_settle). */
+static void av_remove(struct kinet_wire *w, struct wpeer *p)
+{
+	const char *pn = w->info->fabric_attr->prov_name;
+	if (pn && !strcmp(pn, "shm"))
+		return;
+	fi_av_remove(w->av, &p->fa, 1, 0);
+}
+
 /* Closes the provider's connection to a dropped peer, to make it let go of
  * memory it still uses for it (kinet_wire_mr_gone): its address leaves the
  * address vector, which with FI_AV_REMOVE_CLEANUP closes the connection
@@ -413,7 +426,7 @@ bool wire_close_peer(struct kinet_wire *w, int idx)
 	p->settle = true;
 	w->drop_check = true;
 	KLOG_INFO("wire: peer %d: connection closed", idx);
-	fi_av_remove(w->av, &p->fa, 1, 0);
+	av_remove(w, p);
 	/* a later connect to the same address took another slot, with the
 	 * same address in the vector (it keeps one entry per address, counting
 	 * its insertions: each slot removes it once) and so the same
@@ -426,7 +439,7 @@ bool wire_close_peer(struct kinet_wire *w, int idx)
 		o->removed = true;
 		o->closed = p->closed;
 		o->settle = true;
-		fi_av_remove(w->av, &o->fa, 1, 0);
+		av_remove(w, o);
 	}
 	return true;
 }
