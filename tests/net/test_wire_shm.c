@@ -39,6 +39,23 @@ static int own_region(char *name, size_t cap, long *n)
 	return found;
 }
 
+/* Regions named with our pid before we opened any: an earlier process's. */
+static void clear_own_regions(void)
+{
+	char pre[48], path[300];
+	snprintf(pre, sizeof(pre), "%d:%u:", (int)getpid(), (unsigned)getuid());
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, pre, strlen(pre))) {
+			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+}
+
 static int copy_file(const char *from, const char *to)
 {
 	int a = open(from, O_RDONLY), b = open(to, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -64,6 +81,7 @@ static bool exists(const char *path)
 static int child(void)
 {
 	setenv("KINET_FI_PROVIDER", "shm", 1);
+	clear_own_regions();
 	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
 	kinet_ctx *c1, *c2;
 	kinet_pd *p1, *p2;
