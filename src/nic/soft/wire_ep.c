@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include "nic/soft/wire_int.h"
 #if KINET_HAVE_FABRIC
 
@@ -315,7 +316,7 @@ void wire_repost(struct kinet_wire *w)
  * address: at creation, and again after the endpoint was closed (ep_reset:
  * rxm leaves a closed endpoint's wait callback in its CQ, which must go
  * with it). */
-static int ep_open(struct kinet_wire *w, const char **step)
+static int ep_open_once(struct kinet_wire *w, const char **step)
 {
 	int rc;
 	/* a wait fd lets an idle engine sleep until the network has something */
@@ -349,6 +350,45 @@ static int ep_open(struct kinet_wire *w, const char **step)
 	if ((rc = fi_getname(&w->ep->fid, w->addr, &w->addr_len)))
 		return rc;
 	return 0;
+}
+
+/* Closes what a failed ep_open_once left open. */
+static void ep_close_parts(struct kinet_wire *w)
+{
+	if (w->ep)
+		fi_close(&w->ep->fid);
+	if (w->av)
+		fi_close(&w->av->fid);
+	if (w->cq)
+		fi_close(&w->cq->fid);
+	w->ep = NULL;
+	w->av = NULL;
+	w->cq = NULL;
+	w->wait_fd = -1;
+}
+
+/* ep_open_once; on shm, an endpoint refused with EBUSY (a region left by an
+ * earlier process with our pid) is opened once more after the stale regions
+ * of our pid are removed (wire_shm_clear_stale). */
+static int ep_open(struct kinet_wire *w, const char **step)
+{
+	const char *pn = w->info->fabric_attr->prov_name;
+	bool shm = pn && !strcmp(pn, "shm");
+	if (shm)
+		wire_shm_lock(true);
+	int rc = ep_open_once(w, step);
+	if (shm && rc == -FI_EBUSY && !strcmp(*step, "fi_enable")) {
+		ep_close_parts(w);
+		char names[512];
+		int n = wire_shm_clear_stale(names, sizeof(names));
+		KLOG_WARN("wire: shm endpoint refused (EBUSY: a region left by an earlier process "
+			  "with pid %d); removed %d more stale region(s) of that pid%s%s; opening "
+			  "again", (int)getpid(), n, n ? ": " : "", names);
+		rc = ep_open_once(w, step);
+	}
+	if (shm)
+		wire_shm_lock(false);
+	return rc;
 }
 
 /* A boolean of the environment as libfabric reads its parameters (1, 0,
@@ -481,6 +521,12 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	const char *pn = w->info->fabric_attr->prov_name;
 	if (w->av_cleanup && (!pn || !strstr(pn, "ofi_rxm")))
 		w->av_cleanup = false;
+	/* providers with a connection per peer: a message to a dropped peer is
+	 * queued on it or fails at once on a broken one. Without (shm, rxd), a
+	 * send reaches into the peer's own queue: shm spins on the lock of a
+	 * peer that died holding it, for ever (libfabric 1.17 to 1.20) */
+	w->conn = pn && (strstr(pn, "ofi_rxm") || !strcmp(pn, "sockets") || !strcmp(pn, "net") ||
+			 !strcmp(pn, "tcp"));
 	w->inject = w->info->tx_attr->inject_size;
 	w->iov_limit = w->info->tx_attr->iov_limit;
 	if (w->iov_limit > TX_IOV + 1)
@@ -559,6 +605,19 @@ int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
 	return rc;
 }
 
+/* A dropped peer's address leaves the address vector. Not on shm: there
+ * the removal unmaps the peer's region while the responses of sends still
+ * in flight to it point into it, and the next progress reads them (a crash
+ * in libfabric 1.17); it would close nothing anyway (no cleanup there: the
+ * endpoint is closed instead, wire_settle). */
+static void av_remove(struct kinet_wire *w, struct wpeer *p)
+{
+	const char *pn = w->info->fabric_attr->prov_name;
+	if (pn && !strcmp(pn, "shm"))
+		return;
+	fi_av_remove(w->av, &p->fa, 1, 0);
+}
+
 /* Closes the provider's connection to a dropped peer, to make it let go of
  * memory it still uses for it (kinet_wire_mr_gone): its address leaves the
  * address vector, which with FI_AV_REMOVE_CLEANUP closes the connection
@@ -583,7 +642,7 @@ bool wire_close_peer(struct kinet_wire *w, int idx)
 	p->settle = true;
 	w->drop_check = true;
 	KLOG_INFO("wire: peer %d: connection closed", idx);
-	fi_av_remove(w->av, &p->fa, 1, 0);
+	av_remove(w, p);
 	/* a later connect to the same address took another slot, with the
 	 * same address in the vector (it keeps one entry per address, counting
 	 * its insertions: each slot removes it once) and so the same
@@ -596,7 +655,7 @@ bool wire_close_peer(struct kinet_wire *w, int idx)
 		o->removed = true;
 		o->closed = p->closed;
 		o->settle = true;
-		fi_av_remove(w->av, &o->fa, 1, 0);
+		av_remove(w, o);
 	}
 	return true;
 }
@@ -1030,14 +1089,16 @@ int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 }
 
 /* A header-only message to peer idx, of no QP of ours (the holds, F_RDFIN):
- * it also goes to a dropped peer whose connection is still there (it fails
- * at once on a broken one). TX_FENCE: a fence, id, with a completion
- * (wire_fence_done once it is out); TX_PLAIN: injected when it fits. 0,
- * -EAGAIN or -ECONNRESET. */
+ * where the provider has connections (w->conn) it also goes to a dropped
+ * peer whose connection is still there (it fails at once on a broken one);
+ * elsewhere a dropped peer gets nothing (-ECONNRESET: its holds wait for
+ * the endpoint to close, wire_settle). TX_FENCE: a fence, id, with a
+ * completion (wire_fence_done once it is out); TX_PLAIN: injected when it
+ * fits. 0, -EAGAIN or -ECONNRESET. */
 int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id)
 {
 	const struct wpeer *p = &w->peers[idx];
-	if (p->removed || !w->ep)
+	if (p->removed || !w->ep || (p->dead && !w->conn))
 		return -ECONNRESET;
 	m->len = 0;
 	ssize_t rc;

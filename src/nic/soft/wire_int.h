@@ -72,8 +72,9 @@
  * dropping and closing peers, polling the libfabric CQ), wire_req.c
  * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
  * answers), wire_tgt.c (target: serving requests, rendezvous reads, answers
- * and ACKs, RNR waits, copies of waiting requests); the descriptors are the
- * core's (src/core/desc.c).
+ * and ACKs, RNR waits, copies of waiting requests), wire_shm.c (regions of
+ * the shm provider left by an earlier process with our pid); the
+ * descriptors are the core's (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H
@@ -448,6 +449,9 @@ struct kinet_wire {
 	int rx_held;        /* receive buffers held by target queues */
 	bool av_cleanup;    /* removing an address closes its connection (FI_AV_REMOVE_CLEANUP) */
 	bool close_safe;    /* the provider can close a connection under a read answer */
+	bool conn;          /* the provider keeps a connection per peer (rxm): messages still
+			     * go to a dropped peer (wire_send_peer); elsewhere (shm,
+			     * udp;ofi_rxd) nothing is sent to a dropped peer */
 	struct rdop **rdall; /* every read descriptor (NRD and replacements of lost ones) */
 	int nrdall;
 	struct whold *holds;
@@ -528,6 +532,15 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
 int wire_poll_cq(struct kinet_wire *w);
+
+/* wire_shm.c: stale regions of the shm provider */
+/* Serialises the library's shm endpoint creation with wire_shm_clear_stale. */
+void wire_shm_lock(bool on);
+/* Removes /dev/shm regions named "<our pid>:<our uid>:<n>" that no endpoint
+ * of this process maps (left by an earlier process with our pid); their
+ * paths go to names (cap bytes, ", " between). The number removed. Call
+ * with wire_shm_lock held. */
+int wire_shm_clear_stale(char *names, size_t cap);
 
 /* wire_req.c: requester */
 void wire_wreq_unreg(struct wreq *e);

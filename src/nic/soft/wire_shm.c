@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wire_shm.c - regions of the shm provider left by an earlier process that
+ * had our pid. libfabric's shm names an endpoint's region in /dev/shm
+ * "<pid>:<uid>:<n>" (the address fi_shm://<pid>, the user, a counter of the
+ * process's endpoints) and creates it exclusively; a region of that name
+ * whose recorded process is alive (the earlier process had our pid, so it
+ * is us) is refused with EBUSY when the endpoint is enabled. libfabric
+ * removes the one it refused; the earlier process may have left others
+ * that the next endpoints of this process would meet. Those are removed
+ * here: a region named with our pid and user that no endpoint of this
+ * process maps is stale (a live endpoint maps its region from creation to
+ * close; wire_shm_lock keeps the library's own endpoints from being
+ * created meanwhile).
+ */
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "nic/soft/wire_int.h"
+#if KINET_HAVE_FABRIC
+
+static pthread_mutex_t shm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void wire_shm_lock(bool on)
+{
+	if (on)
+		pthread_mutex_lock(&shm_lock);
+	else
+		pthread_mutex_unlock(&shm_lock);
+}
+
+/* "<pid>:<uid>:<digits>" exactly, with our pid and user. */
+static bool own_region_name(const char *n, const char *pre)
+{
+	size_t l = strlen(pre);
+	if (strncmp(n, pre, l) || !n[l])
+		return false;
+	for (const char *c = n + l; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return true;
+}
+
+/* Is /dev/shm/name mapped by this process (an endpoint of ours owns it)? */
+static bool mapped_here(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return true; /* cannot tell: keep it */
+	char path[300], line[640];
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	size_t pl = strlen(path);
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		found = !strncmp(p, path, pl) && (p[pl] == 0 || p[pl] == ' ');
+	}
+	fclose(f);
+	return found;
+}
+
+int wire_shm_clear_stale(char *names, size_t cap)
+{
+	char pre[48];
+	snprintf(pre, sizeof(pre), "%d:%u:", (int)getpid(), (unsigned)getuid());
+	DIR *d = opendir("/dev/shm");
+	if (names && cap)
+		names[0] = 0;
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!own_region_name(e->d_name, pre))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || mapped_here(e->d_name))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0))
+			continue;
+		n++;
+		if (names && cap) {
+			size_t l = strlen(names);
+			snprintf(names + l, cap - l, "%s/dev/shm/%s", l ? ", " : "", e->d_name);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+#endif /* KINET_HAVE_FABRIC */
