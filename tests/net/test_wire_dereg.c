@@ -116,8 +116,15 @@ static int req_side(int fd, int fd2, void *arg)
 	kn_ticket_t w0;
 	CK0(kn_get(s.d, s.buf + TW_L, kinet_mr_lkey(s.mr), big.addr, big.rkey, 64, &w0));
 	CK0(kn_wait(s.d, w0));
-	if (k != K_WRITE_RNDV)
+	if (k != K_WRITE_RNDV) {
+		/* stopped for sure before the request goes out (kill returns before
+		 * the signal took effect: the peer could still answer it) */
 		CK(kill((pid_t)pid, SIGSTOP) == 0);
+		uint64_t end = tw_ms() + 20000;
+		while (!stopped((pid_t)pid) && tw_ms() < end)
+			tw_sleep_ms(1);
+		CK(stopped((pid_t)pid));
+	}
 	uint64_t before = wqes(s.ctx);
 	kn_ticket_t t;
 	if (k == K_READ) {

@@ -45,8 +45,17 @@ bool wire_rd_init(struct kinet_wire *w)
 	w->rdall = calloc(NRD, sizeof(*w->rdall));
 	if (!w->rdall)
 		return false;
-	if (!(w->rdmem = malloc((size_t)NRD * RD_PIECE)))
+	/* touched here, when the wire is made, not by the first large writes:
+	 * the first-touch faults of RD_BYTES of buffers, taken inside
+	 * transfers, cost milliseconds of them (a run of 64 writes of 1 MiB,
+	 * the first to fill whole buffers, took about 3800 faults: docs/perf.md) */
+	size_t n = (size_t)NRD * RD_PIECE;
+	if (!(w->rdmem = malloc(n)))
 		return false;
+	/* a write per page (malloc and a memset to 0 may become a calloc,
+	 * which touches nothing) */
+	for (size_t i = 0; i < n; i += 4096)
+		((volatile uint8_t *)w->rdmem)[i] = 0;
 	for (int i = NRD - 1; i >= 0; i--) {
 		struct rdop *op = &w->rd[i];
 		op->kind = CTX_RD;
