@@ -225,23 +225,38 @@ static void run_pair(void)
 	cr_assert(WIFEXITED(sb) && WEXITSTATUS(sb) == 0, "side b: status 0x%x", sb);
 }
 
+/* Runs the pair with KINET_FI_HMEM=hm (and the expectation ex, NULL: the
+ * caller's), the caller's environment restored afterwards. */
+static void run_with(const char *hm, const char *ex)
+{
+	const char *names[2] = {"KINET_FI_HMEM", "KINET_TEST_EXPECT_HMEM"};
+	const char *vals[2] = {hm, ex};
+	char *keep[2];
+	for (int i = 0; i < 2; i++) {
+		const char *v = getenv(names[i]);
+		keep[i] = v ? strdup(v) : NULL;
+		if (vals[i])
+			setenv(names[i], vals[i], 1);
+	}
+	run_pair();
+	for (int i = 0; i < 2; i++) {
+		if (keep[i])
+			setenv(names[i], keep[i], 1);
+		else
+			unsetenv(names[i]);
+		free(keep[i]);
+	}
+}
+
+/* The provider may take GPU memory (KINET_FI_HMEM=auto): it does or not,
+ * and the path and counters say which. */
 Test(gpu_wire, gpu_payloads_between_processes)
 {
-	run_pair();
+	run_with("auto", NULL);
 }
 
 /* The same with FI_HMEM off: staged, and said so. */
 Test(gpu_wire, gpu_payloads_staged_when_fi_hmem_is_off)
 {
-	const char *ex = getenv("KINET_TEST_EXPECT_HMEM");
-	char *keep = ex ? strdup(ex) : NULL;
-	setenv("KINET_FI_HMEM", "off", 1);
-	setenv("KINET_TEST_EXPECT_HMEM", "0", 1);
-	run_pair();
-	unsetenv("KINET_FI_HMEM");
-	if (keep)
-		setenv("KINET_TEST_EXPECT_HMEM", keep, 1);
-	else
-		unsetenv("KINET_TEST_EXPECT_HMEM");
-	free(keep);
+	run_with("off", "0");
 }

@@ -9,10 +9,12 @@
  * removes it). A second context must still open its endpoint (the wire
  * removes the other stale regions and opens it again: it takes the name
  * after the refused one, created afresh); the planted regions are gone, the
- * live one and a region named with another pid are not.
+ * live one, a region named with another pid and one of our pid newer than
+ * this process (another PID namespace's, perhaps) are not.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -104,10 +106,20 @@ static int child(void)
 		snprintf(stale[i], sizeof(stale[i]), "/dev/shm/%d:%u:%ld", (int)getpid(),
 			 (unsigned)getuid(), k + 1 + i);
 		CK(copy_file(lp, stale[i]) == 0);
+		/* left by an earlier process: older than this one */
+		struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+		CK(utimensat(AT_FDCWD, stale[i], old, 0) == 0);
 		struct stat st;
 		CK(stat(stale[i], &st) == 0);
 		ino[i] = st.st_ino;
 	}
+	/* one of our pid made after this process started: possibly a live region of
+	 * a process of another PID namespace sharing /dev/shm: kept */
+	char fresh[300];
+	snprintf(fresh, sizeof(fresh), "/dev/shm/%d:%u:%ld", (int)getpid(), (unsigned)getuid(),
+		 k + 6);
+	sleep(1); /* its time is after this process's start, whatever the rounding */
+	CK(copy_file(lp, fresh) == 0);
 	/* another pid's region (our parent's, which is alive): not ours to remove */
 	snprintf(other, sizeof(other), "/dev/shm/%d:%u:%ld", (int)getppid(), (unsigned)getuid(),
 		 999999L);
@@ -124,7 +136,9 @@ static int child(void)
 	CK(!exists(stale[2]));
 	CK(exists(lp));
 	CK(exists(other));
+	CK(exists(fresh));
 	unlink(other);
+	unlink(fresh);
 	CK0(kinet_qp_destroy(q2));
 	CK0(kinet_pd_free(p2));
 	CK0(kinet_close(c2));

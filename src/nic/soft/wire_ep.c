@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 #include "nic/soft/wire_int.h"
+#include "nic/mlx5/cudrv.h"
 #if KINET_HAVE_FABRIC
 
 /* ---- endpoint ------------------------------------------------------------ */
@@ -116,10 +117,13 @@ int wire_reg(struct kinet_wire *w, void *p, size_t n, uint64_t access, const kin
 {
 	int dev = 0;
 	if (gpu) {
+		/* the region's own device: on a guess the provider would map the
+		 * wrong GPU's memory */
 		const struct kinet_cuda_ops *cu = kinet_cuda_load();
 		struct kinet_cuda_mem mi;
-		if (cu && cu->mem_info && cu->mem_info(gpu->addr, &mi) == 0)
-			dev = mi.device;
+		if (!cu || !cu->mem_info || cu->mem_info(gpu->addr, &mi))
+			return -FI_ENODEV;
+		dev = mi.device;
 	}
 	return reg_one(w, p, n, access, gpu ? FI_HMEM_CUDA : FI_HMEM_SYSTEM, dev, key, out);
 }
@@ -192,8 +196,12 @@ static void regs_close(struct kinet_wire *w)
 		fi_close(&w->lregs[i].mr->fid);
 	w->nlregs = 0;
 	for (int i = 0; i < w->nmregs; i++)
-		if (w->mregs[i].fmr)
+		if (w->mregs[i].fmr) {
 			fi_close(&w->mregs[i].fmr->fid);
+			if (w->mregs[i].mr->kind == KINET_MEM_CUDA) /* until registered again */
+				__atomic_store_n(&w->mregs[i].mr->path, KINET_MR_PATH_STAGED,
+						 __ATOMIC_RELAXED);
+		}
 	w->nmregs = 0;
 }
 
@@ -202,11 +210,14 @@ struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr)
 	if (!mr || !w->ep)
 		return NULL;
 	bool gpu = mr->kind == KINET_MEM_CUDA;
-	if (gpu ? !w->hmem || w->hmem_off : !w->mr_local)
+	if (gpu ? !w->hmem : !w->mr_local)
 		return NULL;
+	/* one taken before stays taken (its path says fabric) */
 	for (int i = 0; i < w->nmregs; i++)
 		if (w->mregs[i].mr == mr)
 			return w->mregs[i].fmr ? &w->mregs[i] : NULL;
+	if (gpu && w->hmem_off)
+		return NULL;
 	if (w->nmregs == w->mcap) {
 		int c = w->mcap ? 2 * w->mcap : 16;
 		struct wmreg *m = realloc(w->mregs, (size_t)c * sizeof(*m));
@@ -438,6 +449,45 @@ static int wire_info(struct kinet_wire *w, bool rma, bool hmem)
 	return rc;
 }
 
+/* Does the provider take GPU memory as FI_HMEM_CUDA? Tried on 64 KiB of
+ * GPU 0 before the endpoint opens (a provider can offer FI_HMEM and still
+ * refuse CUDA memory: a libfabric built without CUDA). false says why in
+ * w->hmem_why. */
+static bool hmem_probe(struct kinet_wire *w)
+{
+	void *g = NULL;
+	int rc = kinet_cudrv_alloc(0, 65536, &g);
+	if (rc) {
+		snprintf(w->hmem_why, sizeof(w->hmem_why),
+			 "no GPU memory to try FI_HMEM_CUDA with: %s", kinet_strerror(rc));
+		return false;
+	}
+	struct iovec iov = {g, 65536};
+	struct fi_mr_attr a;
+	memset(&a, 0, sizeof(a));
+	a.mr_iov = &iov;
+	a.iov_count = 1;
+	a.access = LOCAL_ACCESS | FI_REMOTE_READ;
+	a.requested_key = w->next_key++;
+	a.iface = FI_HMEM_CUDA;
+	a.device.cuda = 0;
+	struct fid_mr *mr = NULL;
+	rc = fi_mr_regattr(w->dom, &a, 0, &mr);
+	if (rc == 0)
+		fi_close(&mr->fid);
+	kinet_cudrv_free(g);
+	if (rc) {
+		w->n_hmem_fail++;
+		snprintf(w->hmem_why, sizeof(w->hmem_why),
+			 "provider %s offers FI_HMEM, but registering GPU memory as FI_HMEM_CUDA "
+			 "failed: %s",
+			 w->info->fabric_attr->prov_name, fi_strerror(-rc));
+		KLOG_WARN("wire: %s: the endpoint opens without FI_HMEM, GPU payloads are staged",
+			  w->hmem_why);
+	}
+	return rc == 0;
+}
+
 static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 {
 	const char *prov = KT(FI_PROVIDER);
@@ -502,6 +552,7 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 		wire_destroy(w);
 		return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
 	}
+modes:;
 	uint64_t mm = w->info->domain_attr->mr_mode;
 	w->virt_addr = (mm & FI_MR_VIRT_ADDR) != 0;
 	w->prov_key = (mm & FI_MR_PROV_KEY) != 0;
@@ -537,6 +588,27 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	step = "fi_domain";
 	if ((rc = fi_domain(w->fab, w->info, &w->dom, NULL)))
 		goto fail;
+	if (w->hmem && !hmem_probe(w)) {
+		/* an endpoint with FI_HMEM that cannot take GPU memory is only
+		 * worse (shm turns its CMA path off for it): without */
+		fi_close(&w->dom->fid);
+		fi_close(&w->fab->fid);
+		w->dom = NULL;
+		w->fab = NULL;
+		fi_freeinfo(w->info);
+		w->info = NULL;
+		w->hmem = false;
+		rc = wire_info(w, true, false);
+		w->rma = rc == 0;
+		if (rc)
+			rc = wire_info(w, false, false);
+		if (rc) {
+			KLOG_ERR("wire: libfabric provider \"%s\": %s", w->prov, fi_strerror(-rc));
+			wire_destroy(w);
+			return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
+		}
+		goto modes;
+	}
 	if ((rc = ep_open(w, &step)))
 		goto fail;
 	/* buffers */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "nic/soft/wire_int.h"
 #if KINET_HAVE_FABRIC
 
@@ -68,8 +69,43 @@ static bool mapped_here(const char *name)
 	return found;
 }
 
+/* When this process started (seconds since the epoch), or 0 when unknown:
+ * a region made after that may belong to a live process of another PID
+ * namespace that shares /dev/shm and has our pid number. */
+static time_t started_at(void)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/self/stat", "r");
+	if (!f || tck <= 0) {
+		if (f)
+			fclose(f);
+		return 0;
+	}
+	char buf[1024];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the command may hold spaces */
+	unsigned long long st = 0;
+	/* after ") ": state (field 3), then fields 4..21, then starttime (22) */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+				"%*d %*d %*d %llu", &st) != 1)
+		return 0;
+	f = fopen("/proc/stat", "r");
+	if (!f)
+		return 0;
+	unsigned long long btime = 0;
+	char line[256];
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	return btime ? (time_t)(btime + st / (unsigned long long)tck) : 0;
+}
+
 int wire_shm_clear_stale(char *names, size_t cap)
 {
+	time_t t0 = started_at();
 	char pre[48];
 	snprintf(pre, sizeof(pre), "%d:%u:", (int)getpid(), (unsigned)getuid());
 	DIR *d = opendir("/dev/shm");
@@ -85,6 +121,10 @@ int wire_shm_clear_stale(char *names, size_t cap)
 		struct stat st;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
 		    st.st_uid != geteuid() || mapped_here(e->d_name))
+			continue;
+		/* only what is older than this process: a region made since may be
+		 * a live one of a process with our pid in another PID namespace */
+		if (!t0 || st.st_mtime >= t0)
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0))
 			continue;
