@@ -1278,6 +1278,13 @@ static int run_side(const struct perf_opts *o, const struct perf_executor *x, bo
 			perf_report_footer(&r->e, stdout);
 		status = 0;
 	}
+	/* the path said at connect can change on the first send: GPU memory the
+	 * provider took (KINET_FI_HMEM, kinet_mr_path "fabric") */
+	if (r->mr && r->e.mem_line[0] && (!server || !quiet)) {
+		const char *now = kinet_mr_path_str(kinet_mr_path(r->mr));
+		if (!strstr(r->e.mem_line, now))
+			printf(" Payload memory  : registered: %s after the run\n", now);
+	}
 out:
 	fflush(stdout);
 	if (r->x->close)
