@@ -147,6 +147,7 @@ bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n)
 	if (rc) {
 		KLOG_ERR("wire: registering a buffer of %zu bytes for local descriptors: %s", n,
 			 fi_strerror(-rc));
+		w->lreg_rc = rc;
 		return false;
 	}
 	w->lregs[w->nlregs++] = (struct wlreg){(uint8_t *)p, n, mr, fi_mr_desc(mr)};
@@ -635,8 +636,9 @@ modes:;
 		return -ENOMEM;
 	}
 	if (!lregs_open(w)) {
+		rc = w->lreg_rc ? wire_errno(w->lreg_rc) : -ENOMEM; /* the provider's, or no memory */
 		wire_destroy(w);
-		return -ENOMEM;
+		return rc;
 	}
 	for (int i = 0; i < NRX; i++) {
 		w->rx[i].kind = CTX_RX;

@@ -429,6 +429,7 @@ struct kinet_wire {
 	char hmem_why[160]; /* why GPU memory is staged (hmem_off, or no FI_HMEM) */
 	struct wlreg *lregs; /* the wire's own buffers, registered (mr_local) */
 	int nlregs, lcap;
+	int lreg_rc;        /* the provider's answer to the last refused one */
 	struct wmreg *mregs; /* user regions registered with the provider */
 	int nmregs, mcap;
 	uint64_t n_desc, n_nodesc, n_hmem_bytes, n_hmem_regs, n_hmem_fail;
