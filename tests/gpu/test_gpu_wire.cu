@@ -33,16 +33,6 @@
 #define W_READ (6u << 20)       /* a reads 300 KiB of b's at W_READ into its own W_READ */
 #define W_READ_LEN (300u << 10)
 
-#define CKC(e)                                                                             \
-	do {                                                                               \
-		if (!(e)) {                                                                \
-			fprintf(stderr, "[pid %d] %s:%d: check failed: %s\n", (int)getpid(),     \
-				__FILE__, __LINE__, #e);                                   \
-			fflush(stderr);                                                    \
-			_exit(1);                                                          \
-		}                                                                          \
-	} while (0)
-
 static int io(int fd, void *p, size_t n, int wr)
 {
 	uint8_t *b = (uint8_t *)p;
@@ -58,20 +48,20 @@ static int io(int fd, void *p, size_t n, int wr)
 
 static void xchg(int fd, const void *mine, void *theirs, uint32_t n)
 {
-	CKC(io(fd, (void *)mine, n, 1) == 0);
-	CKC(io(fd, theirs, n, 0) == 0);
+	CK(io(fd, (void *)mine, n, 1) == 0);
+	CK(io(fd, theirs, n, 0) == 0);
 }
 
 static void sync_fd(int fd)
 {
 	int v = 1, o = 0;
 	xchg(fd, &v, &o, sizeof(v));
-	CKC(o == 1);
+	CK(o == 1);
 }
 
 static void wait_ok(kn_qp *d, kn_ticket_t t)
 {
-	CKC(kn_wait(d, t) == 0);
+	CK(kn_wait(d, t) == 0);
 }
 
 /* One side; seed 1 is the requester (a), seed 2 the target (b). */
@@ -82,81 +72,81 @@ static int side(int fd, uint64_t seed)
 	ca.backend = KINET_BACKEND_SOFT;
 	kinet_ctx *ctx;
 	kinet_pd *pd;
-	CKC(kinet_open(&ca, &ctx) == 0);
-	CKC(kinet_pd_alloc(ctx, &pd) == 0);
+	CK(kinet_open(&ca, &ctx) == 0);
+	CK(kinet_pd_alloc(ctx, &pd) == 0);
 	uint8_t *host = (uint8_t *)malloc(W_LEN), *peer = (uint8_t *)malloc(W_LEN);
-	CKC(host && peer);
+	CK(host && peer);
 	tu_fill_random(host, W_LEN, seed);
 	tu_fill_random(peer, W_LEN, 3 - seed);
 	uint8_t *dev = NULL;
-	CKC(cudaMalloc((void **)&dev, W_LEN) == cudaSuccess);
-	CKC(cudaMemcpy(dev, host, W_LEN, cudaMemcpyHostToDevice) == cudaSuccess);
+	CK(cudaMalloc((void **)&dev, W_LEN) == cudaSuccess);
+	CK(cudaMemcpy(dev, host, W_LEN, cudaMemcpyHostToDevice) == cudaSuccess);
 	kinet_mr *mr;
-	CKC(kinet_mr_reg(pd, dev, W_LEN, KINET_ACCESS_ALL, &mr) == 0);
-	CKC(kinet_mr_kind(mr) == KINET_MEM_CUDA);
-	CKC(kinet_mr_path(mr) == KINET_MR_PATH_STAGED);
+	CK(kinet_mr_reg(pd, dev, W_LEN, KINET_ACCESS_ALL, &mr) == 0);
+	CK(kinet_mr_kind(mr) == KINET_MEM_CUDA);
+	CK(kinet_mr_path(mr) == KINET_MR_PATH_STAGED);
 	uint8_t mine[KINET_MR_DESC_SIZE], theirs[KINET_MR_DESC_SIZE];
-	CKC(kinet_mr_export(mr, mine, sizeof(mine)) == KINET_MR_DESC_SIZE);
+	CK(kinet_mr_export(mr, mine, sizeof(mine)) == KINET_MR_DESC_SIZE);
 	xchg(fd, mine, theirs, KINET_MR_DESC_SIZE);
 	struct kinet_mr_info pm;
-	CKC(kinet_mr_desc_parse(theirs, sizeof(theirs), &pm) == 0);
+	CK(kinet_mr_desc_parse(theirs, sizeof(theirs), &pm) == 0);
 	kinet_qp *qp;
 	struct kinet_qp_attr qa;
 	memset(&qa, 0, sizeof(qa));
 	qa.sq_depth = 64;
 	qa.rq_depth = 16;
-	CKC(kinet_qp_create(pd, &qa, &qp) == 0);
+	CK(kinet_qp_create(pd, &qa, &qp) == 0);
 	char qd[KINET_QP_DESC_MAX], qt[KINET_QP_DESC_MAX];
 	int n = kinet_qp_export(qp, qd, sizeof(qd));
-	CKC(n > 0);
+	CK(n > 0);
 	uint32_t nn = (uint32_t)n, tn = 0;
 	xchg(fd, &nn, &tn, sizeof(nn));
-	CKC(tn <= sizeof(qt));
-	CKC(io(fd, qd, nn, 1) == 0 && io(fd, qt, tn, 0) == 0);
-	CKC(kinet_qp_connect_remote(qp, qt, tn) == 0);
+	CK(tn <= sizeof(qt));
+	CK(io(fd, qd, nn, 1) == 0 && io(fd, qt, tn, 0) == 0);
+	CK(kinet_qp_connect_remote(qp, qt, tn) == 0);
 	kn_qp *d;
-	CKC(kinet_qp_device(qp, &d) == 0);
+	CK(kinet_qp_device(qp, &d) == 0);
 	uint32_t lkey = kinet_mr_lkey(mr);
 	kn_ticket_t rt = 0;
 	if (seed == 2)
-		CKC(kn_recv_post(d, dev + W_RECV, lkey, W_SEND_LEN, &rt) == 0);
+		CK(kn_recv_post(d, dev + W_RECV, lkey, W_SEND_LEN, &rt) == 0);
 	sync_fd(fd);
 	if (seed == 1) {
 		kn_ticket_t t;
-		CKC(kn_put(d, pm.addr + W_RNDV, pm.rkey, dev + W_RNDV, lkey, W_RNDV_LEN, &t) == 0);
-		CKC(kn_put(d, pm.addr + W_EAGER, pm.rkey, dev + W_EAGER, lkey, W_EAGER_LEN, &t) ==
+		CK(kn_put(d, pm.addr + W_RNDV, pm.rkey, dev + W_RNDV, lkey, W_RNDV_LEN, &t) == 0);
+		CK(kn_put(d, pm.addr + W_EAGER, pm.rkey, dev + W_EAGER, lkey, W_EAGER_LEN, &t) ==
 		    0);
-		CKC(kn_sq_reserve(d, 1, &t) == 0);
+		CK(kn_sq_reserve(d, 1, &t) == 0);
 		kn_prep_send(d, kn_wqe_ptr(d, t), t, (uint64_t)(uintptr_t)(dev + W_SEND), lkey,
 			     W_SEND_LEN, 0, 0);
 		kn_sq_submit(d, t, 1);
-		CKC(kn_get(d, dev + W_READ, lkey, pm.addr + W_READ, pm.rkey, W_READ_LEN, &t) == 0);
+		CK(kn_get(d, dev + W_READ, lkey, pm.addr + W_READ, pm.rkey, W_READ_LEN, &t) == 0);
 		wait_ok(d, t);
-		CKC(kn_quiet(d) == 0);
+		CK(kn_quiet(d) == 0);
 		/* the read landed in GPU memory */
 		memcpy(host + W_READ, peer + W_READ, W_READ_LEN);
 	} else {
 		kn_recv_info ri;
-		CKC(kn_recv_poll(d, rt, 1, &ri) == 0);
-		CKC(ri.byte_len == W_SEND_LEN);
+		CK(kn_recv_poll(d, rt, 1, &ri) == 0);
+		CK(ri.byte_len == W_SEND_LEN);
 		memcpy(host + W_RNDV, peer + W_RNDV, W_RNDV_LEN);
 		memcpy(host + W_EAGER, peer + W_EAGER, W_EAGER_LEN);
 		memcpy(host + W_RECV, peer + W_SEND, W_SEND_LEN);
 	}
 	sync_fd(fd); /* both done: every write placed */
 	uint8_t *got = (uint8_t *)malloc(W_LEN);
-	CKC(got);
-	CKC(cudaMemcpy(got, dev, W_LEN, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CK(got);
+	CK(cudaMemcpy(got, dev, W_LEN, cudaMemcpyDeviceToHost) == cudaSuccess);
 	for (size_t i = 0; i < W_LEN; i++)
 		if (got[i] != host[i]) {
 			fprintf(stderr, "[pid %d] byte %zu differs: %02x, expected %02x\n",
 				(int)getpid(), i, got[i], host[i]);
-			CKC(0);
+			CK(0);
 		}
 	struct kinet_wire_info wi;
-	CKC(kinet_wire_info(ctx, &wi, sizeof(wi)) == 0);
+	CK(kinet_wire_info(ctx, &wi, sizeof(wi)) == 0);
 	struct kinet_counters c;
-	CKC(kinet_ctx_counters(ctx, &c) == 0);
+	CK(kinet_ctx_counters(ctx, &c) == 0);
 	fprintf(stderr,
 		"[pid %d side %c] provider %s, libfabric %u.%u, rma %d, hmem %d (%s), path %s, "
 		"GPU regions registered %llu, refused %llu, GPU bytes sent by the provider %llu, "
@@ -169,29 +159,29 @@ static int side(int fd, uint64_t seed)
 	const char *ex = getenv("KINET_TEST_EXPECT_HMEM");
 	if (wi.hmem && seed == 1) {
 		/* a sent from GPU memory: the provider took it */
-		CKC(kinet_mr_path(mr) == KINET_MR_PATH_FABRIC);
-		CKC(wi.hmem_regs >= 1 && wi.hmem_bytes >= W_EAGER_LEN);
+		CK(kinet_mr_path(mr) == KINET_MR_PATH_FABRIC);
+		CK(wi.hmem_regs >= 1 && wi.hmem_bytes >= W_EAGER_LEN);
 	}
 	if (!wi.hmem) {
-		CKC(kinet_mr_path(mr) == KINET_MR_PATH_STAGED);
-		CKC(wi.hmem_why[0] != 0);
-		CKC(c.staged_bytes > 0);
+		CK(kinet_mr_path(mr) == KINET_MR_PATH_STAGED);
+		CK(wi.hmem_why[0] != 0);
+		CK(c.staged_bytes > 0);
 	}
 	/* what the sender found (the target sends from no GPU region: its
 	 * provider is never asked to take one) */
 	if (seed == 1 && ex && !strcmp(ex, "1")) {
-		CKC(wi.hmem == 1);
+		CK(wi.hmem == 1);
 		/* eager write and send, and the rendezvous source where there is RMA */
-		CKC(wi.hmem_bytes >= W_EAGER_LEN + W_SEND_LEN + (wi.rma ? W_RNDV_LEN : 0));
+		CK(wi.hmem_bytes >= W_EAGER_LEN + W_SEND_LEN + (wi.rma ? W_RNDV_LEN : 0));
 	}
 	if (seed == 1 && ex && !strcmp(ex, "0"))
-		CKC(wi.hmem == 0);
-	CKC(c.errors == 0);
+		CK(wi.hmem == 0);
+	CK(c.errors == 0);
 	sync_fd(fd);
-	CKC(kinet_qp_destroy(qp) == 0);
-	CKC(kinet_mr_dereg(mr) == 0);
-	CKC(kinet_pd_free(pd) == 0);
-	CKC(kinet_close(ctx) == 0);
+	CK(kinet_qp_destroy(qp) == 0);
+	CK(kinet_mr_dereg(mr) == 0);
+	CK(kinet_pd_free(pd) == 0);
+	CK(kinet_close(ctx) == 0);
 	cudaFree(dev);
 	free(host);
 	free(peer);

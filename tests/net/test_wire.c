@@ -21,13 +21,19 @@ static void need_wire(void)
 	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
 }
 
-Test(wire, every_opcode_both_directions)
+/* Sides a and b over one link; both must exit 0. */
+static void run_two(tw_fn a, tw_fn b)
 {
-	need_wire();
-	struct tw_proc p[2] = {{.fn = tw_ops_a}, {.fn = tw_ops_b}};
+	struct tw_proc p[2] = {{.fn = a}, {.fn = b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
 	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+Test(wire, every_opcode_both_directions)
+{
+	need_wire();
+	run_two(tw_ops_a, tw_ops_b);
 }
 
 /* ---- registration modes and GPU memory ------------------------------------------------ */
@@ -75,10 +81,7 @@ static int mrl_b(int fd, int fd2, void *arg)
 Test(wire, every_opcode_with_local_descriptors)
 {
 	need_wire();
-	struct tw_proc p[2] = {{.fn = mrl_a}, {.fn = mrl_b}};
-	tw_run(p, 2, one_link, 1, NULL, 60000);
-	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
-	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+	run_two(mrl_a, mrl_b);
 }
 
 /* What the wire says of itself: the provider it took (KINET_FI_PROVIDER),
@@ -171,28 +174,19 @@ static int hmem_b(int fd, int fd2, void *arg)
 Test(wire, every_opcode_with_fi_hmem_asked)
 {
 	need_wire();
-	struct tw_proc p[2] = {{.fn = hmem_a}, {.fn = hmem_b}};
-	tw_run(p, 2, one_link, 1, NULL, 60000);
-	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
-	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+	run_two(hmem_a, hmem_b);
 }
 
 Test(wire, remote_protection_errors)
 {
 	need_wire();
-	struct tw_proc p[2] = {{.fn = tw_prot_a}, {.fn = tw_prot_b}};
-	tw_run(p, 2, one_link, 1, NULL, 60000);
-	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
-	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+	run_two(tw_prot_a, tw_prot_b);
 }
 
 Test(wire, receiver_not_ready)
 {
 	need_wire();
-	struct tw_proc p[2] = {{.fn = tw_rnr_a}, {.fn = tw_rnr_b}};
-	tw_run(p, 2, one_link, 1, NULL, 60000);
-	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
-	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+	run_two(tw_rnr_a, tw_rnr_b);
 }
 
 Test(wire, peer_killed_mid_stream_then_reconnect)

@@ -30,26 +30,6 @@
 #include <kinet/net.h>
 #include "../util/testutil.h"
 
-#define CK(e)                                                                              \
-	do {                                                                               \
-		if (!(e)) {                                                                \
-			fprintf(stderr, "[pid %d] %s:%d: check failed: %s\n", (int)getpid(),     \
-				__FILE__, __LINE__, #e);                                   \
-			fflush(stderr);                                                    \
-			_exit(1);                                                          \
-		}                                                                          \
-	} while (0)
-#define CK0(e)                                                                             \
-	do {                                                                               \
-		long long rc_ = (long long)(e);                                            \
-		if (rc_ != 0) {                                                            \
-			fprintf(stderr, "[pid %d] %s:%d: %s = %lld (%s)\n", (int)getpid(),       \
-				__FILE__, __LINE__, #e, rc_, kinet_strerror((int)rc_));    \
-			fflush(stderr);                                                    \
-			_exit(1);                                                          \
-		}                                                                          \
-	} while (0)
-
 #define TW_FN static __attribute__((unused))
 #define TW_IO_MS 30000 /* bound on every socket exchange */
 

@@ -4,6 +4,8 @@
 #define KINET_TESTUTIL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <kinet/kinet.h>
 #include <kinet/device.h> /* the tests drive the device API from the host executor */
 
@@ -106,6 +108,31 @@ static inline uint8_t tu_cqe_synd(const struct kn_cqe64 *c)
 {
 	return ((const struct kn_err_cqe *)c)->syndrome;
 }
+/* ---- checks in child processes ------------------------------------------------- */
+
+/* A forked side of a test (no Criterion there): a failed check prints where
+ * and exits 1, which the parent asserts against. CK0: the call returns 0
+ * (otherwise the error is printed with kinet_strerror). */
+#define CK(e)                                                                              \
+	do {                                                                               \
+		if (!(e)) {                                                                \
+			fprintf(stderr, "[pid %d] %s:%d: check failed: %s\n", (int)getpid(),     \
+				__FILE__, __LINE__, #e);                                   \
+			fflush(stderr);                                                    \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+#define CK0(e)                                                                             \
+	do {                                                                               \
+		long long rc_ = (long long)(e);                                            \
+		if (rc_ != 0) {                                                            \
+			fprintf(stderr, "[pid %d] %s:%d: %s = %lld (%s)\n", (int)getpid(),       \
+				__FILE__, __LINE__, #e, rc_, kinet_strerror((int)rc_));    \
+			fflush(stderr);                                                    \
+			_exit(1);                                                          \
+		}                                                                          \
+	} while (0)
+
 /* ---- checks on host-executor threads ------------------------------------------ */
 
 /* Criterion's asserts belong to the test's own thread. Code that runs on
