@@ -102,7 +102,7 @@ static int reg_one(struct kinet_wire *w, void *p, size_t n, uint64_t access, int
 	if (iface == FI_HMEM_CUDA)
 		a.device.cuda = dev;
 	int rc = fi_mr_regattr(w->dom, &a, 0, out);
-	if (rc == 0 && w->mr_ep) {
+	if (rc == 0 && w->mr_ep && w->ep) { /* (no endpoint yet: a trial, never used) */
 		rc = fi_mr_bind(*out, &w->ep->fid, 0);
 		if (rc == 0)
 			rc = fi_mr_enable(*out);
@@ -450,6 +450,17 @@ static int wire_info(struct kinet_wire *w, bool rma, bool hmem)
 	return rc;
 }
 
+/* fi_getinfo without FI_HMEM: with RMA where the provider has it, else
+ * messages only (every write goes eager). */
+static int wire_info_plain(struct kinet_wire *w)
+{
+	int rc = wire_info(w, true, false);
+	w->rma = rc == 0;
+	if (rc)
+		rc = wire_info(w, false, false);
+	return rc;
+}
+
 /* Does the provider take GPU memory as FI_HMEM_CUDA? Tried on 64 KiB of
  * GPU 0 before the endpoint opens (a provider can offer FI_HMEM and still
  * refuse CUDA memory: a libfabric built without CUDA). false says why in
@@ -463,17 +474,9 @@ static bool hmem_probe(struct kinet_wire *w)
 			 "no GPU memory to try FI_HMEM_CUDA with: %s", kinet_strerror(rc));
 		return false;
 	}
-	struct iovec iov = {g, 65536};
-	struct fi_mr_attr a;
-	memset(&a, 0, sizeof(a));
-	a.mr_iov = &iov;
-	a.iov_count = 1;
-	a.access = LOCAL_ACCESS | FI_REMOTE_READ;
-	a.requested_key = w->next_key++;
-	a.iface = FI_HMEM_CUDA;
-	a.device.cuda = 0;
 	struct fid_mr *mr = NULL;
-	rc = fi_mr_regattr(w->dom, &a, 0, &mr);
+	rc = reg_one(w, g, 65536, LOCAL_ACCESS | FI_REMOTE_READ, FI_HMEM_CUDA, 0, w->next_key++,
+		     &mr);
 	if (rc == 0)
 		fi_close(&mr->fid);
 	kinet_cudrv_free(g);
@@ -533,7 +536,7 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	int rc = -FI_ENODATA;
 	if (want_hmem) {
 		rc = wire_info(w, true, true);
-		w->hmem = rc == 0;
+		w->hmem = w->rma = rc == 0;
 		if (rc)
 			snprintf(w->hmem_why, sizeof(w->hmem_why),
 				 "provider %s offers no FI_HMEM with RMA here", w->prov);
@@ -543,10 +546,7 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 					    : "no GPU found (KINET_FI_HMEM=auto)");
 	}
 	if (rc)
-		rc = wire_info(w, true, false);
-	w->rma = rc == 0;
-	if (rc)
-		rc = wire_info(w, false, false); /* messages only: every write goes eager */
+		rc = wire_info_plain(w);
 	if (rc) {
 		KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
 			 w->prov, fi_strerror(-rc));
@@ -599,11 +599,7 @@ modes:;
 		fi_freeinfo(w->info);
 		w->info = NULL;
 		w->hmem = false;
-		rc = wire_info(w, true, false);
-		w->rma = rc == 0;
-		if (rc)
-			rc = wire_info(w, false, false);
-		if (rc) {
+		if ((rc = wire_info_plain(w))) {
 			KLOG_ERR("wire: libfabric provider \"%s\": %s", w->prov, fi_strerror(-rc));
 			wire_destroy(w);
 			return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
