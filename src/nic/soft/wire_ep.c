@@ -206,6 +206,17 @@ static void regs_close(struct kinet_wire *w)
 	w->nmregs = 0;
 }
 
+/* The provider offers FI_HMEM but refused GPU memory (rc): counted, said
+ * once in the log (what follows: then), and kept for kinet_wire_info. */
+static void hmem_refused(struct kinet_wire *w, int rc, const char *then)
+{
+	w->n_hmem_fail++;
+	snprintf(w->hmem_why, sizeof(w->hmem_why),
+		 "provider %s offers FI_HMEM, but registering GPU memory as FI_HMEM_CUDA failed: %s",
+		 w->info->fabric_attr->prov_name, fi_strerror(-rc));
+	KLOG_WARN("wire: %s: %s", w->hmem_why, then);
+}
+
 struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr)
 {
 	if (!mr || !w->ep)
@@ -231,15 +242,10 @@ struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr)
 	int rc = wire_reg(w, mr->addr, mr->len, LOCAL_ACCESS, gpu ? mr : NULL, w->next_key++, &fmr);
 	if (rc) {
 		if (gpu) {
-			/* the provider says FI_HMEM but cannot take this GPU memory
-			 * (e.g. a libfabric built without CUDA): staged from now on */
+			/* the provider cannot take this GPU memory: new GPU regions
+			 * are staged from now on */
 			w->hmem_off = true;
-			w->n_hmem_fail++;
-			snprintf(w->hmem_why, sizeof(w->hmem_why),
-				 "provider %s offers FI_HMEM, but registering GPU memory as "
-				 "FI_HMEM_CUDA failed: %s",
-				 w->info->fabric_attr->prov_name, fi_strerror(-rc));
-			KLOG_WARN("wire: %s: GPU payloads are staged through host memory", w->hmem_why);
+			hmem_refused(w, rc, "GPU payloads are staged through host memory");
 		} else {
 			KLOG_DBG("wire: registering %p+%zu for local descriptors: %s (bounce "
 				 "buffers instead)",
@@ -480,15 +486,8 @@ static bool hmem_probe(struct kinet_wire *w)
 	if (rc == 0)
 		fi_close(&mr->fid);
 	kinet_cudrv_free(g);
-	if (rc) {
-		w->n_hmem_fail++;
-		snprintf(w->hmem_why, sizeof(w->hmem_why),
-			 "provider %s offers FI_HMEM, but registering GPU memory as FI_HMEM_CUDA "
-			 "failed: %s",
-			 w->info->fabric_attr->prov_name, fi_strerror(-rc));
-		KLOG_WARN("wire: %s: the endpoint opens without FI_HMEM, GPU payloads are staged",
-			  w->hmem_why);
-	}
+	if (rc)
+		hmem_refused(w, rc, "the endpoint opens without FI_HMEM, GPU payloads are staged");
 	return rc == 0;
 }
 
