@@ -285,6 +285,21 @@ static __device__ int grp_wait_byte(struct perf_job *j, uint64_t addr, uint8_t s
 
 /* perf_pingpong for a group: every member's write goes in one post, the
  * target's replies in another. */
+/* write_lat's reply: the target's buffer, stamped in its last byte, put back
+ * to the requester (the same in every member of a group). */
+static __device__ kn_op lat_reply(struct perf_job *j, uint8_t stamp)
+{
+	((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
+	kn_op op = {};
+	op.kind = KN_OP_PUT;
+	op.len = j->size;
+	op.laddr = j->t_laddr;
+	op.lkey = j->t_lkey;
+	op.raddr = j->t_raddr;
+	op.rkey = j->t_rkey;
+	return op;
+}
+
 template <class G>
 static __device__ int grp_pingpong(struct perf_job *j, uint64_t k)
 {
@@ -298,14 +313,7 @@ static __device__ int grp_pingpong(struct perf_job *j, uint64_t k)
 		return grp_wait_byte<G>(j, j->land, stamp, j->qp, t);
 	if ((rc = grp_wait_byte<G>(j, j->t_land, stamp, j->qp, t)))
 		return rc;
-	((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
-	kn_op op = {};
-	op.kind = KN_OP_PUT;
-	op.len = j->size;
-	op.laddr = j->t_laddr;
-	op.lkey = j->t_lkey;
-	op.raddr = j->t_raddr;
-	op.rkey = j->t_rkey;
+	kn_op op = lat_reply(j, stamp);
 	if ((rc = G::post(j->tqp, &op, &u)))
 		return perf_fail(j, j->tqp, rc, PERF_STEP_POST);
 	return grp_wait_byte<G>(j, j->land, stamp, j->tqp, u);
@@ -383,14 +391,7 @@ static __device__ void grp_target_run(struct perf_job *j)
 		uint8_t stamp = (uint8_t)(k % 255u + 1u);
 		if (grp_wait_byte<G>(j, j->t_land, stamp, k ? tq : (const kn_qp *)0, u))
 			break;
-		((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
-		kn_op op = {};
-		op.kind = KN_OP_PUT;
-		op.len = j->size;
-		op.laddr = j->t_laddr;
-		op.lkey = j->t_lkey;
-		op.raddr = j->t_raddr;
-		op.rkey = j->t_rkey;
+		kn_op op = lat_reply(j, stamp);
 		int rc = G::post(tq, &op, &u);
 		if (rc)
 			perf_fail(j, tq, rc, PERF_STEP_POST);
