@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <kinet/kinet.h>
 #include <kinet/device.h> /* the tests drive the device API from the host executor */
 
@@ -112,7 +111,9 @@ static inline uint8_t tu_cqe_synd(const struct kn_cqe64 *c)
 
 /* A forked side of a test (no Criterion there): a failed check prints where
  * and exits 1, which the parent asserts against. CK0: the call returns 0
- * (otherwise the error is printed with kinet_strerror). */
+ * (otherwise the error is printed with kinet_strerror). Users include
+ * <unistd.h> (getpid, _exit) themselves: this header does not, its F_LOCK
+ * would clash with tests' own names. */
 #define CK(e)                                                                              \
 	do {                                                                               \
 		if (!(e)) {                                                                \
