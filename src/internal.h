@@ -341,6 +341,11 @@ void kinet_sleep_ns(uint64_t ns);
 
 /* Incarnation of this process (random, never 0): descriptors carry it. */
 uint64_t kinet_node(void);
+/* This host as a process here sees it (never 0): equal in two processes
+ * that share the boot, the user and the network, PID and mount namespaces,
+ * so that libfabric's shm provider can join them (its shared memory lives
+ * in /dev/shm, its copies go by pid). */
+uint64_t kinet_host(void);
 /* Random bytes from the kernel (getrandom), or a clock-based fallback. */
 void kinet_random(void *buf, size_t n);
 

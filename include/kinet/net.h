@@ -32,8 +32,9 @@ extern "C" {
 
 /* Version of the descriptor format (and of the wire protocol it implies;
  * 2: rendezvous writes and cumulative acknowledgements; 3: the target says
- * when it reads a requester's rendezvous sources no more). */
-#define KINET_NET_VERSION 3
+ * when it reads a requester's rendezvous sources no more; 4: a QP descriptor
+ * may carry a second address, for peers on the same host). */
+#define KINET_NET_VERSION 4
 
 /* Largest serialised QP descriptor; a buffer this size always suffices. */
 #define KINET_QP_DESC_MAX 256
@@ -135,6 +136,15 @@ struct kinet_wire_info {
 	uint64_t hmem_bytes; /* GPU payload bytes handed to the provider in GPU memory (eager
 			      * sends, rendezvous sources) */
 	uint64_t hmem_refused; /* GPU registrations the provider refused */
+	/* Peers in other processes of this host (same boot, user, and network,
+	 * PID and mount namespaces) are reached over a second provider, shm,
+	 * while KINET_FI_PROVIDER is not set (KINET_FI_SAME_HOST); the fields
+	 * above are those of the network provider. */
+	char same_host[32];      /* that provider ("shm"), "" when there is none */
+	char same_host_why[160]; /* which peers go over which provider, and why */
+	uint64_t qps_net;        /* QPs connected now over the network provider */
+	uint64_t qps_same_host;  /* ... over the same-host provider */
+	int same_host_hmem;      /* the same-host provider takes GPU regions (as hmem) */
 };
 
 /* The wire of ctx, opened now if it is not yet (as a connect would):

@@ -38,7 +38,26 @@ struct kinet_qp_local {
 	char transport[32];    /* "tcp;ofi_rxm" (the wire's provider), "mlx5", ... */
 	uint8_t addr[128];     /* what a peer needs to reach the QP */
 	size_t addr_len;
+	/* a second way in for peers of this host (software NIC: its shm wire);
+	 * alt_len 0: none */
+	uint64_t host;         /* kinet_host(): which host (and namespaces) this is */
+	char alt_transport[16];
+	uint8_t alt_addr[128];
+	size_t alt_len;
 };
+
+struct kinet_qp_info; /* kinet/net.h */
+
+/* The same-host part of a QP descriptor (kinet_qp_desc_parse_alt). */
+struct kinet_qp_alt {
+	uint64_t host;         /* the writer's kinet_host() */
+	char transport[16];    /* "shm" */
+	uint8_t addr[128];
+	uint32_t len;          /* 0: the descriptor has none */
+};
+/* kinet_qp_desc_parse, and the same-host part (alt->len 0 when absent). */
+int kinet_qp_desc_parse_alt(const void *buf, size_t len, struct kinet_qp_info *out,
+			    struct kinet_qp_alt *alt);
 
 struct kinet_backend_ops {
 	const char *name; /* required: "soft", "mlx5" */

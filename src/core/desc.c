@@ -9,16 +9,22 @@
  * Layout, every integer big-endian:
  *   QP: "KNQP" | u16 version | u16 length | u32 qpn | u32 addr_len |
  *       u64 gen | u64 node | char transport[32] | addr[addr_len]
+ *       [ u64 host | char alt_transport[16] | u32 alt_len | alt[alt_len] ]
+ *       The part in brackets, where present, is a second address for peers
+ *       on the same host (kinet_host() equal): the software NIC's shm wire.
  *   MR: "KNMR" | u16 version | u16 length | u32 rkey | u32 kind |
  *       u64 addr | u64 len | u64 gen | u64 reserved (0)
  * The version is checked before anything else is trusted.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <kinet/net.h>
 #include "core/backend.h"
 
 #define QP_FIXED 64u /* bytes before the address */
+#define ALT_FIXED 28u /* bytes of the same-host part before its address */
 
 
 /* Magic, version and length of any descriptor. */
@@ -60,6 +66,48 @@ uint64_t kinet_node(void)
 	return node_nonce;
 }
 
+static uint64_t host_id;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void host_init(void)
+{
+	/* the boot, the user, and the namespaces that shm needs shared */
+	uint64_t h = 0xcbf29ce484222325ull;
+	char buf[128];
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	bool ok = f && fgets(buf, sizeof(buf), f);
+	if (f)
+		fclose(f);
+	if (ok)
+		h = fnv(h, buf, strlen(buf));
+	uid_t uid = geteuid();
+	h = fnv(h, &uid, sizeof(uid));
+	static const char *const ns[] = {"/proc/self/ns/net", "/proc/self/ns/pid",
+					 "/proc/self/ns/mnt"};
+	for (size_t i = 0; ok && i < sizeof(ns) / sizeof(ns[0]); i++) {
+		ssize_t n = readlink(ns[i], buf, sizeof(buf));
+		ok = n > 0;
+		if (ok)
+			h = fnv(h, buf, (size_t)n);
+	}
+	/* what cannot be read is not claimed: no other process matches */
+	host_id = ok && h ? h : kinet_node();
+}
+
+uint64_t kinet_host(void)
+{
+	pthread_once(&host_once, host_init);
+	return host_id;
+}
+
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 {
 	if (!qp || !buf)
@@ -75,6 +123,16 @@ int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 	if (l.addr_len == 0 || l.addr_len > 128)
 		return -EOVERFLOW;
 	size_t n = QP_FIXED + l.addr_len;
+	/* the same-host part only where it fits the largest descriptor (the
+	 * peer then uses the first address) */
+	size_t alt = l.alt_len && l.alt_len <= sizeof(l.alt_addr) &&
+				     n + ALT_FIXED + l.alt_len <= KINET_QP_DESC_MAX
+			     ? ALT_FIXED + l.alt_len
+			     : 0;
+	if (l.alt_len && !alt)
+		KLOG_DBG("qp 0x%x: descriptor without its same-host address (%zu bytes: no room)",
+			 qp->qpn, l.alt_len);
+	n += alt;
 	if (cap < n)
 		return -E2BIG;
 	uint8_t *b = buf;
@@ -88,12 +146,26 @@ int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 	kn_store_be64(b + 24, l.node);
 	snprintf((char *)b + 32, 32, "%s", l.transport);
 	memcpy(b + QP_FIXED, l.addr, l.addr_len);
+	if (alt) {
+		uint8_t *a = b + QP_FIXED + l.addr_len;
+		kn_store_be64(a, l.host);
+		snprintf((char *)a + 8, 16, "%s", l.alt_transport);
+		kn_store_be32(a + 24, (uint32_t)l.alt_len);
+		memcpy(a + ALT_FIXED, l.alt_addr, l.alt_len);
+	}
 	return (int)n;
 }
 
 int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out)
 {
-	if (!buf || !out)
+	struct kinet_qp_alt alt;
+	return kinet_qp_desc_parse_alt(buf, len, out, &alt);
+}
+
+int kinet_qp_desc_parse_alt(const void *buf, size_t len, struct kinet_qp_info *out,
+			    struct kinet_qp_alt *altp)
+{
+	if (!buf || !out || !altp)
 		return -EINVAL;
 	const uint8_t *b = buf;
 	int rc = check_head(b, len, "KNQP", "QP", QP_FIXED);
@@ -105,13 +177,31 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out)
 	out->addr_len = kn_load_be32(b + 12);
 	out->gen = kn_load_be64(b + 16);
 	out->node = kn_load_be64(b + 24);
+	uint32_t dlen = kn_load_be16(b + 6);
 	if (out->addr_len == 0 || out->addr_len > sizeof(out->addr) ||
-	    QP_FIXED + out->addr_len != kn_load_be16(b + 6) || memchr(b + 32, 0, 32) == NULL) {
+	    QP_FIXED + out->addr_len > dlen || memchr(b + 32, 0, 32) == NULL) {
 		KLOG_ERR("QP descriptor: malformed address or provider field");
 		return -EPROTO;
 	}
 	memcpy(out->provider, b + 32, 32);
 	memcpy(out->addr, b + QP_FIXED, out->addr_len);
+	struct kinet_qp_alt alt;
+	memset(&alt, 0, sizeof(alt));
+	uint32_t rest = dlen - QP_FIXED - out->addr_len;
+	if (rest) {
+		const uint8_t *a = b + QP_FIXED + out->addr_len;
+		if (rest < ALT_FIXED || memchr(a + 8, 0, 16) == NULL ||
+		    (alt.len = kn_load_be32(a + 24)) == 0 || alt.len > sizeof(alt.addr) ||
+		    ALT_FIXED + alt.len != rest) {
+			KLOG_ERR("QP descriptor: malformed same-host address (%u bytes after the "
+				 "address)", rest);
+			return -EPROTO;
+		}
+		alt.host = kn_load_be64(a);
+		memcpy(alt.transport, a + 8, 16);
+		memcpy(alt.addr, a + ALT_FIXED, alt.len);
+	}
+	*altp = alt;
 	return 0;
 }
 

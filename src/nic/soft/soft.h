@@ -27,6 +27,9 @@ struct soft_ctx {
 	struct kinet_keytab keys;  /* the regions the engines check every access against */
 	struct kinet_soft_nic *nic; /* engine threads */
 	struct kinet_wire *wire;    /* endpoint to other processes, created on first use */
+	struct kinet_wire *wire_sh; /* and to processes of this host (shm), created with it
+				     * where KINET_FI_SAME_HOST allows; NULL: none (sh_why) */
+	char sh_why[160];
 	/* QPs by number (qpn = 0x100 + index), under c.lock */
 	kinet_qp **qp_tab;
 	uint32_t qp_cap;
@@ -57,8 +60,10 @@ struct soft_qp {
 	kinet_qp *peer;
 	struct soft_qp *ref_head, *ref_next, **ref_pprev;
 	/* the peer in another process */
-	struct kinet_wire *wire;
-	void *wire_ep;
+	struct kinet_wire *wire;    /* the wire it is connected over */
+	void *wire_ep;              /* its end there (before a connect: on one of the wires) */
+	void *wire_alt;             /* before a connect: its end on the other wire (the
+				     * descriptor names both), released by the connect */
 	/* engine side (touched by the serving engine thread only, unless noted) */
 	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
 	uint64_t last_db_word[2];   /* last value seen in each register (doorbell words) */

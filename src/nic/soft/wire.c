@@ -141,13 +141,13 @@ int kinet_wire_progress(kinet_qp *qp)
 
 int kinet_wire_qp_status(kinet_qp *qp, struct kinet_wire_status *st)
 {
-	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
+	struct kinet_wire *w = __atomic_load_n(&soft_qp(qp)->wire, __ATOMIC_ACQUIRE);
 	memset(st, 0, sizeof(*st));
 	if (!w)
 		return -ENOENT;
 	pthread_mutex_lock(&w->lock);
 	struct wire_qp *wq = soft_qp(qp)->wire_ep;
-	if (!wq) {
+	if (!wq || wq->w != w) {
 		pthread_mutex_unlock(&w->lock);
 		return -ENOENT;
 	}
@@ -169,10 +169,29 @@ bool kinet_wire_drained(kinet_qp *qp)
 	return !wq || wq->head == wq->tail;
 }
 
+/* The wires of a context: the network's, then the same-host one. */
+static int ctx_wires(kinet_ctx *ctx, struct kinet_wire *out[2])
+{
+	int n = 0;
+	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
+	if (w) {
+		out[n++] = w;
+		/* set before the network wire is published (wire_get) */
+		struct kinet_wire *s = __atomic_load_n(&soft_ctx(ctx)->wire_sh, __ATOMIC_ACQUIRE);
+		if (s)
+			out[n++] = s;
+	}
+	return n;
+}
+
 bool kinet_wire_pinned(kinet_ctx *ctx)
 {
-	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
-	return w && atomic_load(&w->rd_inflight) > 0;
+	struct kinet_wire *ws[2];
+	int n = ctx_wires(ctx, ws);
+	for (int i = 0; i < n; i++)
+		if (atomic_load(&ws[i]->rd_inflight) > 0)
+			return true;
+	return false;
 }
 
 /* Does a writer wait for the context's key table? (The caller holds it for
@@ -185,10 +204,9 @@ static bool writer_waiting(kinet_ctx *ctx)
 	return false;
 }
 
-int kinet_wire_ctx_progress(kinet_ctx *ctx)
+static int wire_progress_one(kinet_ctx *ctx, struct kinet_wire *w)
 {
-	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
-	if (!w || pthread_mutex_trylock(&w->lock))
+	if (pthread_mutex_trylock(&w->lock))
 		return 0;
 	/* reads in flight pin the key table; a writer waiting for it (region
 	 * registration or removal) gets it once they have landed: no new reads
@@ -235,6 +253,15 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 	return work;
 }
 
+int kinet_wire_ctx_progress(kinet_ctx *ctx)
+{
+	struct kinet_wire *ws[2];
+	int n = ctx_wires(ctx, ws), work = 0;
+	for (int i = 0; i < n; i++)
+		work += wire_progress_one(ctx, ws[i]);
+	return work;
+}
+
 /* kinet_mr_dereg: mr is out of the key table (no new request names it).
  * Requests on the wire that would still read or write it fail with the
  * local protection error; then this waits until the provider no longer
@@ -242,11 +269,8 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
  * most KINET_NET_TIMEOUT_MS, after which the peers concerned are dropped,
  * which ends their transfers. -EBUSY when even that cannot make the
  * provider let go in time (a peer whose connection cannot be closed). */
-int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
+static int wire_mr_gone_one(struct kinet_wire *w, kinet_mr *mr)
 {
-	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
-	if (!w)
-		return 0;
 	pthread_mutex_lock(&w->lock);
 	int n = 0;
 	for (int i = 0; i < w->nqps; i++)
@@ -300,6 +324,18 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 	return rc;
 }
 
+int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
+{
+	struct kinet_wire *ws[2];
+	int n = ctx_wires(ctx, ws), rc = 0;
+	for (int i = 0; i < n; i++) {
+		int r = wire_mr_gone_one(ws[i], mr);
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
 int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 {
 	if (!ctx || !out || !size)
@@ -330,31 +366,51 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 	i.hmem_regs = w->n_hmem_regs;
 	i.hmem_bytes = w->n_hmem_bytes;
 	i.hmem_refused = w->n_hmem_fail;
+	for (int k = 0; k < w->nqps; k++)
+		i.qps_net += w->qps[k]->connected;
 	pthread_mutex_unlock(&w->lock);
+	struct kinet_wire *sh = soft_ctx(ctx)->wire_sh;
+	snprintf(i.same_host_why, sizeof(i.same_host_why), "%s", soft_ctx(ctx)->sh_why);
+	if (sh) {
+		pthread_mutex_lock(&sh->lock);
+		snprintf(i.same_host, sizeof(i.same_host), "%s", sh->info->fabric_attr->prov_name);
+		for (int k = 0; k < sh->nqps; k++)
+			i.qps_same_host += sh->qps[k]->connected;
+		i.same_host_hmem = sh->hmem && !sh->hmem_off;
+		pthread_mutex_unlock(&sh->lock);
+	}
 	memcpy(out, &i, size < sizeof(i) ? size : sizeof(i));
 	return 0;
 }
 
 int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 {
-	struct kinet_wire *w = __atomic_load_n(&soft_ctx(ctx)->wire, __ATOMIC_ACQUIRE);
-	if (!w || w->wait_fd < 0)
-		return -ENOSYS;
-	if (pthread_mutex_trylock(&w->lock))
-		return 0; /* another engine is at it: do not sleep */
-	if (!w->cq || w->wait_fd < 0) {
+	struct kinet_wire *ws[2];
+	int n = ctx_wires(ctx, ws);
+	struct pollfd pf[2];
+	int nfd = 0;
+	for (int i = 0; i < n; i++) {
+		struct kinet_wire *w = ws[i];
+		if (w->wait_fd < 0)
+			return -ENOSYS; /* a wire without a wait object: the caller sleeps */
+		if (pthread_mutex_trylock(&w->lock))
+			return 0; /* another engine is at it: do not sleep */
+		if (!w->cq || w->wait_fd < 0) {
+			pthread_mutex_unlock(&w->lock);
+			return -ENOSYS; /* the endpoint is being opened again, or stays closed */
+		}
+		struct fid *f = &w->cq->fid;
+		int rc = fi_trywait(w->fab, &f, 1);
+		int fd = w->wait_fd; /* the CQ may be replaced once the lock is let go */
 		pthread_mutex_unlock(&w->lock);
-		return -ENOSYS; /* the endpoint is being opened again, or stays closed */
+		if (rc != FI_SUCCESS)
+			return 0; /* something to read now */
+		pf[nfd++] = (struct pollfd){.fd = fd, .events = POLLIN};
 	}
-	struct fid *f = &w->cq->fid;
-	int rc = fi_trywait(w->fab, &f, 1);
-	int fd = w->wait_fd; /* the CQ may be replaced once the lock is let go */
-	pthread_mutex_unlock(&w->lock);
-	if (rc != FI_SUCCESS)
-		return 0; /* something to read now */
-	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	if (!nfd)
+		return -ENOSYS;
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-	ppoll(&pf, 1, &ts, NULL);
+	ppoll(pf, (nfds_t)nfd, &ts, NULL);
 	return 0;
 }
 
@@ -368,13 +424,24 @@ static uint32_t new_gen(void)
 	return g ? g : 1;
 }
 
+/* The QP's end on wire w, if it has one there. */
+static struct wire_qp *qp_wq(kinet_qp *qp, const struct kinet_wire *w)
+{
+	struct wire_qp *a = soft_qp(qp)->wire_ep, *b = soft_qp(qp)->wire_alt;
+	return a && a->w == w ? a : b && b->w == w ? b : NULL;
+}
+
+/* The QP's end on wire w (w->lock held), created if it has none there yet:
+ * with the generation of its end on the other wire, since its descriptor
+ * names both with one generation. */
 static int wq_get(struct kinet_wire *w, kinet_qp *qp, struct wire_qp **out)
 {
-	struct wire_qp *wq = soft_qp(qp)->wire_ep;
+	struct wire_qp *wq = qp_wq(qp, w);
 	if (wq) {
 		*out = wq;
 		return 0;
 	}
+	struct wire_qp *other = soft_qp(qp)->wire_ep ? soft_qp(qp)->wire_ep : soft_qp(qp)->wire_alt;
 	wq = calloc(1, sizeof(*wq));
 	if (!wq)
 		return -ENOMEM;
@@ -396,10 +463,13 @@ static int wq_get(struct kinet_wire *w, kinet_qp *qp, struct wire_qp **out)
 	}
 	wq->qp = qp;
 	wq->w = w;
-	wq->gen = new_gen();
+	wq->gen = other ? __atomic_load_n(&other->gen, __ATOMIC_RELAXED) : new_gen();
 	wq->peer = -1;
 	w->qps[w->nqps++] = wq;
-	soft_qp(qp)->wire_ep = wq;
+	if (!soft_qp(qp)->wire_ep)
+		soft_qp(qp)->wire_ep = wq;
+	else
+		soft_qp(qp)->wire_alt = wq;
 	*out = wq;
 	return 0;
 }
@@ -463,6 +533,22 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 		out->addr_len = w->addr_len;
 	}
 	pthread_mutex_unlock(&w->lock);
+	/* and its end for peers of this host, with the same generation; without
+	 * it (no endpoint now), the descriptor names the network wire only */
+	struct kinet_wire *sh = soft_ctx(qp->ctx)->wire_sh;
+	if (rc == 0 && sh) {
+		pthread_mutex_lock(&sh->lock);
+		wire_settle(sh);
+		struct wire_qp *sq;
+		if (sh->ep && sh->addr_len <= sizeof(out->alt_addr) && wq_get(sh, qp, &sq) == 0 &&
+		    sq->gen == out->gen) {
+			out->host = kinet_host();
+			snprintf(out->alt_transport, sizeof(out->alt_transport), "%.15s", sh->prov);
+			memcpy(out->alt_addr, sh->addr, sh->addr_len);
+			out->alt_len = sh->addr_len;
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
 	return rc;
 }
 
@@ -553,24 +639,91 @@ static bool slot_free(const struct kinet_wire *w, int idx)
 	return true;
 }
 
+/* Ends the QP's end wq on its wire (its lock not held): fails what is
+ * outstanding there, drops what waits for it, and frees it. */
+static void wq_release(kinet_qp *qp, struct wire_qp *wq)
+{
+	struct kinet_wire *w = wq->w;
+	pthread_mutex_lock(&w->lock);
+	if (wq->head != wq->tail && wq->connected) {
+		wire_drop_peer(w, wq->peer, "QP destroyed with requests outstanding");
+		for (uint32_t s = wq->head; s != wq->tail; s++)
+			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
+	}
+	wire_tq_drop(w, wq); /* its holds outlive it */
+	wq_unreg_all(wq);
+	peer_unref(w, wq);
+	for (int i = 0; i < w->nqps; i++)
+		if (w->qps[i] == wq) {
+			w->qps[i] = w->qps[--w->nqps];
+			break;
+		}
+	pthread_mutex_unlock(&w->lock);
+	if (soft_qp(qp)->wire_ep == wq)
+		soft_qp(qp)->wire_ep = NULL;
+	if (soft_qp(qp)->wire_alt == wq)
+		soft_qp(qp)->wire_alt = NULL;
+	free(wq->win);
+	free(wq);
+}
+
+/* Which of the context's wires reaches the peer of descriptor pi: the
+ * same-host one where both ends have it, the peer is another process and on
+ * this host; the network's otherwise. why says which and why. */
+static struct kinet_wire *pick_wire(kinet_ctx *ctx, struct kinet_wire *net,
+				    const struct kinet_qp_info *pi, const struct kinet_qp_alt *alt,
+				    const char **why)
+{
+	struct kinet_wire *sh = soft_ctx(ctx)->wire_sh;
+	if (!sh) {
+		*why = soft_ctx(ctx)->sh_why;
+		return net;
+	}
+	if (!alt->len) {
+		*why = "the peer's descriptor has no same-host address";
+		return net;
+	}
+	if (alt->host != kinet_host()) {
+		*why = "the peer is on another host (or in other namespaces)";
+		return net;
+	}
+	if (pi->node == kinet_node()) {
+		*why = "the peer is in this process";
+		return net;
+	}
+	if (strcmp(alt->transport, sh->prov)) {
+		*why = "the peer's same-host provider is another";
+		return net;
+	}
+	*why = "the peer is another process of this host";
+	return sh;
+}
+
 /* remote->wire_addr holds the peer's QP descriptor (kinet/net.h). */
 int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 {
 	struct kinet_qp_info pi;
-	int rc = kinet_qp_desc_parse(remote->wire_addr, remote->wire_addr_len, &pi);
+	struct kinet_qp_alt alt;
+	int rc = kinet_qp_desc_parse_alt(remote->wire_addr, remote->wire_addr_len, &pi, &alt);
 	if (rc)
 		return rc;
 	struct kinet_wire *w;
 	if ((rc = wire_get(qp->ctx, &w)))
 		return rc;
-	if (strcmp(pi.provider, w->prov)) {
+	const char *why = "";
+	w = pick_wire(qp->ctx, w, &pi, &alt, &why);
+	if (w->same_host) {
+		/* over the peer's second address */
+		memcpy(pi.addr, alt.addr, alt.len);
+		pi.addr_len = alt.len;
+	} else if (strcmp(pi.provider, w->prov)) {
 		KLOG_ERR("qp 0x%x: the peer uses libfabric provider \"%s\", this process \"%s\" "
 			 "(KINET_FI_PROVIDER must match)", qp->qpn, pi.provider, w->prov);
 		return -EPROTO;
 	}
 	pthread_mutex_lock(&w->lock);
 	wire_settle(w);
-	struct wire_qp *wq;
+	struct wire_qp *wq = NULL;
 	if (!w->ep) {
 		KLOG_ERR("qp 0x%x: the wire's endpoint could not be opened again", qp->qpn);
 		rc = -ENODEV;
@@ -649,18 +802,33 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	soft_qp(qp)->peer = NULL;
 	qp->peer_qpn = pi.qpn;
 	__atomic_store_n(&soft_qp(qp)->wire, w, __ATOMIC_RELEASE);
-	KLOG_DBG("qp 0x%x: connected to qp 0x%x over %s", qp->qpn, pi.qpn, w->prov);
+	KLOG_INFO("qp 0x%x: connected to qp 0x%x over %s (%s)", qp->qpn, pi.qpn, w->prov, why);
 out:
 	pthread_mutex_unlock(&w->lock);
+	if (rc == 0) {
+		/* the end on the other wire goes: nothing is sent to it */
+		struct wire_qp *other = soft_qp(qp)->wire_ep == wq ? soft_qp(qp)->wire_alt
+								    : soft_qp(qp)->wire_ep;
+		soft_qp(qp)->wire_ep = wq;
+		soft_qp(qp)->wire_alt = other;
+		if (other)
+			wq_release(qp, other);
+	}
 	return rc;
 }
 
 void kinet_wire_qp_reset(kinet_qp *qp)
 {
+	/* its end on the wire it was connected over (or, never connected, the
+	 * first) starts again; one on the other wire goes (the next export
+	 * makes it again, with the new generation) */
+	struct wire_qp *alt = soft_qp(qp)->wire_alt;
+	if (alt)
+		wq_release(qp, alt);
 	struct wire_qp *wq = soft_qp(qp)->wire_ep;
-	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
-	if (!wq || !w)
+	if (!wq)
 		return;
+	struct kinet_wire *w = wq->w;
 	pthread_mutex_lock(&w->lock);
 	wq_reset(w, wq);
 	pthread_mutex_unlock(&w->lock);
@@ -668,38 +836,21 @@ void kinet_wire_qp_reset(kinet_qp *qp)
 
 void kinet_wire_qp_close(kinet_qp *qp)
 {
-	struct wire_qp *wq = soft_qp(qp)->wire_ep;
-	struct kinet_wire *w = soft_ctx(qp->ctx)->wire;
-	if (!wq || !w)
-		return;
-	pthread_mutex_lock(&w->lock);
-	if (wq->head != wq->tail && wq->connected) {
-		wire_drop_peer(w, wq->peer, "QP destroyed with requests outstanding");
-		for (uint32_t s = wq->head; s != wq->tail; s++)
-			wire_finish(wq, wire_ent(wq, s), KN_SYND_WR_FLUSH_ERR, false);
-	}
-	wire_tq_drop(w, wq); /* its holds outlive it */
-	wq_unreg_all(wq);
-	peer_unref(w, wq);
-	for (int i = 0; i < w->nqps; i++)
-		if (w->qps[i] == wq) {
-			w->qps[i] = w->qps[--w->nqps];
-			break;
-		}
-	pthread_mutex_unlock(&w->lock);
-	soft_qp(qp)->wire_ep = NULL;
+	struct wire_qp *wq;
+	while ((wq = soft_qp(qp)->wire_alt) || (wq = soft_qp(qp)->wire_ep))
+		wq_release(qp, wq);
 	soft_qp(qp)->wire = NULL;
-	free(wq->win);
-	free(wq);
 }
 
 void kinet_wire_ctx_close(kinet_ctx *ctx)
 {
-	struct kinet_wire *w = soft_ctx(ctx)->wire;
-	if (!w)
-		return;
+	struct kinet_wire *w = soft_ctx(ctx)->wire, *sh = soft_ctx(ctx)->wire_sh;
 	soft_ctx(ctx)->wire = NULL;
-	wire_destroy(w);
+	soft_ctx(ctx)->wire_sh = NULL;
+	if (sh)
+		wire_destroy(sh);
+	if (w)
+		wire_destroy(w);
 }
 
 #endif

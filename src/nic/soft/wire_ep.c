@@ -491,16 +491,18 @@ static bool hmem_probe(struct kinet_wire *w)
 	return rc == 0;
 }
 
-static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
+/* A wire over provider prov. sh: the same-host wire, which the context can
+ * do without: its provider being absent is no error (logged at info). */
+static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_wire **out)
 {
-	const char *prov = KT(FI_PROVIDER);
 	struct kinet_wire *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->ctx = ctx;
 	w->wait_fd = -1;
+	w->same_host = sh;
 	pthread_mutex_init(&w->lock, NULL);
-	snprintf(w->prov, sizeof(w->prov), "%s", prov && *prov ? prov : "tcp;ofi_rxm");
+	snprintf(w->prov, sizeof(w->prov), "%s", prov);
 	long long tmo = (long long)KT(NET_TIMEOUT_MS);
 	w->timeout_ns = (uint64_t)(tmo > 0 ? tmo : 5000) * 1000000ull;
 	long long rnr = (long long)KT(RNR_TIMER_US);
@@ -547,8 +549,12 @@ static int wire_create(kinet_ctx *ctx, struct kinet_wire **out)
 	if (rc)
 		rc = wire_info_plain(w);
 	if (rc) {
-		KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
-			 w->prov, fi_strerror(-rc));
+		if (sh)
+			KLOG_INFO("wire: libfabric provider \"%s\" for peers on this host not "
+				  "available: %s", w->prov, fi_strerror(-rc));
+		else
+			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
+				 w->prov, fi_strerror(-rc));
 		wire_destroy(w);
 		return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
 	}
@@ -643,10 +649,9 @@ modes:;
 			return rc;
 		}
 	}
-	KLOG_INFO("wire: provider %s, fabric %s, domain %s, %s, %s, %s, %s, %s",
-		  w->info->fabric_attr->prov_name, w->info->fabric_attr->name,
-		  w->info->domain_attr->name,
-		  w->rma ? "rendezvous writes" : "messages only",
+	KLOG_INFO("wire%s: provider %s, fabric %s, domain %s, %s, %s, %s, %s, %s",
+		  sh ? " (peers on this host)" : "", w->info->fabric_attr->prov_name,
+		  w->info->fabric_attr->name, w->info->domain_attr->name, w->rma ? "rendezvous writes" : "messages only",
 		  w->mr_local ? "local descriptors" : "no local descriptors",
 		  w->hmem ? "FI_HMEM" : "GPU memory staged",
 		  w->wait_fd >= 0 ? "wait fd" : "no wait fd",
@@ -660,15 +665,54 @@ fail:
 	return wire_errno(rc);
 }
 
-/* The context's wire, created on first use. */
+/* The same-host wire of a context whose network wire was just created:
+ * shm, unless KINET_FI_PROVIDER names the provider for every peer, or
+ * KINET_FI_SAME_HOST=off. Where it cannot be had, sh_why says why. */
+static void wire_sh_create(kinet_ctx *ctx, const struct kinet_wire *net)
+{
+	struct soft_ctx *sc = soft_ctx(ctx);
+	const struct kinet_tunable *fp = kinet_tunable_at(KT_ID_FI_PROVIDER);
+	if (fp && (fp->flags & KINET_TUNABLE_SET)) {
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "KINET_FI_PROVIDER is set: every peer is reached over %s", net->prov);
+		return;
+	}
+	if (!strcmp(KT(FI_SAME_HOST), "off")) {
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "KINET_FI_SAME_HOST=off: peers on this host are reached over %s",
+			 net->prov);
+		return;
+	}
+	int rc = wire_create(ctx, "shm", true, &sc->wire_sh);
+	if (rc) {
+		sc->wire_sh = NULL;
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "libfabric's shm provider could not be opened (%s): peers on this host are "
+			 "reached over %s", kinet_strerror(rc), net->prov);
+	} else {
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "peers in other processes of this host (same boot, user and namespaces) are "
+			 "reached over shm");
+	}
+}
+
+/* The context's wire, created on first use (with its same-host wire). */
 int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
 {
 	if (ctx->backend != KINET_BACKEND_SOFT || !soft_ctx(ctx)->nic)
 		return -ENOTSUP;
 	pthread_mutex_lock(&ctx->lock);
 	int rc = 0;
-	if (!soft_ctx(ctx)->wire)
-		rc = wire_create(ctx, &soft_ctx(ctx)->wire);
+	if (!soft_ctx(ctx)->wire) {
+		const char *prov = KT(FI_PROVIDER);
+		struct kinet_wire *w = NULL;
+		rc = wire_create(ctx, prov && *prov ? prov : "tcp;ofi_rxm", false, &w);
+		if (rc == 0) {
+			wire_sh_create(ctx, w);
+			/* published after the same-host wire: whoever sees it sees both */
+			__atomic_store_n(&soft_ctx(ctx)->wire, w, __ATOMIC_RELEASE);
+		}
+	}
 	*out = soft_ctx(ctx)->wire;
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;

@@ -416,6 +416,7 @@ struct kinet_wire {
 	struct fid_cq *cq;
 	struct fid_ep *ep;
 	char prov[32];
+	bool same_host;     /* the context's wire to peers of this host (shm) */
 	uint8_t addr[128];
 	size_t addr_len;
 	size_t inject, iov_limit;

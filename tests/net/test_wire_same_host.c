@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Which provider the wire takes for a peer (KINET_FI_SAME_HOST): with
+ * KINET_FI_PROVIDER not set, two processes of this host connect over shm,
+ * and every opcode lands byte for byte, again after a reset; a side with
+ * KINET_FI_SAME_HOST=off, a side in another mount namespace (another "host"
+ * for shm), two contexts of one process and a side with KINET_FI_PROVIDER
+ * set all take the network provider, on both ends. The descriptor carries
+ * the second address only where a same-host wire exists, and what
+ * kinet_wire_info says matches what was taken.
+ */
+#define _GNU_SOURCE /* unshare */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include "test_wire_common.h"
+
+static const int one_link[][2] = {{0, 1}};
+
+static void need_wire(void)
+{
+	int w = tw_have_wire();
+	if (w == 77)
+		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
+	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
+}
+
+/* Does libfabric here have the shm provider? (Checked in a child: the
+ * answer must not initialise libfabric in the test process.) */
+static int have_shm(void)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		setenv("KINET_FI_PROVIDER", "shm", 1);
+		_exit(tw_have_wire() == 0 ? 0 : 77);
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+/* The wire as this side sees it after the connect: which provider carries
+ * the QP. */
+static void expect_path(struct tw_side *s, bool same_host)
+{
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(s->ctx, &wi, sizeof(wi)));
+	if ((wi.qps_same_host == 1) != same_host || (wi.qps_net == 1) == same_host)
+		fprintf(stderr, "[pid %d] same host \"%s\" (%s): %llu QPs over it, %llu over %s\n",
+			(int)getpid(), wi.same_host, wi.same_host_why,
+			(unsigned long long)wi.qps_same_host, (unsigned long long)wi.qps_net,
+			wi.provider);
+	CK(wi.same_host_why[0] != 0);
+	CK(wi.qps_same_host == (same_host ? 1u : 0u));
+	CK(wi.qps_net == (same_host ? 0u : 1u));
+	if (same_host)
+		CK(!strcmp(wi.same_host, "shm"));
+}
+
+/* Length of this side's QP descriptor without a same-host part. */
+static int plain_len(const void *d, int n)
+{
+	struct kinet_qp_info qi;
+	if (kinet_qp_desc_parse(d, (size_t)n, &qi))
+		return -1;
+	return 64 + (int)qi.addr_len;
+}
+
+/* One side: over shm (want) or not; every opcode, then again on a fresh QP
+ * (a reset one's new generation reaches the other wire's end too). */
+static int side(int fd, uint64_t own, uint64_t peer, bool want)
+{
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, own);
+	expect_path(&s, want);
+	tw_ops(&s, own, peer);
+	CK0(kinet_qp_modify(s.qp, KINET_QPS_RESET, NULL));
+	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(s.qp, mine, sizeof(mine));
+	CK(n > 0);
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+	/* the second address is there exactly where this side has shm */
+	CK((n > plain_len(mine, n)) == (wi.same_host[0] != 0));
+	int m = tw_xchg(s.fd, mine, (uint32_t)n, theirs, sizeof(theirs));
+	CK(m > 0);
+	CK0(kinet_qp_connect_remote(s.qp, theirs, (size_t)m));
+	CK0(kinet_qp_device(s.qp, &s.d));
+	expect_path(&s, want);
+	tu_fill_random(s.buf, s.len, own + 100);
+	tw_ops(&s, own + 100, peer + 100);
+	tw_close(&s);
+	return 0;
+}
+
+static int auto_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	return side(fd, 1, 2, true);
+}
+static int auto_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	return side(fd, 2, 1, true);
+}
+
+static void run_two(tw_fn a, tw_fn b)
+{
+	struct tw_proc p[2] = {{.fn = a}, {.fn = b}};
+	tw_run(p, 2, one_link, 1, NULL, 90000);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+static void setup(void)
+{
+	unsetenv("KINET_FI_PROVIDER");
+	need_wire();
+	if (have_shm() == 77)
+		cr_skip_test("libfabric has no shm provider here");
+}
+
+Test(same_host, two_processes_take_shm)
+{
+	setup();
+	run_two(auto_a, auto_b);
+}
+
+/* The side that turned it off has no same-host address in its descriptor;
+ * the other side sees that and takes the network provider too. */
+static int off_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "off", 1);
+	return side(fd, 1, 2, false);
+}
+static int net_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	return side(fd, 2, 1, false);
+}
+
+Test(same_host, one_side_off_both_take_network)
+{
+	setup();
+	run_two(off_a, net_b);
+}
+
+/* A side with KINET_FI_PROVIDER set: every peer over that provider (its
+ * descriptor names only it), and the other side follows. */
+static int prov_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_PROVIDER", "tcp;ofi_rxm", 1);
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+	CK(wi.same_host[0] == 0);
+	CK(strstr(wi.same_host_why, "KINET_FI_PROVIDER") != NULL);
+	expect_path(&s, false);
+	tw_ops(&s, 1, 2);
+	tw_close(&s);
+	return 0;
+}
+static int net_b1(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	expect_path(&s, false);
+	tw_ops(&s, 2, 1);
+	tw_close(&s);
+	return 0;
+}
+
+Test(same_host, provider_set_on_one_side_both_take_it)
+{
+	setup();
+	run_two(prov_a, net_b1);
+}
+
+/* A side in a mount namespace of its own does not share /dev/shm as shm
+ * needs: another host as far as the wire is concerned. */
+static int ns_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	if (unshare(CLONE_NEWNS)) {
+		fprintf(stderr, "unshare(CLONE_NEWNS): %s\n", strerror(errno));
+		return 1;
+	}
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	return side(fd, 1, 2, false);
+}
+
+Test(same_host, other_mount_namespace_takes_network)
+{
+	setup();
+	if (geteuid() != 0)
+		cr_skip_test("a mount namespace of its own needs root");
+	run_two(ns_a, net_b);
+}
+
+/* Two contexts of one process: the network provider (shm joins processes),
+ * each context over a thread of its own. */
+static void *ctx_thread(void *arg)
+{
+	int *fdp = arg;
+	struct tw_side s;
+	uint64_t own = fdp[1], peer = 3 - fdp[1];
+	tw_open(&s, fdp[0], TW_LEN, own);
+	expect_path(&s, false);
+	tw_ops(&s, own, peer);
+	tw_close(&s);
+	return NULL;
+}
+
+static int one_process(int fd, int fd2, void *arg)
+{
+	(void)fd;
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	int sv[2];
+	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	int a[2] = {sv[0], 1}, b[2] = {sv[1], 2};
+	pthread_t t1, t2;
+	CK0(pthread_create(&t1, NULL, ctx_thread, a));
+	CK0(pthread_create(&t2, NULL, ctx_thread, b));
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	return 0;
+}
+
+Test(same_host, contexts_of_one_process_take_network)
+{
+	setup();
+	struct tw_proc p[1] = {{.fn = one_process}};
+	tw_run(p, 1, NULL, 0, NULL, 90000);
+	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+}
+
+/* Descriptors: a same-host part that is malformed is refused (-EPROTO),
+ * before anything connects; without it, the descriptor is a plain one. */
+static int desc_side(int fd, int fd2, void *arg)
+{
+	(void)fd;
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_qp *qp, *q2;
+	CK0(kinet_open(&ca, &ctx));
+	CK0(kinet_pd_alloc(ctx, &pd));
+	CK0(kinet_qp_create(pd, NULL, &qp));
+	CK0(kinet_qp_create(pd, NULL, &q2));
+	uint8_t d[KINET_QP_DESC_MAX], bad[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(qp, d, sizeof(d));
+	CK(n > 0);
+	int base = plain_len(d, n);
+	CK(base > 0 && n > base + 28);
+	struct kinet_qp_info qi;
+	/* the part's length field one too many, then zero, then the part cut */
+	memcpy(bad, d, (size_t)n);
+	bad[base + 27]++;
+	CK(kinet_qp_desc_parse(bad, (size_t)n, &qi) == -EPROTO);
+	CK(kinet_qp_connect_remote(q2, bad, (size_t)n) == -EPROTO);
+	memcpy(bad, d, (size_t)n);
+	memset(bad + base + 24, 0, 4);
+	CK(kinet_qp_desc_parse(bad, (size_t)n, &qi) == -EPROTO);
+	memcpy(bad, d, (size_t)n);
+	bad[6] = (uint8_t)((base + 10) >> 8);
+	bad[7] = (uint8_t)(base + 10);
+	CK(kinet_qp_desc_parse(bad, (size_t)n, &qi) == -EPROTO);
+	/* without the part: a plain descriptor of the same QP */
+	memcpy(bad, d, (size_t)base);
+	bad[6] = (uint8_t)(base >> 8);
+	bad[7] = (uint8_t)base;
+	CK0(kinet_qp_desc_parse(bad, (size_t)base, &qi));
+	CK(qi.addr_len == (uint32_t)(base - 64));
+	CK0(kinet_qp_destroy(qp));
+	CK0(kinet_qp_destroy(q2));
+	CK0(kinet_pd_free(pd));
+	CK0(kinet_close(ctx));
+	return 0;
+}
+
+Test(same_host, malformed_same_host_part_refused)
+{
+	setup();
+	struct tw_proc p[1] = {{.fn = desc_side}};
+	tw_run(p, 1, NULL, 0, NULL, 30000);
+	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+}
