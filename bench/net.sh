@@ -29,6 +29,10 @@ if [ "${NET_PREBUILT:-0}" != 1 ]; then
 		"$ROOT/bench/kinet_net_bw.c" -L"$BUILD/src" -lkinet -Wl,-rpath,"$BUILD/src"
 fi
 
+# the raw side runs the one provider: so does kinet (without this, two kinet
+# processes on one host would take shm, KINET_FI_SAME_HOST)
+export KINET_FI_SAME_HOST=off
+
 TMP=$(mktemp -d)
 NSA=kinet-bench-a$$
 NSB=kinet-bench-b$$

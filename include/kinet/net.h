@@ -67,7 +67,8 @@ struct kinet_mr_info {
 
 /* Serialises the descriptor of a QP into buf (cap bytes; KINET_QP_DESC_MAX
  * always suffices). Software NIC: creates the context's wire endpoint on
- * first use. The descriptor stays valid until the QP is reset or destroyed
+ * first use (and, while KINET_FI_PROVIDER is not set, its endpoint for peers
+ * on this host, over shm, whose address the descriptor carries too). The descriptor stays valid until the QP is reset or destroyed
  * (its generation changes then: a peer holding the old one cannot reach the
  * new incarnation). Returns the length written, -E2BIG when cap is too small;
  * software NIC: -EOPNOTSUPP when the build has no libfabric, -ENODEV when
@@ -92,6 +93,14 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
  * this build), or the provider's refusal of the address as an errno.
  * Operations posted before the peer has connected wait for it, at most
  * KINET_NET_TIMEOUT_MS, then fail with transport retry exceeded.
+ *
+ * Software NIC, which provider: a peer in another process of this host
+ * (same boot, user, and network, PID and mount namespaces) is reached over
+ * libfabric's shm provider when both descriptors carry a same-host address
+ * (KINET_FI_PROVIDER not set, KINET_FI_SAME_HOST not off, shm available on
+ * both sides); every other peer over the network provider. Both sides decide
+ * alike; the connect logs which it took and why, and kinet_wire_info counts
+ * the QPs on each.
  *
  * Software NIC, a peer that goes silent (stopped, dead, cut off): a QP with
  * requests outstanding that hears nothing from it for KINET_NET_TIMEOUT_MS
@@ -138,8 +147,9 @@ struct kinet_wire_info {
 	uint64_t hmem_refused; /* GPU registrations the provider refused */
 	/* Peers in other processes of this host (same boot, user, and network,
 	 * PID and mount namespaces) are reached over a second provider, shm,
-	 * while KINET_FI_PROVIDER is not set (KINET_FI_SAME_HOST); the fields
-	 * above are those of the network provider. */
+	 * while KINET_FI_PROVIDER is not set (KINET_FI_SAME_HOST). The fields
+	 * above from provider to hmem_why are those of the network provider;
+	 * the counters (desc_ops to hmem_refused) count both together. */
 	char same_host[32];      /* that provider ("shm"), "" when there is none */
 	char same_host_why[160]; /* which peers go over which provider, and why */
 	uint64_t qps_net;        /* QPs connected now over the network provider */

@@ -105,6 +105,13 @@ static int winfo_side(int fd, int fd2, void *arg)
 	CK(!strcmp(wi.provider, want && *want ? want : "tcp;ofi_rxm"));
 	CK(FI_MAJOR(wi.fi_version) == 1 && FI_MINOR(wi.fi_version) >= 9);
 	CK(wi.nodesc_ops == 0);
+	/* peers of this host: over shm only with no provider set and the choice on
+	 * (test_wire.samehost), which then runs every case here over it */
+	const char *sh = getenv("KINET_FI_SAME_HOST");
+	bool auto_sh = !(want && *want) && !(sh && !strcmp(sh, "off"));
+	CK(!strcmp(wi.same_host, auto_sh ? "shm" : ""));
+	CK(wi.same_host_why[0] != 0);
+	CK(wi.qps_net == 0 && wi.qps_same_host == 0);
 	const char *hm = getenv("KINET_FI_HMEM");
 	if (hm && !strcmp(hm, "off")) {
 		CK(wi.hmem == 0);

@@ -182,3 +182,57 @@ Test(info_platform, json_nic_items_over_the_emulation)
 	json_object_put(o);
 #endif
 }
+
+#ifdef KINET_HAVE_JSONC
+/* The wire of the trial context (software NIC): its provider, and which
+ * provider takes peers of this host, and why. */
+static json_object *wire_of(const char *env)
+{
+	int st;
+	char *out = run_info(env, "--json", &st);
+	cr_assert_eq(st, 0, "%s", out);
+	json_object *o = json_tokener_parse(out);
+	cr_assert_not_null(o, "--json output does not parse:\n%s", out);
+	free(out);
+	json_object *w = NULL;
+	json_object *choice = get(o, "choice", json_type_object);
+	if (json_object_object_get_ex(choice, "wire", &w))
+		json_object_get(w);
+	json_object_put(o);
+	return w;
+}
+#endif
+
+Test(info_platform, json_wire_names_the_same_host_provider)
+{
+#ifndef KINET_HAVE_JSONC
+	cr_skip_test("json-c not found at build time (libjson-c-dev)");
+#else
+	if (!KINET_HAVE_FABRIC)
+		cr_skip_test("this build has no libfabric wire");
+	json_object *w = wire_of("KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER=");
+	if (!w)
+		cr_skip_test("the trial context has no wire here");
+	cr_assert(!strcmp(str(w, "provider"), "tcp;ofi_rxm"));
+	const char *sh = json_object_get_string(get(w, "same_host", json_type_string));
+	const char *why = str(w, "same_host_why");
+	get(w, "same_host_hmem", json_type_boolean);
+	/* shm where libfabric has it; otherwise the reason */
+	if (sh[0])
+		cr_assert(!strcmp(sh, "shm") && strstr(why, "over shm"), "%s: %s", sh, why);
+	else
+		cr_assert(strstr(why, "shm provider could not be opened"), "%s", why);
+	json_object_put(w);
+	w = wire_of("KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER='tcp;ofi_rxm'");
+	cr_assert_not_null(w);
+	cr_assert(!strcmp(json_object_get_string(get(w, "same_host", json_type_string)), ""));
+	cr_assert(strstr(str(w, "same_host_why"), "KINET_FI_PROVIDER is set"));
+	json_object_put(w);
+	w = wire_of("KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER= "
+		    "KINET_FI_SAME_HOST=off");
+	cr_assert_not_null(w);
+	cr_assert(!strcmp(json_object_get_string(get(w, "same_host", json_type_string)), ""));
+	cr_assert(strstr(str(w, "same_host_why"), "KINET_FI_SAME_HOST=off"));
+	json_object_put(w);
+#endif
+}

@@ -363,6 +363,12 @@ static void print_text(void)
 		printf("  wire GPU payloads: %s%s\n",
 		       wi->hmem ? "registered with the provider (FI_HMEM_CUDA)" : "staged: ",
 		       wi->hmem ? "" : wi->hmem_why);
+		printf("  wire peers on this host: %s%s%s\n",
+		       wi->same_host[0] ? wi->same_host : "no same-host provider",
+		       wi->same_host[0] ? (wi->same_host_hmem ? " (GPU regions registered), "
+							       : " (GPU payloads staged), ")
+					: ": ",
+		       wi->same_host_why);
 	} else if (I.t.done && I.t.rc == 0 && I.t.wire_rc != -ENOTSUP) {
 		printf("  wire: cannot be opened: %s\n", kinet_strerror(I.t.wire_rc));
 	}
@@ -620,6 +626,11 @@ static void print_json(void)
 		       (unsigned long long)wi->mr_mode, wi->local_desc ? "true" : "false",
 		       wi->hmem ? "true" : "false");
 		js(wi->hmem_why);
+		printf(", \"same_host\": ");
+		js(wi->same_host);
+		printf(", \"same_host_hmem\": %s, \"same_host_why\": ",
+		       wi->same_host_hmem ? "true" : "false");
+		js(wi->same_host_why);
 		printf("}");
 	}
 	printf(", \"gpus\": [");

@@ -681,6 +681,12 @@ static int desc_exchange(struct rmt *r, int setup_rc, const char *what)
 				fail(r, "kinet_qp_connect_remote (QP %d): %s%s", i,
 				     kinet_strerror(rc), connect_hint(r));
 		}
+		/* the provider the connects took: a peer of this host goes over
+		 * shm while KINET_FI_PROVIDER is not set (KINET_FI_SAME_HOST) */
+		struct kinet_wire_info wi;
+		if (!r->failed && kinet_wire_info(e->ctx, &wi, sizeof(wi)) == 0 &&
+		    wi.qps_same_host > 0 && wi.same_host[0])
+			snprintf(e->provider, sizeof(e->provider), "%s", wi.same_host);
 		/* the kinds of memory at both ends, for the JSON records */
 		int mine_k = kinet_mr_kind(r->mr);
 		int path = kinet_mr_path(r->mr);

@@ -336,6 +336,20 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 	return rc;
 }
 
+/* Adds the counters of wire w (its lock held) to i: kinet_wire_info counts
+ * both wires of a context together. */
+static void wire_counts(const struct kinet_wire *w, struct kinet_wire_info *i)
+{
+	i->desc_ops += w->n_desc;
+	i->nodesc_ops += w->n_nodesc;
+	i->local_regs += (uint64_t)w->nlregs;
+	for (int k = 0; k < w->nmregs; k++)
+		i->user_regs += w->mregs[k].fmr != NULL;
+	i->hmem_regs += w->n_hmem_regs;
+	i->hmem_bytes += w->n_hmem_bytes;
+	i->hmem_refused += w->n_hmem_fail;
+}
+
 int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 {
 	if (!ctx || !out || !size)
@@ -358,14 +372,7 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 	i.local_desc = w->mr_local;
 	i.hmem = w->hmem && !w->hmem_off;
 	snprintf(i.hmem_why, sizeof(i.hmem_why), "%s", i.hmem ? "" : w->hmem_why);
-	i.desc_ops = w->n_desc;
-	i.nodesc_ops = w->n_nodesc;
-	i.local_regs = (uint64_t)w->nlregs;
-	for (int k = 0; k < w->nmregs; k++)
-		i.user_regs += w->mregs[k].fmr != NULL;
-	i.hmem_regs = w->n_hmem_regs;
-	i.hmem_bytes = w->n_hmem_bytes;
-	i.hmem_refused = w->n_hmem_fail;
+	wire_counts(w, &i);
 	for (int k = 0; k < w->nqps; k++)
 		i.qps_net += w->qps[k]->connected;
 	pthread_mutex_unlock(&w->lock);
@@ -377,6 +384,7 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 		for (int k = 0; k < sh->nqps; k++)
 			i.qps_same_host += sh->qps[k]->connected;
 		i.same_host_hmem = sh->hmem && !sh->hmem_off;
+		wire_counts(sh, &i);
 		pthread_mutex_unlock(&sh->lock);
 	}
 	memcpy(out, &i, size < sizeof(i) ? size : sizeof(i));
@@ -389,15 +397,18 @@ int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 	int n = ctx_wires(ctx, ws);
 	struct pollfd pf[2];
 	int nfd = 0;
+	/* the nap ends after ns in any case: a wire without a wait object (shm
+	 * has none) is polled on the next pass, as after a sleep; the others
+	 * end it early when they have something */
 	for (int i = 0; i < n; i++) {
 		struct kinet_wire *w = ws[i];
 		if (w->wait_fd < 0)
-			return -ENOSYS; /* a wire without a wait object: the caller sleeps */
+			continue;
 		if (pthread_mutex_trylock(&w->lock))
 			return 0; /* another engine is at it: do not sleep */
 		if (!w->cq || w->wait_fd < 0) {
 			pthread_mutex_unlock(&w->lock);
-			return -ENOSYS; /* the endpoint is being opened again, or stays closed */
+			continue; /* the endpoint is being opened again, or stays closed */
 		}
 		struct fid *f = &w->cq->fid;
 		int rc = fi_trywait(w->fab, &f, 1);
@@ -408,7 +419,7 @@ int kinet_wire_ctx_wait(kinet_ctx *ctx, uint64_t ns)
 		pf[nfd++] = (struct pollfd){.fd = fd, .events = POLLIN};
 	}
 	if (!nfd)
-		return -ENOSYS;
+		return -ENOSYS; /* nothing to wait on: the caller sleeps */
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	ppoll(pf, (nfds_t)nfd, &ts, NULL);
 	return 0;

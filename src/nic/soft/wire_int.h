@@ -7,7 +7,11 @@
  * provider has it, FI_RMA; provider KINET_FI_PROVIDER, tcp;ofi_rxm by
  * default).
  *
- * One endpoint per context carries every QP of the context. Each message
+ * One endpoint per wire carries every QP of the wire. A context has one wire
+ * for the network (KINET_FI_PROVIDER) and, while that is not set, one over
+ * shm for peers in other processes of this host (KINET_FI_SAME_HOST); a QP
+ * is connected over one of them, chosen at connect from both descriptors
+ * (wire.c, pick_wire), and everything below is per wire. Each message
  * starts with a header naming the target QP, both QP generations (stale or
  * stray messages are dropped) and a per-connection message number; the
  * target starts a connection's requests strictly in that order.
