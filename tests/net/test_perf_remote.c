@@ -798,10 +798,13 @@ Test(perf_remote, json_metadata_across_processes)
 	finish(&p, 1);
 	cr_assert_eq(p.status, 0, "stderr:\n%s", p.text[1]);
 	cr_assert_not_null(strstr(p.text[0], "\"backend\":\"soft\""), "%s", p.text[0]);
-	/* the wire's provider (KINET_FI_PROVIDER, tcp;ofi_rxm by default) */
-	const char *fp = getenv("KINET_FI_PROVIDER");
+	/* the provider the QPs took (KINET_FI_PROVIDER; not set: tcp;ofi_rxm, or shm
+	 * between these two processes of one host unless KINET_FI_SAME_HOST=off) */
+	const char *fp = getenv("KINET_FI_PROVIDER"), *sh = getenv("KINET_FI_SAME_HOST");
+	bool same = !(fp && *fp) && !(sh && !strcmp(sh, "off"));
 	char want[96];
-	snprintf(want, sizeof(want), "\"provider\":\"%s\"", fp && *fp ? fp : "tcp;ofi_rxm");
+	snprintf(want, sizeof(want), "\"provider\":\"%s\"",
+		 fp && *fp ? fp : same ? "shm" : "tcp;ofi_rxm");
 	cr_assert_not_null(strstr(p.text[0], want), "%s", p.text[0]);
 	cr_assert_not_null(strstr(p.text[0], "\"processes\":2"), "%s", p.text[0]);
 	cr_assert_not_null(strstr(p.text[0], "\"kinet_version\":\""), "%s", p.text[0]);
