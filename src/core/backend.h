@@ -55,6 +55,10 @@ struct kinet_qp_alt {
 	uint8_t addr[128];
 	uint32_t len;          /* 0: the descriptor has none */
 };
+/* Bytes of a QP descriptor with an address of addr_len bytes and a
+ * same-host part of alt_len (0: none); the part is only written when the
+ * whole fits KINET_QP_DESC_MAX. */
+size_t kinet_qp_desc_len(size_t addr_len, size_t alt_len);
 /* kinet_qp_desc_parse, and the same-host part (alt->len 0 when absent). */
 int kinet_qp_desc_parse_alt(const void *buf, size_t len, struct kinet_qp_info *out,
 			    struct kinet_qp_alt *alt);

@@ -108,6 +108,11 @@ uint64_t kinet_host(void)
 	return host_id;
 }
 
+size_t kinet_qp_desc_len(size_t addr_len, size_t alt_len)
+{
+	return QP_FIXED + addr_len + (alt_len ? ALT_FIXED + alt_len : 0);
+}
+
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 {
 	if (!qp || !buf)
@@ -123,15 +128,15 @@ int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap)
 	if (l.addr_len == 0 || l.addr_len > 128)
 		return -EOVERFLOW;
 	size_t n = QP_FIXED + l.addr_len;
-	/* the same-host part only where it fits the largest descriptor (the
-	 * peer then uses the first address) */
-	size_t alt = l.alt_len && l.alt_len <= sizeof(l.alt_addr) &&
-				     n + ALT_FIXED + l.alt_len <= KINET_QP_DESC_MAX
-			     ? ALT_FIXED + l.alt_len
-			     : 0;
-	if (l.alt_len && !alt)
-		KLOG_DBG("qp 0x%x: descriptor without its same-host address (%zu bytes: no room)",
-			 qp->qpn, l.alt_len);
+	size_t alt = 0;
+	if (l.alt_len) {
+		/* the backend names its same-host end only where it fits (it
+		 * connects over it only then): anything else is a defect */
+		if (l.alt_len > sizeof(l.alt_addr) ||
+		    kinet_qp_desc_len(l.addr_len, l.alt_len) > KINET_QP_DESC_MAX)
+			return -EOVERFLOW;
+		alt = ALT_FIXED + l.alt_len;
+	}
 	n += alt;
 	if (cap < n)
 		return -E2BIG;

@@ -64,6 +64,9 @@ struct soft_qp {
 	void *wire_ep;              /* its end there (before a connect: on one of the wires) */
 	void *wire_alt;             /* before a connect: its end on the other wire (the
 				     * descriptor names both), released by the connect */
+	bool sh_named;              /* its last descriptor named its same-host end: only
+				     * then may a connect take the same-host wire (the peer,
+				     * which reads that descriptor, decides alike) */
 	/* engine side (touched by the serving engine thread only, unless noted) */
 	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
 	uint64_t last_db_word[2];   /* last value seen in each register (doorbell words) */

@@ -547,12 +547,15 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	/* and its end for peers of this host, with the same generation; without
 	 * it (no endpoint now), the descriptor names the network wire only */
 	struct kinet_wire *sh = soft_ctx(qp->ctx)->wire_sh;
+	soft_qp(qp)->sh_named = false;
 	if (rc == 0 && sh) {
 		pthread_mutex_lock(&sh->lock);
 		wire_settle(sh);
 		struct wire_qp *sq;
-		if (sh->ep && sh->addr_len <= sizeof(out->alt_addr) && wq_get(sh, qp, &sq) == 0 &&
-		    sq->gen == out->gen) {
+		if (sh->ep && sh->addr_len <= sizeof(out->alt_addr) &&
+		    kinet_qp_desc_len(out->addr_len, sh->addr_len) <= KINET_QP_DESC_MAX &&
+		    wq_get(sh, qp, &sq) == 0 && sq->gen == out->gen) {
+			soft_qp(qp)->sh_named = true;
 			out->host = kinet_host();
 			snprintf(out->alt_transport, sizeof(out->alt_transport), "%.15s", sh->prov);
 			memcpy(out->alt_addr, sh->addr, sh->addr_len);
@@ -681,7 +684,7 @@ static void wq_release(kinet_qp *qp, struct wire_qp *wq)
 /* Which of the context's wires reaches the peer of descriptor pi: the
  * same-host one where both ends have it, the peer is another process and on
  * this host; the network's otherwise. why says which and why. */
-static struct kinet_wire *pick_wire(kinet_ctx *ctx, struct kinet_wire *net,
+static struct kinet_wire *pick_wire(kinet_qp *qp, kinet_ctx *ctx, struct kinet_wire *net,
 				    const struct kinet_qp_info *pi, const struct kinet_qp_alt *alt,
 				    const char **why)
 {
@@ -692,6 +695,11 @@ static struct kinet_wire *pick_wire(kinet_ctx *ctx, struct kinet_wire *net,
 	}
 	if (!alt->len) {
 		*why = "the peer's descriptor has no same-host address";
+		return net;
+	}
+	if (!soft_qp(qp)->sh_named) {
+		*why = "this QP's descriptor named no same-host address (no shm endpoint then, "
+		       "or no room)";
 		return net;
 	}
 	if (alt->host != kinet_host()) {
@@ -722,7 +730,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	if ((rc = wire_get(qp->ctx, &w)))
 		return rc;
 	const char *why = "";
-	w = pick_wire(qp->ctx, w, &pi, &alt, &why);
+	w = pick_wire(qp, qp->ctx, w, &pi, &alt, &why);
 	if (w->same_host) {
 		/* over the peer's second address */
 		memcpy(pi.addr, alt.addr, alt.len);
@@ -836,6 +844,7 @@ void kinet_wire_qp_reset(kinet_qp *qp)
 	struct wire_qp *alt = soft_qp(qp)->wire_alt;
 	if (alt)
 		wq_release(qp, alt);
+	soft_qp(qp)->sh_named = false; /* its next descriptor says again */
 	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	if (!wq)
 		return;
