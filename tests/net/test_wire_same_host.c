@@ -305,3 +305,115 @@ Test(same_host, malformed_same_host_part_refused)
 	tw_run(p, 1, NULL, 0, NULL, 30000);
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }
+
+/* A long-lived context and short-lived peer processes of this host, one
+ * after the other: shm's address vector frees no address, so after
+ * KINET_FI_SAME_HOST_PEERS of them the context's new QPs take the network
+ * provider (both ends alike), and every peer still reads the server's
+ * random bytes exactly. */
+#define SEQ_PEERS 6
+#define SEQ_MAX "3"
+
+static void seq_client(int fd, int i, const struct kinet_mr_info *srv_mr)
+{
+	struct tw_side s;
+	memset(&s, 0, sizeof(s));
+	s.fd = fd;
+	s.len = 1 << 16;
+	s.rnr_retry = 7;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	CK0(kinet_open(&ca, &s.ctx));
+	CK0(kinet_pd_alloc(s.ctx, &s.pd));
+	CK0(posix_memalign((void **)&s.buf, 4096, s.len));
+	memset(s.buf, 0, s.len);
+	CK0(kinet_mr_reg(s.pd, s.buf, s.len, KINET_ACCESS_ALL, &s.mr));
+	s.peer = *srv_mr;
+	tw_qp_new(&s);
+	kn_ticket_t t;
+	CK0(kn_get(s.d, s.buf, kinet_mr_lkey(s.mr), s.peer.addr, s.peer.rkey, 4096, &t));
+	CK0(kn_quiet(s.d));
+	uint8_t *want = malloc(1 << 16);
+	CK(want != NULL);
+	tu_fill_random(want, 1 << 16, 1);
+	CK(memcmp(s.buf, want, 4096) == 0);
+	free(want);
+	expect_path(&s, i < 3);
+	CK(tw_sync(fd, 7) == 7);
+	tw_close(&s);
+}
+
+static int seq_run(int fd, int fd2, void *arg)
+{
+	(void)fd;
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	setenv("KINET_FI_SAME_HOST_PEERS", SEQ_MAX, 1);
+	int sv[2];
+	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	/* the server's region descriptor, handed to each client by the parent */
+	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CK(mr != MAP_FAILED);
+	int ready[2];
+	CK0(pipe(ready));
+	pid_t srv = fork();
+	if (srv == 0) {
+		close(sv[1]);
+		struct tw_side s;
+		memset(&s, 0, sizeof(s));
+		s.fd = sv[0];
+		s.len = 1 << 16;
+		s.rnr_retry = 7;
+		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+		CK0(kinet_open(&ca, &s.ctx));
+		CK0(kinet_pd_alloc(s.ctx, &s.pd));
+		CK0(posix_memalign((void **)&s.buf, 4096, s.len));
+		tu_fill_random(s.buf, s.len, 1);
+		CK0(kinet_mr_reg(s.pd, s.buf, s.len, KINET_ACCESS_ALL, &s.mr));
+		uint8_t d[KINET_MR_DESC_SIZE];
+		CK(kinet_mr_export(s.mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+		CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
+		CK(write(ready[1], "r", 1) == 1);
+		for (int i = 0; i < SEQ_PEERS; i++) {
+			tw_qp_new(&s); /* connected to client i */
+			expect_path(&s, i < 3);
+			CK(tw_sync(s.fd, 7) == 7);
+		}
+		struct kinet_wire_info wi;
+		CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+		CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") != NULL);
+		tw_close(&s);
+		_exit(0);
+	}
+	close(sv[0]);
+	char c;
+	CK(read(ready[0], &c, 1) == 1);
+	for (int i = 0; i < SEQ_PEERS; i++) {
+		pid_t p = fork();
+		if (p == 0) {
+			seq_client(sv[1], i, mr);
+			_exit(0);
+		}
+		int st = 0;
+		CK(waitpid(p, &st, 0) == p);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "client %d: status 0x%x\n", i, st);
+			kill(srv, SIGKILL);
+			waitpid(srv, &st, 0);
+			return 1;
+		}
+	}
+	int st = 0;
+	CK(waitpid(srv, &st, 0) == srv);
+	CK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return 0;
+}
+
+Test(same_host, peers_beyond_the_address_vector_take_network)
+{
+	setup();
+	struct tw_proc p[1] = {{.fn = seq_run}};
+	tw_run(p, 1, NULL, 0, NULL, 90000);
+	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+}

@@ -380,6 +380,11 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 	snprintf(i.same_host_why, sizeof(i.same_host_why), "%s", soft_ctx(ctx)->sh_why);
 	if (sh) {
 		pthread_mutex_lock(&sh->lock);
+		if (sh->av_full_said)
+			snprintf(i.same_host_why, sizeof(i.same_host_why),
+				 "the shm endpoint has taken %d peer addresses "
+				 "(KINET_FI_SAME_HOST_PEERS): new QPs reach peers of this host over %s",
+				 sh->av_used, w->prov);
 		snprintf(i.same_host, sizeof(i.same_host), "%s", sh->info->fabric_attr->prov_name);
 		for (int k = 0; k < sh->nqps; k++)
 			i.qps_same_host += sh->qps[k]->connected;
@@ -525,6 +530,30 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 	wq->gen = new_gen();
 }
 
+/* May the same-host wire sh (its lock held) take one more QP of qp's? Its
+ * address vector keeps every address it was given (shm's frees none, and
+ * libfabric 1.17's holds 256): not once those, with the ends named and not
+ * yet connected (each may bring a new peer), reach KINET_FI_SAME_HOST_PEERS.
+ * Then new QPs take the network wire (their descriptors do not name this
+ * one), said once. */
+static bool sh_room(struct kinet_wire *sh, kinet_qp *qp)
+{
+	int pending = 0;
+	for (int i = 0; i < sh->nqps; i++)
+		pending += !sh->qps[i]->connected && sh->qps[i]->qp != qp;
+	long long max = KT(FI_SAME_HOST_PEERS);
+	if ((long long)sh->av_used + pending + 1 <= max)
+		return true;
+	if (!sh->av_full_said) {
+		sh->av_full_said = true;
+		KLOG_WARN("wire: the shm endpoint has taken %d peer addresses, %d more QPs are about "
+			  "to connect (KINET_FI_SAME_HOST_PEERS=%lld: its address vector frees none): "
+			  "new QPs of this context reach peers of this host over %s",
+			  sh->av_used, pending, max, soft_ctx(sh->ctx)->wire->prov);
+	}
+	return false;
+}
+
 int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 {
 	struct kinet_wire *w;
@@ -554,7 +583,7 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 		struct wire_qp *sq;
 		if (sh->ep && sh->addr_len <= sizeof(out->alt_addr) &&
 		    kinet_qp_desc_len(out->addr_len, sh->addr_len) <= KINET_QP_DESC_MAX &&
-		    wq_get(sh, qp, &sq) == 0 && sq->gen == out->gen) {
+		    sh_room(sh, qp) && wq_get(sh, qp, &sq) == 0 && sq->gen == out->gen) {
 			soft_qp(qp)->sh_named = true;
 			out->host = kinet_host();
 			snprintf(out->alt_transport, sizeof(out->alt_transport), "%.15s", sh->prov);
@@ -791,6 +820,8 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
 		if (n == -FI_EBADFLAGS) /* a provider without per-address errors (sockets) */
 			n = fi_av_insert(w->av, pi.addr, 1, &p->fa, 0, NULL);
+		if (n == 1)
+			w->av_used++;
 		if (n != 1) {
 			p->dead = true;
 			rc = n < 0 ? wire_errno(n) : err ? wire_errno(err) : -EINVAL;

@@ -353,6 +353,7 @@ static int ep_open_once(struct kinet_wire *w, const char **step)
 	*step = "fi_av_open";
 	if ((rc = fi_av_open(w->dom, &ava, &w->av, NULL)))
 		return rc;
+	w->av_used = 0;
 	*step = "fi_endpoint";
 	if ((rc = fi_endpoint(w->dom, w->info, &w->ep, NULL)))
 		return rc;
@@ -728,7 +729,8 @@ static void av_remove(struct kinet_wire *w, struct wpeer *p)
 	const char *pn = w->info->fabric_attr->prov_name;
 	if (pn && !strcmp(pn, "shm"))
 		return;
-	fi_av_remove(w->av, &p->fa, 1, 0);
+	if (fi_av_remove(w->av, &p->fa, 1, 0) == 0)
+		w->av_used--;
 }
 
 /* Closes the provider's connection to a dropped peer, to make it let go of

@@ -454,6 +454,9 @@ struct kinet_wire {
 	struct rxbuf *repost; /* receive buffers to post again */
 	int rx_held;        /* receive buffers held by target queues */
 	bool av_cleanup;    /* removing an address closes its connection (FI_AV_REMOVE_CLEANUP) */
+	int av_used;        /* addresses inserted into the vector since it opened, less those
+			     * removed (shm: none are) */
+	bool av_full_said;  /* the same-host wire said its vector is near full */
 	bool close_safe;    /* the provider can close a connection under a read answer */
 	bool conn;          /* the provider keeps a connection per peer (rxm): messages still
 			     * go to a dropped peer (wire_send_peer); elsewhere (shm,
