@@ -145,13 +145,18 @@ static int side(int fd, uint64_t seed)
 		}
 	struct kinet_wire_info wi;
 	CK(kinet_wire_info(ctx, &wi, sizeof(wi)) == 0);
+	/* the provider the QP took: shm for this peer of the same host while
+	 * KINET_FI_PROVIDER is not set (KINET_FI_SAME_HOST), else the network's */
+	CK(wi.qps_net + wi.qps_same_host == 1);
+	wi.hmem = wi.qps_same_host ? wi.same_host_hmem : wi.hmem;
 	struct kinet_counters c;
 	CK(kinet_ctx_counters(ctx, &c) == 0);
 	fprintf(stderr,
 		"[pid %d side %c] provider %s, libfabric %u.%u, rma %d, hmem %d (%s), path %s, "
 		"GPU regions registered %llu, refused %llu, GPU bytes sent by the provider %llu, "
 		"staged bytes %llu, direct bytes %llu\n",
-		(int)getpid(), seed == 1 ? 'a' : 'b', wi.provider, wi.fi_version >> 16,
+		(int)getpid(), seed == 1 ? 'a' : 'b', wi.qps_same_host ? wi.same_host : wi.provider,
+		wi.fi_version >> 16,
 		wi.fi_version & 0xffff, wi.rma, wi.hmem, wi.hmem ? "-" : wi.hmem_why,
 		kinet_mr_path_str(kinet_mr_path(mr)), (unsigned long long)wi.hmem_regs,
 		(unsigned long long)wi.hmem_refused, (unsigned long long)wi.hmem_bytes,
