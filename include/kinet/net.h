@@ -67,13 +67,15 @@ struct kinet_mr_info {
 
 /* Serialises the descriptor of a QP into buf (cap bytes; KINET_QP_DESC_MAX
  * always suffices). Software NIC: creates the context's wire endpoint on
- * first use (and, while KINET_FI_PROVIDER is not set, its endpoint for peers
- * on this host, over shm, whose address the descriptor carries too). The descriptor stays valid until the QP is reset or destroyed
- * (its generation changes then: a peer holding the old one cannot reach the
- * new incarnation). Returns the length written, -E2BIG when cap is too small;
- * software NIC: -EOPNOTSUPP when the build has no libfabric, -ENODEV when
- * the provider (KINET_FI_PROVIDER) is not available (or fails in a way of
- * its own, logged), otherwise the provider's error as an errno (-ENOMEM,
+ * first use, and, while KINET_FI_PROVIDER is not set and KINET_FI_SAME_HOST
+ * is not off, its endpoint for peers on this host over shm (where libfabric
+ * has it), whose address the descriptor carries too. The descriptor stays
+ * valid until the QP is reset or destroyed (its generation changes then: a
+ * peer holding the old one cannot reach the new incarnation). Returns the
+ * length written, -E2BIG when cap is too small; software NIC: -EOPNOTSUPP
+ * when the build has no libfabric, -ENODEV when the provider
+ * (KINET_FI_PROVIDER) is not available (or fails in a way of its own,
+ * logged), otherwise the provider's error as an errno (-ENOMEM,
  * -EAGAIN, ...) when creating the context's endpoint fails; a later call
  * tries again. */
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap);

@@ -16,14 +16,6 @@
 
 static const int one_link[][2] = {{0, 1}};
 
-static void need_wire(void)
-{
-	int w = tw_have_wire();
-	if (w == 77)
-		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
-	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
-}
-
 /* The failed WQE's syndrome and reason. */
 static void lc_fails(struct tw_side *s, kn_ticket_t t, uint32_t synd, uint32_t why)
 {
@@ -113,7 +105,7 @@ TW_FN int rv_b(int fd, int fd2, void *arg)
 
 Test(lifecycle, reasons_and_revoke_across_processes)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = rv_a}, {.fn = rv_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
@@ -209,7 +201,7 @@ TW_FN int st_c(int fd, int fd2, void *arg)
 
 Test(lifecycle, restarted_peer_reached_only_by_its_fresh_descriptor)
 {
-	need_wire();
+	tw_need_wire();
 	static const int links[][2] = {{0, 1}, {0, 2}};
 	struct tw_proc p[3] = {{.fn = st_a}, {.fn = st_b}, {.fn = st_c}};
 	tw_run(p, 3, links, 2, NULL, 60000);
@@ -306,7 +298,7 @@ TW_FN int wf_b(int fd, int fd2, void *arg)
 
 Test(lifecycle, wire_faults_corrupt_and_drop)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = wf_a}, {.fn = wf_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);

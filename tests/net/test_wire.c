@@ -10,29 +10,15 @@
 #include <stddef.h>
 #include "test_wire_common.h"
 
-static const int one_link[][2] = {{0, 1}};
-
-/* Skips when the build has no wire (no libfabric, or no provider). */
-static void need_wire(void)
-{
-	int w = tw_have_wire();
-	if (w == 77)
-		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
-	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
-}
-
 /* Sides a and b over one link; both must exit 0. */
 static void run_two(tw_fn a, tw_fn b)
 {
-	struct tw_proc p[2] = {{.fn = a}, {.fn = b}};
-	tw_run(p, 2, one_link, 1, NULL, 60000);
-	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
-	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+	tw_run_two(a, b, 60000);
 }
 
 Test(wire, every_opcode_both_directions)
 {
-	need_wire();
+	tw_need_wire();
 	run_two(tw_ops_a, tw_ops_b);
 }
 
@@ -80,7 +66,7 @@ static int mrl_b(int fd, int fd2, void *arg)
 
 Test(wire, every_opcode_with_local_descriptors)
 {
-	need_wire();
+	tw_need_wire();
 	run_two(mrl_a, mrl_b);
 }
 
@@ -131,7 +117,7 @@ static int winfo_side(int fd, int fd2, void *arg)
 
 Test(wire, info_names_provider_and_gpu_path)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[1] = {{.fn = winfo_side}};
 	unsetenv("KINET_FI_HMEM");
 	tw_run(p, 1, NULL, 0, NULL, 30000);
@@ -180,25 +166,25 @@ static int hmem_b(int fd, int fd2, void *arg)
 
 Test(wire, every_opcode_with_fi_hmem_asked)
 {
-	need_wire();
+	tw_need_wire();
 	run_two(hmem_a, hmem_b);
 }
 
 Test(wire, remote_protection_errors)
 {
-	need_wire();
+	tw_need_wire();
 	run_two(tw_prot_a, tw_prot_b);
 }
 
 Test(wire, receiver_not_ready)
 {
-	need_wire();
+	tw_need_wire();
 	run_two(tw_rnr_a, tw_rnr_b);
 }
 
 Test(wire, peer_killed_mid_stream_then_reconnect)
 {
-	need_wire();
+	tw_need_wire();
 	static const int links[][2] = {{0, 1}, {0, 2}};
 	struct tw_proc p[3] = {{.fn = tw_kill_a}, {.fn = tw_kill_b}, {.fn = tw_kill_c}};
 	tw_run(p, 3, links, 2, NULL, 60000);

@@ -312,10 +312,46 @@ TW_FN int tw_have_wire(void)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+/* Does libfabric here have the shm provider? 0, or 77 when it has not
+ * (checked in a child, as tw_have_wire). */
+TW_FN int tw_have_shm(void)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	if (p == 0) {
+		setenv("KINET_FI_PROVIDER", "shm", 1);
+		_exit(tw_have_wire() == 0 ? 0 : 77);
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 TW_FN int tw_exited_ok(const struct tw_proc *p)
 {
 	return WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
 }
+
+#ifdef CRITERION_H_ /* in a Criterion test (criterion.h included before this header) */
+/* Skips the test when the build has no wire (no libfabric, or no provider). */
+TW_FN void tw_need_wire(void)
+{
+	int w = tw_have_wire();
+	if (w == 77)
+		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
+	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
+}
+
+/* Sides a and b over one link, within deadline_ms; both must exit 0. */
+TW_FN void tw_run_two(tw_fn a, tw_fn b, unsigned deadline_ms)
+{
+	static const int link[][2] = {{0, 1}};
+	struct tw_proc p[2] = {{.fn = a}, {.fn = b}};
+	tw_run(p, 2, link, 1, NULL, deadline_ms);
+	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
+	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+#endif
 
 /* ---- scenarios ------------------------------------------------------------------- */
 

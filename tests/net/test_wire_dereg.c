@@ -22,14 +22,6 @@
 
 static const int one_link[][2] = {{0, 1}};
 
-static void need_wire(void)
-{
-	int w = tw_have_wire();
-	if (w == 77)
-		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
-	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
-}
-
 #define BIG (32u << 20)  /* the target's region, a write's source (> 16 MiB of reads in flight) */
 #define RD_LEN (4u << 20) /* a read's length */
 #define SEED_A 41u       /* the requester's source */
@@ -265,7 +257,7 @@ static int tgt_side(int fd, int fd2, void *arg)
 
 static void run(int k)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = req_side}, {.fn = tgt_side}};
 	tw_run(p, 2, one_link, 1, (void *)(intptr_t)k, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "requester: status 0x%x", p[0].status);

@@ -71,18 +71,9 @@ TestSuite(wire_netns, .fini = ns_down);
 
 static const int one_link[][2] = {{0, 1}};
 
-/* Skips when the build has no wire (no libfabric, or no provider). */
-static void need_wire(void)
-{
-	int w = tw_have_wire();
-	if (w == 77)
-		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
-	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
-}
-
 Test(wire_netns, every_opcode_both_directions)
 {
-	need_wire();
+	tw_need_wire();
 	ns_up();
 	struct tw_proc p[2] = {{.fn = tw_ops_a, .netns = ns_a, .iface = if_a},
 			       {.fn = tw_ops_b, .netns = ns_b, .iface = if_b}};
@@ -93,7 +84,7 @@ Test(wire_netns, every_opcode_both_directions)
 
 Test(wire_netns, link_cut_then_reconnect)
 {
-	need_wire();
+	tw_need_wire();
 	ns_up();
 	struct tw_proc p[2] = {{.fn = tw_cut_a, .netns = ns_a, .iface = if_a},
 			       {.fn = tw_cut_b, .netns = ns_b, .iface = if_b}};
@@ -108,7 +99,7 @@ Test(wire_netns, link_cut_then_reconnect)
  * is up again it serves a third process. */
 Test(wire_netns, link_cut_under_target_reads)
 {
-	need_wire();
+	tw_need_wire();
 	ns_up();
 	static const int links[][2] = {{0, 1}, {0, 2}};
 	struct tw_silent a = {.iface = if_a};
@@ -129,7 +120,7 @@ Test(wire_netns, link_cut_under_target_reads)
  * ways. */
 Test(wire_netns, link_cut_under_reads_then_reconnect)
 {
-	need_wire();
+	tw_need_wire();
 	ns_up();
 	struct tw_proc p[2] = {{.fn = tw_cutr_a, .netns = ns_a, .iface = if_a},
 			       {.fn = tw_cutr_b, .netns = ns_b, .iface = if_b}};

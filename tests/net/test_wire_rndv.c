@@ -15,14 +15,6 @@
 
 static const int one_link[][2] = {{0, 1}};
 
-static void need_wire(void)
-{
-	int w = tw_have_wire();
-	if (w == 77)
-		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
-	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
-}
-
 /* Bytes placed by reads of rendezvous writes: in place, or through bounce
  * buffers where the provider cannot cancel a read (libfabric before 1.18). */
 static uint64_t direct_bytes(struct tw_side *s)
@@ -147,7 +139,7 @@ static int prot_b(int fd, int fd2, void *arg)
 
 Test(wire_rndv, target_checks_and_flush)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = prot_a}, {.fn = prot_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
@@ -267,7 +259,7 @@ static int ord_b(int fd, int fd2, void *arg)
 
 Test(wire_rndv, rc_order_and_immediate)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = ord_a}, {.fn = ord_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
@@ -278,7 +270,7 @@ Test(wire_rndv, rc_order_and_immediate)
  * the eager path, a write with immediate in several chunks. */
 Test(wire_rndv, rc_order_and_immediate_eager)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = ord_a}, {.fn = ord_b}};
 	tw_run(p, 2, one_link, 1, (void *)1, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
@@ -341,7 +333,7 @@ static int rnr_b(int fd, int fd2, void *arg)
 
 Test(wire_rndv, immediate_receiver_not_ready)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = rnr_a}, {.fn = rnr_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
@@ -430,7 +422,7 @@ static int unmap_b(int fd, int fd2, void *arg)
 
 Test(wire_rndv, region_removed_under_writes)
 {
-	need_wire();
+	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = unmap_a}, {.fn = unmap_b}};
 	tw_run(p, 2, one_link, 1, NULL, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
@@ -524,7 +516,7 @@ static int kill_c(int fd, int fd2, void *arg)
 
 Test(wire_rndv, requester_killed_while_target_reads)
 {
-	need_wire();
+	tw_need_wire();
 	static const int links[][2] = {{0, 1}, {0, 2}};
 	struct tw_proc p[3] = {{.fn = kill_a}, {.fn = kill_b}, {.fn = kill_c}};
 	tw_run(p, 3, links, 2, NULL, 60000);
@@ -543,7 +535,7 @@ Test(wire_rndv, requester_killed_while_target_reads)
  * c. */
 static void silent(struct tw_silent *a)
 {
-	need_wire();
+	tw_need_wire();
 	static const int links[][2] = {{0, 1}, {0, 2}};
 	struct tw_proc p[3] = {{.fn = tw_silent_t}, {.fn = tw_silent_b}, {.fn = tw_silent_c}};
 	tw_run(p, a->close_first ? 2 : 3, links, a->close_first ? 1 : 2, a, 60000);

@@ -14,30 +14,6 @@
 #include <pthread.h>
 #include "test_wire_common.h"
 
-static const int one_link[][2] = {{0, 1}};
-
-static void need_wire(void)
-{
-	int w = tw_have_wire();
-	if (w == 77)
-		cr_skip_test("this build has no libfabric wire (or its provider is missing)");
-	cr_assert_eq(w, 0, "a context with a wire endpoint could not be opened");
-}
-
-/* Does libfabric here have the shm provider? (Checked in a child: the
- * answer must not initialise libfabric in the test process.) */
-static int have_shm(void)
-{
-	pid_t p = fork();
-	if (p == 0) {
-		setenv("KINET_FI_PROVIDER", "shm", 1);
-		_exit(tw_have_wire() == 0 ? 0 : 77);
-	}
-	int st = 0;
-	waitpid(p, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-}
-
 /* The wire as this side sees it after the connect: which provider carries
  * the QP. */
 static void expect_path(struct tw_side *s, bool same_host)
@@ -109,17 +85,14 @@ static int auto_b(int fd, int fd2, void *arg)
 
 static void run_two(tw_fn a, tw_fn b)
 {
-	struct tw_proc p[2] = {{.fn = a}, {.fn = b}};
-	tw_run(p, 2, one_link, 1, NULL, 90000);
-	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
-	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+	tw_run_two(a, b, 90000);
 }
 
 static void setup(void)
 {
 	unsetenv("KINET_FI_PROVIDER");
-	need_wire();
-	if (have_shm() == 77)
+	tw_need_wire();
+	if (tw_have_shm() == 77)
 		cr_skip_test("libfabric has no shm provider here");
 }
 

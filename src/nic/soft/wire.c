@@ -204,20 +204,22 @@ static bool writer_waiting(kinet_ctx *ctx)
 	return false;
 }
 
-static int wire_progress_one(kinet_ctx *ctx, struct kinet_wire *w)
+/* One wire's pass; idle: no wire of the context had reads in flight when
+ * the pass began. */
+static int wire_progress_one(kinet_ctx *ctx, struct kinet_wire *w, bool idle)
 {
 	if (pthread_mutex_trylock(&w->lock))
 		return 0;
-	/* reads in flight pin the key table; a writer waiting for it (region
-	 * registration or removal) gets it once they have landed: no new reads
-	 * until a pass has ended with none in flight (the engines let go of
-	 * the table then) */
-	if (atomic_load(&w->rd_inflight) == 0) {
+	/* reads in flight (on either wire of the context) pin its key table; a
+	 * writer waiting for it (region registration or removal) gets it once
+	 * they have landed: no new reads on any wire until a pass has begun
+	 * with none in flight on both (the engines let go of the table then) */
+	if (idle) {
 		w->draining = false;
 		w->epoch++; /* the table may have changed since the last pass */
 	}
 	int work = wire_poll_cq(w);
-	if (!w->draining && atomic_load(&w->rd_inflight) > 0 && writer_waiting(ctx))
+	if (!w->draining && kinet_wire_pinned(ctx) && writer_waiting(ctx))
 		w->draining = true;
 	if (atomic_load(&w->rd_inflight) > 0) {
 		/* a peer whose reads make no progress (stopped, link cut) is
@@ -257,8 +259,9 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 {
 	struct kinet_wire *ws[2];
 	int n = ctx_wires(ctx, ws), work = 0;
+	bool idle = !kinet_wire_pinned(ctx);
 	for (int i = 0; i < n; i++)
-		work += wire_progress_one(ctx, ws[i]);
+		work += wire_progress_one(ctx, ws[i], idle);
 	return work;
 }
 
@@ -269,15 +272,23 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
  * most KINET_NET_TIMEOUT_MS, after which the peers concerned are dropped,
  * which ends their transfers. -EBUSY when even that cannot make the
  * provider let go in time (a peer whose connection cannot be closed). */
-static int wire_mr_gone_one(struct kinet_wire *w, kinet_mr *mr)
+/* The requests of wire w that would still touch mr fail. */
+static void wire_mr_fail_all(struct kinet_wire *w, kinet_mr *mr)
 {
 	pthread_mutex_lock(&w->lock);
 	int n = 0;
 	for (int i = 0; i < w->nqps; i++)
 		n += wire_fail_mr(w, w->qps[i], mr);
+	pthread_mutex_unlock(&w->lock);
 	if (n)
 		KLOG_INFO("wire: region (key 0x%x) deregistered under work in flight on %d QP(s): "
 			  "it fails (local protection error)", mr->key, n);
+}
+
+/* Waits until the provider of wire w no longer touches mr (below). */
+static int wire_mr_gone_one(struct kinet_wire *w, kinet_mr *mr)
+{
+	pthread_mutex_lock(&w->lock);
 	uint64_t t0 = kn_now_ns();
 	int rc = 0, rounds = 0;
 	int peer = -1;
@@ -328,6 +339,10 @@ int kinet_wire_mr_gone(kinet_ctx *ctx, kinet_mr *mr)
 {
 	struct kinet_wire *ws[2];
 	int n = ctx_wires(ctx, ws), rc = 0;
+	/* every request that would touch it fails first, on both wires, so that
+	 * both providers let go meanwhile; then each is waited for */
+	for (int i = 0; i < n; i++)
+		wire_mr_fail_all(ws[i], mr);
 	for (int i = 0; i < n; i++) {
 		int r = wire_mr_gone_one(ws[i], mr);
 		if (r && !rc)
@@ -383,7 +398,8 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 		if (sh->av_full_said)
 			snprintf(i.same_host_why, sizeof(i.same_host_why),
 				 "the shm endpoint has taken %d peer addresses "
-				 "(KINET_FI_SAME_HOST_PEERS): new QPs reach peers of this host over %s",
+				 "(KINET_FI_SAME_HOST_PEERS): new QPs reach peers of this "
+				 "host over %s",
 				 sh->av_used, w->prov);
 		snprintf(i.same_host, sizeof(i.same_host), "%s", sh->info->fabric_attr->prov_name);
 		for (int k = 0; k < sh->nqps; k++)
@@ -546,9 +562,10 @@ static bool sh_room(struct kinet_wire *sh, kinet_qp *qp)
 		return true;
 	if (!sh->av_full_said) {
 		sh->av_full_said = true;
-		KLOG_WARN("wire: the shm endpoint has taken %d peer addresses, %d more QPs are about "
-			  "to connect (KINET_FI_SAME_HOST_PEERS=%lld: its address vector frees none): "
-			  "new QPs of this context reach peers of this host over %s",
+		KLOG_WARN("wire: the shm endpoint has taken %d peer addresses, %d more QPs "
+			  "are about to connect (KINET_FI_SAME_HOST_PEERS=%lld: its address "
+			  "vector frees none): new QPs of this context reach peers of this "
+			  "host over %s",
 			  sh->av_used, pending, max, soft_ctx(sh->ctx)->wire->prov);
 	}
 	return false;
@@ -771,7 +788,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	}
 	pthread_mutex_lock(&w->lock);
 	wire_settle(w);
-	struct wire_qp *wq = NULL;
+	struct wire_qp *wq = NULL, *other = NULL;
 	if (!w->ep) {
 		KLOG_ERR("qp 0x%x: the wire's endpoint could not be opened again", qp->qpn);
 		rc = -ENODEV;
@@ -853,17 +870,15 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	qp->peer_qpn = pi.qpn;
 	__atomic_store_n(&soft_qp(qp)->wire, w, __ATOMIC_RELEASE);
 	KLOG_INFO("qp 0x%x: connected to qp 0x%x over %s (%s)", qp->qpn, pi.qpn, w->prov, why);
+	/* its end here is the one the status query finds (under this lock); the
+	 * end on the other wire goes, freed under that wire's lock */
+	other = soft_qp(qp)->wire_ep == wq ? soft_qp(qp)->wire_alt : soft_qp(qp)->wire_ep;
+	soft_qp(qp)->wire_ep = wq;
+	soft_qp(qp)->wire_alt = other;
 out:
 	pthread_mutex_unlock(&w->lock);
-	if (rc == 0) {
-		/* the end on the other wire goes: nothing is sent to it */
-		struct wire_qp *other = soft_qp(qp)->wire_ep == wq ? soft_qp(qp)->wire_alt
-								    : soft_qp(qp)->wire_ep;
-		soft_qp(qp)->wire_ep = wq;
-		soft_qp(qp)->wire_alt = other;
-		if (other)
-			wq_release(qp, other);
-	}
+	if (rc == 0 && other)
+		wq_release(qp, other); /* nothing is sent to it */
 	return rc;
 }
 

@@ -354,6 +354,7 @@ static int ep_open_once(struct kinet_wire *w, const char **step)
 	if ((rc = fi_av_open(w->dom, &ava, &w->av, NULL)))
 		return rc;
 	w->av_used = 0;
+	w->av_full_said = false; /* a new vector: room again */
 	*step = "fi_endpoint";
 	if ((rc = fi_endpoint(w->dom, w->info, &w->ep, NULL)))
 		return rc;
@@ -554,8 +555,8 @@ static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_w
 			KLOG_INFO("wire: libfabric provider \"%s\" for peers on this host not "
 				  "available: %s", w->prov, fi_strerror(-rc));
 		else
-			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not available: %s",
-				 w->prov, fi_strerror(-rc));
+			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not "
+				 "available: %s", w->prov, fi_strerror(-rc));
 		wire_destroy(w);
 		return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
 	}
@@ -652,7 +653,8 @@ modes:;
 	}
 	KLOG_INFO("wire%s: provider %s, fabric %s, domain %s, %s, %s, %s, %s, %s",
 		  sh ? " (peers on this host)" : "", w->info->fabric_attr->prov_name,
-		  w->info->fabric_attr->name, w->info->domain_attr->name, w->rma ? "rendezvous writes" : "messages only",
+		  w->info->fabric_attr->name, w->info->domain_attr->name,
+		  w->rma ? "rendezvous writes" : "messages only",
 		  w->mr_local ? "local descriptors" : "no local descriptors",
 		  w->hmem ? "FI_HMEM" : "GPU memory staged",
 		  w->wait_fd >= 0 ? "wait fd" : "no wait fd",
@@ -688,12 +690,12 @@ static void wire_sh_create(kinet_ctx *ctx, const struct kinet_wire *net)
 	if (rc) {
 		sc->wire_sh = NULL;
 		snprintf(sc->sh_why, sizeof(sc->sh_why),
-			 "libfabric's shm provider could not be opened (%s): peers on this host are "
-			 "reached over %s", kinet_strerror(rc), net->prov);
+			 "libfabric's shm provider could not be opened (%s): peers on this host "
+			 "are reached over %s", kinet_strerror(rc), net->prov);
 	} else {
 		snprintf(sc->sh_why, sizeof(sc->sh_why),
-			 "peers in other processes of this host (same boot, user and namespaces) are "
-			 "reached over shm");
+			 "peers in other processes of this host (same boot, user and "
+			 "namespaces) are reached over shm");
 	}
 }
 
