@@ -390,3 +390,68 @@ Test(same_host, peers_beyond_the_address_vector_take_network)
 	tw_run(p, 1, NULL, 0, NULL, 90000);
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }
+
+/* Requests that reach a peer before it has connected wait there for its
+ * connect: side a connects at once and posts a rendezvous write, an inline
+ * write and a read; side b connects 800 ms later (within the timeout). The
+ * requests arrive at b's end on the shm wire, which its connect keeps, and
+ * every byte lands. */
+#define EA_WR (64u << 10)
+static int early_side(int fd, uint64_t own, bool late)
+{
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, own);
+	expect_path(&s, true);
+	CK(tw_sync(fd, 4) == 4);
+	CK0(kinet_qp_modify(s.qp, KINET_QPS_RESET, NULL));
+	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(s.qp, mine, sizeof(mine));
+	CK(n > 0);
+	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
+	CK(m > 0);
+	if (late)
+		tw_sleep_ms(800);
+	CK0(kinet_qp_connect_remote(s.qp, theirs, (size_t)m));
+	CK0(kinet_qp_device(s.qp, &s.d));
+	expect_path(&s, true);
+	uint8_t *model = malloc(TW_LEN);
+	CK(model != NULL);
+	if (!late) {
+		kn_ticket_t t;
+		tw_post_write(&s, 0, 1u << 20, EA_WR, 0, 0);
+		CK0(kn_put_inline(s.d, s.peer.addr + (1u << 20) + EA_WR, s.peer.rkey, s.buf + EA_WR,
+				  KN_MAX_INLINE_WRITE, &t));
+		CK0(kn_get(s.d, s.buf + (3u << 20), kinet_mr_lkey(s.mr), s.peer.addr + (2u << 20),
+			   s.peer.rkey, 4096, &t));
+		CK0(kn_quiet(s.d));
+		tu_fill_random(model, TW_LEN, 2);
+		CK(memcmp(s.buf + (3u << 20), model + (2u << 20), 4096) == 0);
+	}
+	CK(tw_sync(fd, 5) == 5);
+	if (late) {
+		tu_fill_random(model, TW_LEN, 1);
+		CK(memcmp(s.buf + (1u << 20), model, EA_WR + KN_MAX_INLINE_WRITE) == 0);
+	}
+	free(model);
+	tw_close(&s);
+	return 0;
+}
+static int early_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return early_side(fd, 1, false);
+}
+static int early_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return early_side(fd, 2, true);
+}
+
+Test(same_host, requests_before_the_peer_connects_wait_for_it)
+{
+	setup();
+	run_two(early_a, early_b);
+}
