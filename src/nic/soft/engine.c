@@ -641,6 +641,11 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 		return work;
 	bool dbr_only;
 	uint32_t avail = published(qp, &dbr_only);
+	/* a WQE posted after a move to ERR (kinet_qp_modify returned, then the
+	 * doorbell) is flushed, never executed: the state read above may be
+	 * older than the doorbell, this one is not */
+	if (avail && atomic_load(&qp->state) != KINET_QPS_RTS)
+		return work;
 	if (avail && dbr_only) {
 		KINET_COUNT(qp->ctx, c_dbr_only, 1);
 		KINET_QCOUNT_OWN(qp, KQ_DBR_ONLY, 1);
