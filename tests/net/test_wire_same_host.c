@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* unshare */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sys/mount.h>
 #include "test_wire_common.h"
 
 /* The wire as this side sees it after the connect: which provider carries
@@ -454,4 +455,54 @@ Test(same_host, requests_before_the_peer_connects_wait_for_it)
 {
 	setup();
 	run_two(early_a, early_b);
+}
+
+/* A /dev/shm too small for shm's region (a container's, say): the shm
+ * endpoint cannot be made, the context says why (with the room left) and
+ * its descriptors name the network wire only. In a mount namespace of its
+ * own, with an 8 MiB tmpfs over /dev/shm. */
+static int small_shm(int fd, int fd2, void *arg)
+{
+	(void)fd;
+	(void)fd2;
+	(void)arg;
+	if (unshare(CLONE_NEWNS) || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=8m")) {
+		fprintf(stderr, "a small /dev/shm: %s\n", strerror(errno));
+		return 77;
+	}
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	kinet_ctx *ctx;
+	kinet_pd *pd;
+	kinet_qp *qp;
+	CK0(kinet_open(&ca, &ctx));
+	CK0(kinet_pd_alloc(ctx, &pd));
+	CK0(kinet_qp_create(pd, NULL, &qp));
+	uint8_t d[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(qp, d, sizeof(d));
+	CK(n > 0 && n == plain_len(d, n));
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(ctx, &wi, sizeof(wi)));
+	if (wi.same_host[0] || !strstr(wi.same_host_why, "/dev/shm has"))
+		fprintf(stderr, "same host \"%s\": %s\n", wi.same_host, wi.same_host_why);
+	CK(wi.same_host[0] == 0);
+	CK(strstr(wi.same_host_why, "shm could not be opened") != NULL);
+	CK(strstr(wi.same_host_why, "MiB free") != NULL); /* 8 MiB at most */
+	CK0(kinet_qp_destroy(qp));
+	CK0(kinet_pd_free(pd));
+	CK0(kinet_close(ctx));
+	return 0;
+}
+
+Test(same_host, small_dev_shm_is_reported)
+{
+	setup();
+	if (geteuid() != 0)
+		cr_skip_test("a tmpfs of its own needs root");
+	struct tw_proc p[1] = {{.fn = small_shm}};
+	tw_run(p, 1, NULL, 0, NULL, 30000);
+	if (WIFEXITED(p[0].status) && WEXITSTATUS(p[0].status) == 77)
+		cr_skip_test("no mount namespace with a tmpfs here");
+	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }

@@ -8,6 +8,7 @@
  */
 
 #define _GNU_SOURCE /* ppoll */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -753,7 +754,13 @@ static struct kinet_wire *pick_wire(kinet_qp *qp, kinet_ctx *ctx, struct kinet_w
 		return net;
 	}
 	if (pi->node == kinet_node()) {
-		*why = "the peer is in this process";
+		*why = "the peer is in this process (or forked from it after its first export)";
+		return net;
+	}
+	int pid = 0;
+	if (sscanf((const char *)alt->addr, "fi_shm://%d:", &pid) == 1 && pid == (int)getpid()) {
+		/* another copy of the library in this process (its own incarnation) */
+		*why = "the peer is in this process (another copy of the library)";
 		return net;
 	}
 	if (strcmp(alt->transport, sh->prov)) {

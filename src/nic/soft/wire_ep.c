@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "nic/soft/wire_int.h"
 #include "nic/mlx5/cudrv.h"
@@ -689,9 +690,16 @@ static void wire_sh_create(kinet_ctx *ctx, const struct kinet_wire *net)
 	int rc = wire_create(ctx, "shm", true, &sc->wire_sh);
 	if (rc) {
 		sc->wire_sh = NULL;
+		/* shm's region lives in /dev/shm: say so where that is nearly full */
+		char room[64] = "";
+		struct statvfs vf;
+		if (statvfs("/dev/shm", &vf) == 0 &&
+		    (uint64_t)vf.f_bavail * vf.f_frsize < (64ull << 20))
+			snprintf(room, sizeof(room), "; /dev/shm has %llu MiB free",
+				 (unsigned long long)((uint64_t)vf.f_bavail * vf.f_frsize >> 20));
 		snprintf(sc->sh_why, sizeof(sc->sh_why),
-			 "libfabric's shm provider could not be opened (%s): peers on this host "
-			 "are reached over %s", kinet_strerror(rc), net->prov);
+			 "shm could not be opened (%s%s): peers on this host go over %s",
+			 kinet_strerror(rc), room, net->prov);
 	} else {
 		snprintf(sc->sh_why, sizeof(sc->sh_why),
 			 "peers in other processes of this host (same boot, user and "
