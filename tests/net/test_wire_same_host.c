@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sys/mount.h>
+#include <dirent.h>
 #include "test_wire_common.h"
 
 /* The wire as this side sees it after the connect: which provider carries
@@ -505,4 +506,57 @@ Test(same_host, small_dev_shm_is_reported)
 	if (WIFEXITED(p[0].status) && WEXITSTATUS(p[0].status) == 77)
 		cr_skip_test("no mount namespace with a tmpfs here");
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+}
+
+/* Regions in /dev/shm named after process pid ("<pid>:<uid>:<n>"). */
+static int regions_of(pid_t pid)
+{
+	char pre[48];
+	snprintf(pre, sizeof(pre), "%d:%u:", (int)pid, (unsigned)getuid());
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, pre, strlen(pre));
+	closedir(d);
+	return n;
+}
+
+/* A process that ends with exit() and never closes its context leaves no
+ * shm region in /dev/shm (libfabric removes one only when its endpoint is
+ * closed, or on SIGINT and SIGTERM). */
+Test(same_host, exit_without_close_leaves_no_region)
+{
+	setup();
+	int go[2], done[2];
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(done), 0);
+	fflush(NULL);
+	pid_t p = fork();
+	if (p == 0) {
+		setenv("KINET_FI_SAME_HOST", "shm", 1);
+		unsetenv("KINET_FI_PROVIDER");
+		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+		kinet_ctx *ctx;
+		kinet_pd *pd;
+		kinet_qp *qp;
+		uint8_t d[KINET_QP_DESC_MAX];
+		if (kinet_open(&ca, &ctx) || kinet_pd_alloc(ctx, &pd) ||
+		    kinet_qp_create(pd, NULL, &qp) || kinet_qp_export(qp, d, sizeof(d)) <= 0)
+			_exit(2);
+		char c = 'r';
+		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(3);
+		exit(0); /* the context stays open */
+	}
+	char c;
+	cr_assert_eq(read(done[0], &c, 1), 1, "the child did not open its context");
+	cr_assert_eq(regions_of(p), 1, "the child's shm endpoint has no region");
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	int st = 0;
+	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	cr_assert_eq(regions_of(p), 0, "the child's region is left in /dev/shm");
 }

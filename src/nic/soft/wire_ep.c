@@ -409,6 +409,8 @@ static int ep_open(struct kinet_wire *w, const char **step)
 	}
 	if (shm)
 		wire_shm_lock(false);
+	if (shm && rc == 0)
+		wire_shm_region_add(w->addr, w->addr_len); /* removed at exit if still open */
 	return rc;
 }
 

@@ -550,6 +550,9 @@ void wire_shm_lock(bool on);
  * paths go to names (cap bytes, ", " between). The number removed. Call
  * with wire_shm_lock held. */
 int wire_shm_clear_stale(char *names, size_t cap);
+/* Records the region of a new shm endpoint (its address, fi_shm://<name>):
+ * removed at exit if still open then. */
+void wire_shm_region_add(const uint8_t *addr, size_t len);
 
 /* wire_req.c: requester */
 void wire_wreq_unreg(struct wreq *e);

@@ -11,7 +11,8 @@
  * here: a region named with our pid and user that no endpoint of this
  * process maps is stale (a live endpoint maps its region from creation to
  * close; wire_shm_lock keeps the library's own endpoints from being
- * created meanwhile).
+ * created meanwhile). And at exit, the regions of this process's endpoints
+ * still open (wire_shm_region_add).
  */
 
 #define _GNU_SOURCE
@@ -136,6 +137,59 @@ int wire_shm_clear_stale(char *names, size_t cap)
 	}
 	closedir(d);
 	return n;
+}
+
+/* The regions of this process's shm endpoints, by name, for the exit
+ * below (under shm_lock). */
+static char **regions;
+static int nregions;
+static pid_t regions_pid;
+
+void wire_shm_region_add(const uint8_t *addr, size_t len)
+{
+	static const char scheme[] = "fi_shm://";
+	size_t sl = sizeof(scheme) - 1;
+	if (len <= sl || memcmp(addr, scheme, sl) || !memchr(addr, 0, len))
+		return;
+	const char *name = (const char *)addr + sl;
+	if (strchr(name, '/'))
+		return;
+	pthread_mutex_lock(&shm_lock);
+	if (regions_pid != getpid()) { /* a forked child: its parent's are not its own */
+		for (int i = 0; i < nregions; i++)
+			free(regions[i]);
+		nregions = 0;
+		regions_pid = getpid();
+	}
+	char **t = realloc(regions, (size_t)(nregions + 1) * sizeof(*t));
+	char *c = strdup(name);
+	if (t)
+		regions = t;
+	if (t && c)
+		regions[nregions++] = c;
+	else
+		free(c);
+	pthread_mutex_unlock(&shm_lock);
+}
+
+/* At exit (exit(), the end of main, or the library unloaded) with shm
+ * endpoints still open: libfabric removes an endpoint's region when it is
+ * closed, and on SIGINT or SIGTERM, but not at a plain exit, which left
+ * one region in /dev/shm per context that was not closed (16 MiB each of
+ * tmpfs, until a later process with this pid came). The names go (the
+ * mappings stay, for whatever still runs); only regions still mapped here. */
+__attribute__((destructor)) static void shm_regions_at_exit(void)
+{
+	if (pthread_mutex_trylock(&shm_lock))
+		return; /* an endpoint is being made right now: leave it */
+	if (regions_pid == getpid())
+		for (int i = 0; i < nregions; i++) {
+			char path[300];
+			snprintf(path, sizeof(path), "/dev/shm/%s", regions[i]);
+			if (mapped_here(regions[i]))
+				unlink(path);
+		}
+	pthread_mutex_unlock(&shm_lock);
 }
 
 #endif /* KINET_HAVE_FABRIC */
