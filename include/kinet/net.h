@@ -157,6 +157,7 @@ struct kinet_wire_info {
 	uint64_t qps_net;        /* QPs connected now over the network provider */
 	uint64_t qps_same_host;  /* ... over the same-host provider */
 	int same_host_hmem;      /* the same-host provider takes GPU regions (as hmem) */
+	char same_host_hmem_why[160]; /* same_host_hmem 0: why GPU payloads over it are staged */
 };
 
 /* The wire of ctx, opened now if it is not yet (as a connect would):

@@ -148,7 +148,10 @@ static int side(int fd, uint64_t seed)
 	/* the provider the QP took: shm for this peer of the same host while
 	 * KINET_FI_PROVIDER is not set (KINET_FI_SAME_HOST), else the network's */
 	CK(wi.qps_net + wi.qps_same_host == 1);
-	wi.hmem = wi.qps_same_host ? wi.same_host_hmem : wi.hmem;
+	if (wi.qps_same_host) {
+		wi.hmem = wi.same_host_hmem;
+		memcpy(wi.hmem_why, wi.same_host_hmem_why, sizeof(wi.hmem_why));
+	}
 	struct kinet_counters c;
 	CK(kinet_ctx_counters(ctx, &c) == 0);
 	fprintf(stderr,

@@ -216,12 +216,15 @@ Test(info_platform, json_wire_names_the_same_host_provider)
 	cr_assert(!strcmp(str(w, "provider"), "tcp;ofi_rxm"));
 	const char *sh = json_object_get_string(get(w, "same_host", json_type_string));
 	const char *why = str(w, "same_host_why");
-	get(w, "same_host_hmem", json_type_boolean);
+	bool shh = json_object_get_boolean(get(w, "same_host_hmem", json_type_boolean));
+	const char *shw = json_object_get_string(get(w, "same_host_hmem_why", json_type_string));
 	/* shm where libfabric has it; otherwise the reason */
 	if (sh[0])
 		cr_assert(!strcmp(sh, "shm") && strstr(why, "over shm"), "%s: %s", sh, why);
 	else
 		cr_assert(strstr(why, "shm could not be opened"), "%s", why);
+	/* GPU payloads over it: taken, or staged with the reason */
+	cr_assert(shh || !sh[0] || shw[0], "same-host GPU payloads staged, no reason given");
 	json_object_put(w);
 	w = wire_of("KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER='tcp;ofi_rxm'");
 	cr_assert_not_null(w);

@@ -369,6 +369,9 @@ static void print_text(void)
 							       : " (GPU payloads staged), ")
 					: ": ",
 		       wi->same_host_why);
+		if (wi->same_host[0] && !wi->same_host_hmem)
+			printf("  wire GPU payloads to peers on this host: staged: %s\n",
+			       wi->same_host_hmem_why);
 	} else if (I.t.done && I.t.rc == 0 && I.t.wire_rc != -ENOTSUP) {
 		printf("  wire: cannot be opened: %s\n", kinet_strerror(I.t.wire_rc));
 	}
@@ -628,8 +631,10 @@ static void print_json(void)
 		js(wi->hmem_why);
 		printf(", \"same_host\": ");
 		js(wi->same_host);
-		printf(", \"same_host_hmem\": %s, \"same_host_why\": ",
+		printf(", \"same_host_hmem\": %s, \"same_host_hmem_why\": ",
 		       wi->same_host_hmem ? "true" : "false");
+		js(wi->same_host_hmem_why);
+		printf(", \"same_host_why\": ");
 		js(wi->same_host_why);
 		printf("}");
 	}

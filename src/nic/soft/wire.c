@@ -406,6 +406,8 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 		for (int k = 0; k < sh->nqps; k++)
 			i.qps_same_host += sh->qps[k]->connected;
 		i.same_host_hmem = sh->hmem && !sh->hmem_off;
+		snprintf(i.same_host_hmem_why, sizeof(i.same_host_hmem_why), "%s",
+			 i.same_host_hmem ? "" : sh->hmem_why);
 		wire_counts(sh, &i);
 		pthread_mutex_unlock(&sh->lock);
 	}
