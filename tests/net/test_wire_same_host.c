@@ -560,3 +560,60 @@ Test(same_host, exit_without_close_leaves_no_region)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
 	cr_assert_eq(regions_of(p), 0, "the child's region is left in /dev/shm");
 }
+
+/* ... and a region of a closed endpoint's name that is not ours (made by
+ * someone else after the close: another copy of libfabric in the process,
+ * say) is left alone at exit. */
+Test(same_host, exit_leaves_a_closed_endpoints_name_alone)
+{
+	setup();
+	fflush(NULL);
+	pid_t p = fork();
+	if (p == 0) {
+		setenv("KINET_FI_SAME_HOST", "shm", 1);
+		unsetenv("KINET_FI_PROVIDER");
+		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+		kinet_ctx *ctx;
+		kinet_pd *pd;
+		kinet_qp *qp;
+		uint8_t d[KINET_QP_DESC_MAX];
+		int n;
+		if (kinet_open(&ca, &ctx) || kinet_pd_alloc(ctx, &pd) ||
+		    kinet_qp_create(pd, NULL, &qp) || (n = kinet_qp_export(qp, d, sizeof(d))) <= 0)
+			_exit(2);
+		/* the endpoint's region, from the same-host address */
+		int base = plain_len(d, n);
+		char path[300];
+		if (n <= base + 28 || strncmp((char *)d + base + 28, "fi_shm://", 9))
+			_exit(3);
+		snprintf(path, sizeof(path), "/dev/shm/%s", (char *)d + base + 28 + 9);
+		if (kinet_qp_destroy(qp) || kinet_pd_free(pd) || kinet_close(ctx))
+			_exit(4);
+		if (access(path, F_OK) == 0)
+			_exit(5); /* closed: libfabric removed it */
+		/* someone else's region of that name, mapped here */
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd < 0 || ftruncate(fd, 4096))
+			_exit(6);
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			_exit(7);
+		exit(0);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	int left = regions_of(p);
+	char pre[48], path[300];
+	snprintf(pre, sizeof(pre), "%d:%u:", (int)p, (unsigned)getuid());
+	DIR *dd = opendir("/dev/shm");
+	struct dirent *e;
+	while (dd && (e = readdir(dd)))
+		if (!strncmp(e->d_name, pre, strlen(pre))) {
+			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+			unlink(path);
+		}
+	if (dd)
+		closedir(dd);
+	cr_assert_eq(left, 1, "the other owner's region was removed at exit");
+}

@@ -47,8 +47,10 @@ void wire_destroy(struct kinet_wire *w)
 		return;
 	}
 	regs_close(w);
-	if (w->ep)
+	if (w->ep) {
+		wire_shm_region_del(w->addr, w->addr_len);
 		fi_close(&w->ep->fid);
+	}
 	wire_holds_release(w, -1); /* their keys, before the domain */
 	if (w->av)
 		fi_close(&w->av->fid);
@@ -909,8 +911,10 @@ static void ep_reset(struct kinet_wire *w)
 		w->peers[i].settle = w->peers[i].want_close = false;
 	}
 	regs_close(w);
-	if (w->ep)
+	if (w->ep) {
+		wire_shm_region_del(w->addr, w->addr_len);
 		fi_close(&w->ep->fid);
+	}
 	w->ep = NULL;
 	/* what the close cancelled: nothing of it is used any more */
 	for (int n = 0; n < 100000; n++) {
@@ -971,8 +975,10 @@ static void ep_reset(struct kinet_wire *w)
 	if (rc) {
 		KLOG_ERR("wire: %s: %s: the endpoint stays closed", step, fi_strerror(-rc));
 		regs_close(w);
-		if (w->ep)
+		if (w->ep) {
+			wire_shm_region_del(w->addr, w->addr_len);
 			fi_close(&w->ep->fid);
+		}
 		w->ep = NULL;
 		return;
 	}

@@ -553,6 +553,9 @@ int wire_shm_clear_stale(char *names, size_t cap);
 /* Records the region of a new shm endpoint (its address, fi_shm://<name>):
  * removed at exit if still open then. */
 void wire_shm_region_add(const uint8_t *addr, size_t len);
+/* ... and forgets it when the endpoint closes (libfabric removes the region
+ * then; a later region of that name is not ours). */
+void wire_shm_region_del(const uint8_t *addr, size_t len);
 
 /* wire_req.c: requester */
 void wire_wreq_unreg(struct wreq *e);

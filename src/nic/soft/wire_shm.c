@@ -145,14 +145,36 @@ static char **regions;
 static int nregions;
 static pid_t regions_pid;
 
-void wire_shm_region_add(const uint8_t *addr, size_t len)
+/* The region name in an shm address (fi_shm://<name>), or NULL. */
+static const char *region_name(const uint8_t *addr, size_t len)
 {
 	static const char scheme[] = "fi_shm://";
 	size_t sl = sizeof(scheme) - 1;
 	if (len <= sl || memcmp(addr, scheme, sl) || !memchr(addr, 0, len))
-		return;
+		return NULL;
 	const char *name = (const char *)addr + sl;
-	if (strchr(name, '/'))
+	return strchr(name, '/') ? NULL : name;
+}
+
+void wire_shm_region_del(const uint8_t *addr, size_t len)
+{
+	const char *name = region_name(addr, len);
+	if (!name)
+		return;
+	pthread_mutex_lock(&shm_lock);
+	for (int i = 0; regions_pid == getpid() && i < nregions; i++)
+		if (!strcmp(regions[i], name)) {
+			free(regions[i]);
+			regions[i] = regions[--nregions];
+			break;
+		}
+	pthread_mutex_unlock(&shm_lock);
+}
+
+void wire_shm_region_add(const uint8_t *addr, size_t len)
+{
+	const char *name = region_name(addr, len);
+	if (!name)
 		return;
 	pthread_mutex_lock(&shm_lock);
 	if (regions_pid != getpid()) { /* a forked child: its parent's are not its own */
