@@ -8,7 +8,6 @@
  */
 
 #define _GNU_SOURCE /* ppoll */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -733,13 +732,13 @@ static void wq_release(kinet_qp *qp, struct wire_qp *wq)
 /* Which of the context's wires reaches the peer of descriptor pi: the
  * same-host one where both ends have it, the peer is another process and on
  * this host; the network's otherwise. why says which and why. */
-static struct kinet_wire *pick_wire(kinet_qp *qp, kinet_ctx *ctx, struct kinet_wire *net,
+static struct kinet_wire *pick_wire(kinet_qp *qp, struct kinet_wire *net,
 				    const struct kinet_qp_info *pi, const struct kinet_qp_alt *alt,
 				    const char **why)
 {
-	struct kinet_wire *sh = soft_ctx(ctx)->wire_sh;
+	struct kinet_wire *sh = soft_ctx(qp->ctx)->wire_sh;
 	if (!sh) {
-		*why = soft_ctx(ctx)->sh_why;
+		*why = soft_ctx(qp->ctx)->sh_why;
 		return net;
 	}
 	if (!alt->len) {
@@ -759,8 +758,7 @@ static struct kinet_wire *pick_wire(kinet_qp *qp, kinet_ctx *ctx, struct kinet_w
 		*why = "the peer is in this process (or forked from it after its first export)";
 		return net;
 	}
-	int pid = 0;
-	if (sscanf((const char *)alt->addr, "fi_shm://%d:", &pid) == 1 && pid == (int)getpid()) {
+	if (wire_shm_addr_pid(alt->addr, alt->len) == (int)getpid()) {
 		/* another copy of the library in this process (its own incarnation) */
 		*why = "the peer is in this process (another copy of the library)";
 		return net;
@@ -785,7 +783,7 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	if ((rc = wire_get(qp->ctx, &w)))
 		return rc;
 	const char *why = "";
-	w = pick_wire(qp, qp->ctx, w, &pi, &alt, &why);
+	w = pick_wire(qp, w, &pi, &alt, &why);
 	if (w->same_host) {
 		/* over the peer's second address */
 		memcpy(pi.addr, alt.addr, alt.len);

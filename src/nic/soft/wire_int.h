@@ -550,6 +550,8 @@ void wire_shm_lock(bool on);
  * paths go to names (cap bytes, ", " between). The number removed. Call
  * with wire_shm_lock held. */
 int wire_shm_clear_stale(char *names, size_t cap);
+/* The pid in an shm address (fi_shm://<pid>:...), 0 when it is not one. */
+int wire_shm_addr_pid(const uint8_t *addr, size_t len);
 /* Records the region of a new shm endpoint (its address, fi_shm://<name>):
  * removed at exit if still open then. */
 void wire_shm_region_add(const uint8_t *addr, size_t len);

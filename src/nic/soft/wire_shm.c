@@ -156,6 +156,13 @@ static const char *region_name(const uint8_t *addr, size_t len)
 	return strchr(name, '/') ? NULL : name;
 }
 
+int wire_shm_addr_pid(const uint8_t *addr, size_t len)
+{
+	const char *name = region_name(addr, len);
+	int pid = 0;
+	return name && sscanf(name, "%d:", &pid) == 1 ? pid : 0;
+}
+
 void wire_shm_region_del(const uint8_t *addr, size_t len)
 {
 	const char *name = region_name(addr, len);
