@@ -102,6 +102,29 @@ struct tw_side {
 #define TW_QP_ATTR(s)                                                                      \
 	{.sq_depth = 256, .rq_depth = 64, .rnr_retry = (s)->rnr_retry}
 
+/* Connects qp (RESET or INIT) to the QP the other end of fd exports at the
+ * same time: descriptors exchanged, then RTS. */
+TW_FN void tw_qp_connect(kinet_qp *qp, int fd)
+{
+	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(qp, mine, sizeof(mine));
+	CK(n > 0);
+	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
+	CK(m > 0);
+	CK0(kinet_qp_connect_remote(qp, theirs, (size_t)m));
+	CK(kinet_qp_get_state(qp) == KINET_QPS_RTS);
+}
+
+/* A new QP of pd (sq 256, rq 64, rnr_retry 7) connected over fd. */
+TW_FN kinet_qp *tw_qp_link(kinet_pd *pd, int fd)
+{
+	struct kinet_qp_attr a = {.sq_depth = 256, .rq_depth = 64, .rnr_retry = 7};
+	kinet_qp *qp;
+	CK0(kinet_qp_create(pd, &a, &qp));
+	tw_qp_connect(qp, fd);
+	return qp;
+}
+
 /* A new QP connected to the peer (both sides call it together; the barrier
  * keeps one side from replacing its QP while the other still uses it). */
 TW_FN void tw_qp_new(struct tw_side *s)
@@ -112,13 +135,7 @@ TW_FN void tw_qp_new(struct tw_side *s)
 	s->qp = NULL;
 	struct kinet_qp_attr a = TW_QP_ATTR(s);
 	CK0(kinet_qp_create(s->pd, &a, &s->qp));
-	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(s->qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(s->fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-	CK(m > 0);
-	CK0(kinet_qp_connect_remote(s->qp, theirs, (size_t)m));
-	CK(kinet_qp_get_state(s->qp) == KINET_QPS_RTS);
+	tw_qp_connect(s->qp, s->fd);
 	CK0(kinet_qp_device(s->qp, &s->d));
 }
 

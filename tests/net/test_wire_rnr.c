@@ -87,15 +87,7 @@ static struct kinet_mr_info mr_xchg(struct side *s, int fd)
 /* A QP connected to the one the other end of fd creates at the same time. */
 static kinet_qp *qp_link(struct side *s, int fd, kn_qp **d)
 {
-	struct kinet_qp_attr a = {.sq_depth = 256, .rq_depth = 64, .rnr_retry = 7};
-	kinet_qp *qp;
-	CK0(kinet_qp_create(s->pd, &a, &qp));
-	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-	CK(m > 0);
-	CK0(kinet_qp_connect_remote(qp, theirs, (size_t)m));
+	kinet_qp *qp = tw_qp_link(s->pd, fd);
 	CK0(kinet_qp_device(qp, d));
 	return qp;
 }

@@ -39,14 +39,7 @@ static int writer(int fd, bool off)
 	CK(tw_io(fd, tm, sizeof(tm), 0) == 0);
 	struct kinet_mr_info peer;
 	CK0(kinet_mr_desc_parse(tm, sizeof(tm), &peer));
-	struct kinet_qp_attr a = {.sq_depth = 256, .rq_depth = 64, .rnr_retry = 7};
-	CK0(kinet_qp_create(pd, &a, &qp));
-	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-	CK(m > 0);
-	CK0(kinet_qp_connect_remote(qp, theirs, (size_t)m));
+	qp = tw_qp_link(pd, fd);
 	CK0(kinet_qp_device(qp, &d));
 	struct kinet_wire_info wi;
 	CK0(kinet_wire_info(ctx, &wi, sizeof(wi)));
@@ -98,17 +91,8 @@ static int w_net(int fd, int fd2, void *arg)
 
 static kinet_qp *target_qp(kinet_pd *pd, int fd, const uint8_t *md)
 {
-	kinet_qp *qp;
-	struct kinet_qp_attr a = {.sq_depth = 256, .rq_depth = 64, .rnr_retry = 7};
-	CK0(kinet_qp_create(pd, &a, &qp));
 	CK(tw_io(fd, (void *)md, KINET_MR_DESC_SIZE, 1) == 0);
-	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-	CK(m > 0);
-	CK0(kinet_qp_connect_remote(qp, theirs, (size_t)m));
-	return qp;
+	return tw_qp_link(pd, fd);
 }
 
 static int target(int fd, int fd2, void *arg)
