@@ -101,8 +101,9 @@ static int flush(struct soft_eth_port *p, struct soft_eth_txq *q, uint32_t avail
 		uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
 		if (nbb > avail)
 			nbb = avail;
-		tx_cqe(p, qp, c[3], (uint16_t)q->ci, 0, KN_SYND_WR_FLUSH_ERR);
+		/* counted before its CQE is out: whoever reads the CQE sees it counted */
 		ECTR(&q->ctr, tx_errors[KINET_ETH_TXE_FLUSHED], 1);
+		tx_cqe(p, qp, c[3], (uint16_t)q->ci, 0, KN_SYND_WR_FLUSH_ERR);
 		q->ci += nbb;
 		avail -= nbb;
 		n++;
