@@ -158,6 +158,12 @@ struct kinet_wire_info {
 	uint64_t qps_same_host;  /* ... over the same-host provider */
 	int same_host_hmem;      /* the same-host provider takes GPU regions (as hmem) */
 	char same_host_hmem_why[160]; /* same_host_hmem 0: why GPU payloads over it are staged */
+	/* The target's copy of rendezvous data from its read buffers into
+	 * place (KINET_NET_COPY_THREAD). */
+	int copy_thread;         /* 1: on a thread of its own beside the engine; 0: on the
+				  * engine thread */
+	char copy_why[96];       /* why (the tunable, the CPUs the process may run on) */
+	uint64_t copy_thread_bytes; /* bytes that thread has copied (both wires) */
 };
 
 /* The wire of ctx, opened now if it is not yet (as a connect would):

@@ -183,11 +183,16 @@ static void ord_model(uint8_t *m)
 	free(a);
 }
 
-/* arg non-NULL: rendezvous off (every write eager, large ones in chunks) */
+/* arg: ORD_EAGER: rendezvous off (every write eager, large ones in chunks);
+ * ORD_COPY_ON, ORD_COPY_OFF: the target copies landed reads into place on
+ * its copy thread (every read, KINET_NET_COPY_MIN=0), or on its engine */
+#define ORD_EAGER ((void *)1)
+#define ORD_COPY_ON ((void *)2)
+#define ORD_COPY_OFF ((void *)3)
 static int ord_a(int fd, int fd2, void *arg)
 {
 	(void)fd2;
-	if (arg)
+	if (arg == ORD_EAGER)
 		setenv("KINET_NET_RNDV_BYTES", "0", 1);
 	struct tw_side s;
 	tw_open(&s, fd, TW_LEN, 1);
@@ -221,7 +226,10 @@ static int ord_a(int fd, int fd2, void *arg)
 static int ord_b(int fd, int fd2, void *arg)
 {
 	(void)fd2;
-	(void)arg;
+	if (arg == ORD_COPY_ON || arg == ORD_COPY_OFF) {
+		setenv("KINET_NET_COPY_THREAD", arg == ORD_COPY_ON ? "on" : "off", 1);
+		setenv("KINET_NET_COPY_MIN", "0", 1);
+	}
 	struct tw_side s;
 	tw_open(&s, fd, TW_LEN, 2);
 	uint32_t lkey = kinet_mr_lkey(s.mr);
@@ -253,6 +261,20 @@ static int ord_b(int fd, int fd2, void *arg)
 	CK0(kinet_ctx_counters(s.ctx, &c));
 	CK(c.errors == 0);
 	free(m);
+	if (arg == ORD_COPY_ON || arg == ORD_COPY_OFF) {
+		/* every rendezvous byte went through the copy thread, or none */
+		uint64_t rv = IMM_BIG + SGE2_LEN;
+		for (int i = 0; i < NW; i++)
+			rv += ord_len(i);
+		struct kinet_wire_info wi;
+		CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+		if (arg == ORD_COPY_ON)
+			CK(wi.copy_thread == 1 && wi.copy_thread_bytes == rv &&
+			   strstr(wi.copy_why, "KINET_NET_COPY_THREAD=on"));
+		else
+			CK(wi.copy_thread == 0 && wi.copy_thread_bytes == 0 &&
+			   strstr(wi.copy_why, "KINET_NET_COPY_THREAD=off"));
+	}
 	tw_close(&s);
 	return 0;
 }
@@ -272,9 +294,27 @@ Test(wire_rndv, rc_order_and_immediate_eager)
 {
 	tw_need_wire();
 	struct tw_proc p[2] = {{.fn = ord_a}, {.fn = ord_b}};
-	tw_run(p, 2, one_link, 1, (void *)1, 60000);
+	tw_run(p, 2, one_link, 1, ORD_EAGER, 60000);
 	cr_assert(tw_exited_ok(&p[0]), "side a: status 0x%x", p[0].status);
 	cr_assert(tw_exited_ok(&p[1]), "side b: status 0x%x", p[1].status);
+}
+
+/* The same with the target's copy thread (KINET_NET_COPY_THREAD=on): the
+ * overlapping writes land in order, the receive CQEs and the ACKs come after
+ * their bytes are in place, and kinet_wire_info counts every rendezvous byte
+ * as copied by it; off: none. */
+Test(wire_rndv, rc_order_and_immediate_copy_thread)
+{
+	tw_need_wire();
+	void *mode[2] = {ORD_COPY_ON, ORD_COPY_OFF};
+	for (int k = 0; k < 2; k++) {
+		struct tw_proc p[2] = {{.fn = ord_a}, {.fn = ord_b}};
+		tw_run(p, 2, one_link, 1, mode[k], 60000);
+		cr_assert(tw_exited_ok(&p[0]), "%s: side a: status 0x%x", k ? "off" : "on",
+			  p[0].status);
+		cr_assert(tw_exited_ok(&p[1]), "%s: side b: status 0x%x", k ? "off" : "on",
+			  p[1].status);
+	}
 }
 
 /* a: a large write with immediate finds no receive WQE: rnr_retry 1 gives

@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,5 +239,39 @@ Test(info_platform, json_wire_names_the_same_host_provider)
 	cr_assert(!strcmp(json_object_get_string(get(w, "same_host", json_type_string)), ""));
 	cr_assert(strstr(str(w, "same_host_why"), "KINET_FI_SAME_HOST=off"));
 	json_object_put(w);
+#endif
+}
+
+/* Where the target copies rendezvous data into place: the tunable, or in
+ * auto the CPUs this process may run on (4 or more: its own thread). */
+Test(info_platform, json_wire_says_where_reads_are_copied)
+{
+#ifndef KINET_HAVE_JSONC
+	cr_skip_test("json-c not found at build time (libjson-c-dev)");
+#else
+	if (!KINET_HAVE_FABRIC)
+		cr_skip_test("this build has no libfabric wire");
+	const char *base = "KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER='tcp;ofi_rxm'";
+	const char *mode[3] = {"off", "on", "auto"};
+	cpu_set_t cs;
+	cr_assert_eq(sched_getaffinity(0, sizeof(cs), &cs), 0);
+	for (int k = 0; k < 3; k++) {
+		char env[256];
+		snprintf(env, sizeof(env), "%s KINET_NET_COPY_THREAD=%s", base, mode[k]);
+		json_object *w = wire_of(env);
+		if (!w)
+			cr_skip_test("the trial context has no wire here");
+		bool on = json_object_get_boolean(get(w, "copy_thread", json_type_boolean));
+		const char *why = str(w, "copy_why");
+		char want[64];
+		snprintf(want, sizeof(want), "KINET_NET_COPY_THREAD=%s", mode[k]);
+		cr_assert(strstr(why, want), "%s: %s", mode[k], why);
+		if (k < 2)
+			cr_assert_eq(on, k == 1, "%s: copy_thread %d", mode[k], on);
+		else
+			cr_assert_eq(on, CPU_COUNT(&cs) >= 4, "auto, %d CPUs: copy_thread %d (%s)",
+				     CPU_COUNT(&cs), on, why);
+		json_object_put(w);
+	}
 #endif
 }

@@ -372,6 +372,9 @@ static void print_text(void)
 		if (wi->same_host[0] && !wi->same_host_hmem)
 			printf("  wire GPU payloads to peers on this host: staged: %s\n",
 			       wi->same_host_hmem_why);
+		printf("  wire rendezvous data copied into place: %s (%s)\n",
+		       wi->copy_thread ? "on a thread of its own" : "on the engine thread",
+		       wi->copy_why);
 	} else if (I.t.done && I.t.rc == 0 && I.t.wire_rc != -ENOTSUP) {
 		printf("  wire: cannot be opened: %s\n", kinet_strerror(I.t.wire_rc));
 	}
@@ -636,6 +639,8 @@ static void print_json(void)
 		js(wi->same_host_hmem_why);
 		printf(", \"same_host_why\": ");
 		js(wi->same_host_why);
+		printf(", \"copy_thread\": %s, \"copy_why\": ", wi->copy_thread ? "true" : "false");
+		js(wi->copy_why);
 		printf("}");
 	}
 	printf(", \"gpus\": [");

@@ -363,6 +363,7 @@ static void wire_counts(const struct kinet_wire *w, struct kinet_wire_info *i)
 	i->hmem_regs += w->n_hmem_regs;
 	i->hmem_bytes += w->n_hmem_bytes;
 	i->hmem_refused += w->n_hmem_fail;
+	i->copy_thread_bytes += w->copy_bytes;
 }
 
 int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
@@ -388,6 +389,8 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 	i.hmem = w->hmem && !w->hmem_off;
 	snprintf(i.hmem_why, sizeof(i.hmem_why), "%s", i.hmem ? "" : w->hmem_why);
 	wire_counts(w, &i);
+	i.copy_thread = w->copy_on;
+	snprintf(i.copy_why, sizeof(i.copy_why), "%s", w->copy_why);
 	for (int k = 0; k < w->nqps; k++)
 		i.qps_net += w->qps[k]->connected;
 	pthread_mutex_unlock(&w->lock);

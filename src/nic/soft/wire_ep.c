@@ -37,6 +37,7 @@ static void regs_close(struct kinet_wire *w);
 
 void wire_destroy(struct kinet_wire *w)
 {
+	wire_copy_stop(w); /* what it was handed lands first */
 	if (w->fab && !reset_safe(w)) {
 		/* reads of a silent peer are still with the provider, which cannot
 		 * close their connection: the endpoint and what it may still write
@@ -519,6 +520,7 @@ static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_w
 		w->ka_ns = 200000000ull;
 	long long rb = (long long)KT(NET_RNDV_BYTES);
 	w->rndv_min = rb > 0 ? (uint64_t)rb : 0;
+	wire_copy_setup(w);
 	uint64_t salt = 0;
 	if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
 		salt = kn_now_ns();
@@ -1485,9 +1487,9 @@ static int ctx_kind(void *op_context)
 
 int wire_poll_cq(struct kinet_wire *w)
 {
-	int work = 0;
+	int work = wire_copy_reap(w); /* reads copied into place meanwhile */
 	if (!w->cq)
-		return 0; /* the endpoint stays closed (ep_reset failed) */
+		return work; /* the endpoint stays closed (ep_reset failed) */
 	struct fi_cq_msg_entry ce[16];
 	for (int round = 0; round < 8; round++) {
 		ssize_t n = fi_cq_read(w->cq, ce, 16);

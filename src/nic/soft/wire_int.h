@@ -474,8 +474,14 @@ struct kinet_wire {
 	struct rdop rd[NRD];
 	struct rdop *rdfree;
 	uint8_t *rdmem;     /* the bounce buffers of rd[] */
-	_Atomic int rd_inflight; /* reads in flight (kinet_wire_pinned) */
+	_Atomic int rd_inflight; /* reads in flight (kinet_wire_pinned), those being
+				  * copied into place by the copy thread included */
 	uint64_t rd_bytes;
+	struct wire_copier *cp; /* the copy thread (wire_copy.c), once started */
+	bool copy_on;           /* landed reads go to it (KINET_NET_COPY_THREAD) */
+	uint64_t copy_min;      /* ... those of at least this many bytes */
+	char copy_why[96];      /* why it is on or off */
+	uint64_t copy_bytes;    /* bytes it has copied into place */
 	bool draining;      /* a key-table writer waits: no new reads */
 	uint64_t epoch;     /* bumped whenever the key table may have changed */
 	struct wire_qp **qps;
@@ -590,6 +596,14 @@ void wire_tq_copy(struct kinet_wire *w);
 struct rxbuf *wire_rx_heap_copy(struct wire_qp *wq, const struct rxbuf *rb);
 int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
 void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
+/* accounts for a read no longer with the provider: copied says its bytes
+ * are in place already (the copy thread), else ok ones are copied here */
+void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied);
+/* the copy thread (wire_copy.c) */
+void wire_copy_setup(struct kinet_wire *w);
+bool wire_copy_give(struct kinet_wire *w, struct rdop *op);
+int wire_copy_reap(struct kinet_wire *w);
+void wire_copy_stop(struct kinet_wire *w);
 void wire_rd_give_up(struct kinet_wire *w, int idx);
 bool wire_rd_init(struct kinet_wire *w);
 

@@ -694,6 +694,15 @@ void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 			pr->nbusy--;
 		pr->rd_ns = kn_now_ns();
 	}
+	/* its bytes go into place on the copy thread where there is one; it
+	 * stays counted in flight until they are */
+	if (ok && op->p && wire_copy_give(w, op))
+		return;
+	wire_rd_finish(w, op, ok, false);
+}
+
+void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
+{
 	struct tpend *p = op->p;
 	if (p) {
 		p->inflight--;
@@ -701,8 +710,8 @@ void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 		if (!ok) {
 			if (!p->status)
 				p->status = KN_SYND_REMOTE_OP_ERR; /* the source went away */
-		} else if (kinet_mem_copy(op->dst, op->dkind, op->bounce, KINET_MEM_HOST,
-					  op->len)) {
+		} else if (!copied && kinet_mem_copy(op->dst, op->dkind, op->bounce,
+						     KINET_MEM_HOST, op->len)) {
 			if (!p->status)
 				p->status = KN_SYND_REMOTE_OP_ERR;
 		} else {
