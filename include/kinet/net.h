@@ -164,6 +164,9 @@ struct kinet_wire_info {
 				  * engine thread */
 	char copy_why[96];       /* why (the tunable, the CPUs the process may run on) */
 	uint64_t copy_thread_bytes; /* bytes that thread has copied (both wires) */
+	int cq_wait_fd;          /* 1: an idle engine sleeps on the network provider's wait fd
+				  * (woken by traffic); 0: it naps (KINET_NET_CQ_WAIT=none, or
+				  * the provider has none) */
 };
 
 /* The wire of ctx, opened now if it is not yet (as a connect would):

@@ -372,6 +372,10 @@ static void print_text(void)
 		if (wi->same_host[0] && !wi->same_host_hmem)
 			printf("  wire GPU payloads to peers on this host: staged: %s\n",
 			       wi->same_host_hmem_why);
+		printf("  wire idle engine: %s\n",
+		       wi->cq_wait_fd ? "sleeps on the provider's wait fd (KINET_NET_CQ_WAIT=fd)"
+				      : "naps, no wait fd (KINET_NET_CQ_WAIT=none, or the provider "
+					"has none)");
 		printf("  wire rendezvous data copied into place: %s (%s)\n",
 		       wi->copy_thread ? "on a thread of its own" : "on the engine thread",
 		       wi->copy_why);
@@ -639,6 +643,7 @@ static void print_json(void)
 		js(wi->same_host_hmem_why);
 		printf(", \"same_host_why\": ");
 		js(wi->same_host_why);
+		printf(", \"cq_wait_fd\": %s", wi->cq_wait_fd ? "true" : "false");
 		printf(", \"copy_thread\": %s, \"copy_why\": ", wi->copy_thread ? "true" : "false");
 		js(wi->copy_why);
 		printf("}");

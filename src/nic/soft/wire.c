@@ -390,6 +390,7 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 	snprintf(i.hmem_why, sizeof(i.hmem_why), "%s", i.hmem ? "" : w->hmem_why);
 	wire_counts(w, &i);
 	i.copy_thread = w->copy_on;
+	i.cq_wait_fd = w->wait_fd >= 0;
 	snprintf(i.copy_why, sizeof(i.copy_why), "%s", w->copy_why);
 	for (int k = 0; k < w->nqps; k++)
 		i.qps_net += w->qps[k]->connected;

@@ -344,7 +344,7 @@ static int ep_open_once(struct kinet_wire *w, const char **step)
 	/* a wait fd lets an idle engine sleep until the network has something */
 	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
 	*step = "fi_cq_open";
-	if (fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
+	if (strcmp(KT(NET_CQ_WAIT), "none") && fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
 		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
 			w->wait_fd = -1;
 	} else {
