@@ -12,7 +12,10 @@
  * for it when it comes back (wire_copy_reap, under the wire's lock), as it
  * does for a read copied on its own thread. A copy is a memcpy of at most
  * RD_PIECE bytes: it ends in bounded time, so whatever waits for in-flight
- * reads (a registration, a reset, the wire's destruction) waits for it. */
+ * reads (a registration, a reset, the wire's destruction) waits for it. A
+ * write the engine forgets (its QP reset or destroyed, a NAK, its requester
+ * finished it) has its reads still waiting here skipped, and one being
+ * copied lands first (wire_copy_forget): nothing of it lands afterwards. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
@@ -27,7 +30,10 @@ struct wire_copier {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	pthread_cond_t cur_cv;         /* cur is done (wire_copy_forget waits for it) */
 	struct rdop *todo, *todo_tail; /* handed over, oldest first (mu) */
+	struct rdop *cur;              /* being copied now (mu) */
+	uint64_t copied;               /* bytes copied, not yet counted in copy_bytes (mu) */
 	struct rdop *done;             /* copied, not yet accounted (mu) */
 	bool sleeping;                 /* waits on cv (mu) */
 	bool stop;                     /* (mu) */
@@ -62,9 +68,15 @@ static void *copier_main(void *arg)
 		__atomic_store_n(&c->todo, op->next, __ATOMIC_RELEASE);
 		if (!op->next)
 			c->todo_tail = NULL;
-		pthread_mutex_unlock(&c->mu);
-		memcpy(op->dst, op->bounce, op->len);
-		pthread_mutex_lock(&c->mu);
+		if (!op->skip) {
+			c->cur = op;
+			pthread_mutex_unlock(&c->mu);
+			memcpy(op->dst, op->bounce, op->len);
+			pthread_mutex_lock(&c->mu);
+			c->cur = NULL;
+			c->copied += op->len;
+			pthread_cond_broadcast(&c->cur_cv);
+		}
 		op->next = c->done;
 		__atomic_store_n(&c->done, op, __ATOMIC_RELEASE);
 	}
@@ -105,7 +117,9 @@ static bool copier_start(struct kinet_wire *w)
 		goto fail;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	pthread_cond_init(&c->cur_cv, NULL);
 	if (pthread_create(&c->th, NULL, copier_main, c) != 0) {
+		pthread_cond_destroy(&c->cur_cv);
 		pthread_cond_destroy(&c->cv);
 		pthread_mutex_destroy(&c->mu);
 		free(c);
@@ -129,6 +143,7 @@ bool wire_copy_give(struct kinet_wire *w, struct rdop *op)
 		return false;
 	struct wire_copier *c = w->cp;
 	op->next = NULL;
+	op->skip = false;
 	pthread_mutex_lock(&c->mu);
 	if (c->todo_tail)
 		c->todo_tail->next = op;
@@ -154,17 +169,33 @@ int wire_copy_reap(struct kinet_wire *w)
 	pthread_mutex_lock(&c->mu);
 	struct rdop *op = c->done;
 	c->done = NULL;
+	w->copy_bytes += c->copied;
+	c->copied = 0;
 	pthread_mutex_unlock(&c->mu);
 	int n = 0;
 	while (op) {
 		struct rdop *next = op->next;
 		c->out--;
 		n++;
-		w->copy_bytes += op->len;
 		wire_rd_finish(w, op, true, true);
 		op = next;
 	}
 	return n;
+}
+
+void wire_copy_forget(struct kinet_wire *w)
+{
+	struct wire_copier *c = w->cp;
+	if (!c || !c->out)
+		return;
+	/* op->p is the engine's (this thread's): the copy thread never reads it */
+	pthread_mutex_lock(&c->mu);
+	for (struct rdop *op = c->todo; op; op = op->next)
+		if (!op->p)
+			op->skip = true;
+	while (c->cur && !c->cur->p)
+		pthread_cond_wait(&c->cur_cv, &c->mu); /* a memcpy of at most RD_PIECE bytes */
+	pthread_mutex_unlock(&c->mu);
 }
 
 void wire_copy_stop(struct kinet_wire *w)
@@ -178,6 +209,7 @@ void wire_copy_stop(struct kinet_wire *w)
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->th, NULL); /* it copies what it was handed first */
 	wire_copy_reap(w);
+	pthread_cond_destroy(&c->cur_cv);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);

@@ -283,6 +283,8 @@ struct rdop {
 	uint8_t *dst;
 	int dkind;
 	uint64_t len;
+	bool skip;       /* with the copy thread, which no longer copies its bytes:
+			  * its write was forgotten (wire_copy.c, the copier's lock) */
 };
 
 /* One outstanding request of a requester QP. */
@@ -603,6 +605,10 @@ void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
 void wire_copy_setup(struct kinet_wire *w);
 bool wire_copy_give(struct kinet_wire *w, struct rdop *op);
 int wire_copy_reap(struct kinet_wire *w);
+/* writes were forgotten (the p of their reads set NULL): the copy thread
+ * copies none of their bytes any more; one it is copying now has landed
+ * when this returns */
+void wire_copy_forget(struct kinet_wire *w);
 void wire_copy_stop(struct kinet_wire *w);
 void wire_rd_give_up(struct kinet_wire *w, int idx);
 bool wire_rd_init(struct kinet_wire *w);

@@ -31,6 +31,7 @@ static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
 				break;
 			}
 	}
+	wire_copy_forget(w); /* nothing of them lands later */
 	while (wq->pend) {
 		struct tpend *p = wq->pend;
 		wq->pend = p->next;
@@ -232,6 +233,7 @@ void wire_tgt_stop(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq)
 			for (struct tpend *q = rest; q && w->rdall[i]->p; q = q->next)
 				if (w->rdall[i]->p == q)
 					w->rdall[i]->p = NULL;
+		wire_copy_forget(w);
 		while (rest) {
 			struct tpend *q = rest;
 			rest = q->next;
