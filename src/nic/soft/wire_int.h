@@ -262,9 +262,9 @@ struct tpend {
 	uint64_t last_ns; /* last progress (a read posted or landed) */
 };
 
-/* A target read in flight. p is NULL once its request was dropped (the
- * bytes still land in the checked region: the key table stays held until
- * the provider has completed it). Read through its own bounce buffer (buf),
+/* A target read in flight. p is NULL once its request was dropped (its
+ * bytes land in its bounce buffer and are not copied; the key table stays
+ * held until the provider has completed it). Read through its own bounce buffer (buf),
  * copied into the region when it lands: a read of a silent peer can be given
  * up (lost: never reused until the provider completes it, its bytes never
  * copied), which the provider cannot do for it (no cancel of reads; closing

@@ -15,8 +15,9 @@
 /* ---- target ------------------------------------------------------------------ */
 
 /* Forgets the rendezvous writes of a QP (reset, close, dead peer, after a
- * NAK): reads still in flight land in their checked region and are then
- * thrown away. */
+ * NAK): reads still in flight land in their bounce buffers and are thrown
+ * away, those waiting for the copy thread are skipped, and one it is
+ * copying now lands before this returns (wire_copy_forget). */
 static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
 {
 	if (!wq->pend)
