@@ -289,11 +289,31 @@ Test(info_platform, json_wire_says_where_reads_are_copied)
 		char want[64];
 		snprintf(want, sizeof(want), "KINET_NET_COPY_THREAD=%s", mode[k]);
 		cr_assert(strstr(why, want), "%s: %s", mode[k], why);
+		cr_assert_eq(json_object_get_int64(get(w, "copy_min", json_type_int)), 16384);
 		if (k < 2)
 			cr_assert_eq(on, k == 1, "%s: copy_thread %d", mode[k], on);
 		else
 			cr_assert_eq(on, CPU_COUNT(&cs) >= 4, "auto, %d CPUs: copy_thread %d (%s)",
 				     CPU_COUNT(&cs), on, why);
+		json_object_put(w);
+	}
+	/* the same-host wire copies fewer reads on the thread, unless the
+	 * minimum is set */
+	const char *sh[2] = {"KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER= "
+			     "KINET_FI_SAME_HOST=shm KINET_NET_COPY_THREAD=on",
+			     "KINET_MLX5_EMULATE=0 KINET_BACKEND=soft KINET_FI_PROVIDER= "
+			     "KINET_FI_SAME_HOST=shm KINET_NET_COPY_THREAD=on KINET_NET_COPY_MIN=4096"};
+	for (int k = 0; k < 2; k++) {
+		json_object *w = wire_of(sh[k]);
+		cr_assert_not_null(w);
+		const char *shp = json_object_get_string(get(w, "same_host", json_type_string));
+		int64_t min = json_object_get_int64(get(w, "copy_min", json_type_int));
+		int64_t shmin = json_object_get_int64(get(w, "same_host_copy_min", json_type_int));
+		cr_assert_eq(min, k ? 4096 : 16384);
+		if (shp[0])
+			cr_assert_eq(shmin, k ? 4096 : 131072, "%s: %lld", sh[k], (long long)shmin);
+		else
+			cr_assert_eq(shmin, 0); /* no shm here */
 		json_object_put(w);
 	}
 #endif

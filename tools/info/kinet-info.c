@@ -379,6 +379,11 @@ static void print_text(void)
 		printf("  wire rendezvous data copied into place: %s (%s)\n",
 		       wi->copy_thread ? "on a thread of its own" : "on the engine thread",
 		       wi->copy_why);
+		if (wi->copy_thread)
+			printf("  wire reads copied by the engine all the same: under %llu bytes "
+			       "(%llu to peers on this host)\n",
+			       (unsigned long long)wi->copy_min,
+			       (unsigned long long)wi->same_host_copy_min);
 	} else if (I.t.done && I.t.rc == 0 && I.t.wire_rc != -ENOTSUP) {
 		printf("  wire: cannot be opened: %s\n", kinet_strerror(I.t.wire_rc));
 	}
@@ -643,7 +648,9 @@ static void print_json(void)
 		js(wi->same_host_hmem_why);
 		printf(", \"same_host_why\": ");
 		js(wi->same_host_why);
-		printf(", \"cq_wait_fd\": %s", wi->cq_wait_fd ? "true" : "false");
+		printf(", \"cq_wait_fd\": %s, \"copy_min\": %llu, \"same_host_copy_min\": %llu",
+		       wi->cq_wait_fd ? "true" : "false", (unsigned long long)wi->copy_min,
+		       (unsigned long long)wi->same_host_copy_min);
 		printf(", \"copy_thread\": %s, \"copy_why\": ", wi->copy_thread ? "true" : "false");
 		js(wi->copy_why);
 		printf("}");

@@ -391,6 +391,7 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 	wire_counts(w, &i);
 	i.copy_thread = w->copy_on;
 	i.cq_wait_fd = w->wait_fd >= 0;
+	i.copy_min = w->copy_min;
 	snprintf(i.copy_why, sizeof(i.copy_why), "%s", w->copy_why);
 	for (int k = 0; k < w->nqps; k++)
 		i.qps_net += w->qps[k]->connected;
@@ -409,6 +410,7 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 		for (int k = 0; k < sh->nqps; k++)
 			i.qps_same_host += sh->qps[k]->connected;
 		i.same_host_hmem = sh->hmem && !sh->hmem_off;
+		i.same_host_copy_min = sh->copy_min;
 		snprintf(i.same_host_hmem_why, sizeof(i.same_host_hmem_why), "%s",
 			 i.same_host_hmem ? "" : sh->hmem_why);
 		wire_counts(sh, &i);

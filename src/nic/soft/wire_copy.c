@@ -25,6 +25,7 @@
 #ifdef KINET_HAVE_FABRIC
 
 #define COPY_SPIN_NS 100000ull /* an idle copy thread polls this long, then sleeps */
+#define SH_COPY_MIN 131072u    /* the same-host wire's KINET_NET_COPY_MIN when not set */
 
 struct wire_copier {
 	pthread_t th;
@@ -90,6 +91,12 @@ void wire_copy_setup(struct kinet_wire *w)
 	const char *mode = KT(NET_COPY_THREAD);
 	long long min = (long long)KT(NET_COPY_MIN);
 	w->copy_min = min > 0 ? (uint64_t)min : 0;
+	/* shm reads are one copy by the kernel, fast: on 16 CPUs a stream of
+	 * 64 KiB writes went slower through the thread (hand-over and reap
+	 * added to each read), larger ones twice as fast (docs/perf.md) */
+	const struct kinet_tunable *mt = kinet_tunable_at(KT_ID_NET_COPY_MIN);
+	if (w->same_host && mt && !(mt->flags & KINET_TUNABLE_SET))
+		w->copy_min = SH_COPY_MIN;
 	cpu_set_t cs;
 	int ncpu = sched_getaffinity(0, sizeof(cs), &cs) == 0 ? CPU_COUNT(&cs) : 1;
 	if (!strcmp(mode, "off")) {
