@@ -784,6 +784,10 @@ int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq)
 {
 	if (!wq->connected)
 		return 0; /* the QP is still connecting: the requester waits */
+	if (atomic_load(&wq->qp->state) == KINET_QPS_INIT)
+		return 0; /* its end is connected, the move to RTR comes next
+			   * (soft_qp_modify): requests that came early wait for it
+			   * rather than meet a QP that does not accept yet */
 	int work = pend_progress(w, wq);
 	while (wq->tq) {
 		struct rxbuf *rb = wq->tq;
