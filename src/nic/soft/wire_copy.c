@@ -91,9 +91,10 @@ void wire_copy_setup(struct kinet_wire *w)
 	const char *mode = KT(NET_COPY_THREAD);
 	long long min = (long long)KT(NET_COPY_MIN);
 	w->copy_min = min > 0 ? (uint64_t)min : 0;
-	/* shm reads are one copy by the kernel, fast: on 16 CPUs a stream of
-	 * 64 KiB writes went slower through the thread (hand-over and reap
-	 * added to each read), larger ones twice as fast (docs/perf.md) */
+	/* shm reads are one copy by the kernel, fast: on 16 CPUs 256 KiB and
+	 * 1 MiB writes went faster through the thread, 64 KiB ones slower in
+	 * one run (hand-over and reap added to each read; within the spread
+	 * between runs there, docs/perf.md): small ones stay on the engine */
 	const struct kinet_tunable *mt = kinet_tunable_at(KT_ID_NET_COPY_MIN);
 	if (w->same_host && mt && !(mt->flags & KINET_TUNABLE_SET))
 		w->copy_min = SH_COPY_MIN;
