@@ -166,9 +166,9 @@ struct kinet_wire_info {
 	uint64_t copy_thread_bytes; /* bytes that thread has copied (both wires) */
 	uint64_t copy_min;       /* reads of fewer bytes are copied on the engine thread
 				  * (KINET_NET_COPY_MIN) ... */
-	uint64_t same_host_copy_min; /* ... over the same-host provider (unless
-				      * KINET_NET_COPY_MIN is set: larger, its reads are fast
-				      * and a 64 KiB one went slower through the thread) */
+	uint64_t same_host_copy_min; /* ... over the same-host provider (larger unless
+				      * KINET_NET_COPY_MIN is set: its reads are one fast
+				      * kernel copy) */
 	int cq_wait_fd;          /* 1: an idle engine sleeps on the network provider's wait fd
 				  * (woken by traffic); 0: it naps (KINET_NET_CQ_WAIT=none, or
 				  * the provider has none) */

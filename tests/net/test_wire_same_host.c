@@ -524,6 +524,19 @@ static int regions_of(pid_t pid)
 	return n;
 }
 
+/* In a forked child: a context whose QP's export made its shm end (and so
+ * the endpoint's region), descriptor in d. Its length, or <= 0. */
+static int open_shm_end(kinet_ctx **ctx, kinet_pd **pd, kinet_qp **qp,
+			uint8_t d[KINET_QP_DESC_MAX])
+{
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	unsetenv("KINET_FI_PROVIDER");
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	if (kinet_open(&ca, ctx) || kinet_pd_alloc(*ctx, pd) || kinet_qp_create(*pd, NULL, qp))
+		return -1;
+	return kinet_qp_export(*qp, d, KINET_QP_DESC_MAX);
+}
+
 /* A process that ends with exit() and never closes its context leaves no
  * shm region in /dev/shm (libfabric removes one only when its endpoint is
  * closed, or on SIGINT and SIGTERM). */
@@ -536,15 +549,11 @@ Test(same_host, exit_without_close_leaves_no_region)
 	fflush(NULL);
 	pid_t p = fork();
 	if (p == 0) {
-		setenv("KINET_FI_SAME_HOST", "shm", 1);
-		unsetenv("KINET_FI_PROVIDER");
-		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
 		kinet_ctx *ctx;
 		kinet_pd *pd;
 		kinet_qp *qp;
 		uint8_t d[KINET_QP_DESC_MAX];
-		if (kinet_open(&ca, &ctx) || kinet_pd_alloc(ctx, &pd) ||
-		    kinet_qp_create(pd, NULL, &qp) || kinet_qp_export(qp, d, sizeof(d)) <= 0)
+		if (open_shm_end(&ctx, &pd, &qp, d) <= 0)
 			_exit(2);
 		char c = 'r';
 		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
@@ -570,16 +579,12 @@ Test(same_host, exit_leaves_a_closed_endpoints_name_alone)
 	fflush(NULL);
 	pid_t p = fork();
 	if (p == 0) {
-		setenv("KINET_FI_SAME_HOST", "shm", 1);
-		unsetenv("KINET_FI_PROVIDER");
-		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
 		kinet_ctx *ctx;
 		kinet_pd *pd;
 		kinet_qp *qp;
 		uint8_t d[KINET_QP_DESC_MAX];
-		int n;
-		if (kinet_open(&ca, &ctx) || kinet_pd_alloc(ctx, &pd) ||
-		    kinet_qp_create(pd, NULL, &qp) || (n = kinet_qp_export(qp, d, sizeof(d))) <= 0)
+		int n = open_shm_end(&ctx, &pd, &qp, d);
+		if (n <= 0)
 			_exit(2);
 		/* the endpoint's region, from the same-host address */
 		int base = plain_len(d, n);

@@ -98,8 +98,6 @@ void wire_copy_setup(struct kinet_wire *w)
 	const struct kinet_tunable *mt = kinet_tunable_at(KT_ID_NET_COPY_MIN);
 	if (w->same_host && mt && !(mt->flags & KINET_TUNABLE_SET))
 		w->copy_min = SH_COPY_MIN;
-	cpu_set_t cs;
-	int ncpu = sched_getaffinity(0, sizeof(cs), &cs) == 0 ? CPU_COUNT(&cs) : 1;
 	if (!strcmp(mode, "off")) {
 		w->copy_on = false;
 		snprintf(w->copy_why, sizeof(w->copy_why), "KINET_NET_COPY_THREAD=off");
@@ -109,6 +107,8 @@ void wire_copy_setup(struct kinet_wire *w)
 	} else {
 		/* a thread of its own only pays where it has a CPU of its own:
 		 * the engine, the application and it busy at once */
+		cpu_set_t cs;
+		int ncpu = sched_getaffinity(0, sizeof(cs), &cs) == 0 ? CPU_COUNT(&cs) : 1;
 		w->copy_on = ncpu >= 4;
 		snprintf(w->copy_why, sizeof(w->copy_why),
 			 "KINET_NET_COPY_THREAD=auto: %d CPU(s) to run on, %s", ncpu,

@@ -35,6 +35,17 @@ int wire_errno(int fi_rc)
 static bool reset_safe(const struct kinet_wire *w);
 static void regs_close(struct kinet_wire *w);
 
+/* Closes the endpoint; its shm region's name is forgotten first (libfabric
+ * removes the region at the close; a later one of that name is not ours). */
+static void ep_close(struct kinet_wire *w)
+{
+	if (w->ep) {
+		wire_shm_region_del(w->addr, w->addr_len);
+		fi_close(&w->ep->fid);
+	}
+	w->ep = NULL;
+}
+
 void wire_destroy(struct kinet_wire *w)
 {
 	wire_copy_stop(w); /* what it was handed lands first */
@@ -48,10 +59,7 @@ void wire_destroy(struct kinet_wire *w)
 		return;
 	}
 	regs_close(w);
-	if (w->ep) {
-		wire_shm_region_del(w->addr, w->addr_len);
-		fi_close(&w->ep->fid);
-	}
+	ep_close(w);
 	wire_holds_release(w, -1); /* their keys, before the domain */
 	if (w->av)
 		fi_close(&w->av->fid);
@@ -913,11 +921,7 @@ static void ep_reset(struct kinet_wire *w)
 		w->peers[i].settle = w->peers[i].want_close = false;
 	}
 	regs_close(w);
-	if (w->ep) {
-		wire_shm_region_del(w->addr, w->addr_len);
-		fi_close(&w->ep->fid);
-	}
-	w->ep = NULL;
+	ep_close(w);
 	/* what the close cancelled: nothing of it is used any more */
 	for (int n = 0; n < 100000; n++) {
 		struct fi_cq_msg_entry ce[16];
@@ -977,11 +981,7 @@ static void ep_reset(struct kinet_wire *w)
 	if (rc) {
 		KLOG_ERR("wire: %s: %s: the endpoint stays closed", step, fi_strerror(-rc));
 		regs_close(w);
-		if (w->ep) {
-			wire_shm_region_del(w->addr, w->addr_len);
-			fi_close(&w->ep->fid);
-		}
-		w->ep = NULL;
+		ep_close(w);
 		return;
 	}
 	wire_repost(w);
