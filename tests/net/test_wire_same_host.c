@@ -281,15 +281,17 @@ Test(same_host, malformed_same_host_part_refused)
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }
 
-/* A long-lived context and short-lived peer processes of this host, one
- * after the other: shm's address vector frees no address, so after
- * KINET_FI_SAME_HOST_PEERS of them the context's new QPs take the network
- * provider (both ends alike), and every peer still reads the server's
- * random bytes exactly. */
+/* A long-lived context and peer processes of this host that stay: shm's
+ * address vector holds KINET_FI_SAME_HOST_PEERS (3 here) addresses, so the
+ * context's QPs to the 4th and later peers take the network provider (both
+ * ends alike), and every peer still reads the server's random bytes
+ * exactly. Once those peers have ended, their addresses leave the vector
+ * (kinet_wire_info's same_host_addrs is 0 again) and the next peer is
+ * reached over shm once more. */
 #define SEQ_PEERS 6
 #define SEQ_MAX "3"
 
-static void seq_client(int fd, int i, const struct kinet_mr_info *srv_mr)
+static void seq_client(int fd, bool shm, const struct kinet_mr_info *srv_mr)
 {
 	struct tw_side s;
 	memset(&s, 0, sizeof(s));
@@ -312,9 +314,17 @@ static void seq_client(int fd, int i, const struct kinet_mr_info *srv_mr)
 	tu_fill_random(want, 1 << 16, 1);
 	CK(memcmp(s.buf, want, 4096) == 0);
 	free(want);
-	expect_path(&s, i < 3);
+	expect_path(&s, shm);
 	CK(tw_sync(fd, 7) == 7);
 	tw_close(&s);
+}
+
+/* The server's same-host vector: how many peer addresses it holds. */
+static uint64_t sh_addrs(kinet_ctx *ctx)
+{
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(ctx, &wi, sizeof(wi)));
+	return wi.same_host_addrs;
 }
 
 static int seq_run(int fd, int fd2, void *arg)
@@ -330,8 +340,190 @@ static int seq_run(int fd, int fd2, void *arg)
 	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
 					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CK(mr != MAP_FAILED);
+	int ready[2], done[2], release[2];
+	CK0(pipe(ready));
+	CK0(pipe(done));
+	CK0(pipe(release));
+	fflush(NULL);
+	pid_t srv = fork();
+	if (srv == 0) {
+		close(sv[1]);
+		close(release[1]); /* the clients' release is the parent's alone */
+		struct tw_side s;
+		memset(&s, 0, sizeof(s));
+		s.fd = sv[0];
+		s.len = 1 << 16;
+		s.rnr_retry = 7;
+		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+		CK0(kinet_open(&ca, &s.ctx));
+		CK0(kinet_pd_alloc(s.ctx, &s.pd));
+		CK0(posix_memalign((void **)&s.buf, 4096, s.len));
+		tu_fill_random(s.buf, s.len, 1);
+		CK0(kinet_mr_reg(s.pd, s.buf, s.len, KINET_ACCESS_ALL, &s.mr));
+		uint8_t d[KINET_MR_DESC_SIZE];
+		CK(kinet_mr_export(s.mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+		CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
+		CK(write(ready[1], "r", 1) == 1);
+		for (int i = 0; i <= SEQ_PEERS; i++) {
+			if (i == SEQ_PEERS) {
+				/* every peer has ended: their addresses leave the vector */
+				for (int k = 0; k < 1000 && sh_addrs(s.ctx); k++)
+					tw_sleep_ms(5);
+				CK(sh_addrs(s.ctx) == 0);
+			}
+			tw_qp_new(&s); /* connected to client i */
+			expect_path(&s, i < 3 || i == SEQ_PEERS);
+			if (i == 2 && sh_addrs(s.ctx) != 3)
+				fprintf(stderr, "the server's shm vector holds %llu addresses\n",
+					(unsigned long long)sh_addrs(s.ctx));
+			if (i == 2)
+				CK(sh_addrs(s.ctx) == 3);
+			CK(tw_sync(s.fd, 7) == 7);
+			if (i == SEQ_PEERS - 1) {
+				struct kinet_wire_info wi;
+				CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+				CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") != NULL);
+			}
+		}
+		struct kinet_wire_info wi;
+		CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+		CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") == NULL);
+		tw_close(&s);
+		_exit(0);
+	}
+	close(sv[0]);
+	char c;
+	CK(read(ready[0], &c, 1) == 1);
+	pid_t kids[SEQ_PEERS + 1];
+	int rc = 0, nkids = 0;
+	for (int i = 0; i <= SEQ_PEERS && rc == 0; i++) {
+		if (i == SEQ_PEERS) {
+			/* the first SEQ_PEERS end now */
+			close(release[1]);
+			for (int k = 0; k < nkids; k++) {
+				int st = 0;
+				CK(waitpid(kids[k], &st, 0) == kids[k]);
+				if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+					fprintf(stderr, "client %d: status 0x%x\n", k, st);
+					rc = 1;
+				}
+			}
+			if (rc)
+				break;
+		}
+		fflush(NULL);
+		pid_t p = fork();
+		if (p == 0) {
+			if (i < SEQ_PEERS)
+				close(release[1]);
+			seq_client(sv[1], i < 3 || i == SEQ_PEERS, mr);
+			/* the first SEQ_PEERS stay until all of them are done */
+			if (i < SEQ_PEERS && (write(done[1], "d", 1) != 1 || read(release[0], &c, 1) < 0))
+				_exit(3);
+			_exit(0);
+		}
+		CK(p > 0);
+		kids[nkids++] = p;
+		if (i < SEQ_PEERS) {
+			/* client i is done (it stays), or it failed */
+			struct pollfd pf = {.fd = done[0], .events = POLLIN};
+			int k = 0;
+			while (k++ < 600 && poll(&pf, 1, 100) == 0 && waitpid(p, NULL, WNOHANG) == 0)
+				;
+			if (!(pf.revents & POLLIN) || read(done[0], &c, 1) != 1) {
+				fprintf(stderr, "client %d did not get its bytes\n", i);
+				rc = 1;
+			}
+			continue;
+		}
+		int st = 0;
+		CK(waitpid(p, &st, 0) == p);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "client %d: status 0x%x\n", i, st);
+			rc = 1;
+		}
+	}
+	if (rc) {
+		kill(srv, SIGKILL);
+		for (int k = 0; k < nkids; k++)
+			kill(kids[k], SIGKILL);
+	}
+	int st = 0;
+	CK(waitpid(srv, &st, 0) == srv);
+	CK(rc || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
+	return rc;
+}
+
+Test(same_host, peers_beyond_the_address_vector_take_network)
+{
+	setup();
+	struct tw_proc p[1] = {{.fn = seq_run}};
+	tw_run(p, 1, NULL, 0, NULL, 90000);
+	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+}
+
+/* A later process with a peer's pid: libfabric's shm names an endpoint
+ * after its process's pid ("fi_shm://<pid>:<uid>:<n>") and its address
+ * vector keeps one mapping per name, so a server that had a client over
+ * shm met the next process with that pid (and the same endpoint counter)
+ * through the first one's region, which is gone. The second client is
+ * forked with the first one's pid (/proc/sys/kernel/ns_last_pid), the
+ * server connects to it late, and it must read the server's bytes exactly,
+ * over shm, as the first did. */
+
+/* Forks a child with pid want (0 in the child); -1 when no fork got it,
+ * -2 when the next pid cannot be set here. */
+static pid_t fork_as(pid_t want)
+{
+	for (int tries = 0; tries < 40; tries++) {
+		int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -2;
+		char b[24];
+		int n = snprintf(b, sizeof(b), "%d", (int)want - 1);
+		bool ok = write(fd, b, (size_t)n) == n;
+		close(fd);
+		if (!ok)
+			return -2;
+		int go[2];
+		if (pipe(go))
+			return -1;
+		fflush(NULL);
+		pid_t p = fork();
+		if (p == 0) {
+			char c = 0;
+			close(go[1]);
+			if (read(go[0], &c, 1) != 1 || c != 'g')
+				_exit(0);
+			close(go[0]);
+			return 0;
+		}
+		close(go[0]);
+		bool mine = p == want;
+		ok = p > 0 && write(go[1], mine ? "g" : "n", 1) == 1;
+		close(go[1]);
+		if (p > 0 && mine && ok)
+			return p;
+		if (p > 0)
+			waitpid(p, NULL, 0);
+	}
+	return -1;
+}
+
+static int reuse_run(int fd, int fd2, void *arg)
+{
+	(void)fd;
+	(void)fd2;
+	(void)arg;
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	int sv[2];
+	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CK(mr != MAP_FAILED);
 	int ready[2];
 	CK0(pipe(ready));
+	fflush(NULL);
 	pid_t srv = fork();
 	if (srv == 0) {
 		close(sv[1]);
@@ -350,30 +542,52 @@ static int seq_run(int fd, int fd2, void *arg)
 		CK(kinet_mr_export(s.mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
 		CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
 		CK(write(ready[1], "r", 1) == 1);
-		for (int i = 0; i < SEQ_PEERS; i++) {
-			tw_qp_new(&s); /* connected to client i */
-			expect_path(&s, i < 3);
+		for (int i = 0; i < 2; i++) {
+			/* tw_qp_new, with the second connect 300 ms late: that
+			 * client's first request, and libfabric's announcement of
+			 * its endpoint, reach ours before it */
+			CK(tw_sync(s.fd, 0x51) == 0x51);
+			if (s.qp)
+				CK0(kinet_qp_destroy(s.qp));
+			struct kinet_qp_attr a = TW_QP_ATTR(&s);
+			CK0(kinet_qp_create(s.pd, &a, &s.qp));
+			char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+			int n = kinet_qp_export(s.qp, mine, sizeof(mine));
+			CK(n > 0);
+			int m = tw_xchg(s.fd, mine, (uint32_t)n, theirs, sizeof(theirs));
+			CK(m > 0);
+			if (i == 1)
+				tw_sleep_ms(300);
+			CK0(kinet_qp_connect_remote(s.qp, theirs, (size_t)m));
+			CK0(kinet_qp_device(s.qp, &s.d));
+			expect_path(&s, true);
 			CK(tw_sync(s.fd, 7) == 7);
 		}
-		struct kinet_wire_info wi;
-		CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
-		CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") != NULL);
 		tw_close(&s);
 		_exit(0);
 	}
 	close(sv[0]);
 	char c;
 	CK(read(ready[0], &c, 1) == 1);
-	for (int i = 0; i < SEQ_PEERS; i++) {
-		pid_t p = fork();
+	pid_t first = 0;
+	for (int i = 0; i < 2; i++) {
+		pid_t p = i == 0 ? fork() : fork_as(first);
 		if (p == 0) {
-			seq_client(sv[1], i, mr);
+			seq_client(sv[1], true, mr);
 			_exit(0);
 		}
+		if (p < 0) {
+			fprintf(stderr, "no child with pid %d: %s\n", (int)first,
+				p == -2 ? "ns_last_pid cannot be set here" : "other forks took it");
+			kill(srv, SIGKILL);
+			waitpid(srv, NULL, 0);
+			return 77;
+		}
+		first = p;
 		int st = 0;
 		CK(waitpid(p, &st, 0) == p);
 		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "client %d: status 0x%x\n", i, st);
+			fprintf(stderr, "client %d (pid %d): status 0x%x\n", i, (int)p, st);
 			kill(srv, SIGKILL);
 			waitpid(srv, &st, 0);
 			return 1;
@@ -385,11 +599,15 @@ static int seq_run(int fd, int fd2, void *arg)
 	return 0;
 }
 
-Test(same_host, peers_beyond_the_address_vector_take_network)
+Test(same_host, a_later_process_with_a_peers_pid_is_reached)
 {
 	setup();
-	struct tw_proc p[1] = {{.fn = seq_run}};
+	if (geteuid() != 0)
+		cr_skip_test("choosing a child's pid needs root");
+	struct tw_proc p[1] = {{.fn = reuse_run}};
 	tw_run(p, 1, NULL, 0, NULL, 90000);
+	if (WIFEXITED(p[0].status) && WEXITSTATUS(p[0].status) == 77)
+		cr_skip_test("no child could be given the first one's pid");
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }
 

@@ -90,6 +90,11 @@ void wire_destroy(struct kinet_wire *w)
 		free(w->extra[i]);
 	free(w->extra);
 	free(w->qps);
+	for (int i = 0; i < w->npeers; i++)
+		if (w->peers[i].pidfd >= 0)
+			close(w->peers[i].pidfd);
+	if (w->pid_ep >= 0)
+		close(w->pid_ep);
 	free(w->peers);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
@@ -516,6 +521,7 @@ static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_w
 		return -ENOMEM;
 	w->ctx = ctx;
 	w->wait_fd = -1;
+	w->pid_ep = -1;
 	w->same_host = sh;
 	pthread_mutex_init(&w->lock, NULL);
 	snprintf(w->prov, sizeof(w->prov), "%s", prov);
@@ -747,7 +753,8 @@ int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
  * the removal unmaps the peer's region while the responses of sends still
  * in flight to it point into it, and the next progress reads them (a crash
  * in libfabric 1.17); it would close nothing anyway (no cleanup there: the
- * endpoint is closed instead, wire_settle). */
+ * endpoint is closed instead, wire_settle). shm addresses leave once their
+ * process has ended and nothing of them is in flight (wire_shm_watch). */
 static void av_remove(struct kinet_wire *w, struct wpeer *p)
 {
 	const char *pn = w->info->fabric_attr->prov_name;
@@ -919,7 +926,9 @@ static void ep_reset(struct kinet_wire *w)
 	for (int i = 0; i < w->npeers; i++) {
 		w->peers[i].dead = w->peers[i].removed = w->peers[i].closed = true;
 		w->peers[i].settle = w->peers[i].want_close = false;
+		wire_peer_unwatch(w, i); /* the new vector holds none of them */
 	}
+	w->n_ended = 0;
 	regs_close(w);
 	ep_close(w);
 	/* what the close cancelled: nothing of it is used any more */

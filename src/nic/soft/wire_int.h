@@ -349,6 +349,14 @@ struct wpeer {
 	bool want_close;  /* its connection is to be closed once that is safe */
 	bool removed;     /* dropped and out of the address vector */
 	bool closed;      /* removed with FI_AV_REMOVE_CLEANUP: its connection is closed */
+	uint64_t node;    /* the peer's process (its descriptors' node): on shm, an
+			   * address names a pid, which a later process may get */
+	int pidfd;        /* shm: the peer's process (pidfd_open), readable once it
+			   * has ended (wire_shm_watch); -1: none */
+	bool ended;       /* shm: that process has ended (its address goes) */
+	bool mid_stream;  /* ... with work of our QPs outstanding to it: the provider may
+			   * keep state of it, so its address stays unless a later
+			   * process brings it again (sh_forget_earlier) */
 };
 
 /* A buffer of the wire's own registered with the provider for local use:
@@ -457,8 +465,11 @@ struct kinet_wire {
 	int rx_held;        /* receive buffers held by target queues */
 	bool av_cleanup;    /* removing an address closes its connection (FI_AV_REMOVE_CLEANUP) */
 	int av_used;        /* addresses inserted into the vector since it opened, less those
-			     * removed (shm: none are) */
+			     * removed (shm: only those of ended processes) */
 	bool av_full_said;  /* the same-host wire said its vector is near full */
+	int pid_ep;         /* shm: epoll set of the peers' pidfds (-1: none) */
+	int n_ended;        /* shm: peers ended and not yet out of the vector */
+	uint64_t watch_ns;  /* shm: when pid_ep was last looked at */
 	bool close_safe;    /* the provider can close a connection under a read answer */
 	bool conn;          /* the provider keeps a connection per peer (rxm): messages still
 			     * go to a dropped peer (wire_send_peer); elsewhere (shm,
@@ -548,6 +559,16 @@ bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
+/* shm: looks (every 200 us at most) whether a peer process has ended, and
+ * takes the addresses of those that have out of the vector (wire.c). */
+void wire_shm_watch(struct kinet_wire *w);
+/* Closes the pidfd of peer slot idx, if it has one. */
+void wire_peer_unwatch(struct kinet_wire *w, int idx);
+static inline bool wire_is_shm(const struct kinet_wire *w)
+{
+	const char *pn = w->info ? w->info->fabric_attr->prov_name : NULL;
+	return pn && !strcmp(pn, "shm");
+}
 int wire_poll_cq(struct kinet_wire *w);
 
 /* wire_shm.c: stale regions of the shm provider */
