@@ -172,9 +172,6 @@ struct kinet_wire_info {
 	int cq_wait_fd;          /* 1: an idle engine sleeps on the network provider's wait fd
 				  * (woken by traffic); 0: it naps (KINET_NET_CQ_WAIT=none, or
 				  * the provider has none) */
-	uint64_t same_host_addrs; /* peer addresses the same-host provider's address vector
-				   * holds now (of KINET_FI_SAME_HOST_PEERS); those of peer
-				   * processes that have ended leave it */
 };
 
 /* The wire of ctx, opened now if it is not yet (as a connect would):

@@ -267,7 +267,8 @@ TW_FN void tw_run(struct tw_proc *p, int n, const int links[][2], int nlinks, vo
 				_exit(3);
 			}
 			tw_child_env(p[i].iface ? p[i].iface : "lo");
-			_exit(p[i].fn(p[i].fds[0], p[i].fds[1], arg) ? 1 : 0);
+			int rc = p[i].fn(p[i].fds[0], p[i].fds[1], arg);
+			_exit(rc == 77 ? 77 : rc ? 1 : 0); /* 77: the test skips */
 		}
 	}
 	for (int l = 0; l < nlinks; l++) {

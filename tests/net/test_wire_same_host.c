@@ -13,6 +13,8 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <dirent.h>
 #include "test_wire_common.h"
 
@@ -281,17 +283,15 @@ Test(same_host, malformed_same_host_part_refused)
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }
 
-/* A long-lived context and peer processes of this host that stay: shm's
- * address vector holds KINET_FI_SAME_HOST_PEERS (3 here) addresses, so the
- * context's QPs to the 4th and later peers take the network provider (both
- * ends alike), and every peer still reads the server's random bytes
- * exactly. Once those peers have ended, their addresses leave the vector
- * (kinet_wire_info's same_host_addrs is 0 again) and the next peer is
- * reached over shm once more. */
+/* A long-lived context and short-lived peer processes of this host, one
+ * after the other: shm's address vector frees no address, so after
+ * KINET_FI_SAME_HOST_PEERS of them the context's new QPs take the network
+ * provider (both ends alike), and every peer still reads the server's
+ * random bytes exactly. */
 #define SEQ_PEERS 6
 #define SEQ_MAX "3"
 
-static void seq_client(int fd, bool shm, const struct kinet_mr_info *srv_mr)
+static void seq_client(int fd, int i, const struct kinet_mr_info *srv_mr)
 {
 	struct tw_side s;
 	memset(&s, 0, sizeof(s));
@@ -314,17 +314,9 @@ static void seq_client(int fd, bool shm, const struct kinet_mr_info *srv_mr)
 	tu_fill_random(want, 1 << 16, 1);
 	CK(memcmp(s.buf, want, 4096) == 0);
 	free(want);
-	expect_path(&s, shm);
+	expect_path(&s, i < 3);
 	CK(tw_sync(fd, 7) == 7);
 	tw_close(&s);
-}
-
-/* The server's same-host vector: how many peer addresses it holds. */
-static uint64_t sh_addrs(kinet_ctx *ctx)
-{
-	struct kinet_wire_info wi;
-	CK0(kinet_wire_info(ctx, &wi, sizeof(wi)));
-	return wi.same_host_addrs;
 }
 
 static int seq_run(int fd, int fd2, void *arg)
@@ -340,15 +332,11 @@ static int seq_run(int fd, int fd2, void *arg)
 	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
 					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CK(mr != MAP_FAILED);
-	int ready[2], done[2], release[2];
+	int ready[2];
 	CK0(pipe(ready));
-	CK0(pipe(done));
-	CK0(pipe(release));
-	fflush(NULL);
 	pid_t srv = fork();
 	if (srv == 0) {
 		close(sv[1]);
-		close(release[1]); /* the clients' release is the parent's alone */
 		struct tw_side s;
 		memset(&s, 0, sizeof(s));
 		s.fd = sv[0];
@@ -364,94 +352,39 @@ static int seq_run(int fd, int fd2, void *arg)
 		CK(kinet_mr_export(s.mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
 		CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
 		CK(write(ready[1], "r", 1) == 1);
-		for (int i = 0; i <= SEQ_PEERS; i++) {
-			if (i == SEQ_PEERS) {
-				/* every peer has ended: their addresses leave the vector */
-				for (int k = 0; k < 1000 && sh_addrs(s.ctx); k++)
-					tw_sleep_ms(5);
-				CK(sh_addrs(s.ctx) == 0);
-			}
+		for (int i = 0; i < SEQ_PEERS; i++) {
 			tw_qp_new(&s); /* connected to client i */
-			expect_path(&s, i < 3 || i == SEQ_PEERS);
-			if (i == 2 && sh_addrs(s.ctx) != 3)
-				fprintf(stderr, "the server's shm vector holds %llu addresses\n",
-					(unsigned long long)sh_addrs(s.ctx));
-			if (i == 2)
-				CK(sh_addrs(s.ctx) == 3);
+			expect_path(&s, i < 3);
 			CK(tw_sync(s.fd, 7) == 7);
-			if (i == SEQ_PEERS - 1) {
-				struct kinet_wire_info wi;
-				CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
-				CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") != NULL);
-			}
 		}
 		struct kinet_wire_info wi;
 		CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
-		CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") == NULL);
+		CK(strstr(wi.same_host_why, "KINET_FI_SAME_HOST_PEERS") != NULL);
 		tw_close(&s);
 		_exit(0);
 	}
 	close(sv[0]);
 	char c;
 	CK(read(ready[0], &c, 1) == 1);
-	pid_t kids[SEQ_PEERS + 1];
-	int rc = 0, nkids = 0;
-	for (int i = 0; i <= SEQ_PEERS && rc == 0; i++) {
-		if (i == SEQ_PEERS) {
-			/* the first SEQ_PEERS end now */
-			close(release[1]);
-			for (int k = 0; k < nkids; k++) {
-				int st = 0;
-				CK(waitpid(kids[k], &st, 0) == kids[k]);
-				if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-					fprintf(stderr, "client %d: status 0x%x\n", k, st);
-					rc = 1;
-				}
-			}
-			if (rc)
-				break;
-		}
-		fflush(NULL);
+	for (int i = 0; i < SEQ_PEERS; i++) {
 		pid_t p = fork();
 		if (p == 0) {
-			if (i < SEQ_PEERS)
-				close(release[1]);
-			seq_client(sv[1], i < 3 || i == SEQ_PEERS, mr);
-			/* the first SEQ_PEERS stay until all of them are done */
-			if (i < SEQ_PEERS && (write(done[1], "d", 1) != 1 || read(release[0], &c, 1) < 0))
-				_exit(3);
+			seq_client(sv[1], i, mr);
 			_exit(0);
-		}
-		CK(p > 0);
-		kids[nkids++] = p;
-		if (i < SEQ_PEERS) {
-			/* client i is done (it stays), or it failed */
-			struct pollfd pf = {.fd = done[0], .events = POLLIN};
-			int k = 0;
-			while (k++ < 600 && poll(&pf, 1, 100) == 0 && waitpid(p, NULL, WNOHANG) == 0)
-				;
-			if (!(pf.revents & POLLIN) || read(done[0], &c, 1) != 1) {
-				fprintf(stderr, "client %d did not get its bytes\n", i);
-				rc = 1;
-			}
-			continue;
 		}
 		int st = 0;
 		CK(waitpid(p, &st, 0) == p);
 		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 			fprintf(stderr, "client %d: status 0x%x\n", i, st);
-			rc = 1;
+			kill(srv, SIGKILL);
+			waitpid(srv, &st, 0);
+			return 1;
 		}
-	}
-	if (rc) {
-		kill(srv, SIGKILL);
-		for (int k = 0; k < nkids; k++)
-			kill(kids[k], SIGKILL);
 	}
 	int st = 0;
 	CK(waitpid(srv, &st, 0) == srv);
-	CK(rc || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
-	return rc;
+	CK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return 0;
 }
 
 Test(same_host, peers_beyond_the_address_vector_take_network)
@@ -463,13 +396,14 @@ Test(same_host, peers_beyond_the_address_vector_take_network)
 }
 
 /* A later process with a peer's pid: libfabric's shm names an endpoint
- * after its process's pid ("fi_shm://<pid>:<uid>:<n>") and its address
- * vector keeps one mapping per name, so a server that had a client over
- * shm met the next process with that pid (and the same endpoint counter)
- * through the first one's region, which is gone. The second client is
- * forked with the first one's pid (/proc/sys/kernel/ns_last_pid), the
- * server connects to it late, and it must read the server's bytes exactly,
- * over shm, as the first did. */
+ * after its process's pid by default ("fi_shm://<pid>:<uid>:<n>") and its
+ * address vector keeps one mapping per name, so a server that had a client
+ * over shm met the next process with that pid (and the same endpoint
+ * counter) through the first one's region, which was gone, and its QPs
+ * timed out. The wire's own names are unique to the process. The second
+ * client is forked with the first one's pid (/proc/sys/kernel/ns_last_pid),
+ * the server connects to it late, and it must read the server's bytes
+ * exactly, over shm, as the first did. */
 
 /* Forks a child with pid want (0 in the child); -1 when no fork got it,
  * -2 when the next pid cannot be set here. */
@@ -510,11 +444,8 @@ static pid_t fork_as(pid_t want)
 	return -1;
 }
 
-static int reuse_run(int fd, int fd2, void *arg)
+static int reuse_body(void)
 {
-	(void)fd;
-	(void)fd2;
-	(void)arg;
 	setenv("KINET_FI_SAME_HOST", "shm", 1);
 	int sv[2];
 	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
@@ -567,18 +498,19 @@ static int reuse_run(int fd, int fd2, void *arg)
 		_exit(0);
 	}
 	close(sv[0]);
+	close(ready[1]); /* a server that fails first ends the read */
 	char c;
 	CK(read(ready[0], &c, 1) == 1);
 	pid_t first = 0;
 	for (int i = 0; i < 2; i++) {
 		pid_t p = i == 0 ? fork() : fork_as(first);
 		if (p == 0) {
-			seq_client(sv[1], true, mr);
+			seq_client(sv[1], 0, mr);
 			_exit(0);
 		}
 		if (p < 0) {
 			fprintf(stderr, "no child with pid %d: %s\n", (int)first,
-				p == -2 ? "ns_last_pid cannot be set here" : "other forks took it");
+				p == -2 ? "ns_last_pid cannot be set here" : "no fork got it");
 			kill(srv, SIGKILL);
 			waitpid(srv, NULL, 0);
 			return 77;
@@ -597,6 +529,27 @@ static int reuse_run(int fd, int fd2, void *arg)
 	CK(waitpid(srv, &st, 0) == srv);
 	CK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	return 0;
+}
+
+/* In a PID namespace of its own: ns_last_pid is that namespace's, no other
+ * process takes the pid, and whatever is left ends with it. */
+static int reuse_run(int fd, int fd2, void *arg)
+{
+	(void)fd;
+	(void)fd2;
+	(void)arg;
+	if (unshare(CLONE_NEWPID)) {
+		fprintf(stderr, "no PID namespace of its own: %s\n", strerror(errno));
+		return 77;
+	}
+	fflush(NULL);
+	pid_t init = fork();
+	if (init == 0)
+		_exit(reuse_body());
+	int st = 0;
+	if (init < 0 || waitpid(init, &st, 0) != init)
+		return 1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
 Test(same_host, a_later_process_with_a_peers_pid_is_reached)
@@ -726,11 +679,20 @@ Test(same_host, small_dev_shm_is_reported)
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
 }
 
-/* Regions in /dev/shm named after process pid ("<pid>:<uid>:<n>"). */
+/* Regions in /dev/shm named after process pid (the wire names its shm
+ * endpoints "<pid>.<PID namespace>.<node>:<uid>:<n>"). */
+static void region_prefix(pid_t pid, char *pre, size_t cap)
+{
+	struct stat st;
+	unsigned long long ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino
+								      : 0;
+	snprintf(pre, cap, "%d.%llx.", (int)pid, ns);
+}
+
 static int regions_of(pid_t pid)
 {
 	char pre[48];
-	snprintf(pre, sizeof(pre), "%d:%u:", (int)pid, (unsigned)getuid());
+	region_prefix(pid, pre, sizeof(pre));
 	DIR *d = opendir("/dev/shm");
 	if (!d)
 		return -1;
@@ -767,6 +729,7 @@ Test(same_host, exit_without_close_leaves_no_region)
 	fflush(NULL);
 	pid_t p = fork();
 	if (p == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* not left behind by a failed assertion */
 		kinet_ctx *ctx;
 		kinet_pd *pd;
 		kinet_qp *qp;
@@ -828,7 +791,7 @@ Test(same_host, exit_leaves_a_closed_endpoints_name_alone)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
 	int left = regions_of(p);
 	char pre[48], path[300];
-	snprintf(pre, sizeof(pre), "%d:%u:", (int)p, (unsigned)getuid());
+	region_prefix(p, pre, sizeof(pre));
 	DIR *dd = opendir("/dev/shm");
 	struct dirent *e;
 	while (dd && (e = readdir(dd)))

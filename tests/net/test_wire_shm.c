@@ -1,78 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The shm provider's regions left in /dev/shm by a killed process: a later
- * process that gets the same pid must still open its endpoints. A child
- * opens one context (its endpoint's region "<pid>:<uid>:<n>"), then plants
- * copies of that region under the names its next three endpoints would
- * take, as an earlier process with its pid would have left them (same pid,
- * same region version: the provider refuses the first with EBUSY, and
- * removes it). A second context must still open its endpoint (the wire
- * removes the other stale regions and opens it again: it takes the name
- * after the refused one, created afresh); the planted regions are gone, the
- * live one, a region named with another pid and one of our pid newer than
- * this process (another PID namespace's, perhaps) are not.
+ * The shm endpoints' names and the regions ended processes leave in
+ * /dev/shm. The wire names its shm endpoints "<pid>.<PID namespace>.<node>"
+ * (the provider adds ":<uid>:<n>"), unique to the process, and at the first
+ * shm endpoint a process opens it removes the regions that ended processes
+ * left (a killed one's: libfabric removes a region only when its endpoint
+ * closes, or on SIGINT and SIGTERM). A child plants regions, all but one an
+ * hour old: of a pid no process has and of its own pid with another node,
+ * and one of the provider's own form with its pid (removed); of a live
+ * process, another PID namespace, another user, the provider's form with
+ * another pid, a near miss of the form, a fresh one and one the child maps
+ * (kept). Then it opens a context.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
-#include <time.h>
 #include <sys/mman.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <criterion/criterion.h>
 #include "test_wire_common.h"
-
-/* The one region of this process in /dev/shm; its counter in *n. */
-static int own_region(char *name, size_t cap, long *n)
-{
-	char pre[48];
-	snprintf(pre, sizeof(pre), "%d:%u:", (int)getpid(), (unsigned)getuid());
-	DIR *d = opendir("/dev/shm");
-	if (!d)
-		return -1;
-	int found = 0;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, pre, strlen(pre))) {
-			snprintf(name, cap, "%s", e->d_name);
-			*n = strtol(e->d_name + strlen(pre), NULL, 10);
-			found++;
-		}
-	closedir(d);
-	return found;
-}
-
-/* Regions named with our pid before we opened any: an earlier process's. */
-static void clear_own_regions(void)
-{
-	char pre[48], path[300];
-	snprintf(pre, sizeof(pre), "%d:%u:", (int)getpid(), (unsigned)getuid());
-	DIR *d = opendir("/dev/shm");
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, pre, strlen(pre))) {
-			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
-			unlink(path);
-		}
-	closedir(d);
-}
-
-static int copy_file(const char *from, const char *to)
-{
-	int a = open(from, O_RDONLY), b = open(to, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	int rc = a >= 0 && b >= 0 ? 0 : -1;
-	static uint8_t buf[1 << 16];
-	ssize_t k;
-	while (!rc && (k = read(a, buf, sizeof(buf))) > 0)
-		if (write(b, buf, (size_t)k) != k)
-			rc = -1;
-	if (a >= 0)
-		close(a);
-	if (b >= 0)
-		close(b);
-	return rc;
-}
 
 static bool exists(const char *path)
 {
@@ -80,76 +27,131 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+static int plant(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return -1;
+	int rc = ftruncate(fd, 4096);
+	close(fd);
+	return rc;
+}
+
+/* This process's region: the one name in /dev/shm that starts "<pid>.<ns>.". */
+static int own_regions(const char *pre, char *name, size_t cap)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, pre, strlen(pre))) {
+			snprintf(name, cap, "/dev/shm/%s", e->d_name);
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+#define NPLANT 10
+#define NGONE 3 /* the first NGONE are removed */
+#define FRESH 8 /* made now, not an hour ago */
+#define MAPPED 9 /* mapped by the child */
+
+/* The regions the child (pid me, of parent) plants; INT_MAX is above any
+ * pid_max, so no process has it. */
+static void plant_names(pid_t me, pid_t parent, char p[NPLANT][300])
+{
+	struct stat nst;
+	unsigned long long ns = stat("/proc/self/ns/pid", &nst) == 0 ? (unsigned long long)nst.st_ino
+								       : 0;
+	unsigned uid = (unsigned)getuid();
+	uint64_t r[NPLANT];
+	tu_fill_random(r, sizeof(r), (uint64_t)me);
+	const int gone = INT_MAX;
+	/* removed: a process's that has ended, one of our pid with another node,
+	 * the provider's own form with our pid */
+	snprintf(p[0], 300, "/dev/shm/%d.%llx.%016llx:%u:0", gone, ns, (unsigned long long)r[0], uid);
+	snprintf(p[1], 300, "/dev/shm/%d.%llx.%016llx:%u:3", (int)me, ns, (unsigned long long)r[1],
+		 uid);
+	snprintf(p[2], 300, "/dev/shm/%d:%u:7", (int)me, uid);
+	/* kept: a live process's (our parent), another PID namespace's, another
+	 * user's, the provider's form with another pid, a near miss of the form
+	 * (15 hex digits), a fresh one, and one the child maps */
+	snprintf(p[3], 300, "/dev/shm/%d.%llx.%016llx:%u:0", (int)parent, ns,
+		 (unsigned long long)r[3], uid);
+	snprintf(p[4], 300, "/dev/shm/%d.%llx.%016llx:%u:0", gone, ns + 1, (unsigned long long)r[4],
+		 uid);
+	snprintf(p[5], 300, "/dev/shm/%d.%llx.%016llx:%u:0", gone, ns, (unsigned long long)r[5],
+		 uid + 1);
+	snprintf(p[6], 300, "/dev/shm/%d:%u:0", gone, uid);
+	snprintf(p[7], 300, "/dev/shm/%d.%llx.%015llx:%u:0", gone, ns,
+		 (unsigned long long)(r[7] >> 4), uid);
+	snprintf(p[FRESH], 300, "/dev/shm/%d.%llx.%016llx:%u:0", gone - 1, ns,
+		 (unsigned long long)r[8], uid);
+	snprintf(p[MAPPED], 300, "/dev/shm/%d.%llx.%016llx:%u:1", gone - 2, ns,
+		 (unsigned long long)r[9], uid);
+}
+
 static int child(void)
 {
 	setenv("KINET_FI_PROVIDER", "shm", 1);
-	clear_own_regions();
-	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
-	kinet_ctx *c1, *c2;
-	kinet_pd *p1, *p2;
-	kinet_qp *q1, *q2;
-	uint8_t d[KINET_QP_DESC_MAX];
-	CK0(kinet_open(&ca, &c1));
-	CK0(kinet_pd_alloc(c1, &p1));
-	CK0(kinet_qp_create(p1, NULL, &q1));
-	int n1 = kinet_qp_export(q1, d, sizeof(d)); /* the endpoint exists from here */
-	if (n1 == -ENOSYS || n1 == -ENODEV)
-		return 77;
-	CK(n1 > 0);
-	char live[256], stale[3][300], other[300];
-	long k;
-	CK(own_region(live, sizeof(live), &k) == 1);
-	char lp[300];
-	snprintf(lp, sizeof(lp), "/dev/shm/%s", live);
-	ino_t ino[3];
-	for (int i = 0; i < 3; i++) {
-		snprintf(stale[i], sizeof(stale[i]), "/dev/shm/%d:%u:%ld", (int)getpid(),
-			 (unsigned)getuid(), k + 1 + i);
-		CK(copy_file(lp, stale[i]) == 0);
-		/* left by an earlier process: older than this one */
+	struct stat nst;
+	CK(stat("/proc/self/ns/pid", &nst) == 0);
+	unsigned long long ns = (unsigned long long)nst.st_ino;
+	char p[NPLANT][300];
+	plant_names(getpid(), getppid(), p);
+	for (int i = 0; i < NPLANT; i++) {
+		CK(plant(p[i]) == 0);
+		/* left by an earlier process: older than this one, and not fresh */
 		struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
-		CK(utimensat(AT_FDCWD, stale[i], old, 0) == 0);
-		struct stat st;
-		CK(stat(stale[i], &st) == 0);
-		ino[i] = st.st_ino;
+		if (i != FRESH)
+			CK(utimensat(AT_FDCWD, p[i], old, 0) == 0);
 	}
-	/* one of our pid made after this process started: possibly a live region of
-	 * a process of another PID namespace sharing /dev/shm: kept */
-	char fresh[300];
-	snprintf(fresh, sizeof(fresh), "/dev/shm/%d:%u:%ld", (int)getpid(), (unsigned)getuid(),
-		 k + 6);
-	sleep(1); /* its time is after this process's start, whatever the rounding */
-	CK(copy_file(lp, fresh) == 0);
-	/* another pid's region (our parent's, which is alive): not ours to remove */
-	snprintf(other, sizeof(other), "/dev/shm/%d:%u:%ld", (int)getppid(), (unsigned)getuid(),
-		 999999L);
-	CK(copy_file(lp, other) == 0);
+	int fd = open(p[MAPPED], O_RDWR);
+	CK(fd >= 0);
+	void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CK(m != MAP_FAILED);
+	close(fd);
 
-	CK0(kinet_open(&ca, &c2));
-	CK0(kinet_pd_alloc(c2, &p2));
-	CK0(kinet_qp_create(p2, NULL, &q2));
-	int n2 = kinet_qp_export(q2, d, sizeof(d));
-	CK(n2 > 0); /* the endpoint opened despite the stale regions */
-	struct stat st;
-	CK(!exists(stale[0]));
-	CK(stat(stale[1], &st) == 0 && st.st_ino != ino[1]); /* the new endpoint's */
-	CK(!exists(stale[2]));
-	CK(exists(lp));
-	CK(exists(other));
-	CK(exists(fresh));
-	unlink(other);
-	unlink(fresh);
-	CK0(kinet_qp_destroy(q2));
-	CK0(kinet_pd_free(p2));
-	CK0(kinet_close(c2));
-	CK0(kinet_qp_destroy(q1));
-	CK0(kinet_pd_free(p1));
-	CK0(kinet_close(c1));
-	CK(!exists(lp) && !exists(stale[1])); /* closing an endpoint removes its region */
-	return 0;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	kinet_ctx *c;
+	kinet_pd *pd;
+	kinet_qp *q;
+	uint8_t d[KINET_QP_DESC_MAX];
+	CK0(kinet_open(&ca, &c));
+	CK0(kinet_pd_alloc(c, &pd));
+	CK0(kinet_qp_create(pd, NULL, &q));
+	int n = kinet_qp_export(q, d, sizeof(d)); /* the endpoint exists from here */
+	if (n == -ENOSYS || n == -ENODEV)
+		return 77;
+	CK(n > 0);
+	int rc = 0;
+	for (int i = 0; i < NPLANT; i++)
+		if (exists(p[i]) != (i >= NGONE)) {
+			fprintf(stderr, "%s: %s\n", p[i], i >= NGONE ? "removed" : "left");
+			rc = 1;
+		}
+	/* our endpoint's region, named after our pid and namespace ... */
+	char pre[64], own[300];
+	snprintf(pre, sizeof(pre), "%d.%llx.", (int)getpid(), ns);
+	CK(own_regions(pre, own, sizeof(own)) == 1);
+	/* ... and our node */
+	struct kinet_qp_info qi;
+	CK0(kinet_qp_desc_parse(d, (size_t)n, &qi));
+	char want[64];
+	snprintf(want, sizeof(want), ".%016llx:", (unsigned long long)qi.node);
+	CK(strstr(own, want) != NULL);
+	CK0(kinet_qp_destroy(q));
+	CK0(kinet_pd_free(pd));
+	CK0(kinet_close(c));
+	CK(!exists(own)); /* closing the endpoint removes its region */
+	munmap(m, 4096);
+	return rc;
 }
 
-Test(wire_shm, endpoint_opens_over_stale_regions_of_its_pid)
+Test(wire_shm, regions_of_ended_processes_are_removed)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -158,10 +160,10 @@ Test(wire_shm, endpoint_opens_over_stale_regions_of_its_pid)
 		_exit(child());
 	int st = 0;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	char other[300]; /* the child's region of our pid, whatever became of the child */
-	snprintf(other, sizeof(other), "/dev/shm/%d:%u:%ld", (int)getpid(), (unsigned)getuid(),
-		 999999L);
-	unlink(other);
+	char p[NPLANT][300]; /* what the child planted, whatever became of it */
+	plant_names(pid, getpid(), p);
+	for (int i = 0; i < NPLANT; i++)
+		unlink(p[i]);
 	cr_assert(WIFEXITED(st), "the child died: status 0x%x", st);
 	if (WEXITSTATUS(st) == 77)
 		cr_skip_test("this build has no libfabric wire or no shm provider");

@@ -12,10 +12,7 @@
 #include <string.h>
 #include <poll.h>
 #include <netinet/in.h>
-#include <errno.h>
-#include <sys/epoll.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <kinet/net.h>
@@ -252,7 +249,6 @@ static int wire_progress_one(kinet_ctx *ctx, struct kinet_wire *w, bool idle)
 		wire_tq_copy(w); /* waiting requests do not keep the receive buffers */
 	if (w->nholds || w->nfins)
 		work += wire_holds_progress(w);
-	wire_shm_watch(w);
 	wire_settle(w);
 	wire_repost(w);
 	pthread_mutex_unlock(&w->lock);
@@ -406,7 +402,7 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 		pthread_mutex_lock(&sh->lock);
 		if (sh->av_full_said)
 			snprintf(i.same_host_why, sizeof(i.same_host_why),
-				 "the shm endpoint holds %d peer addresses "
+				 "the shm endpoint has taken %d peer addresses "
 				 "(KINET_FI_SAME_HOST_PEERS): new QPs reach peers of this "
 				 "host over %s",
 				 sh->av_used, w->prov);
@@ -415,7 +411,6 @@ int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)
 			i.qps_same_host += sh->qps[k]->connected;
 		i.same_host_hmem = sh->hmem && !sh->hmem_off;
 		i.same_host_copy_min = sh->copy_min;
-		i.same_host_addrs = sh->av_used > 0 ? (uint64_t)sh->av_used : 0;
 		snprintf(i.same_host_hmem_why, sizeof(i.same_host_hmem_why), "%s",
 			 i.same_host_hmem ? "" : sh->hmem_why);
 		wire_counts(sh, &i);
@@ -560,8 +555,8 @@ static void wq_reset(struct kinet_wire *w, struct wire_qp *wq)
 }
 
 /* May the same-host wire sh (its lock held) take one more QP of qp's? Its
- * address vector keeps every address it was given but those of ended peer
- * processes (wire_shm_watch; libfabric 1.17's holds 256): not once those, with the ends named and not
+ * address vector keeps every address it was given (shm's frees none, and
+ * libfabric 1.17's holds 256): not once those, with the ends named and not
  * yet connected (each may bring a new peer), reach KINET_FI_SAME_HOST_PEERS.
  * Then new QPs take the network wire (their descriptors do not name this
  * one), said once. */
@@ -571,19 +566,14 @@ static bool sh_room(struct kinet_wire *sh, kinet_qp *qp)
 	for (int i = 0; i < sh->nqps; i++)
 		pending += !sh->qps[i]->connected && sh->qps[i]->qp != qp;
 	long long max = KT(FI_SAME_HOST_PEERS);
-	if ((long long)sh->av_used + pending + 1 <= max) {
-		if (sh->av_full_said)
-			KLOG_INFO("wire: the shm endpoint holds %d peer addresses again: new QPs "
-				  "reach peers of this host over shm", sh->av_used);
-		sh->av_full_said = false;
+	if ((long long)sh->av_used + pending + 1 <= max)
 		return true;
-	}
 	if (!sh->av_full_said) {
 		sh->av_full_said = true;
-		KLOG_WARN("wire: the shm endpoint holds %d peer addresses, %d more QPs "
+		KLOG_WARN("wire: the shm endpoint has taken %d peer addresses, %d more QPs "
 			  "are about to connect (KINET_FI_SAME_HOST_PEERS=%lld: its address "
-			  "vector frees only those of peer processes that have ended): new QPs "
-			  "of this context reach peers of this host over %s",
+			  "vector frees none): new QPs of this context reach peers of this "
+			  "host over %s",
 			  sh->av_used, pending, max, soft_ctx(sh->ctx)->wire->prov);
 	}
 	return false;
@@ -630,7 +620,7 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	return rc;
 }
 
-/* A string address (FI_ADDR_STR, shm's "fi_shm://<pid>:..."): its length
+/* A string address (FI_ADDR_STR, shm's "fi_shm://<pid>...."): its length
  * follows the peer's numbers, so it need not be ours; printable, ended by
  * its only NUL, with our scheme ("fi_shm://"). */
 static bool addr_str_usable(const struct kinet_wire *w, const uint8_t *a, size_t len)
@@ -787,183 +777,6 @@ static struct kinet_wire *pick_wire(kinet_qp *qp, struct kinet_wire *net,
 	return sh;
 }
 
-/* ---- shm: peers whose process has ended ---------------------------------- */
-
-/* On shm an address names a process by its pid ("fi_shm://<pid>:<uid>:<n>")
- * and the provider keeps one mapping per address, made at the first
- * insertion: a later process that gets the pid (and the same endpoint
- * counter) would be reached through the earlier one's region, which is
- * gone, and its QPs would time out. So the address of a peer whose process
- * has ended leaves the vector, and the next insertion maps the new
- * process's region. Two ways to learn of the end: the process's pidfd
- * (opened at the connect, wire_shm_watch), and a connect whose descriptor
- * has the address but another process behind it (sh_forget_earlier). */
-
-void wire_peer_unwatch(struct kinet_wire *w, int idx)
-{
-	struct wpeer *p = &w->peers[idx];
-	if (p->pidfd >= 0) {
-		if (w->pid_ep >= 0)
-			epoll_ctl(w->pid_ep, EPOLL_CTL_DEL, p->pidfd, NULL);
-		close(p->pidfd);
-	}
-	p->pidfd = -1;
-}
-
-/* Watches the process behind shm address slot idx (its pid is in the
- * address). Without pidfds (before Linux 5.3, or refused) only a later
- * connect finds out (sh_forget_earlier). */
-static void peer_watch(struct kinet_wire *w, int idx)
-{
-	struct wpeer *p = &w->peers[idx];
-	p->pidfd = -1;
-#ifdef SYS_pidfd_open
-	int pid = wire_shm_addr_pid(p->addr, p->len);
-	if (pid <= 0)
-		return;
-	if (w->pid_ep < 0 && (w->pid_ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		KLOG_INFO("wire: no epoll set for the peers' pidfds: %s", strerror(errno));
-		return;
-	}
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0) {
-		KLOG_INFO("wire: peer %d: no pidfd of process %d (%s): its end is found at a "
-			  "later connect only", idx, pid, strerror(errno));
-		return;
-	}
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)idx};
-	if (epoll_ctl(w->pid_ep, EPOLL_CTL_ADD, fd, &ev)) {
-		close(fd);
-		return;
-	}
-	p->pidfd = fd;
-#endif
-}
-
-/* Slot i's process has ended: the peer is dropped (its QPs with work
- * outstanding fail). */
-static void peer_ended(struct kinet_wire *w, int i, const char *why)
-{
-	struct wpeer *p = &w->peers[i];
-	p->ended = true;
-	wire_peer_unwatch(w, i);
-	for (int k = 0; k < w->nqps; k++) {
-		struct wire_qp *q = w->qps[k];
-		if (q->connected && q->peer == i && q->head != q->tail) {
-			p->mid_stream = true;
-			if (!p->dead)
-				wire_fail_qp(w, q, KN_SYND_TRANSPORT_RETRY_EXC_ERR, false);
-		}
-	}
-	if (p->dead)
-		p->mid_stream = true; /* dropped before: how it ended is not known */
-	else
-		wire_drop_peer(w, i, why);
-}
-
-/* Takes ended slot i's address out of the vector, once for each slot that
- * holds it (the vector counts insertions), when every one of them is ended
- * and the provider has nothing of them in flight (slot_free: the removal
- * unmaps the region those would still use). A process that ended in the
- * middle of a stream (mid_stream) may have left libfabric's shm with state
- * of it that kinet does not see (answers to its reads of our memory): 1.17
- * gives the next address the same peer number and that state reaches the
- * new peer (a peer killed mid-stream, then another connected: its QP timed
- * out). Its address stays, unless force: a later process has it now, which
- * cannot be reached otherwise. true when it is out. */
-static bool ended_remove(struct kinet_wire *w, int i, bool force)
-{
-	fi_addr_t fa = w->peers[i].fa;
-	for (int j = 0; j < w->npeers; j++) {
-		const struct wpeer *o = &w->peers[j];
-		if (!o->removed && o->fa == fa &&
-		    (!o->ended || !slot_free(w, j) || (o->mid_stream && !force)))
-			return false;
-	}
-	for (int j = 0; j < w->npeers; j++) {
-		struct wpeer *o = &w->peers[j];
-		if (o->removed || o->fa != fa)
-			continue;
-		if (fi_av_remove(w->av, &o->fa, 1, 0) == 0)
-			w->av_used--;
-		o->removed = true;
-	}
-	KLOG_INFO("wire: peer %d: its process has ended: its address %.*s leaves the address "
-		  "vector", i, (int)w->peers[i].len, (const char *)w->peers[i].addr);
-	return true;
-}
-
-/* Ended slots still in the vector: out with them where they may go. */
-static void ended_sweep(struct kinet_wire *w)
-{
-	/* what the process sent before it ended is taken first */
-	for (int k = 0; k < 8 && wire_poll_cq(w) > 0; k++)
-		;
-	int left = 0;
-	for (int i = 0; i < w->npeers; i++)
-		if (w->peers[i].ended && !w->peers[i].removed && !w->peers[i].mid_stream &&
-		    !ended_remove(w, i, false))
-			left++;
-	w->n_ended = left;
-}
-
-void wire_shm_watch(struct kinet_wire *w)
-{
-	if (w->pid_ep < 0 && !w->n_ended)
-		return;
-	uint64_t now = kn_now_ns();
-	if (now - w->watch_ns < 200000u)
-		return;
-	w->watch_ns = now;
-	if (w->pid_ep >= 0) {
-		struct epoll_event ev[16];
-		int n = epoll_wait(w->pid_ep, ev, 16, 0);
-		for (int k = 0; k < n; k++) {
-			int i = (int)ev[k].data.u32;
-			if (i < w->npeers && w->peers[i].pidfd >= 0 && !w->peers[i].ended) {
-				peer_ended(w, i, "its process has ended");
-				w->n_ended++;
-			}
-		}
-	}
-	if (w->n_ended)
-		ended_sweep(w);
-}
-
-/* A connect to an shm address that a slot holds for another process
- * (pi->node): that process has ended (its pid is the peer's now) and its
- * mapping must go before the peer's address is inserted. 1 when it is
- * gone, 0 when there was none, -EBUSY while the provider still has
- * something of it in flight. */
-static int sh_forget_earlier(struct kinet_wire *w, kinet_qp *qp, const struct kinet_qp_info *pi)
-{
-	int n = 0;
-	for (int i = 0; i < w->npeers; i++) {
-		struct wpeer *p = &w->peers[i];
-		if (p->removed || p->node == pi->node || p->len != pi->addr_len ||
-		    memcmp(p->addr, pi->addr, pi->addr_len))
-			continue;
-		n++;
-		if (!p->ended)
-			peer_ended(w, i, "a later process has its shm address: it has ended");
-	}
-	if (n == 0)
-		return 0;
-	for (int k = 0; k < 8 && wire_poll_cq(w) > 0; k++)
-		;
-	for (int i = 0; i < w->npeers; i++) {
-		const struct wpeer *p = &w->peers[i];
-		if (!p->removed && p->node != pi->node && p->len == pi->addr_len &&
-		    !memcmp(p->addr, pi->addr, pi->addr_len) && !ended_remove(w, i, true)) {
-			KLOG_ERR("qp 0x%x: the peer's shm address %.*s was an earlier process's, "
-				 "whose transfers the provider still holds: connect again later",
-				 qp->qpn, (int)pi->addr_len, (const char *)pi->addr);
-			return -EBUSY;
-		}
-	}
-	return 1;
-}
-
 /* remote->wire_addr holds the peer's QP descriptor (kinet/net.h). */
 int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 {
@@ -1001,11 +814,6 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		rc = -EINVAL;
 		goto out;
 	}
-	int forgot = wire_is_shm(w) ? sh_forget_earlier(w, qp, &pi) : 0;
-	if (forgot < 0) {
-		rc = forgot;
-		goto out;
-	}
 	int idx = -1;
 	for (int i = 0; i < w->npeers; i++)
 		if (!w->peers[i].dead && w->peers[i].len == pi.addr_len &&
@@ -1023,7 +831,6 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		for (int i = 0; i < w->npeers; i++)
 			if (w->peers[i].dead && w->peers[i].refs == 0 && slot_free(w, i)) {
 				idx = i; /* reuse the slot */
-				wire_peer_unwatch(w, i);
 				break;
 			}
 		if (idx < 0) {
@@ -1037,18 +844,14 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		}
 		struct wpeer *p = &w->peers[idx];
 		memset(p, 0, sizeof(*p));
-		p->pidfd = -1;
 		memcpy(p->addr, pi.addr, pi.addr_len);
 		p->len = pi.addr_len;
-		p->node = pi.node;
 		int err = 0;
 		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
 		if (n == -FI_EBADFLAGS) /* a provider without per-address errors (sockets) */
 			n = fi_av_insert(w->av, pi.addr, 1, &p->fa, 0, NULL);
 		if (n == 1)
 			w->av_used++;
-		if (n == 1 && wire_is_shm(w))
-			peer_watch(w, idx);
 		if (n != 1) {
 			p->dead = true;
 			rc = n < 0 ? wire_errno(n) : err ? wire_errno(err) : -EINVAL;
@@ -1064,15 +867,6 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		}
 	}
 	w->peers[idx].refs++;
-	if (forgot) {
-		/* The new process may have announced itself to our endpoint
-		 * already, which libfabric 1.17's shm put into the old mapping:
-		 * it then waits for our name before it sends us anything, and the
-		 * provider sends that with our first message to it. One to no QP
-		 * (the peer drops it) gets it there now. */
-		struct wmsg m = {.type = M_KA};
-		(void)wire_send_peer(w, idx, &m, TX_PLAIN, 0);
-	}
 	wq->peer = idx;
 	wq->peer_qpn = pi.qpn;
 	wq->peer_gen = (uint32_t)pi.gen;

@@ -90,11 +90,6 @@ void wire_destroy(struct kinet_wire *w)
 		free(w->extra[i]);
 	free(w->extra);
 	free(w->qps);
-	for (int i = 0; i < w->npeers; i++)
-		if (w->peers[i].pidfd >= 0)
-			close(w->peers[i].pidfd);
-	if (w->pid_ep >= 0)
-		close(w->pid_ep);
 	free(w->peers);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
@@ -389,43 +384,27 @@ static int ep_open_once(struct kinet_wire *w, const char **step)
 	return 0;
 }
 
-/* Closes what a failed ep_open_once left open. */
-static void ep_close_parts(struct kinet_wire *w)
-{
-	if (w->ep)
-		fi_close(&w->ep->fid);
-	if (w->av)
-		fi_close(&w->av->fid);
-	if (w->cq)
-		fi_close(&w->cq->fid);
-	w->ep = NULL;
-	w->av = NULL;
-	w->cq = NULL;
-	w->wait_fd = -1;
-}
-
-/* ep_open_once; on shm, an endpoint refused with EBUSY (a region left by an
- * earlier process with our pid) is opened once more after the stale regions
- * of our pid are removed (wire_shm_clear_stale). */
+/* ep_open_once; on shm, with our own name (wire_shm_name), after the regions
+ * that ended processes left in /dev/shm are removed (the first time). */
 static int ep_open(struct kinet_wire *w, const char **step)
 {
 	const char *pn = w->info->fabric_attr->prov_name;
 	bool shm = pn && !strcmp(pn, "shm");
-	if (shm)
-		wire_shm_lock(true);
-	int rc = ep_open_once(w, step);
-	if (shm && rc == -FI_EBUSY && !strcmp(*step, "fi_enable")) {
-		ep_close_parts(w);
-		char names[512];
-		int n = wire_shm_clear_stale(names, sizeof(names));
-		KLOG_WARN("wire: shm endpoint refused (EBUSY: a region left by an earlier process "
-			  "with pid %d); removed %d more stale region(s) of that pid%s%s; opening "
-			  "again", (int)getpid(), n, n ? ": " : "", names);
-		rc = ep_open_once(w, step);
-	}
-	if (shm)
-		wire_shm_lock(false);
-	if (shm && rc == 0)
+	if (!shm)
+		return ep_open_once(w, step);
+	*step = "naming the shm endpoint";
+	int rc = wire_shm_name(w->info);
+	if (rc)
+		return -FI_ENOMEM;
+	wire_shm_lock(true);
+	char names[512];
+	int n = wire_shm_clear_stale(names, sizeof(names));
+	if (n)
+		KLOG_INFO("wire: removed %d shm region(s) of processes that have ended: %s", n,
+			  names);
+	rc = ep_open_once(w, step);
+	wire_shm_lock(false);
+	if (rc == 0)
 		wire_shm_region_add(w->addr, w->addr_len); /* removed at exit if still open */
 	return rc;
 }
@@ -521,7 +500,6 @@ static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_w
 		return -ENOMEM;
 	w->ctx = ctx;
 	w->wait_fd = -1;
-	w->pid_ep = -1;
 	w->same_host = sh;
 	pthread_mutex_init(&w->lock, NULL);
 	snprintf(w->prov, sizeof(w->prov), "%s", prov);
@@ -753,8 +731,7 @@ int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
  * the removal unmaps the peer's region while the responses of sends still
  * in flight to it point into it, and the next progress reads them (a crash
  * in libfabric 1.17); it would close nothing anyway (no cleanup there: the
- * endpoint is closed instead, wire_settle). shm addresses leave once their
- * process has ended and nothing of them is in flight (wire_shm_watch). */
+ * endpoint is closed instead, wire_settle). */
 static void av_remove(struct kinet_wire *w, struct wpeer *p)
 {
 	const char *pn = w->info->fabric_attr->prov_name;
@@ -926,9 +903,7 @@ static void ep_reset(struct kinet_wire *w)
 	for (int i = 0; i < w->npeers; i++) {
 		w->peers[i].dead = w->peers[i].removed = w->peers[i].closed = true;
 		w->peers[i].settle = w->peers[i].want_close = false;
-		wire_peer_unwatch(w, i); /* the new vector holds none of them */
 	}
-	w->n_ended = 0;
 	regs_close(w);
 	ep_close(w);
 	/* what the close cancelled: nothing of it is used any more */

@@ -76,8 +76,8 @@
  * dropping and closing peers, polling the libfabric CQ), wire_req.c
  * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
  * answers), wire_tgt.c (target: serving requests, rendezvous reads, answers
- * and ACKs, RNR waits, copies of waiting requests), wire_shm.c (regions of
- * the shm provider left by an earlier process with our pid); the
+ * and ACKs, RNR waits, copies of waiting requests), wire_shm.c (the shm
+ * endpoints' names, the regions ended processes left); the
  * descriptors are the core's (src/core/desc.c).
  */
 
@@ -349,14 +349,6 @@ struct wpeer {
 	bool want_close;  /* its connection is to be closed once that is safe */
 	bool removed;     /* dropped and out of the address vector */
 	bool closed;      /* removed with FI_AV_REMOVE_CLEANUP: its connection is closed */
-	uint64_t node;    /* the peer's process (its descriptors' node): on shm, an
-			   * address names a pid, which a later process may get */
-	int pidfd;        /* shm: the peer's process (pidfd_open), readable once it
-			   * has ended (wire_shm_watch); -1: none */
-	bool ended;       /* shm: that process has ended (its address goes) */
-	bool mid_stream;  /* ... with work of our QPs outstanding to it: the provider may
-			   * keep state of it, so its address stays unless a later
-			   * process brings it again (sh_forget_earlier) */
 };
 
 /* A buffer of the wire's own registered with the provider for local use:
@@ -465,11 +457,8 @@ struct kinet_wire {
 	int rx_held;        /* receive buffers held by target queues */
 	bool av_cleanup;    /* removing an address closes its connection (FI_AV_REMOVE_CLEANUP) */
 	int av_used;        /* addresses inserted into the vector since it opened, less those
-			     * removed (shm: only those of ended processes) */
+			     * removed (shm: none are) */
 	bool av_full_said;  /* the same-host wire said its vector is near full */
-	int pid_ep;         /* shm: epoll set of the peers' pidfds (-1: none) */
-	int n_ended;        /* shm: peers ended and not yet out of the vector */
-	uint64_t watch_ns;  /* shm: when pid_ep was last looked at */
 	bool close_safe;    /* the provider can close a connection under a read answer */
 	bool conn;          /* the provider keeps a connection per peer (rxm): messages still
 			     * go to a dropped peer (wire_send_peer); elsewhere (shm,
@@ -559,27 +548,27 @@ bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
-/* shm: looks (every 200 us at most) whether a peer process has ended, and
- * takes the addresses of those that have out of the vector (wire.c). */
-void wire_shm_watch(struct kinet_wire *w);
-/* Closes the pidfd of peer slot idx, if it has one. */
-void wire_peer_unwatch(struct kinet_wire *w, int idx);
-static inline bool wire_is_shm(const struct kinet_wire *w)
-{
-	const char *pn = w->info ? w->info->fabric_attr->prov_name : NULL;
-	return pn && !strcmp(pn, "shm");
-}
 int wire_poll_cq(struct kinet_wire *w);
 
-/* wire_shm.c: stale regions of the shm provider */
+/* wire_shm.c: names and stale regions of the shm provider */
 /* Serialises the library's shm endpoint creation with wire_shm_clear_stale. */
 void wire_shm_lock(bool on);
-/* Removes /dev/shm regions named "<our pid>:<our uid>:<n>" that no endpoint
- * of this process maps (left by an earlier process with our pid); their
- * paths go to names (cap bytes, ", " between). The number removed. Call
- * with wire_shm_lock held. */
+/* Names this process's shm endpoints (info->src_addr, before fi_endpoint):
+ * "fi_shm://<pid>.<PID namespace>.<node>", to which the provider adds
+ * ":<uid>:<n>". Unique to this process, unlike the provider's own
+ * "fi_shm://<pid>": a later process that gets our pid has another name, so
+ * a peer that knew us does not reach it through our mapping. 0 or -ENOMEM. */
+int wire_shm_name(struct fi_info *info);
+/* Removes /dev/shm regions of that form, of our user and PID namespace,
+ * whose process has ended (its pid is gone, or it is ours with another
+ * node), and of the provider's own form with our pid older than this
+ * process, that are more than 10 s old and that no endpoint of this
+ * process maps: left by a process that was killed or ended with _exit.
+ * Their paths go to names (cap bytes, ", " between). The number removed.
+ * Once per process (later calls: 0); call with wire_shm_lock held. */
 int wire_shm_clear_stale(char *names, size_t cap);
-/* The pid in an shm address (fi_shm://<pid>:...), 0 when it is not one. */
+/* The pid in an shm address (fi_shm://<pid>.... or fi_shm://<pid>:...), 0
+ * when it is not one. */
 int wire_shm_addr_pid(const uint8_t *addr, size_t len);
 /* Records the region of a new shm endpoint (its address, fi_shm://<name>):
  * removed at exit if still open then. */

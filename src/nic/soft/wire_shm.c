@@ -1,29 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_shm.c - regions of the shm provider left by an earlier process that
- * had our pid. libfabric's shm names an endpoint's region in /dev/shm
- * "<pid>:<uid>:<n>" (the address fi_shm://<pid>, the user, a counter of the
- * process's endpoints) and creates it exclusively; a region of that name
- * whose recorded process is alive (the earlier process had our pid, so it
- * is us) is refused with EBUSY when the endpoint is enabled. libfabric
- * removes the one it refused; the earlier process may have left others
- * that the next endpoints of this process would meet. Those are removed
- * here: a region named with our pid and user that no endpoint of this
- * process maps is stale (a live endpoint maps its region from creation to
- * close; wire_shm_lock keeps the library's own endpoints from being
- * created meanwhile). And at exit, the regions of this process's endpoints
- * still open (wire_shm_region_add).
+ * wire_shm.c - names and stale regions of the shm provider. libfabric's shm
+ * names an endpoint "fi_shm://<pid>:<uid>:<n>" by default (the pid, the
+ * user, a counter of the process's endpoints), its region in /dev/shm after
+ * that name, and keeps one mapping per name in its address vector: a server
+ * that had a peer process met the next process that got that pid (and
+ * counter) through the first one's region, which was gone (its QPs timed
+ * out), and a region left by a killed process refused the endpoint of the
+ * next process with its pid (EBUSY). So the wire names its endpoints itself
+ * (wire_shm_name): the pid, the PID namespace and the process's node, unique
+ * to this process. Regions of that form whose process has ended are removed
+ * at the first shm endpoint a process opens (wire_shm_clear_stale), and at
+ * exit the regions of this process's endpoints still open
+ * (wire_shm_region_add).
  */
 
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
+#include "internal.h"
 #include "nic/soft/wire_int.h"
 #if KINET_HAVE_FABRIC
 
@@ -37,8 +40,79 @@ void wire_shm_lock(bool on)
 		pthread_mutex_unlock(&shm_lock);
 }
 
-/* "<pid>:<uid>:<digits>" exactly, with our pid and user. */
-static bool own_region_name(const char *n, const char *pre)
+/* Our PID namespace (its inode), 0 when it cannot be read. */
+static unsigned long long pid_ns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+int wire_shm_name(struct fi_info *info)
+{
+	char name[96];
+	int n = snprintf(name, sizeof(name), "fi_shm://%d.%llx.%016llx", (int)getpid(), pid_ns(),
+			 (unsigned long long)kinet_node());
+	char *c = malloc((size_t)n + 1);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, name, (size_t)n + 1);
+	free(info->src_addr);
+	info->src_addr = c;
+	info->src_addrlen = (size_t)n + 1;
+	info->addr_format = FI_ADDR_STR;
+	return 0;
+}
+
+/* Digits of base 10 (hex: 16) at *p, at least one: their value; *p moves
+ * past them. */
+static bool take_num(const char **p, int base, unsigned long long *v, int *ndig)
+{
+	const char *c = *p;
+	unsigned long long x = 0;
+	int n = 0;
+	for (;; c++, n++) {
+		int d = *c >= '0' && *c <= '9'			 ? *c - '0'
+			: base == 16 && *c >= 'a' && *c <= 'f' ? *c - 'a' + 10
+							       : -1;
+		if (d < 0)
+			break;
+		if (x > (~0ull - (unsigned)d) / (unsigned)base)
+			return false;
+		x = x * (unsigned)base + (unsigned)d;
+	}
+	*p = c;
+	*v = x;
+	*ndig = n;
+	return n > 0;
+}
+
+/* A region name of ours, "<pid>.<ns>.<16 hex>:<uid>:<digits>", exactly: its
+ * pid, PID namespace, node and user; false for any other name. */
+static bool parse_region_name(const char *n, int *pid, unsigned long long *ns,
+			      unsigned long long *node, unsigned *uid)
+{
+	unsigned long long v[5];
+	int d[5];
+	const char *c = n;
+	static const char sep[5] = {'.', '.', ':', ':', 0};
+	static const int base[5] = {10, 16, 16, 10, 10};
+	for (int i = 0; i < 5; i++) {
+		if (!take_num(&c, base[i], &v[i], &d[i]) || *c != sep[i])
+			return false;
+		if (sep[i])
+			c++;
+	}
+	if (d[2] != 16 || v[0] == 0 || v[0] > 0x7fffffffull || v[3] > 0xffffffffull)
+		return false;
+	*pid = (int)v[0];
+	*ns = v[1];
+	*node = v[2];
+	*uid = (unsigned)v[3];
+	return true;
+}
+
+/* libfabric's own form, "<pid>:<uid>:<digits>", with our pid and user. */
+static bool own_default_name(const char *n, const char *pre)
 {
 	size_t l = strlen(pre);
 	if (strncmp(n, pre, l) || !n[l])
@@ -49,30 +123,7 @@ static bool own_region_name(const char *n, const char *pre)
 	return true;
 }
 
-/* Is /dev/shm/name mapped by this process (an endpoint of ours owns it)? */
-static bool mapped_here(const char *name)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return true; /* cannot tell: keep it */
-	char path[300], line[640];
-	snprintf(path, sizeof(path), "/dev/shm/%s", name);
-	size_t pl = strlen(path);
-	bool found = false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-		if (!p)
-			continue;
-		p[strcspn(p, "\n")] = 0;
-		found = !strncmp(p, path, pl) && (p[pl] == 0 || p[pl] == ' ');
-	}
-	fclose(f);
-	return found;
-}
-
-/* When this process started (seconds since the epoch), or 0 when unknown:
- * a region made after that may belong to a live process of another PID
- * namespace that shares /dev/shm and has our pid number. */
+/* When this process started (seconds since the epoch), or 0 when unknown. */
 static time_t started_at(void)
 {
 	long tck = sysconf(_SC_CLK_TCK);
@@ -104,28 +155,74 @@ static time_t started_at(void)
 	return btime ? (time_t)(btime + st / (unsigned long long)tck) : 0;
 }
 
+/* Is /dev/shm/name mapped by this process (an endpoint of ours owns it)? */
+static bool mapped_here(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return true; /* cannot tell: keep it */
+	char path[300], line[640];
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	size_t pl = strlen(path);
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		found = !strncmp(p, path, pl) && (p[pl] == 0 || p[pl] == ' ');
+	}
+	fclose(f);
+	return found;
+}
+
+static pid_t swept_pid; /* the process that looked already (a forked child looks again) */
+
+/* A region is left alone for this long after it was made: another copy of
+ * the library in this process (its own lock) may be creating it, mapped
+ * only once shm has sized it. */
+#define FRESH_S 10
+
 int wire_shm_clear_stale(char *names, size_t cap)
 {
-	time_t t0 = started_at();
+	if (names && cap)
+		names[0] = 0;
+	if (swept_pid == getpid())
+		return 0;
+	swept_pid = getpid();
+	unsigned long long our_ns = pid_ns();
+	if (!our_ns)
+		return 0; /* pids cannot be told apart from another namespace's */
+	time_t now = time(NULL), t0 = started_at();
 	char pre[48];
 	snprintf(pre, sizeof(pre), "%d:%u:", (int)getpid(), (unsigned)getuid());
 	DIR *d = opendir("/dev/shm");
-	if (names && cap)
-		names[0] = 0;
 	if (!d)
 		return 0;
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (!own_region_name(e->d_name, pre))
-			continue;
+		int pid;
+		unsigned long long ns, node;
+		unsigned uid;
+		bool ended, ours = parse_region_name(e->d_name, &pid, &ns, &node, &uid);
+		if (ours) {
+			if (ns != our_ns || uid != (unsigned)getuid())
+				continue;
+			/* its pid is gone, or it is ours and the region another process's */
+			ended = pid == (int)getpid() ? node != kinet_node()
+						     : kill(pid, 0) == -1 && errno == ESRCH;
+		} else {
+			/* the provider's own name, with our pid (an earlier build's, or
+			 * another program's): an earlier process's if it is older than
+			 * this one (a newer one may be a live region of a process with our
+			 * pid in another PID namespace sharing /dev/shm) */
+			ended = own_default_name(e->d_name, pre);
+		}
 		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid() || mapped_here(e->d_name))
-			continue;
-		/* only what is older than this process: a region made since may be
-		 * a live one of a process with our pid in another PID namespace */
-		if (!t0 || st.st_mtime >= t0)
+		if (!ended || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_mtime > now - FRESH_S ||
+		    (!ours && (!t0 || st.st_mtime >= t0)) || mapped_here(e->d_name))
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0))
 			continue;
@@ -160,7 +257,7 @@ int wire_shm_addr_pid(const uint8_t *addr, size_t len)
 {
 	const char *name = region_name(addr, len);
 	int pid = 0;
-	return name && sscanf(name, "%d:", &pid) == 1 ? pid : 0;
+	return name && sscanf(name, "%d", &pid) == 1 ? pid : 0; /* "<pid>." or "<pid>:" */
 }
 
 void wire_shm_region_del(const uint8_t *addr, size_t len)
@@ -205,7 +302,7 @@ void wire_shm_region_add(const uint8_t *addr, size_t len)
  * endpoints still open: libfabric removes an endpoint's region when it is
  * closed, and on SIGINT or SIGTERM, but not at a plain exit, which left
  * one region in /dev/shm per context that was not closed (16 MiB each of
- * tmpfs, until a later process with this pid came). The names go (the
+ * tmpfs, until a later process's sweep). The names go (the
  * mappings stay, for whatever still runs); only regions still mapped here. */
 __attribute__((destructor)) static void shm_regions_at_exit(void)
 {
