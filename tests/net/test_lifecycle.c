@@ -120,15 +120,8 @@ TW_FN int st_a(int fd, int fd2, void *arg)
 	struct tw_side s;
 	tw_open(&s, fd, TW_LEN, 1);
 	/* a QP of our own whose peer descriptor we keep */
-	CK(tw_sync(fd, 0x51) == 0x51);
-	CK0(kinet_qp_destroy(s.qp));
-	struct kinet_qp_attr at = TW_QP_ATTR(&s);
-	CK0(kinet_qp_create(s.pd, &at, &s.qp));
-	char mine[KINET_QP_DESC_MAX], old[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(s.qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(fd, mine, (uint32_t)n, old, sizeof(old));
-	CK(m > 0);
+	char old[KINET_QP_DESC_MAX];
+	int m = tw_qp_fresh(&s, old);
 	CK0(kinet_qp_connect_remote(s.qp, old, (size_t)m));
 	CK0(kinet_qp_device(s.qp, &s.d));
 	struct kinet_ep_info ei;

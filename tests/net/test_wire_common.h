@@ -125,9 +125,11 @@ TW_FN kinet_qp *tw_qp_link(kinet_pd *pd, int fd)
 	return qp;
 }
 
-/* A new QP connected to the peer (both sides call it together; the barrier
- * keeps one side from replacing its QP while the other still uses it). */
-TW_FN void tw_qp_new(struct tw_side *s)
+/* tw_qp_new's first half (both sides call it together; the barrier keeps
+ * one side from replacing its QP while the other still uses it): a new QP
+ * of s (the old one destroyed) whose descriptor is exchanged over s->fd;
+ * the peer's lands in theirs, its length returned. Not connected yet. */
+TW_FN int tw_qp_fresh(struct tw_side *s, char theirs[KINET_QP_DESC_MAX])
 {
 	CK(tw_sync(s->fd, 0x51) == 0x51);
 	if (s->qp)
@@ -135,7 +137,21 @@ TW_FN void tw_qp_new(struct tw_side *s)
 	s->qp = NULL;
 	struct kinet_qp_attr a = TW_QP_ATTR(s);
 	CK0(kinet_qp_create(s->pd, &a, &s->qp));
-	tw_qp_connect(s->qp, s->fd);
+	char mine[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(s->qp, mine, sizeof(mine));
+	CK(n > 0);
+	int m = tw_xchg(s->fd, mine, (uint32_t)n, theirs, KINET_QP_DESC_MAX);
+	CK(m > 0);
+	return m;
+}
+
+/* A new QP connected to the peer (tw_qp_fresh, then the connect). */
+TW_FN void tw_qp_new(struct tw_side *s)
+{
+	char theirs[KINET_QP_DESC_MAX];
+	int m = tw_qp_fresh(s, theirs);
+	CK0(kinet_qp_connect_remote(s->qp, theirs, (size_t)m));
+	CK(kinet_qp_get_state(s->qp) == KINET_QPS_RTS);
 	CK0(kinet_qp_device(s->qp, &s->d));
 }
 

@@ -319,6 +319,63 @@ static void seq_client(int fd, int i, const struct kinet_mr_info *srv_mr)
 	tw_close(&s);
 }
 
+/* What the server and its clients share: a socket pair (server end sv[0],
+ * clients' sv[1]), the server's "ready" pipe, and the server's region
+ * descriptor, handed to each client by the parent (returned). */
+static struct kinet_mr_info *seq_links(int sv[2], int ready[2])
+{
+	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	CK0(pipe(ready));
+	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CK(mr != MAP_FAILED);
+	return mr;
+}
+
+/* The server of the clients below: a context with a 64 KiB region of random
+ * bytes (seed 1), its descriptor in *mr (shared with the parent), then
+ * "ready" on ready_w. */
+static void seq_server_open(struct tw_side *s, int fd, struct kinet_mr_info *mr, int ready_w)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->len = 1 << 16;
+	s->rnr_retry = 7;
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	CK0(kinet_open(&ca, &s->ctx));
+	CK0(kinet_pd_alloc(s->ctx, &s->pd));
+	CK0(posix_memalign((void **)&s->buf, 4096, s->len));
+	tu_fill_random(s->buf, s->len, 1);
+	CK0(kinet_mr_reg(s->pd, s->buf, s->len, KINET_ACCESS_ALL, &s->mr));
+	uint8_t d[KINET_MR_DESC_SIZE];
+	CK(kinet_mr_export(s->mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
+	CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
+	CK(write(ready_w, "r", 1) == 1);
+}
+
+/* Client i (pid p) has ended: true when it did well; otherwise the server
+ * srv is killed. */
+static bool client_done(pid_t p, int i, pid_t srv)
+{
+	int st = 0;
+	CK(waitpid(p, &st, 0) == p);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return true;
+	fprintf(stderr, "client %d (pid %d): status 0x%x\n", i, (int)p, st);
+	kill(srv, SIGKILL);
+	waitpid(srv, &st, 0);
+	return false;
+}
+
+/* The server srv, once its clients are done: 0 when it did well. */
+static int server_done(pid_t srv)
+{
+	int st = 0;
+	CK(waitpid(srv, &st, 0) == srv);
+	CK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return 0;
+}
+
 static int seq_run(int fd, int fd2, void *arg)
 {
 	(void)fd;
@@ -326,32 +383,13 @@ static int seq_run(int fd, int fd2, void *arg)
 	(void)arg;
 	setenv("KINET_FI_SAME_HOST", "shm", 1);
 	setenv("KINET_FI_SAME_HOST_PEERS", SEQ_MAX, 1);
-	int sv[2];
-	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	/* the server's region descriptor, handed to each client by the parent */
-	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
-					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CK(mr != MAP_FAILED);
-	int ready[2];
-	CK0(pipe(ready));
+	int sv[2], ready[2];
+	struct kinet_mr_info *mr = seq_links(sv, ready);
 	pid_t srv = fork();
 	if (srv == 0) {
 		close(sv[1]);
 		struct tw_side s;
-		memset(&s, 0, sizeof(s));
-		s.fd = sv[0];
-		s.len = 1 << 16;
-		s.rnr_retry = 7;
-		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
-		CK0(kinet_open(&ca, &s.ctx));
-		CK0(kinet_pd_alloc(s.ctx, &s.pd));
-		CK0(posix_memalign((void **)&s.buf, 4096, s.len));
-		tu_fill_random(s.buf, s.len, 1);
-		CK0(kinet_mr_reg(s.pd, s.buf, s.len, KINET_ACCESS_ALL, &s.mr));
-		uint8_t d[KINET_MR_DESC_SIZE];
-		CK(kinet_mr_export(s.mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
-		CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
-		CK(write(ready[1], "r", 1) == 1);
+		seq_server_open(&s, sv[0], mr, ready[1]);
 		for (int i = 0; i < SEQ_PEERS; i++) {
 			tw_qp_new(&s); /* connected to client i */
 			expect_path(&s, i < 3);
@@ -372,19 +410,10 @@ static int seq_run(int fd, int fd2, void *arg)
 			seq_client(sv[1], i, mr);
 			_exit(0);
 		}
-		int st = 0;
-		CK(waitpid(p, &st, 0) == p);
-		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "client %d: status 0x%x\n", i, st);
-			kill(srv, SIGKILL);
-			waitpid(srv, &st, 0);
+		if (!client_done(p, i, srv))
 			return 1;
-		}
 	}
-	int st = 0;
-	CK(waitpid(srv, &st, 0) == srv);
-	CK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	return 0;
+	return server_done(srv);
 }
 
 Test(same_host, peers_beyond_the_address_vector_take_network)
@@ -447,46 +476,20 @@ static pid_t fork_as(pid_t want)
 static int reuse_body(void)
 {
 	setenv("KINET_FI_SAME_HOST", "shm", 1);
-	int sv[2];
-	CK0(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	struct kinet_mr_info *mr = mmap(NULL, sizeof(*mr), PROT_READ | PROT_WRITE,
-					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CK(mr != MAP_FAILED);
-	int ready[2];
-	CK0(pipe(ready));
+	int sv[2], ready[2];
+	struct kinet_mr_info *mr = seq_links(sv, ready);
 	fflush(NULL);
 	pid_t srv = fork();
 	if (srv == 0) {
 		close(sv[1]);
 		struct tw_side s;
-		memset(&s, 0, sizeof(s));
-		s.fd = sv[0];
-		s.len = 1 << 16;
-		s.rnr_retry = 7;
-		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
-		CK0(kinet_open(&ca, &s.ctx));
-		CK0(kinet_pd_alloc(s.ctx, &s.pd));
-		CK0(posix_memalign((void **)&s.buf, 4096, s.len));
-		tu_fill_random(s.buf, s.len, 1);
-		CK0(kinet_mr_reg(s.pd, s.buf, s.len, KINET_ACCESS_ALL, &s.mr));
-		uint8_t d[KINET_MR_DESC_SIZE];
-		CK(kinet_mr_export(s.mr, d, sizeof(d)) == KINET_MR_DESC_SIZE);
-		CK0(kinet_mr_desc_parse(d, sizeof(d), mr));
-		CK(write(ready[1], "r", 1) == 1);
+		seq_server_open(&s, sv[0], mr, ready[1]);
 		for (int i = 0; i < 2; i++) {
 			/* tw_qp_new, with the second connect 300 ms late: that
 			 * client's first request, and libfabric's announcement of
 			 * its endpoint, reach ours before it */
-			CK(tw_sync(s.fd, 0x51) == 0x51);
-			if (s.qp)
-				CK0(kinet_qp_destroy(s.qp));
-			struct kinet_qp_attr a = TW_QP_ATTR(&s);
-			CK0(kinet_qp_create(s.pd, &a, &s.qp));
-			char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-			int n = kinet_qp_export(s.qp, mine, sizeof(mine));
-			CK(n > 0);
-			int m = tw_xchg(s.fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-			CK(m > 0);
+			char theirs[KINET_QP_DESC_MAX];
+			int m = tw_qp_fresh(&s, theirs);
 			if (i == 1)
 				tw_sleep_ms(300);
 			CK0(kinet_qp_connect_remote(s.qp, theirs, (size_t)m));
@@ -516,19 +519,10 @@ static int reuse_body(void)
 			return 77;
 		}
 		first = p;
-		int st = 0;
-		CK(waitpid(p, &st, 0) == p);
-		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "client %d (pid %d): status 0x%x\n", i, (int)p, st);
-			kill(srv, SIGKILL);
-			waitpid(srv, &st, 0);
+		if (!client_done(p, i, srv))
 			return 1;
-		}
 	}
-	int st = 0;
-	CK(waitpid(srv, &st, 0) == srv);
-	CK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	return 0;
+	return server_done(srv);
 }
 
 /* In a PID namespace of its own: ns_last_pid is that namespace's, no other
@@ -552,16 +546,25 @@ static int reuse_run(int fd, int fd2, void *arg)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
-Test(same_host, a_later_process_with_a_peers_pid_is_reached)
+/* fn in one process, as root (skipped otherwise: root_why), skipped where
+ * it returns 77 (skip_why). */
+static void run_as_root(tw_fn fn, unsigned deadline_ms, const char *root_why,
+			const char *skip_why)
 {
 	setup();
 	if (geteuid() != 0)
-		cr_skip_test("choosing a child's pid needs root");
-	struct tw_proc p[1] = {{.fn = reuse_run}};
-	tw_run(p, 1, NULL, 0, NULL, 90000);
+		cr_skip_test("%s", root_why);
+	struct tw_proc p[1] = {{.fn = fn}};
+	tw_run(p, 1, NULL, 0, NULL, deadline_ms);
 	if (WIFEXITED(p[0].status) && WEXITSTATUS(p[0].status) == 77)
-		cr_skip_test("no child could be given the first one's pid");
+		cr_skip_test("%s", skip_why);
 	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+}
+
+Test(same_host, a_later_process_with_a_peers_pid_is_reached)
+{
+	run_as_root(reuse_run, 90000, "choosing a child's pid needs root",
+		    "no child could be given the first one's pid");
 }
 
 /* Requests that reach a peer before it has connected wait there for its
@@ -669,14 +672,8 @@ static int small_shm(int fd, int fd2, void *arg)
 
 Test(same_host, small_dev_shm_is_reported)
 {
-	setup();
-	if (geteuid() != 0)
-		cr_skip_test("a tmpfs of its own needs root");
-	struct tw_proc p[1] = {{.fn = small_shm}};
-	tw_run(p, 1, NULL, 0, NULL, 30000);
-	if (WIFEXITED(p[0].status) && WEXITSTATUS(p[0].status) == 77)
-		cr_skip_test("no mount namespace with a tmpfs here");
-	cr_assert(tw_exited_ok(&p[0]), "status 0x%x", p[0].status);
+	run_as_root(small_shm, 30000, "a tmpfs of its own needs root",
+		    "no mount namespace with a tmpfs here");
 }
 
 /* Regions in /dev/shm named after process pid (the wire names its shm
