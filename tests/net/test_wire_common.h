@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,15 +103,32 @@ struct tw_side {
 #define TW_QP_ATTR(s)                                                                      \
 	{.sq_depth = 256, .rq_depth = 64, .rnr_retry = (s)->rnr_retry}
 
+/* This process's PID namespace (its inode: the wire's shm endpoint names
+ * carry it), 0 when it cannot be read. */
+TW_FN unsigned long long tw_pid_ns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+/* Exports qp's descriptor and exchanges it over fd for the one the other end
+ * exports at the same time: that lands in theirs, its length returned. */
+TW_FN int tw_qp_xchg(kinet_qp *qp, int fd, char theirs[KINET_QP_DESC_MAX])
+{
+	char mine[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(qp, mine, sizeof(mine));
+	CK(n > 0);
+	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, KINET_QP_DESC_MAX);
+	CK(m > 0);
+	return m;
+}
+
 /* Connects qp (RESET or INIT) to the QP the other end of fd exports at the
  * same time: descriptors exchanged, then RTS. */
 TW_FN void tw_qp_connect(kinet_qp *qp, int fd)
 {
-	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-	CK(m > 0);
+	char theirs[KINET_QP_DESC_MAX];
+	int m = tw_qp_xchg(qp, fd, theirs);
 	CK0(kinet_qp_connect_remote(qp, theirs, (size_t)m));
 	CK(kinet_qp_get_state(qp) == KINET_QPS_RTS);
 }
@@ -125,11 +143,10 @@ TW_FN kinet_qp *tw_qp_link(kinet_pd *pd, int fd)
 	return qp;
 }
 
-/* tw_qp_new's first half (both sides call it together; the barrier keeps
- * one side from replacing its QP while the other still uses it): a new QP
- * of s (the old one destroyed) whose descriptor is exchanged over s->fd;
- * the peer's lands in theirs, its length returned. Not connected yet. */
-TW_FN int tw_qp_fresh(struct tw_side *s, char theirs[KINET_QP_DESC_MAX])
+/* s's QP replaced by a new one, not connected (both sides call it together;
+ * the barrier keeps one side from replacing its QP while the other still
+ * uses it). */
+TW_FN void tw_qp_replace(struct tw_side *s)
 {
 	CK(tw_sync(s->fd, 0x51) == 0x51);
 	if (s->qp)
@@ -137,22 +154,22 @@ TW_FN int tw_qp_fresh(struct tw_side *s, char theirs[KINET_QP_DESC_MAX])
 	s->qp = NULL;
 	struct kinet_qp_attr a = TW_QP_ATTR(s);
 	CK0(kinet_qp_create(s->pd, &a, &s->qp));
-	char mine[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(s->qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(s->fd, mine, (uint32_t)n, theirs, KINET_QP_DESC_MAX);
-	CK(m > 0);
-	return m;
 }
 
-/* A new QP connected to the peer (tw_qp_fresh, then the connect). */
+/* A new QP connected to the peer. */
 TW_FN void tw_qp_new(struct tw_side *s)
 {
-	char theirs[KINET_QP_DESC_MAX];
-	int m = tw_qp_fresh(s, theirs);
-	CK0(kinet_qp_connect_remote(s->qp, theirs, (size_t)m));
-	CK(kinet_qp_get_state(s->qp) == KINET_QPS_RTS);
+	tw_qp_replace(s);
+	tw_qp_connect(s->qp, s->fd);
 	CK0(kinet_qp_device(s->qp, &s->d));
+}
+
+/* tw_qp_new but for the connect: the peer's descriptor in theirs, its length
+ * returned. */
+TW_FN int tw_qp_fresh(struct tw_side *s, char theirs[KINET_QP_DESC_MAX])
+{
+	tw_qp_replace(s);
+	return tw_qp_xchg(s->qp, s->fd, theirs);
 }
 
 TW_FN void tw_open2(struct tw_side *s, int fd, size_t len, uint64_t seed, uint32_t rnr_retry)

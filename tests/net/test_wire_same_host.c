@@ -14,7 +14,6 @@
 #include <pthread.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <dirent.h>
 #include "test_wire_common.h"
 
@@ -564,7 +563,8 @@ static void run_as_root(tw_fn fn, unsigned deadline_ms, const char *root_why,
 Test(same_host, a_later_process_with_a_peers_pid_is_reached)
 {
 	run_as_root(reuse_run, 90000, "choosing a child's pid needs root",
-		    "no child could be given the first one's pid");
+		    "no PID namespace of its own, or no child could be given the first one's "
+		    "pid");
 }
 
 /* Requests that reach a peer before it has connected wait there for its
@@ -581,11 +581,8 @@ static int early_side(int fd, uint64_t own, bool late)
 	expect_path(&s, true);
 	CK(tw_sync(fd, 4) == 4);
 	CK0(kinet_qp_modify(s.qp, KINET_QPS_RESET, NULL));
-	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
-	int n = kinet_qp_export(s.qp, mine, sizeof(mine));
-	CK(n > 0);
-	int m = tw_xchg(fd, mine, (uint32_t)n, theirs, sizeof(theirs));
-	CK(m > 0);
+	char theirs[KINET_QP_DESC_MAX];
+	int m = tw_qp_xchg(s.qp, fd, theirs);
 	if (late)
 		tw_sleep_ms(800);
 	CK0(kinet_qp_connect_remote(s.qp, theirs, (size_t)m));
@@ -680,10 +677,7 @@ Test(same_host, small_dev_shm_is_reported)
  * endpoints "<pid>.<PID namespace>.<node>:<uid>:<n>"). */
 static void region_prefix(pid_t pid, char *pre, size_t cap)
 {
-	struct stat st;
-	unsigned long long ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino
-								      : 0;
-	snprintf(pre, cap, "%d.%llx.", (int)pid, ns);
+	snprintf(pre, cap, "%d.%llx.", (int)pid, tw_pid_ns());
 }
 
 static int regions_of(pid_t pid)

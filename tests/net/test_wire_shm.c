@@ -63,9 +63,7 @@ static int own_regions(const char *pre, char *name, size_t cap)
  * pid_max, so no process has it. */
 static void plant_names(pid_t me, pid_t parent, char p[NPLANT][300])
 {
-	struct stat nst;
-	unsigned long long ns = stat("/proc/self/ns/pid", &nst) == 0 ? (unsigned long long)nst.st_ino
-								       : 0;
+	unsigned long long ns = tw_pid_ns();
 	unsigned uid = (unsigned)getuid();
 	uint64_t r[NPLANT];
 	tu_fill_random(r, sizeof(r), (uint64_t)me);
@@ -97,9 +95,8 @@ static void plant_names(pid_t me, pid_t parent, char p[NPLANT][300])
 static int child(void)
 {
 	setenv("KINET_FI_PROVIDER", "shm", 1);
-	struct stat nst;
-	CK(stat("/proc/self/ns/pid", &nst) == 0);
-	unsigned long long ns = (unsigned long long)nst.st_ino;
+	unsigned long long ns = tw_pid_ns();
+	CK(ns != 0);
 	char p[NPLANT][300];
 	plant_names(getpid(), getppid(), p);
 	for (int i = 0; i < NPLANT; i++) {
