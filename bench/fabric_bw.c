@@ -30,9 +30,10 @@
 
 #define MAXSZ (4u << 20)
 
-/* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples */
+/* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
+ * -g GAP_US: a pause of that long before each latency sample (untimed) */
 static uint32_t only_size;
-static int no_bw, lat_iters = -1;
+static int no_bw, lat_iters = -1, gap_us;
 #define WIN 64
 #define CTRL 64
 
@@ -304,13 +305,18 @@ static int client(const char *dir, int n)
 	uint64_t *lat = malloc(sizeof(*lat) * (size_t)(iters + 1));
 	if (!lat)
 		return 1;
-	uint64_t t0 = now_ns();
 	for (int i = 0; i < iters; i++) {
+		if (gap_us) {
+			struct timespec ts = {gap_us / 1000000, (long)(gap_us % 1000000) * 1000};
+			nanosleep(&ts, NULL);
+		}
 		uint64_t a = now_ns();
 		roundtrip('p');
 		lat[i] = now_ns() - a;
 	}
-	double mean = (double)(now_ns() - t0) / 1e3 / iters;
+	double mean = 0;
+	for (int i = 0; i < iters; i++)
+		mean += (double)lat[i] / 1e3 / iters;
 	qsort(lat, (size_t)iters, sizeof(*lat), cmp_u64);
 	if (iters > 0)
 		printf("lat %.2f %.2f\n", (double)lat[iters / 2] / 1e3, mean);
@@ -326,7 +332,7 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int srv = -1;
 	int opt;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -338,10 +344,12 @@ int main(int argc, char **argv)
 				no_bw = 1;
 		} else if (opt == 'l') {
 			lat_iters = atoi(optarg);
+		} else if (opt == 'g') {
+			gap_us = atoi(optarg);
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS]\n");
+		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US]\n");
 		return 2;
 	}
 	return srv ? server(dir) : client(dir, n);

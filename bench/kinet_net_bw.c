@@ -28,9 +28,11 @@
 #define MAXSZ (4u << 20)
 
 /* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
- * -y: the application thread waits with sched_yield between polls */
+ * -g GAP_US: a pause of that long before each latency sample (untimed: the
+ * round trip after an idle spell, engines napping); -y: the application
+ * thread waits with sched_yield between polls */
 static uint32_t only_size;
-static int no_bw, lat_iters = -1, yield_poll;
+static int no_bw, lat_iters = -1, yield_poll, gap_us;
 
 static uint64_t now_ns(void)
 {
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
 {
 	int n = 1000, srv = -1, opt;
 	const char *dir = NULL;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:yY")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:yY")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -143,6 +145,8 @@ int main(int argc, char **argv)
 				no_bw = 1;
 		} else if (opt == 'l') {
 			lat_iters = atoi(optarg);
+		} else if (opt == 'g') {
+			gap_us = atoi(optarg);
 		} else if (opt == 'y') {
 			yield_poll = 1;
 		} else if (opt == 'Y') {
@@ -150,7 +154,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-y]\n");
+		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-y]\n");
 		return 2;
 	}
 	kinet_ctx *ctx;
@@ -213,14 +217,19 @@ int main(int argc, char **argv)
 		uint64_t *lat = malloc(sizeof(*lat) * (size_t)(iters + 1));
 		if (!lat)
 			return 1;
-		uint64_t t0 = now_ns();
 		for (int i = 0; i < iters; i++) {
+			if (gap_us) {
+				struct timespec ts = {gap_us / 1000000, (long)(gap_us % 1000000) * 1000};
+				nanosleep(&ts, NULL);
+			}
 			uint64_t a = now_ns();
 			CHK(kn_put(d, pm.addr, pm.rkey, buf, lkey, 8, &t));
 			CHK(wait_ticket(d, t));
 			lat[i] = now_ns() - a;
 		}
-		double mean = (double)(now_ns() - t0) / 1e3 / iters;
+		double mean = 0;
+		for (int i = 0; i < iters; i++)
+			mean += (double)lat[i] / 1e3 / iters;
 		qsort(lat, (size_t)iters, sizeof(*lat), cmp_u64);
 		if (iters > 0)
 			printf("lat %.2f %.2f\n", (double)lat[iters / 2] / 1e3, mean);

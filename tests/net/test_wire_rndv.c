@@ -317,6 +317,104 @@ Test(wire_rndv, rc_order_and_immediate_copy_thread)
 	}
 }
 
+/* Many rendezvous writes of at most 64 KiB, with larger ones among them, to
+ * overlapping places: the target reads more than 16 of them at once (its
+ * small read descriptors; 16 descriptors of 1 MiB before), never more than
+ * 64, and every byte lands in RC order (the later write wins). arg:
+ * ORD_COPY_ON: copies into place on the target's copy thread. */
+#define MW_FIRST 64 /* writes of 64 KiB, one doorbell */
+#define MW_N 240
+static uint32_t mw_len(int i)
+{
+	if (i < MW_FIRST)
+		return 65536u;
+	return i % 8 == 7 ? 150000u + (uint32_t)i * 997u : 32768u + (uint32_t)i * 7919u % 32769u;
+}
+static uint32_t mw_src(int i)
+{
+	return TW_Q + (uint32_t)i * 4099u % (512u << 10);
+}
+static uint32_t mw_dst(int i)
+{
+	return TW_P + (uint32_t)i * 23456u % (1536u << 10);
+}
+
+static int mw_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	kn_ticket_t t;
+	CK0(kn_sq_reserve(s.d, MW_FIRST, &t));
+	for (int i = 0; i < MW_FIRST; i++)
+		kn_prep_write(s.d, kn_wqe_ptr(s.d, t + (kn_ticket_t)i), t + (kn_ticket_t)i,
+			      (uint64_t)(uintptr_t)(s.buf + mw_src(i)), lkey,
+			      s.peer.addr + mw_dst(i), s.peer.rkey, mw_len(i));
+	kn_sq_submit(s.d, t, MW_FIRST);
+	kn_ticket_t last = t + MW_FIRST - 1;
+	for (int i = MW_FIRST; i < MW_N; i++)
+		last = tw_post_write(&s, mw_src(i), mw_dst(i), mw_len(i), 0, 0);
+	CK0(kn_wait(s.d, last));
+	CK0(kn_quiet(s.d));
+	CK(tw_sync(fd, 1) == 1);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+static int mw_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	if (arg == ORD_COPY_ON) {
+		setenv("KINET_NET_COPY_THREAD", "on", 1);
+		setenv("KINET_NET_COPY_MIN", "0", 1);
+	}
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	CK(tw_sync(fd, 1) == 1);
+	uint8_t *a = malloc(TW_LEN), *m = malloc(TW_LEN);
+	CK(a && m);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(m, TW_LEN, 2);
+	for (int i = 0; i < MW_N; i++)
+		memcpy(m + mw_dst(i), a + mw_src(i), mw_len(i));
+	CK(memcmp(s.buf, m, TW_LEN) == 0);
+	struct kinet_wire_info wi;
+	CK0(kinet_wire_info(s.ctx, &wi, sizeof(wi)));
+	if (wi.reads_max <= 16 || wi.reads_max > 64) {
+		fprintf(stderr, "reads in flight at most %u (expected 17 to 64)\n", wi.reads_max);
+		CK(0);
+	}
+	CK(wi.copy_thread == (arg == ORD_COPY_ON));
+	struct kinet_counters c;
+	CK0(kinet_ctx_counters(s.ctx, &c));
+	CK(c.errors == 0);
+	free(a);
+	free(m);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire_rndv, small_writes_many_reads_at_once)
+{
+	tw_need_wire();
+	void *mode[2] = {NULL, ORD_COPY_ON};
+	for (int k = 0; k < 2; k++) {
+		if (k == 0)
+			setenv("KINET_NET_COPY_THREAD", "off", 1);
+		struct tw_proc p[2] = {{.fn = mw_a}, {.fn = mw_b}};
+		tw_run(p, 2, one_link, 1, mode[k], 60000);
+		unsetenv("KINET_NET_COPY_THREAD");
+		cr_assert(tw_exited_ok(&p[0]), "copy thread %s: side a: status 0x%x",
+			  k ? "on" : "off", p[0].status);
+		cr_assert(tw_exited_ok(&p[1]), "copy thread %s: side b: status 0x%x",
+			  k ? "on" : "off", p[1].status);
+	}
+}
+
 /* a: a large write with immediate finds no receive WQE: rnr_retry 1 gives
  * RNR retry exceeded; rnr_retry 7 waits (longer than the network timeout)
  * until b posts one, and a write behind it waits too. */

@@ -364,6 +364,8 @@ static void wire_counts(const struct kinet_wire *w, struct kinet_wire_info *i)
 	i->hmem_bytes += w->n_hmem_bytes;
 	i->hmem_refused += w->n_hmem_fail;
 	i->copy_thread_bytes += w->copy_bytes;
+	if (w->rd_max > i->reads_max)
+		i->reads_max = w->rd_max;
 }
 
 int kinet_wire_info(kinet_ctx *ctx, struct kinet_wire_info *out, size_t size)

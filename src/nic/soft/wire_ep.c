@@ -75,7 +75,7 @@ void wire_destroy(struct kinet_wire *w)
 	free(w->bigmem);
 	free(w->txmem);
 	free(w->rdmem);
-	for (int i = NRD; i < w->nrdall; i++) {
+	for (int i = NRD_ALL; i < w->nrdall; i++) {
 		free(w->rdall[i]->buf);
 		free(w->rdall[i]);
 	}
@@ -192,12 +192,12 @@ static bool lregs_open(struct kinet_wire *w)
 	bool ok = wire_lreg_add(w, w->rxmem, (size_t)NRX * (HDR + CHUNK)) &&
 		  wire_lreg_add(w, w->bigmem, (size_t)NBIG * (HDR + CHUNK)) &&
 		  wire_lreg_add(w, w->txmem, (size_t)NTX * sizeof(struct txd)) &&
-		  wire_lreg_add(w, w->rdmem, (size_t)NRD * RD_PIECE);
+		  wire_lreg_add(w, w->rdmem, RD_MEM);
 	/* replacements: send descriptors and bounce buffers (w->extra), reads */
 	for (int i = 0; ok && i < w->nextra; i++)
 		ok = wire_lreg_add(w, w->extra[i], w->extra_len[i]);
-	for (int i = NRD; ok && i < w->nrdall; i++)
-		ok = wire_lreg_add(w, w->rdall[i]->buf, RD_PIECE);
+	for (int i = NRD_ALL; ok && i < w->nrdall; i++)
+		ok = wire_lreg_add(w, w->rdall[i]->buf, w->rdall[i]->cap);
 	return ok;
 }
 
@@ -349,10 +349,13 @@ void wire_repost(struct kinet_wire *w)
 static int ep_open_once(struct kinet_wire *w, const char **step)
 {
 	int rc;
-	/* a wait fd lets an idle engine sleep until the network has something */
+	/* KINET_NET_CQ_WAIT=fd: a wait fd lets an idle engine sleep until the
+	 * network has something, but with it rxm puts the tcp sockets in an
+	 * epoll set, and every round trip costs 2 to 3 us more (libfabric 1.17,
+	 * docs/perf.md); by default none, the provider's own progress alone */
 	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
 	*step = "fi_cq_open";
-	if (strcmp(KT(NET_CQ_WAIT), "none") && fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
+	if (!strcmp(KT(NET_CQ_WAIT), "fd") && fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
 		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
 			w->wait_fd = -1;
 	} else {

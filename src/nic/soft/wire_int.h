@@ -108,7 +108,11 @@
 #define RTSE 32u             /* fixed part of a rendezvous entry in an RTS message */
 #define RTS_MAX (SMALL - HDR) /* payload of one RTS message (its entries) */
 #define RD_PIECE (1u << 20)  /* largest target read: the size of its bounce buffer */
-#define NRD 16               /* target reads in flight per endpoint (RD_BYTES of buffers) */
+#define NRD 16               /* target reads of up to RD_PIECE in flight per endpoint */
+#define RD_SMALL (64u << 10) /* a read of at most this takes a small descriptor first */
+#define NRD_SMALL 48         /* small descriptors: with NRD, 64 writes of 64 KiB in flight */
+#define NRD_ALL (NRD + NRD_SMALL)
+#define RD_MEM ((size_t)NRD * RD_PIECE + (size_t)NRD_SMALL * RD_SMALL) /* their buffers */
 #define RD_BYTES (16u << 20) /* bytes of target reads in flight per endpoint */
 #define ACK_EVERY 16u        /* while writes are landing: an ACK per this many, */
 #define ACK_DELAY_NS 50000u  /* or once the oldest unacknowledged is this old */
@@ -277,7 +281,8 @@ struct rdop {
 	bool busy;       /* with the provider */
 	bool lost;       /* given up */
 	int peer;        /* index in w->peers */
-	uint8_t *buf;    /* its bounce buffer (RD_PIECE bytes) */
+	uint8_t *buf;    /* its bounce buffer (cap bytes) */
+	uint32_t cap;    /* RD_PIECE, or RD_SMALL for a small descriptor */
 	struct tpend *p;
 	uint8_t *bounce; /* staging for a destination that is not host memory */
 	uint8_t *dst;
@@ -463,7 +468,7 @@ struct kinet_wire {
 	bool conn;          /* the provider keeps a connection per peer (rxm): messages still
 			     * go to a dropped peer (wire_send_peer); elsewhere (shm,
 			     * udp;ofi_rxd) nothing is sent to a dropped peer */
-	struct rdop **rdall; /* every read descriptor (NRD and replacements of lost ones) */
+	struct rdop **rdall; /* every read descriptor (NRD_ALL and replacements of lost ones) */
 	int nrdall;
 	struct whold *holds;
 	int nholds, hcap;
@@ -473,12 +478,14 @@ struct kinet_wire {
 	bool drop_check;    /* a peer was dropped: see that its transfers were cancelled */
 	bool reset_due;     /* the endpoint is to be closed and opened again */
 	int nresets;
-	struct rdop rd[NRD];
-	struct rdop *rdfree;
-	uint8_t *rdmem;     /* the bounce buffers of rd[] */
+	struct rdop rd[NRD_ALL];
+	struct rdop *rdfree;       /* free descriptors of RD_PIECE bytes */
+	struct rdop *rdfree_small; /* free descriptors of RD_SMALL bytes */
+	uint8_t *rdmem;     /* the bounce buffers of rd[] (RD_MEM bytes) */
 	_Atomic int rd_inflight; /* reads in flight (kinet_wire_pinned), those being
 				  * copied into place by the copy thread included */
 	uint64_t rd_bytes;
+	uint32_t rd_max;         /* most reads in flight at once (kinet_wire_info) */
 	struct wire_copier *cp; /* the copy thread (wire_copy.c), once started */
 	bool copy_on;           /* landed reads go to it (KINET_NET_COPY_THREAD) */
 	uint64_t copy_min;      /* ... those of at least this many bytes */

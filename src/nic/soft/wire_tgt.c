@@ -41,32 +41,53 @@ static void pend_drop(struct kinet_wire *w, struct wire_qp *wq)
 	wq->pend_tail = NULL;
 }
 
+/* Read descriptor op is free again: back to the list of its size. */
+static void rd_put(struct kinet_wire *w, struct rdop *op)
+{
+	struct rdop **l = op->cap == RD_PIECE ? &w->rdfree : &w->rdfree_small;
+	op->next = *l;
+	*l = op;
+}
+
+/* A free read descriptor for n bytes (n <= RD_PIECE), or NULL: a small one
+ * where n fits it (so that writes of up to RD_SMALL have NRD_ALL reads in
+ * flight, not NRD), else a large one. */
+static struct rdop *rd_get(struct kinet_wire *w, uint64_t n)
+{
+	struct rdop **l = n <= RD_SMALL && w->rdfree_small ? &w->rdfree_small : &w->rdfree;
+	struct rdop *op = *l;
+	if (op)
+		*l = op->next;
+	return op;
+}
+
 /* The read descriptors and their bounce buffers. */
 bool wire_rd_init(struct kinet_wire *w)
 {
-	w->rdall = calloc(NRD, sizeof(*w->rdall));
+	w->rdall = calloc(NRD_ALL, sizeof(*w->rdall));
 	if (!w->rdall)
 		return false;
 	/* touched here, when the wire is made, not by the first large writes:
-	 * the first-touch faults of RD_BYTES of buffers, taken inside
+	 * the first-touch faults of RD_MEM of buffers, taken inside
 	 * transfers, cost milliseconds of them (a run of 64 writes of 1 MiB,
 	 * the first to fill whole buffers, took about 3800 faults: docs/perf.md) */
-	size_t n = (size_t)NRD * RD_PIECE;
-	if (!(w->rdmem = malloc(n)))
+	if (!(w->rdmem = malloc(RD_MEM)))
 		return false;
 	/* a write per page (malloc and a memset to 0 may become a calloc,
 	 * which touches nothing) */
-	for (size_t i = 0; i < n; i += 4096)
+	for (size_t i = 0; i < RD_MEM; i += 4096)
 		((volatile uint8_t *)w->rdmem)[i] = 0;
-	for (int i = NRD - 1; i >= 0; i--) {
+	uint8_t *b = w->rdmem;
+	for (int i = 0; i < NRD_ALL; i++) {
 		struct rdop *op = &w->rd[i];
 		op->kind = CTX_RD;
-		op->buf = w->rdmem + (size_t)i * RD_PIECE;
-		op->next = w->rdfree;
-		w->rdfree = op;
+		op->cap = i < NRD ? RD_PIECE : RD_SMALL;
+		op->buf = b;
+		b += op->cap;
+		rd_put(w, op);
 		w->rdall[i] = op;
 	}
-	w->nrdall = NRD;
+	w->nrdall = NRD_ALL;
 	return true;
 }
 
@@ -90,7 +111,7 @@ void wire_rd_give_up(struct kinet_wire *w, int idx)
 		pr->nbusy--;
 		pr->nlost++;
 		struct rdop *n = calloc(1, sizeof(*n));
-		uint8_t *b = n ? malloc(RD_PIECE) : NULL;
+		uint8_t *b = n ? malloc(op->cap) : NULL;
 		struct rdop **all =
 			b ? realloc(w->rdall, (size_t)(w->nrdall + 1) * sizeof(*all)) : NULL;
 		if (!all) {
@@ -101,12 +122,12 @@ void wire_rd_give_up(struct kinet_wire *w, int idx)
 		w->rdall = all;
 		n->kind = CTX_RD;
 		n->buf = b;
-		if (!wire_lreg_add(w, b, RD_PIECE))
+		n->cap = op->cap;
+		if (!wire_lreg_add(w, b, n->cap))
 			KLOG_WARN("wire: a replacement read buffer has no local descriptor: reads "
 				  "into it fail");
 		w->rdall[w->nrdall++] = n;
-		n->next = w->rdfree;
-		w->rdfree = n;
+		rd_put(w, n);
 	}
 	if (pr->nlost)
 		KLOG_WARN("wire: peer %d: %d read(s) given up (they cannot be cancelled here)", idx,
@@ -633,15 +654,18 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 			uint64_t n = pc->len - p->ioff;
 			if (n > RD_PIECE)
 				n = RD_PIECE;
-			if (!w->rdfree || (w->rd_bytes && w->rd_bytes + n > RD_BYTES))
+			if (w->rd_bytes && w->rd_bytes + n > RD_BYTES)
 				return work;
-			struct rdop *op = w->rdfree;
+			struct rdop *op = rd_get(w, n);
+			if (!op)
+				return work;
 			uint8_t *bounce = op->buf;
 			uint8_t *dst = p->dst + p->issued;
 			ssize_t rc = fi_read(w->ep, bounce, n, wire_ldesc(w, bounce, n),
 					     wire_peer_fa(w, wq), pc->addr + p->ioff, pc->key,
 					     &op->fc);
 			if (rc) {
+				rd_put(w, op);
 				if (rc == -FI_EAGAIN)
 					return work;
 				KLOG_DBG("wire: qp 0x%x: fi_read: %s", wq->qp->qpn,
@@ -649,7 +673,6 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 				p->status = KN_SYND_REMOTE_OP_ERR;
 				break;
 			}
-			w->rdfree = op->next;
 			op->next = NULL;
 			op->busy = true;
 			op->peer = wq->peer;
@@ -661,7 +684,9 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 			op->dst = dst;
 			op->dkind = p->dkind;
 			op->len = n;
-			atomic_fetch_add(&w->rd_inflight, 1);
+			uint32_t k = (uint32_t)atomic_fetch_add(&w->rd_inflight, 1) + 1;
+			if (k > w->rd_max)
+				w->rd_max = k;
 			w->rd_bytes += n;
 			p->inflight++;
 			p->issued += n;
@@ -683,8 +708,7 @@ void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 	if (op->lost) {
 		/* given up, back after all: its bytes are not used */
 		op->lost = false;
-		op->next = w->rdfree;
-		w->rdfree = op;
+		rd_put(w, op);
 		if (op->peer >= 0 && op->peer < w->npeers)
 			wire_lost_done(w, op->peer);
 		return;
@@ -725,8 +749,7 @@ void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
 	op->bounce = NULL;
 	op->p = NULL;
 	w->rd_bytes -= op->len;
-	op->next = w->rdfree;
-	w->rdfree = op;
+	rd_put(w, op);
 	atomic_fetch_sub(&w->rd_inflight, 1);
 }
 
