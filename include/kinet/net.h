@@ -170,8 +170,8 @@ struct kinet_wire_info {
 				      * KINET_NET_COPY_MIN is set: its reads are one fast
 				      * kernel copy) */
 	int cq_wait_fd;          /* 1: an idle engine sleeps on the network provider's wait fd
-				  * (woken by traffic, KINET_NET_CQ_WAIT=fd); 0: it naps (the
-				  * default, or the provider has none) */
+				  * (woken by traffic); 0: it naps (KINET_NET_CQ_WAIT=none, or
+				  * the provider has none) */
 	uint32_t reads_max;      /* most rendezvous reads this target had in flight at once
 				  * on one wire (those being copied into place included):
 				  * up to 16 of 1 MiB pieces, 64 where they are of 64 KiB or

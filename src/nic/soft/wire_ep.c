@@ -349,13 +349,13 @@ void wire_repost(struct kinet_wire *w)
 static int ep_open_once(struct kinet_wire *w, const char **step)
 {
 	int rc;
-	/* KINET_NET_CQ_WAIT=fd: a wait fd lets an idle engine sleep until the
-	 * network has something, but with it rxm puts the tcp sockets in an
-	 * epoll set, and every round trip costs 2 to 3 us more (libfabric 1.17,
-	 * docs/perf.md); by default none, the provider's own progress alone */
+	/* a wait fd lets an idle engine sleep until the network has something;
+	 * with it rxm keeps the tcp sockets in an epoll set, and every round
+	 * trip costs 2 to 3 us more than without (KINET_NET_CQ_WAIT=none,
+	 * libfabric 1.17, docs/perf.md) */
 	struct fi_cq_attr cqa = {.size = 4096, .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
 	*step = "fi_cq_open";
-	if (!strcmp(KT(NET_CQ_WAIT), "fd") && fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
+	if (strcmp(KT(NET_CQ_WAIT), "none") && fi_cq_open(w->dom, &cqa, &w->cq, NULL) == 0) {
 		if (fi_control(&w->cq->fid, FI_GETWAIT, &w->wait_fd))
 			w->wait_fd = -1;
 	} else {
