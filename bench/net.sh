@@ -20,60 +20,22 @@ N=${2:-1000}
 REPS=${3:-5}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-CC=${CC:-cc}
-# NET_PREBUILT=1: fabric_bw and kinet_net_bw are in BUILD_DIR/bench already (a
-# machine without libfabric's headers: build them elsewhere, carry them)
-if [ "${NET_PREBUILT:-0}" != 1 ]; then
-	$CC -O2 -Wall -Wextra -Werror -o "$OUT/fabric_bw" "$ROOT/bench/fabric_bw.c" $(pkg-config --cflags --libs libfabric)
-	$CC -O2 -Wall -Wextra -Werror -I"$ROOT/include" -I"$BUILD/gen" -o "$OUT/kinet_net_bw" \
-		"$ROOT/bench/kinet_net_bw.c" -L"$BUILD/src" -lkinet -Wl,-rpath,"$BUILD/src"
-fi
+. "$ROOT/bench/net_lib.sh"
+net_build
 
 # the raw side runs the one provider: so does kinet (without this, two kinet
 # processes on one host would take shm, KINET_FI_SAME_HOST)
 export KINET_FI_SAME_HOST=off
 
-TMP=$(mktemp -d)
-NSA=kinet-bench-a$$
-NSB=kinet-bench-b$$
-cleanup() {
-	ip netns del "$NSA" 2>/dev/null || true
-	ip netns del "$NSB" 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-PS=()
-PC=()
-[ -n "${PIN_SRV:-}" ] && PS=(taskset -c "$PIN_SRV")
-[ -n "${PIN_CLI:-}" ] && PC=(taskset -c "$PIN_CLI")
-
-# pair PROG SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE [CLIENT OPTIONS]:
-# server in the background, client in front; both bounded. The client's
-# lines go to stdout.
-pair() {
-	local prog=$1 spre=$2 cpre=$3 sif=$4 cif=$5
-	shift 5
-	rm -rf "$TMP/x"
-	mkdir "$TMP/x"
-	$spre env FI_TCP_IFACE="$sif" timeout 300 "${PS[@]}" "$OUT/$prog" -s "$TMP/x" &
-	local spid=$!
-	$cpre env FI_TCP_IFACE="$cif" timeout 300 "${PC[@]}" "$OUT/$prog" -c "$TMP/x" -n "$N" "$@"
-	wait $spid
-}
-
-# median of the numbers on stdin
-median() {
-	sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
-}
+net_init kinet-bench
 
 # run_path NAME SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE
 run_path() {
 	local name=$1
 	shift
 	for r in $(seq 1 "$REPS"); do
-		pair fabric_bw "$@" >"$TMP/raw.$name.$r"
-		pair kinet_net_bw "$@" ${KINET_ARGS:-} >"$TMP/kin.$name.$r"
+		pair "" fabric_bw "$@" -n "$N" >"$TMP/raw.$name.$r"
+		pair "" kinet_net_bw "$@" -n "$N" ${KINET_ARGS:-} >"$TMP/kin.$name.$r"
 	done
 }
 
@@ -110,17 +72,8 @@ table_lat() {
 PATHS=(lo)
 run_path lo "" "" lo lo
 if [ "$(id -u)" = 0 ]; then
-	ip netns add "$NSA"
-	ip netns add "$NSB"
-	ip link add kbva$$ type veth peer name kbvb$$
-	ip link set kbva$$ netns "$NSA"
-	ip link set kbvb$$ netns "$NSB"
-	ip -n "$NSA" addr add 10.232.254.1/30 dev kbva$$
-	ip -n "$NSB" addr add 10.232.254.2/30 dev kbvb$$
-	for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-	ip -n "$NSA" link set kbva$$ up
-	ip -n "$NSB" link set kbvb$$ up
-	run_path ns "ip netns exec $NSB" "ip netns exec $NSA" kbvb$$ kbva$$
+	net_ns kbv$$ 10.232.254
+	run_path ns "ip netns exec $NSB" "ip netns exec $NSA" kbv$$b kbv$$a
 	PATHS+=(ns)
 fi
 

@@ -25,12 +25,8 @@ SIZES=${SIZES:-65536}
 GAP_US=${GAP_US:-1000}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-CC=${CC:-cc}
-if [ "${NET_PREBUILT:-0}" != 1 ]; then
-	$CC -O2 -Wall -Wextra -Werror -o "$OUT/fabric_bw" "$ROOT/bench/fabric_bw.c" $(pkg-config --cflags --libs libfabric)
-	$CC -O2 -Wall -Wextra -Werror -I"$ROOT/include" -I"$BUILD/gen" -o "$OUT/kinet_net_bw" \
-		"$ROOT/bench/kinet_net_bw.c" -L"$BUILD/src" -lkinet
-fi
+. "$ROOT/bench/net_lib.sh"
+net_build
 export KINET_FI_SAME_HOST=off # one provider for raw and kinet (bench/net.sh)
 
 LABELS=()
@@ -45,31 +41,7 @@ for v in "$@"; do
 done
 [ ${#LABELS[@]} -gt 0 ] || { echo "usage: bench/net_ab.sh BUILD_DIR N REPS LABEL=LIBDIR[,VAR=VALUE...] ..." >&2; exit 2; }
 
-TMP=$(mktemp -d)
-NSA=kinet-ab-a$$
-NSB=kinet-ab-b$$
-cleanup() {
-	ip netns del "$NSA" 2>/dev/null || true
-	ip netns del "$NSB" 2>/dev/null || true
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-PS=()
-PC=()
-[ -n "${PIN_SRV:-}" ] && PS=(taskset -c "$PIN_SRV")
-[ -n "${PIN_CLI:-}" ] && PC=(taskset -c "$PIN_CLI")
-
-# pair ENV PROG SRV_PREFIX CLI_PREFIX SRV_IFACE CLI_IFACE [CLIENT OPTIONS]
-pair() {
-	local envs=$1 prog=$2 spre=$3 cpre=$4 sif=$5 cif=$6
-	shift 6
-	rm -rf "$TMP/x"
-	mkdir "$TMP/x"
-	$spre env $envs FI_TCP_IFACE="$sif" timeout 300 "${PS[@]}" "$OUT/$prog" -s "$TMP/x" &
-	local spid=$!
-	$cpre env $envs FI_TCP_IFACE="$cif" timeout 300 "${PC[@]}" "$OUT/$prog" -c "$TMP/x" "$@"
-	wait $spid
-}
+net_init kinet-ab
 
 # one PATH ROUND WHO ENV PROG PREFIXES...: every measurement of one side
 one() {
@@ -101,23 +73,11 @@ run_path() {
 PATHS=(lo)
 run_path lo "" "" lo lo
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
-	ip netns add "$NSA"
-	ip netns add "$NSB"
-	ip link add kaba$$ type veth peer name kabb$$
-	ip link set kaba$$ netns "$NSA"
-	ip link set kabb$$ netns "$NSB"
-	ip -n "$NSA" addr add 10.232.253.1/30 dev kaba$$
-	ip -n "$NSB" addr add 10.232.253.2/30 dev kabb$$
-	for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-	ip -n "$NSA" link set kaba$$ up
-	ip -n "$NSB" link set kabb$$ up
-	run_path ns "ip netns exec $NSB" "ip netns exec $NSA" kabb$$ kaba$$
+	net_ns kab$$ 10.232.253
+	run_path ns "ip netns exec $NSB" "ip netns exec $NSA" kab$$b kab$$a
 	PATHS+=(ns)
 fi
 
-median() {
-	sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
-}
 # val FILE KEY [SIZE]
 val() { awk -v k="$2" -v z="${3:-}" '$1 == k && (z == "" || $2 == z) {print $NF}' "$1"; }
 
