@@ -189,6 +189,15 @@ static void ord_model(uint8_t *m)
 #define ORD_EAGER ((void *)1)
 #define ORD_COPY_ON ((void *)2)
 #define ORD_COPY_OFF ((void *)3)
+/* The target's copy thread as arg asks (ORD_COPY_ON, ORD_COPY_OFF; other
+ * args leave the defaults), before its context opens. */
+static void copy_mode(void *arg)
+{
+	if (arg == ORD_COPY_ON || arg == ORD_COPY_OFF) {
+		setenv("KINET_NET_COPY_THREAD", arg == ORD_COPY_ON ? "on" : "off", 1);
+		setenv("KINET_NET_COPY_MIN", "0", 1);
+	}
+}
 static int ord_a(int fd, int fd2, void *arg)
 {
 	(void)fd2;
@@ -226,10 +235,7 @@ static int ord_a(int fd, int fd2, void *arg)
 static int ord_b(int fd, int fd2, void *arg)
 {
 	(void)fd2;
-	if (arg == ORD_COPY_ON || arg == ORD_COPY_OFF) {
-		setenv("KINET_NET_COPY_THREAD", arg == ORD_COPY_ON ? "on" : "off", 1);
-		setenv("KINET_NET_COPY_MIN", "0", 1);
-	}
+	copy_mode(arg);
 	struct tw_side s;
 	tw_open(&s, fd, TW_LEN, 2);
 	uint32_t lkey = kinet_mr_lkey(s.mr);
@@ -321,7 +327,8 @@ Test(wire_rndv, rc_order_and_immediate_copy_thread)
  * overlapping places: the target reads more than 16 of them at once (its
  * small read descriptors; 16 descriptors of 1 MiB before), never more than
  * 64, and every byte lands in RC order (the later write wins). arg:
- * ORD_COPY_ON: copies into place on the target's copy thread. */
+ * ORD_COPY_ON or ORD_COPY_OFF: the target's copy thread, or its engine,
+ * copies into place. */
 #define MW_FIRST 64 /* writes of 64 KiB, one doorbell */
 #define MW_N 240
 static uint32_t mw_len(int i)
@@ -367,10 +374,7 @@ static int mw_a(int fd, int fd2, void *arg)
 static int mw_b(int fd, int fd2, void *arg)
 {
 	(void)fd2;
-	if (arg == ORD_COPY_ON) {
-		setenv("KINET_NET_COPY_THREAD", "on", 1);
-		setenv("KINET_NET_COPY_MIN", "0", 1);
-	}
+	copy_mode(arg);
 	struct tw_side s;
 	tw_open(&s, fd, TW_LEN, 2);
 	CK(tw_sync(fd, 1) == 1);
@@ -401,13 +405,10 @@ static int mw_b(int fd, int fd2, void *arg)
 Test(wire_rndv, small_writes_many_reads_at_once)
 {
 	tw_need_wire();
-	void *mode[2] = {NULL, ORD_COPY_ON};
+	void *mode[2] = {ORD_COPY_OFF, ORD_COPY_ON};
 	for (int k = 0; k < 2; k++) {
-		if (k == 0)
-			setenv("KINET_NET_COPY_THREAD", "off", 1);
 		struct tw_proc p[2] = {{.fn = mw_a}, {.fn = mw_b}};
 		tw_run(p, 2, one_link, 1, mode[k], 60000);
-		unsetenv("KINET_NET_COPY_THREAD");
 		cr_assert(tw_exited_ok(&p[0]), "copy thread %s: side a: status 0x%x",
 			  k ? "on" : "off", p[0].status);
 		cr_assert(tw_exited_ok(&p[1]), "copy thread %s: side b: status 0x%x",
