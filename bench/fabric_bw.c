@@ -31,9 +31,11 @@
 #define MAXSZ (4u << 20)
 
 /* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
- * -g GAP_US: a pause of that long before each latency sample (untimed) */
+ * -g GAP_US: a pause of that long before each latency sample (untimed);
+ * -w: the CQ opened with a wait fd, as kinet's wire opens it by default
+ * (KINET_NET_CQ_WAIT=fd), still polled, never waited on */
 static uint32_t only_size;
-static int no_bw, lat_iters = -1, gap_us;
+static int no_bw, lat_iters = -1, gap_us, cq_wait_fd;
 #define WIN 64
 #define CTRL 64
 
@@ -118,7 +120,8 @@ static void setup(void)
 	fi_freeinfo(hints);
 	CHK(fi_fabric(info->fabric_attr, &fab, NULL));
 	CHK(fi_domain(fab, info, &dom, NULL));
-	struct fi_cq_attr ca = {.size = 1024, .format = FI_CQ_FORMAT_CONTEXT};
+	struct fi_cq_attr ca = {.size = 1024, .format = FI_CQ_FORMAT_CONTEXT,
+				.wait_obj = cq_wait_fd ? FI_WAIT_FD : FI_WAIT_NONE};
 	CHK(fi_cq_open(dom, &ca, &cq, NULL));
 	struct fi_av_attr aa = {.type = FI_AV_TABLE};
 	CHK(fi_av_open(dom, &aa, &av, NULL));
@@ -332,7 +335,7 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int srv = -1;
 	int opt;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:w")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -346,10 +349,12 @@ int main(int argc, char **argv)
 			lat_iters = atoi(optarg);
 		} else if (opt == 'g') {
 			gap_us = atoi(optarg);
+		} else if (opt == 'w') {
+			cq_wait_fd = 1;
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US]\n");
+		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-w]\n");
 		return 2;
 	}
 	return srv ? server(dir) : client(dir, n);

@@ -4,7 +4,14 @@
 # paths: loopback, then two network namespaces joined by a veth pair (made
 # here and removed on exit; needs root). Raw and kinet alternate REPS times
 # on each path; the tables give medians (and the spread of the per-round
-# ratios). Prints markdown for docs/perf.md.
+# ratios); the 8-byte round trip of raw fi_send is measured twice, with the
+# CQ raw fabric_bw opens (no wait object) and with the one kinet's wire opens
+# by default (a wait fd: fabric_bw -w). Prints markdown for docs/perf.md,
+# and writes the bandwidth medians as kinet-perf JSON records (test
+# write_bw, one file per path and side: net-PATH-raw.json,
+# net-PATH-kinet.json in NET_JSON_DIR, default BUILD_DIR/bench), which
+# kinet-plot draws; where it can draw, into NET_JSON_DIR/net_bw.png (else
+# the command line is printed).
 #
 #   bench/net.sh [BUILD_DIR] [N] [REPS]   (default build, N=1000, REPS=5)
 #
@@ -35,6 +42,9 @@ run_path() {
 	shift
 	for r in $(seq 1 "$REPS"); do
 		pair "" fabric_bw "$@" -n "$N" >"$TMP/raw.$name.$r"
+		# raw round trips again, the CQ opened with a wait fd as kinet's
+		# wire opens its own by default (KINET_NET_CQ_WAIT=fd)
+		pair "" fabric_bw "$@" -n "$N" -z 0 -w >"$TMP/raww.$name.$r"
 		pair "" kinet_net_bw "$@" -n "$N" ${KINET_ARGS:-} >"$TMP/kin.$name.$r"
 	done
 }
@@ -63,10 +73,12 @@ table_bw() {
 }
 
 table_lat() {
-	local name=$1 label=$2 r k
+	local name=$1 label=$2 r w k
 	r=$(cat "$TMP"/raw."$name".* | awk '$1 == "lat" {print $2}' | median)
+	w=$(cat "$TMP"/raww."$name".* | awk '$1 == "lat" {print $2}' | median)
 	k=$(cat "$TMP"/kin."$name".* | awk '$1 == "lat" {print $2}' | median)
-	awk -v l="$label" -v r="$r" -v k="$k" 'BEGIN {printf "| %s | %.1f us | %.1f us | %+.1f us |\n", l, r, k, k - r}'
+	awk -v l="$label" -v r="$r" -v w="$w" -v k="$k" \
+		'BEGIN {printf "| %s | %.1f us | %.1f us | %.1f us | %+.1f us | %+.1f us |\n", l, r, w, k, k - r, k - w}'
 }
 
 PATHS=(lo)
@@ -87,9 +99,52 @@ for p in "${PATHS[@]}"; do
 	table_bw "$p" "$([ "$p" = lo ] && echo loopback || echo namespaces)"
 done
 echo
-echo "| path | raw 8-byte fi_send round trip | kinet 8-byte write, post to completion | kinet - raw |"
-echo "|---|---:|---:|---:|"
+echo "| path | raw 8-byte fi_send round trip | raw, CQ with a wait fd | kinet 8-byte write, post to completion | kinet - raw | kinet - raw with a wait fd |"
+echo "|---|---:|---:|---:|---:|---:|"
 for p in "${PATHS[@]}"; do
 	table_lat "$p" "$([ "$p" = lo ] && echo loopback || echo namespaces)"
 done
 [ "$(id -u)" = 0 ] || echo -e "\n(namespaces skipped: needs root)"
+
+# the medians as kinet-perf records, for kinet-plot
+JDIR=${NET_JSON_DIR:-$OUT}
+mkdir -p "$JDIR"
+VER=$(awk -F'"' '/define KINET_VERSION / {print $2}' "$BUILD/gen/kinet_config.h" 2>/dev/null || true)
+DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+PROV=${KINET_FI_PROVIDER:-tcp;ofi_rxm}
+json_side() { # json_side PATH SIDE(raw|kin) LABEL FILE
+	local name=$1 side=$2 label=$3 file=$4
+	: >"$file"
+	for sz in 65536 262144 1048576 4194304; do
+		local m
+		m=$(cat "$TMP/$side.$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' | median)
+		[ "$m" = - ] && continue
+		awk -v z=$sz -v m="$m" -v v="${VER:-?}" -v h="$(hostname)" -v d="$DATE" -v p="$PROV" \
+			-v b="$label" -v r="$REPS" -v n="$N" 'BEGIN {
+			printf "{\"test\":\"write_bw\",\"kinet_version\":\"%s\",\"backend\":\"%s\",", v, b
+			printf "\"provider\":\"%s\",\"host\":\"%s\",\"date\":\"%s\",\"executor\":\"host\",", p, h, d
+			printf "\"processes\":2,\"bytes\":%d,\"bw_avg_mbs\":%.2f,\"bw_avg_gbps\":%.4f,", z, m, m * 1048576 * 8 / 1e9
+			printf "\"source\":\"bench/net.sh\",\"median_of_rounds\":%d,\"n\":%d}\n", r, n}' >>"$file"
+	done
+}
+PLOT_LABELS=()
+PLOT_FILES=()
+for p in "${PATHS[@]}"; do
+	pl=$([ "$p" = lo ] && echo loopback || echo namespaces)
+	json_side "$p" raw "raw fi_write" "$JDIR/net-$pl-raw.json"
+	json_side "$p" kin "kinet soft" "$JDIR/net-$pl-kinet.json"
+	PLOT_LABELS+=(--label "raw fi_write, $pl" --label "kinet write, $pl")
+	PLOT_FILES+=("$JDIR/net-$pl-raw.json" "$JDIR/net-$pl-kinet.json")
+done
+echo
+echo "JSON records (medians): $JDIR/net-*.json"
+PLOT=$ROOT/tools/plot/kinet-plot
+prc=0
+"$PLOT" -o "$JDIR/net_bw.png" --title "kinet write against raw fi_write: $PROV, two processes"$'\n'"bench/net.sh, medians of $REPS rounds, $(date -u +%Y-%m-%d)" \
+	"${PLOT_LABELS[@]}" "${PLOT_FILES[@]}" >"$TMP/plot.out" 2>&1 || prc=$?
+if [ $prc = 0 ]; then
+	grep '^wrote' "$TMP/plot.out"
+else
+	echo "not drawn here ($(tail -1 "$TMP/plot.out")); to draw them:" \
+		"tools/plot/kinet-plot -o net_bw.png$(printf ' %q' "${PLOT_LABELS[@]}" "${PLOT_FILES[@]}")"
+fi

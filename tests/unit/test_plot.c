@@ -89,7 +89,7 @@ Test(plot, png_from_kinet_perf_records)
 	records("lat.json", "write_lat -a --max-size 64 -n 50");
 	char *out, *cmd;
 	char *png = fmt("%s/curves.png", dir);
-	cmd = fmt("'%s' -o '%s' --label 'writes, 1 thread' --label 'ping-pong' '%s/bw.json' "
+	cmd = fmt("'%s' -o '%s' --table --label 'writes, 1 thread' --label 'ping-pong' '%s/bw.json' "
 		 "'%s/lat.json' 2>&1",
 		 plot_bin(), png, dir, dir);
 	int rc = sh(cmd, &out);
@@ -113,7 +113,8 @@ Test(plot, png_from_kinet_perf_records)
 	cr_assert_gt(stb.st_size, 10000, "a PNG of %lld bytes has no curves", (long long)stb.st_size);
 	/* what it drew: axes with units, one labelled line per file, the title */
 	cr_assert_not_null(strstr(out, "panel bandwidth: x: message size [bytes]"), "%s", out);
-	cr_assert_not_null(strstr(out, "y: bandwidth, BW average [MB/s"), "%s", out);
+	cr_assert_not_null(strstr(out, "y: bandwidth, BW average [MB/s (2^20 B)]\n"),
+			   "a linear bandwidth axis by default: %s", out);
 	cr_assert_not_null(strstr(out, "panel latency: x: message size [bytes]"), "%s", out);
 	cr_assert_not_null(strstr(out, "y: latency, t_typical (median) [us]"), "%s", out);
 	cr_assert_not_null(strstr(out, "line 'writes, 1 thread': 12 points, 2="), "%s", out);
@@ -123,12 +124,20 @@ Test(plot, png_from_kinet_perf_records)
 	snprintf(title, sizeof(title), "title: kinet-perf write_bw, write_lat | kinet %d.%d | %s",
 		 KINET_VERSION_MAJOR, KINET_VERSION_MINOR, host);
 	cr_assert_not_null(strstr(out, title), "%s", out);
+	/* --table: the same points as markdown, a row per size, a column per line */
+	const char *bt = strstr(out, "| size | writes, 1 thread |\n|---:|---:|\n| 2 | ");
+	const char *lt = strstr(out, "| size | ping-pong |\n|---:|---:|\n| 2 | ");
+	cr_assert(bt && lt, "no markdown tables: %s", out);
+	cr_assert_not_null(strstr(bt, "\n| 4K | "), "%s", out);
+	cr_assert_null(strstr(bt, "\n| 8K | "), "a size that was not run: %s", out);
+	cr_assert_not_null(strstr(lt, "\n| 64 | "), "%s", out);
+	cr_assert_null(strstr(lt, "\n| 128 | "), "%s", out);
 	free(out);
 	/* Gb/s and labels from the metadata */
 	free(cmd);
-	cmd = fmt("'%s' -o '%s' --gbits '%s/bw.json' 2>&1", plot_bin(), png, dir);
+	cmd = fmt("'%s' -o '%s' --gbits --logy '%s/bw.json' 2>&1", plot_bin(), png, dir);
 	cr_assert_eq(sh(cmd, &out), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "y: bandwidth, BW average [Gb/s]"), "%s", out);
+	cr_assert_not_null(strstr(out, "y: bandwidth, BW average [Gb/s] (log 10)\n"), "%s", out);
 	cr_assert_not_null(strstr(out, "line 'write_bw, soft/host'"), "%s", out);
 	free(out);
 	/* what it refuses */
