@@ -32,7 +32,8 @@
 
 /* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
  * -g GAP_US: a pause of that long before each latency sample (untimed);
- * -w: the CQ opened with a wait fd, as kinet's wire opens it by default
+ * -w (or FABRIC_BW_CQ_WAIT=fd in the environment, which reaches a server
+ * too): the CQ opened with a wait fd, as kinet's wire opens it by default
  * (KINET_NET_CQ_WAIT=fd), still polled, never waited on */
 static uint32_t only_size;
 static int no_bw, lat_iters = -1, gap_us, cq_wait_fd;
@@ -353,6 +354,9 @@ int main(int argc, char **argv)
 			cq_wait_fd = 1;
 		}
 	}
+	const char *cw = getenv("FABRIC_BW_CQ_WAIT");
+	if (cw && !strcmp(cw, "fd"))
+		cq_wait_fd = 1;
 	if (srv < 0 || n <= 0) {
 		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-w]\n");
 		return 2;

@@ -44,7 +44,8 @@ run_path() {
 		pair "" fabric_bw "$@" -n "$N" >"$TMP/raw.$name.$r"
 		# raw round trips again, the CQ opened with a wait fd as kinet's
 		# wire opens its own by default (KINET_NET_CQ_WAIT=fd)
-		pair "" fabric_bw "$@" -n "$N" -z 0 -w >"$TMP/raww.$name.$r"
+		pair FABRIC_BW_CQ_WAIT=fd fabric_bw "$@" -n "$N" -z 0 >"$TMP/raww.$name.$r" ||
+			echo "raw with a wait fd failed (the provider may refuse FI_WAIT_FD)" >&2
 		pair "" kinet_net_bw "$@" -n "$N" ${KINET_ARGS:-} >"$TMP/kin.$name.$r"
 	done
 }
@@ -77,8 +78,11 @@ table_lat() {
 	r=$(cat "$TMP"/raw."$name".* | awk '$1 == "lat" {print $2}' | median)
 	w=$(cat "$TMP"/raww."$name".* | awk '$1 == "lat" {print $2}' | median)
 	k=$(cat "$TMP"/kin."$name".* | awk '$1 == "lat" {print $2}' | median)
-	awk -v l="$label" -v r="$r" -v w="$w" -v k="$k" \
-		'BEGIN {printf "| %s | %.1f us | %.1f us | %.1f us | %+.1f us | %+.1f us |\n", l, r, w, k, k - r, k - w}'
+	awk -v l="$label" -v r="$r" -v w="$w" -v k="$k" 'BEGIN {
+		if (w == "-")
+			printf "| %s | %.1f us | - | %.1f us | %+.1f us | - |\n", l, r, k, k - r
+		else
+			printf "| %s | %.1f us | %.1f us | %.1f us | %+.1f us | %+.1f us |\n", l, r, w, k, k - r, k - w}'
 }
 
 PATHS=(lo)
@@ -89,7 +93,7 @@ if [ "$(id -u)" = 0 ]; then
 	PATHS+=(ns)
 fi
 
-echo "provider ${KINET_FI_PROVIDER:-tcp;ofi_rxm}, N=$N, $REPS rounds (raw then kinet in each), medians;" \
+echo "provider ${KINET_FI_PROVIDER:-tcp;ofi_rxm}, N=$N, $REPS rounds (raw, raw with a wait fd, then kinet in each), medians; MB = 10^6 B;" \
 	"libfabric $(ldd "$OUT/fabric_bw" | awk '/libfabric/ {print $3}');" \
 	"pinning: server ${PIN_SRV:-none}, client ${PIN_CLI:-none}; kinet client options: ${KINET_ARGS:-none}"
 echo
@@ -106,10 +110,14 @@ for p in "${PATHS[@]}"; do
 done
 [ "$(id -u)" = 0 ] || echo -e "\n(namespaces skipped: needs root)"
 
-# the medians as kinet-perf records, for kinet-plot
+# the medians as kinet-perf records, for kinet-plot (the programs print
+# 10^6 B/s; kinet-perf's bw_avg_mbs is in 2^20 B/s)
 JDIR=${NET_JSON_DIR:-$OUT}
 mkdir -p "$JDIR"
-VER=$(awk -F'"' '/define KINET_VERSION / {print $2}' "$BUILD/gen/kinet_config.h" 2>/dev/null || true)
+rm -f "$JDIR"/net-loopback-*.json "$JDIR"/net-namespaces-*.json
+# MAJOR.MINOR, as kinet-perf writes it
+VER=$(awk -F'"' '/define KINET_VERSION / {split($2, v, "."); print v[1] "." v[2]}' \
+	"$BUILD/gen/kinet_config.h" 2>/dev/null || true)
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 PROV=${KINET_FI_PROVIDER:-tcp;ofi_rxm}
 json_side() { # json_side PATH SIDE(raw|kin) LABEL FILE
@@ -123,7 +131,7 @@ json_side() { # json_side PATH SIDE(raw|kin) LABEL FILE
 			-v b="$label" -v r="$REPS" -v n="$N" 'BEGIN {
 			printf "{\"test\":\"write_bw\",\"kinet_version\":\"%s\",\"backend\":\"%s\",", v, b
 			printf "\"provider\":\"%s\",\"host\":\"%s\",\"date\":\"%s\",\"executor\":\"host\",", p, h, d
-			printf "\"processes\":2,\"bytes\":%d,\"bw_avg_mbs\":%.2f,\"bw_avg_gbps\":%.4f,", z, m, m * 1048576 * 8 / 1e9
+			printf "\"processes\":2,\"bytes\":%d,\"bw_avg_mbs\":%.2f,\"bw_avg_gbps\":%.4f,", z, m * 1e6 / 1048576, m * 8 / 1e3
 			printf "\"source\":\"bench/net.sh\",\"median_of_rounds\":%d,\"n\":%d}\n", r, n}' >>"$file"
 	done
 }

@@ -11,11 +11,12 @@
 #   bench/perf_curves.sh [BUILD_DIR] [OUT_DIR]   (default build, BUILD_DIR/bench/curves)
 #
 # N: iterations per size of the bandwidth sweeps (default 2000; latency: N/2);
-# MAX: the largest size (default 4M); PIN: a CPU list (taskset -c) for every
+# MAX: the largest size of the bandwidth sweeps (default 4M; latency: 64K);
+# PIN: a CPU list (taskset -c) for every
 # run (default: none). Files in OUT_DIR: one NAME.json per run (kinet-perf
 # --out_json_file), bw.png and lat.png with their tables in tables.md
-# (kinet-plot --table; when kinet-plot cannot draw here, say so and leave
-# the JSON files for another machine).
+# (kinet-plot --table; where kinet-plot cannot draw, without matplotlib, it
+# says so and leaves the JSON files for another machine, which makes both).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -26,7 +27,7 @@ PERF=$BUILD/tools/perf/kinet-perf
 PLOT=$ROOT/tools/plot/kinet-plot
 [ -x "$PERF" ] || { echo "perf_curves.sh: $PERF not built" >&2; exit 1; }
 mkdir -p "$OUT"
-rm -f "$OUT"/*.json
+rm -f "$OUT"/bw-*.json "$OUT"/lat-*.json "$OUT"/tables.md
 PRE=()
 [ -n "${PIN:-}" ] && PRE=(taskset -c "$PIN")
 GPU=0
@@ -99,8 +100,8 @@ draw() {
 	fi
 }
 : >"$OUT/tables.md"
-draw bw --logy "${BW_LABELS[@]}" "${BW_FILES[@]}"
-draw lat "${LAT_LABELS[@]}" "${LAT_FILES[@]}"
+[ ${#BW_FILES[@]} -gt 0 ] && draw bw --logy "${BW_LABELS[@]}" "${BW_FILES[@]}"
+[ ${#LAT_FILES[@]} -gt 0 ] && draw lat "${LAT_LABELS[@]}" "${LAT_FILES[@]}"
 [ -s "$OUT/tables.md" ] && cat "$OUT/tables.md"
 if [ -n "$FAILED" ]; then
 	echo "perf_curves.sh: failed:$FAILED" >&2
