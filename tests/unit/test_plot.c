@@ -140,6 +140,23 @@ Test(plot, png_from_kinet_perf_records)
 	cr_assert_not_null(strstr(out, "y: bandwidth, BW average [Gb/s] (log 10)\n"), "%s", out);
 	cr_assert_not_null(strstr(out, "line 'write_bw, soft/host'"), "%s", out);
 	free(out);
+	/* --table with lines of different sizes: '-' where a line has no point;
+	 * a '|' in a label stays text */
+	records("bw64.json", "write_bw -a --max-size 64 -n 50");
+	free(cmd);
+	cmd = fmt("'%s' -o '%s' --table --label 'a|b' --label 'short' '%s/bw.json' '%s/bw64.json' 2>&1",
+		  plot_bin(), png, dir, dir);
+	cr_assert_eq(sh(cmd, &out), 0, "%s", out);
+	const char *t2 = strstr(out, "| size | a\\|b | short |\n");
+	cr_assert_not_null(t2, "%s", out);
+	cr_assert_not_null(strstr(t2, "\n| 64 | "), "%s", out);
+	const char *r128 = strstr(t2, "\n| 128 | ");
+	cr_assert_not_null(r128, "%s", out);
+	const char *eol = strchr(r128 + 1, '\n');
+	cr_assert_not_null(eol);
+	cr_assert(eol - r128 > 4 && !strncmp(eol - 4, " - |", 4),
+		  "no '-' for the short line at 128: %.*s", (int)(eol - r128), r128);
+	free(out);
 	/* what it refuses */
 	char *empty = fmt("%s/empty.json", dir);
 	f = fopen(empty, "w");
