@@ -28,6 +28,7 @@ REPS=${3:-5}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 . "$ROOT/bench/net_lib.sh"
+. "$ROOT/bench/plot_lib.sh"
 net_build
 
 # the raw side runs the one provider: so does kinet (without this, two kinet
@@ -50,14 +51,28 @@ run_path() {
 	done
 }
 
+SIZES="65536 262144 1048576 4194304"
+
+# bw_median SIDE(raw|kin) NAME SIZE COLUMN (3: write, 4: send) and
+# lat_median SIDE(raw|raww|kin) NAME: medians over the rounds' files
+bw_median() {
+	cat "$TMP/$1.$2".* | awk -v z="$3" -v c="$4" '$1 == "bw" && $2 == z {print $c}' | median
+}
+lat_median() {
+	cat "$TMP/$1.$2".* | awk '$1 == "lat" {print $2}' | median
+}
+path_label() {
+	[ "$1" = lo ] && echo loopback || echo namespaces
+}
+
 # table NAME LABEL: bandwidth rows, then latency row, from the rounds' files
 table_bw() {
 	local name=$1 label=$2
-	for sz in 65536 262144 1048576 4194304; do
+	for sz in $SIZES; do
 		local w s k rmin rmax
-		w=$(cat "$TMP"/raw."$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' | median)
-		s=$(cat "$TMP"/raw."$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $4}' | median)
-		k=$(cat "$TMP"/kin."$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' | median)
+		w=$(bw_median raw "$name" $sz 3)
+		s=$(bw_median raw "$name" $sz 4)
+		k=$(bw_median kin "$name" $sz 3)
 		# per-round ratios (raw and kinet of the same round)
 		local ratios=""
 		for r in $(seq 1 "$REPS"); do
@@ -75,9 +90,9 @@ table_bw() {
 
 table_lat() {
 	local name=$1 label=$2 r w k
-	r=$(cat "$TMP"/raw."$name".* | awk '$1 == "lat" {print $2}' | median)
-	w=$(cat "$TMP"/raww."$name".* | awk '$1 == "lat" {print $2}' | median)
-	k=$(cat "$TMP"/kin."$name".* | awk '$1 == "lat" {print $2}' | median)
+	r=$(lat_median raw "$name")
+	w=$(lat_median raww "$name")
+	k=$(lat_median kin "$name")
 	awk -v l="$label" -v r="$r" -v w="$w" -v k="$k" 'BEGIN {
 		if (w == "-")
 			printf "| %s | %.1f us | - | %.1f us | %+.1f us | - |\n", l, r, k, k - r
@@ -100,13 +115,13 @@ echo
 echo "| path | size | raw fi_write MB/s | raw fi_send MB/s | kinet write MB/s | kinet / raw write | per-round ratios |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for p in "${PATHS[@]}"; do
-	table_bw "$p" "$([ "$p" = lo ] && echo loopback || echo namespaces)"
+	table_bw "$p" "$(path_label "$p")"
 done
 echo
 echo "| path | raw 8-byte fi_send round trip | raw, CQ with a wait fd | kinet 8-byte write, post to completion | kinet - raw | kinet - raw with a wait fd |"
 echo "|---|---:|---:|---:|---:|---:|"
 for p in "${PATHS[@]}"; do
-	table_lat "$p" "$([ "$p" = lo ] && echo loopback || echo namespaces)"
+	table_lat "$p" "$(path_label "$p")"
 done
 [ "$(id -u)" = 0 ] || echo -e "\n(namespaces skipped: needs root)"
 
@@ -123,9 +138,9 @@ PROV=${KINET_FI_PROVIDER:-tcp;ofi_rxm}
 json_side() { # json_side PATH SIDE(raw|kin) LABEL FILE
 	local name=$1 side=$2 label=$3 file=$4
 	: >"$file"
-	for sz in 65536 262144 1048576 4194304; do
+	for sz in $SIZES; do
 		local m
-		m=$(cat "$TMP/$side.$name".* | awk -v z=$sz '$1 == "bw" && $2 == z {print $3}' | median)
+		m=$(bw_median "$side" "$name" $sz 3)
 		[ "$m" = - ] && continue
 		awk -v z=$sz -v m="$m" -v v="${VER:-?}" -v h="$(hostname)" -v d="$DATE" -v p="$PROV" \
 			-v b="$label" -v r="$REPS" -v n="$N" 'BEGIN {
@@ -138,7 +153,7 @@ json_side() { # json_side PATH SIDE(raw|kin) LABEL FILE
 PLOT_LABELS=()
 PLOT_FILES=()
 for p in "${PATHS[@]}"; do
-	pl=$([ "$p" = lo ] && echo loopback || echo namespaces)
+	pl=$(path_label "$p")
 	json_side "$p" raw "raw fi_write" "$JDIR/net-$pl-raw.json"
 	json_side "$p" kin "kinet soft" "$JDIR/net-$pl-kinet.json"
 	PLOT_LABELS+=(--label "raw fi_write, $pl" --label "kinet write, $pl")
@@ -146,13 +161,6 @@ for p in "${PATHS[@]}"; do
 done
 echo
 echo "JSON records (medians): $JDIR/net-*.json"
-PLOT=$ROOT/tools/plot/kinet-plot
-prc=0
-"$PLOT" -o "$JDIR/net_bw.png" --title "kinet write against raw fi_write: $PROV, two processes"$'\n'"bench/net.sh, medians of $REPS rounds, $(date -u +%Y-%m-%d)" \
-	"${PLOT_LABELS[@]}" "${PLOT_FILES[@]}" >"$TMP/plot.out" 2>&1 || prc=$?
-if [ $prc = 0 ]; then
-	grep '^wrote' "$TMP/plot.out"
-else
-	echo "not drawn here ($(tail -1 "$TMP/plot.out")); to draw them:" \
-		"tools/plot/kinet-plot -o net_bw.png$(printf ' %q' "${PLOT_LABELS[@]}" "${PLOT_FILES[@]}")"
-fi
+kplot "$JDIR/net_bw.png" "$TMP/plot.out" \
+	--title "kinet write against raw fi_write: $PROV, two processes"$'\n'"bench/net.sh, medians of $REPS rounds, $(date -u +%Y-%m-%d)" \
+	"${PLOT_LABELS[@]}" "${PLOT_FILES[@]}" || true

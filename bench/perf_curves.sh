@@ -24,7 +24,7 @@ OUT=${2:-$BUILD/bench/curves}
 N=${N:-2000}
 MAX=${MAX:-4M}
 PERF=$BUILD/tools/perf/kinet-perf
-PLOT=$ROOT/tools/plot/kinet-plot
+. "$ROOT/bench/plot_lib.sh"
 [ -x "$PERF" ] || { echo "perf_curves.sh: $PERF not built" >&2; exit 1; }
 mkdir -p "$OUT"
 rm -f "$OUT"/bw-*.json "$OUT"/lat-*.json "$OUT"/tables.md
@@ -89,14 +89,8 @@ echo "JSON records: $OUT/*.json ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs
 draw() {
 	local kind=$1
 	shift
-	local rc=0
-	"$PLOT" -o "$OUT/$kind.png" --table "$@" >"$OUT/$kind.plot" 2>&1 || rc=$?
-	if [ $rc = 0 ]; then
-		grep '^wrote' "$OUT/$kind.plot"
+	if kplot "$OUT/$kind.png" "$OUT/$kind.plot" --table "$@"; then
 		sed -n '/^$/,$p' "$OUT/$kind.plot" >>"$OUT/tables.md"
-	else
-		echo "not drawn here ($(tail -1 "$OUT/$kind.plot")); to draw them:" \
-			"tools/plot/kinet-plot -o $kind.png --table$(printf ' %q' "$@")"
 	fi
 }
 : >"$OUT/tables.md"
