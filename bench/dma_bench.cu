@@ -151,6 +151,9 @@ int main(int argc, char **argv)
 	dbuf_open(pd, &gd, blen, 0);
 	CK(cudaMemcpy(hs.p, pattern, blen, cudaMemcpyDefault));
 	CK(cudaMemcpy(gs.p, pattern, blen, cudaMemcpyDefault));
+	/* from pageable memory the copy may still be running: the kernels below
+	 * go on a non-blocking stream, which does not wait for it */
+	CK(cudaDeviceSynchronize());
 	int *drc;
 	CK(cudaMalloc((void **)&drc, sizeof(int)));
 	cudaStream_t s;

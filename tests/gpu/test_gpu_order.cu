@@ -277,6 +277,8 @@ Test(gpu_order, signal_then_payload, .timeout = 120)
 		cudaStream_t s1, s2;
 		CU(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
 		CU(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+		/* the kernels' streams do not wait for the legacy stream's memsets */
+		CU(cudaDeviceSynchronize());
 		consumer_kernel<<<1, 1, 0, s2>>>((const uint64_t *)sig.dev, (const uint64_t *)dst.dev,
 						 ack, iters, stale, &rc[1]);
 		producer_kernel<<<1, 1, 0, s1>>>(g.d[0], (uint64_t *)src.dev, kinet_mr_lkey(src.mr),

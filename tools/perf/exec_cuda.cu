@@ -650,17 +650,28 @@ static int cuda_run(struct perf_env *e)
 	 * memory's; across processes (no bbuf) remote.c copies at the points
 	 * of its exchange and the jobs carry GPU addresses already */
 	bool local = e->bbuf != NULL;
+	/* The kernel runs on a non-blocking stream: a copy on the legacy default
+	 * stream (libfabric's own CUDA copies of GPU payloads it holds,
+	 * KINET_FI_HMEM) must not wait for it, since it waits for the network.
+	 * So everything it reads goes in on that stream too, in stream order.
+	 * A cudaMemcpy from pageable memory returns once the bytes are staged,
+	 * before they reach the GPU, and cudaMemset returns at once: the kernel
+	 * on another stream met half-copied jobs (garbage keys and addresses
+	 * from job 32 on: remote access errors, illegal memory accesses). */
+	if ((ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)) != cudaSuccess)
+		goto out;
 	if (o->mem == PERF_MEM_GPU && local &&
-	    ((ce = cudaMemcpy(cs.ga, e->abuf, e->buf_len, cudaMemcpyHostToDevice)) != cudaSuccess ||
-	     (cs.gb &&
-	      (ce = cudaMemcpy(cs.gb, e->bbuf, e->buf_len, cudaMemcpyHostToDevice)) != cudaSuccess)))
+	    ((ce = cudaMemcpyAsync(cs.ga, e->abuf, e->buf_len, cudaMemcpyHostToDevice, st)) !=
+		     cudaSuccess ||
+	     (cs.gb && (ce = cudaMemcpyAsync(cs.gb, e->bbuf, e->buf_len, cudaMemcpyHostToDevice,
+					     st)) != cudaSuccess)))
 		goto out;
 	if ((ce = cudaMalloc((void **)&dj, (size_t)n * sizeof(*dj))) != cudaSuccess ||
 	    (ce = cudaMalloc((void **)&dpost, ns * 8 + 8)) != cudaSuccess ||
 	    (ce = cudaMalloc((void **)&dcomp, ns * 8 + 8)) != cudaSuccess ||
 	    (ce = cudaMalloc((void **)&dring, nr * 8 + 8)) != cudaSuccess ||
 	    (ce = cudaMalloc((void **)&dbar, 64)) != cudaSuccess ||
-	    (ce = cudaMemset(dbar, 0, 64)) != cudaSuccess)
+	    (ce = cudaMemsetAsync(dbar, 0, 64, st)) != cudaSuccess)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		hj[i].qp = cs.dqa[i];
@@ -672,13 +683,8 @@ static int cuda_run(struct perf_env *e)
 		if (o->mem == PERF_MEM_GPU && local)
 			gpu_job(e, &hj[i]);
 	}
-	if ((ce = cudaMemcpy(dj, hj, (size_t)n * sizeof(*dj), cudaMemcpyHostToDevice)) !=
+	if ((ce = cudaMemcpyAsync(dj, hj, (size_t)n * sizeof(*dj), cudaMemcpyHostToDevice, st)) !=
 	    cudaSuccess)
-		goto out;
-	/* on a non-blocking stream: a copy on the legacy default stream (libfabric's
-	 * own CUDA copies of GPU payloads it holds, KINET_FI_HMEM) must not wait for
-	 * this kernel, which waits for the network */
-	if ((ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)) != cudaSuccess)
 		goto out;
 	kern<<<ctas, tpc, 0, st>>>(dj, n);
 	if ((ce = cudaGetLastError()) != cudaSuccess || (ce = cudaStreamSynchronize(st)) != cudaSuccess)
@@ -750,8 +756,18 @@ static int cuda_gpu_copy(struct perf_env *e, bool to_gpu)
 {
 	if (cs.env != e || !cs.ga)
 		return -EINVAL;
-	cudaError_t ce = to_gpu ? cudaMemcpy(cs.ga, e->abuf, e->buf_len, cudaMemcpyHostToDevice)
-				: cudaMemcpy(e->abuf, cs.ga, e->buf_len, cudaMemcpyDeviceToHost);
+	/* on a stream of its own, waited for: a cudaMemcpy from pageable memory
+	 * returns before the bytes reach the GPU, and the peer's writes, which
+	 * the NIC copies in on its own streams, may come right after READY */
+	cudaStream_t st = NULL;
+	cudaError_t ce = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+	if (ce == cudaSuccess)
+		ce = to_gpu ? cudaMemcpyAsync(cs.ga, e->abuf, e->buf_len, cudaMemcpyHostToDevice, st)
+			    : cudaMemcpyAsync(e->abuf, cs.ga, e->buf_len, cudaMemcpyDeviceToHost, st);
+	if (ce == cudaSuccess)
+		ce = cudaStreamSynchronize(st);
+	if (st)
+		cudaStreamDestroy(st);
 	if (ce != cudaSuccess) {
 		fprintf(stderr, "kinet-perf: --mem gpu: cudaMemcpy: %s\n", cudaGetErrorString(ce));
 		cudaGetLastError();
