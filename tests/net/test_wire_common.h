@@ -252,10 +252,10 @@ struct tw_proc {
 /* KINET_NET_TIMEOUT_MS of the wire tests' processes (tw_child_env sets it
  * where the environment does not): 1500 ms, short so that the tests of a
  * silent peer end soon; 6000 ms over udp;ofi_rxd, whose data path can be
- * silent longer than that on a loaded machine without anything being lost
- * (it recovers dropped datagrams by retransmitting after a timeout that
- * grows with each retry, and only while its peer's progress calls run: a
- * 1.5 s gap ended a 24-write eager run there once in CI). Tests that wait
+ * silent longer than that on a loaded machine (it recovers dropped
+ * datagrams by retransmitting after a timeout that grows with each retry,
+ * and only while its peer's progress calls run: a 1.5 s gap ended a
+ * 24-write eager run there once in CI). Tests that wait
  * "longer than the timeout" or bound a call by it read it here. */
 TW_FN unsigned tw_net_ms(void)
 {
