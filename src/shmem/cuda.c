@@ -58,9 +58,16 @@ int shm_cuda_memset(void *p, int v, size_t len)
 	return rc;
 }
 
+/* Returns once the bytes are on the GPU: a cudaMemcpy from pageable memory
+ * returns once they are staged, and kernels on non-blocking streams (or the
+ * NIC's copies, on streams of their own) do not wait for the legacy stream's
+ * rest of it. */
 int shm_cuda_copy_to(void *dev, const void *host, size_t len)
 {
-	return cu_err(cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice), "copy to the GPU");
+	int rc = cu_err(cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice), "copy to the GPU");
+	if (!rc)
+		rc = cu_err(cudaStreamSynchronize(cudaStreamLegacy), "copy to the GPU (sync)");
+	return rc;
 }
 
 int shm_cuda_copy_from(void *host, const void *dev, size_t len)
