@@ -231,7 +231,7 @@ TW_FN int wf_a(int fd, int fd2, void *arg)
 	CK(tw_sync(fd, 22) == 22);
 	CK(tw_sync(fd, 3) == 3); /* b: drop the next one */
 	kn_ticket_t t = tw_post_write(&s, TW_Q + 8192, TW_P + 8192, 4096, 0, 0);
-	/* nothing comes back: degraded before it fails (KINET_NET_TIMEOUT_MS 1500: tw_net_ms) */
+	/* nothing comes back: degraded before it fails (KINET_NET_TIMEOUT_MS, tw_net_ms(): 1500 ms on tcp) */
 	bool degraded = false;
 	while (kn_test(s.d, t) == -EBUSY) {
 		struct kinet_ep_info ei;
