@@ -30,7 +30,8 @@
 /* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
  * -g GAP_US: a pause of that long before each latency sample (untimed: the
  * round trip after an idle spell, engines napping); -y: the application
- * thread waits with sched_yield between polls */
+ * thread waits with sched_yield between polls; -p: it polls with a pause
+ * only, never giving its CPU away (kn_wait yields every 64 polls) */
 static uint32_t only_size;
 static int no_bw, lat_iters = -1, yield_poll, gap_us;
 
@@ -43,17 +44,24 @@ static uint64_t now_ns(void)
 
 #define SQ 256
 
-/* Waits for a ticket: kn_wait, or polls with sched_yield (-y). */
+/* Waits for a ticket: kn_wait, or polls with sched_yield (-y) or a pause
+ * (-p). */
 static int wait_ticket(kn_qp *d, kn_ticket_t t)
 {
 	if (!yield_poll)
 		return kn_wait(d, t);
 	uint64_t t0 = now_ns();
 	int rc;
-	while ((rc = kn_test(d, t)) == -EBUSY) {
-		if (now_ns() - t0 > 30000000000ull)
+	for (unsigned i = 0; (rc = kn_test(d, t)) == -EBUSY; i++) {
+		if ((i & 1023u) == 0 && now_ns() - t0 > 30000000000ull)
 			return -ETIMEDOUT;
-		sched_yield();
+		if (yield_poll == 3) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		} else {
+			sched_yield();
+		}
 	}
 	return rc;
 }
@@ -62,7 +70,7 @@ static int wait_ticket(kn_qp *d, kn_ticket_t t)
  * 20 us instead of sched_yield: the SQ holds milliseconds of transfers). */
 static void wait_room(kn_qp *d, kn_ticket_t t)
 {
-	if (!yield_poll)
+	if (!yield_poll || yield_poll == 3)
 		return;
 	uint64_t t0 = now_ns();
 	while (t + 1 >= kn_cq_progress(d) + SQ && now_ns() - t0 < 30000000000ull) {
@@ -133,7 +141,7 @@ int main(int argc, char **argv)
 {
 	int n = 1000, srv = -1, opt;
 	const char *dir = NULL;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:yY")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:yYp")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -151,10 +159,12 @@ int main(int argc, char **argv)
 			yield_poll = 1;
 		} else if (opt == 'Y') {
 			yield_poll = 2;
+		} else if (opt == 'p') {
+			yield_poll = 3;
 		}
 	}
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-y]\n");
+		fprintf(stderr, "usage: kinet_net_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-y | -Y | -p]\n");
 		return 2;
 	}
 	kinet_ctx *ctx;

@@ -10,6 +10,10 @@
 #
 #   bench/net_ab.sh BUILD_DIR N REPS LABEL=LIBDIR[,VAR=VALUE...] ...
 #
+# A setting ARGS=OPTS (options joined by ':') passes OPTS to kinet_net_bw's
+# client instead of the environment (ARGS=-p: the application thread polls
+# without yielding).
+#
 # Measured per round: write bandwidth at SIZES (default 65536), the 8-byte
 # round trip back to back, and (GAP_US, default 1000; 0: not measured) the
 # round trip after GAP_US of quiet before each sample, engines napping.
@@ -30,31 +34,40 @@ net_build
 export KINET_FI_SAME_HOST=off # one provider for raw and kinet (bench/net.sh)
 
 LABELS=()
-declare -A LIB ENVS
+declare -A LIB ENVS CARGS
 for v in "$@"; do
 	l=${v%%=*}
 	rest=${v#*=}
 	LABELS+=("$l")
 	LIB[$l]=$(cd "${rest%%,*}" && pwd)
-	if [ "$rest" = "${rest#*,}" ]; then ENVS[$l]=""; else ENVS[$l]=$(echo "${rest#*,}" | tr ',' ' '); fi
+	ENVS[$l]=""
+	CARGS[$l]=""
+	if [ "$rest" != "${rest#*,}" ]; then
+		for kv in $(echo "${rest#*,}" | tr ',' ' '); do
+			case $kv in
+			ARGS=*) CARGS[$l]=$(echo "${kv#ARGS=}" | tr ':' ' ') ;;
+			*) ENVS[$l]="${ENVS[$l]} $kv" ;;
+			esac
+		done
+	fi
 	[ -e "${LIB[$l]}/libkinet.so.0" ] || { echo "net_ab.sh: no libkinet.so.0 in ${LIB[$l]}" >&2; exit 2; }
 done
 [ ${#LABELS[@]} -gt 0 ] || { echo "usage: bench/net_ab.sh BUILD_DIR N REPS LABEL=LIBDIR[,VAR=VALUE...] ..." >&2; exit 2; }
 
 net_init kinet-ab
 
-# one PATH ROUND WHO ENV PROG PREFIXES...: every measurement of one side
+# one PATH ROUND WHO ENV CLIENT_ARGS PROG PREFIXES...: every measurement of one side
 one() {
-	local path=$1 r=$2 who=$3 envs=$4 prog=$5
-	shift 5
+	local path=$1 r=$2 who=$3 envs=$4 cargs=$5 prog=$6
+	shift 6
 	local f="$TMP/$who.$path.$r"
 	: >"$f"
 	for sz in $SIZES; do
-		pair "$envs" "$prog" "$@" -n "$N" -z "$sz" -l 0 | awk '$1 == "bw" {print "bw", $2, $3}' >>"$f"
+		pair "$envs" "$prog" "$@" $cargs -n "$N" -z "$sz" -l 0 | awk '$1 == "bw" {print "bw", $2, $3}' >>"$f"
 	done
-	pair "$envs" "$prog" "$@" -n 1 -z 0 -l $((N * 10)) | awk '$1 == "lat" {print "lat", $2}' >>"$f"
+	pair "$envs" "$prog" "$@" $cargs -n 1 -z 0 -l $((N * 10)) | awk '$1 == "lat" {print "lat", $2}' >>"$f"
 	if [ "$GAP_US" != 0 ]; then
-		pair "$envs" "$prog" "$@" -n 1 -z 0 -l $((N / 10 + 1)) -g "$GAP_US" |
+		pair "$envs" "$prog" "$@" $cargs -n 1 -z 0 -l $((N / 10 + 1)) -g "$GAP_US" |
 			awk '$1 == "lat" {print "gap", $2}' >>"$f"
 	fi
 }
@@ -63,9 +76,9 @@ run_path() {
 	local path=$1
 	shift
 	for r in $(seq 1 "$REPS"); do
-		one "$path" "$r" raw "" fabric_bw "$@"
+		one "$path" "$r" raw "" "" fabric_bw "$@"
 		for l in "${LABELS[@]}"; do
-			one "$path" "$r" "k_$l" "LD_LIBRARY_PATH=${LIB[$l]} ${ENVS[$l]}" kinet_net_bw "$@"
+			one "$path" "$r" "k_$l" "LD_LIBRARY_PATH=${LIB[$l]} ${ENVS[$l]}" "${CARGS[$l]}" kinet_net_bw "$@"
 		done
 	done
 }
@@ -84,7 +97,7 @@ val() { awk -v k="$2" -v z="${3:-}" '$1 == k && (z == "" || $2 == z) {print $NF}
 echo "provider ${KINET_FI_PROVIDER:-tcp;ofi_rxm}, N=$N, $REPS rounds (raw, then each variant), medians;" \
 	"libfabric $(ldd "$OUT/fabric_bw" | awk '/libfabric/ {print $3}');" \
 	"pinning: server ${PIN_SRV:-none}, client ${PIN_CLI:-none}"
-for l in "${LABELS[@]}"; do echo "- $l: ${LIB[$l]} ${ENVS[$l]}"; done
+for l in "${LABELS[@]}"; do echo "- $l: ${LIB[$l]} ${ENVS[$l]}${CARGS[$l]:+ (client options: ${CARGS[$l]})}"; done
 echo
 printf "| path | measure | raw |"
 for l in "${LABELS[@]}"; do printf " %s | %s / raw (per round) |" "$l" "$l"; done

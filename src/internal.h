@@ -332,11 +332,22 @@ int kinet_proxy_ring(kinet_qp *qp, const struct kinet_qmem_io *io);
 struct kinet_idle {
 	uint64_t spin_ns, sleep_ns;
 	uint64_t last_work, nap;
+	/* yielding while polling (KINET_ENGINE_YIELD) */
+	uint8_t yield_mode;  /* 0 off, 1 on, 2 auto */
+	bool contended;      /* auto: the thread was preempted in the last window */
+	uint64_t last_yield, window_start;
+	long nivcsw;         /* involuntary switches at window_start */
 };
 void kinet_idle_init(struct kinet_idle *s, uint64_t spin_ns, uint64_t sleep_ns);
 /* After a pass: 0 to poll again at once (work done, or still spinning),
  * else the nap to take before the next pass. */
 uint64_t kinet_idle_next(struct kinet_idle *s, bool worked);
+/* An idle pass that polls again at once (kinet_idle_next gave 0): one pause,
+ * and every few microseconds the CPU given away (sched_yield) where other
+ * threads may want it: always (KINET_ENGINE_YIELD=on), never (off), or, by
+ * default (auto), while the thread has been preempted (involuntary context
+ * switches, looked at once a millisecond) in the last millisecond. */
+void kinet_idle_poll(struct kinet_idle *s);
 void kinet_sleep_ns(uint64_t ns);
 
 /* Incarnation of this process (random, never 0): descriptors carry it. */

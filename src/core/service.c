@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers every backend's service threads share: the CPU proxy's ring, the
  * idle policy, random numbers, the process incarnation. */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sched.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include "internal.h"
 
 void kinet_random(void *buf, size_t n)
@@ -70,12 +73,54 @@ void kinet_sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* involuntary context switches of the calling thread so far (-1: unknown) */
+static long thread_nivcsw(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : -1;
+}
+
 void kinet_idle_init(struct kinet_idle *s, uint64_t spin_ns, uint64_t sleep_ns)
 {
 	s->spin_ns = spin_ns;
 	s->sleep_ns = sleep_ns < 1000 ? 1000 : sleep_ns;
 	s->last_work = kn_now_ns();
 	s->nap = 1000;
+	const char *m = KT(ENGINE_YIELD);
+	s->yield_mode = !strcmp(m, "off") ? 0 : !strcmp(m, "on") ? 1 : 2;
+	s->contended = true; /* until a quiet window shows otherwise */
+	s->last_yield = s->window_start = s->last_work;
+	s->nivcsw = thread_nivcsw();
+}
+
+#define IDLE_YIELD_NS 4000ull        /* a polling thread yields this often... */
+#define IDLE_WINDOW_NS 1000000ull    /* ...auto: if preempted in the last such window */
+
+void kinet_idle_poll(struct kinet_idle *s)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+	if (!s->yield_mode)
+		return;
+	uint64_t now = kn_now_ns();
+	if (s->yield_mode == 2 && now - s->window_start >= IDLE_WINDOW_NS) {
+		/* a yield that lets another thread run counts as an involuntary
+		 * switch too, so contention keeps the yields on while it lasts;
+		 * a thread alone on its CPU is never switched out */
+		long n = thread_nivcsw();
+		s->contended = n < 0 || s->nivcsw < 0 || n != s->nivcsw;
+		s->nivcsw = n;
+		s->window_start = now;
+	}
+	if (s->yield_mode == 2 && !s->contended)
+		return;
+	if (now - s->last_yield > IDLE_YIELD_NS) {
+		sched_yield();
+		s->last_yield = now;
+	}
 }
 
 uint64_t kinet_idle_next(struct kinet_idle *s, bool worked)

@@ -9,7 +9,8 @@
  * WQE (send and receive) flushed. An idle engine polls for
  * KINET_ENGINE_SPIN_US, then sleeps in growing steps up to
  * KINET_ENGINE_SLEEP_US (with a wire, until the network has something, at
- * most that long).
+ * most that long). While polling it yields its CPU only where other threads
+ * want it (KINET_ENGINE_YIELD, kinet_idle_poll).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,6 @@
 #include "nic/soft/wire.h"
 
 #define BURST 32 /* WQEs per QP per pass: fairness between QPs */
-#define YIELD_NS 4000u /* an idle, polling engine gives its CPU away this often */
 #define INFL 64  /* WQEs with GPU copies in flight per QP (power of two) */
 
 /* A WQE executed, its copies (and those of the WQEs before it) possibly
@@ -795,7 +795,6 @@ static void *engine_main(void *arg)
 	struct kinet_soft_nic *nic = e->nic;
 	struct kinet_idle idle;
 	kinet_idle_init(&idle, nic->spin_ns, nic->sleep_ns);
-	uint64_t last_yield = 0;
 	bool pinned = false; /* key table kept across passes: wire placements in flight */
 	/* naps as long as asked: the default timer slack (50 us) would stretch
 	 * the first steps of the idle policy many times over */
@@ -845,14 +844,9 @@ static void *engine_main(void *arg)
 		if (!nap) {
 			/* poll again soon: one pause per idle pass (each hop of a
 			 * round trip over the wire waits for a pass), and give the CPU
-			 * away every few microseconds: there may be more busy threads
+			 * away every few microseconds where there are more busy threads
 			 * than cores (the application's, a peer's engine) */
-			KN_PAUSE();
-			uint64_t now = kn_now_ns();
-			if (now - last_yield > YIELD_NS) {
-				sched_yield();
-				last_yield = now;
-			}
+			kinet_idle_poll(&idle);
 			continue;
 		}
 		/* with a wire, the nap ends as soon as the network has something */

@@ -34,7 +34,6 @@ static void *port_main(void *arg)
 	struct kinet_idle idle;
 	kinet_idle_init(&idle, p->spin_ns, p->sleep_ns);
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-	uint64_t last_yield = 0;
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 		int work = 0;
 		pthread_mutex_lock(&p->lock);
@@ -68,12 +67,7 @@ static void *port_main(void *arg)
 				nap = left - 10000;
 		}
 		if (!nap) {
-			KN_PAUSE();
-			uint64_t now = kn_now_ns();
-			if (now - last_yield > 4000) {
-				sched_yield();
-				last_yield = now;
-			}
+			kinet_idle_poll(&idle);
 			continue;
 		}
 		if (!p->drv->wait || p->drv->wait(p, nap) == -ENOSYS)

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The idle policy's yields (kinet_idle_poll, KINET_ENGINE_YIELD): a polling
+ * service thread gives its CPU away every few microseconds always (on),
+ * never (off), or, by default (auto), while it is being preempted. The test
+ * links the library statically and stands in for sched_yield (counted, then
+ * done) and getrusage (the thread's involuntary switches, scripted by the
+ * test), so that "preempted" and "alone on its CPU" are under its control.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "internal.h"
+
+static unsigned long g_yields;
+static bool g_script;      /* getrusage answers from the script below */
+static long g_nivcsw;      /* what it answers */
+static long g_step;        /* added after each answer: a thread preempted meanwhile */
+static unsigned long g_rusage_calls;
+
+int sched_yield(void)
+{
+	g_yields++;
+	return (int)syscall(SYS_sched_yield);
+}
+
+int getrusage(int who, struct rusage *ru)
+{
+	if (!g_script)
+		return (int)syscall(SYS_getrusage, who, ru);
+	memset(ru, 0, sizeof(*ru));
+	g_rusage_calls++;
+	ru->ru_nivcsw = g_nivcsw;
+	g_nivcsw += g_step;
+	return 0;
+}
+
+/* polls as an idle engine does for ms milliseconds: the yields it made */
+static unsigned long poll_for(struct kinet_idle *s, unsigned ms)
+{
+	unsigned long y0 = g_yields;
+	uint64_t end = kn_now_ns() + (uint64_t)ms * 1000000ull;
+	while (kn_now_ns() < end)
+		kinet_idle_poll(s);
+	return g_yields - y0;
+}
+
+static struct kinet_idle idle_with(uint8_t mode)
+{
+	struct kinet_idle s;
+	kinet_idle_init(&s, 0, 50000);
+	s.yield_mode = mode;
+	return s;
+}
+
+Test(idle, default_is_auto)
+{
+	/* the tunable is not set in this test's environment */
+	cr_assert_null(getenv("KINET_ENGINE_YIELD"));
+	struct kinet_idle s;
+	kinet_idle_init(&s, 0, 50000);
+	cr_assert_eq(s.yield_mode, 2, "KINET_ENGINE_YIELD unset: auto (2), got %u", s.yield_mode);
+	cr_assert(s.contended, "auto starts yielding until a quiet window is seen");
+}
+
+Test(idle, on_yields_every_few_microseconds)
+{
+	struct kinet_idle s = idle_with(1);
+	unsigned long y = poll_for(&s, 20);
+	/* one yield every 4 us of polling at most, each taking some time too:
+	 * well over a hundred in 20 ms, at most 20 ms / 4 us */
+	cr_assert_geq(y, 100, "on: %lu yields in 20 ms", y);
+	cr_assert_leq(y, 5000, "on: %lu yields in 20 ms (more than one per 4 us)", y);
+}
+
+Test(idle, off_never_yields)
+{
+	struct kinet_idle s = idle_with(0);
+	g_script = true; /* and never asks for the switch counts */
+	unsigned long y = poll_for(&s, 20);
+	cr_assert_eq(y, 0, "off: %lu yields", y);
+	cr_assert_eq(g_rusage_calls, 0, "off: getrusage called %lu times", g_rusage_calls);
+}
+
+Test(idle, auto_stops_when_alone_and_resumes_when_preempted)
+{
+	g_script = true;
+	g_nivcsw = 7;
+	g_step = 0; /* never switched out: alone on its CPU */
+	struct kinet_idle s = idle_with(2);
+	s.nivcsw = 7;
+	/* the first window (1 ms) still yields; then quiet windows: none */
+	poll_for(&s, 3);
+	cr_assert_not(s.contended, "no involuntary switch in a window: not contended");
+	unsigned long calls0 = g_rusage_calls;
+	unsigned long y = poll_for(&s, 20);
+	cr_assert_eq(y, 0, "auto, alone: %lu yields in 20 ms", y);
+	/* the switch counts are looked at once a millisecond, not per pass */
+	unsigned long calls = g_rusage_calls - calls0;
+	cr_assert(calls >= 10 && calls <= 21, "auto: %lu looks at the switch counts in 20 ms", calls);
+
+	/* preempted from now on (another thread wants the CPU): yields again
+	 * from the next window on, as often as with on */
+	g_step = 1;
+	poll_for(&s, 2);
+	cr_assert(s.contended, "involuntary switches in a window: contended");
+	y = poll_for(&s, 20);
+	cr_assert_geq(y, 100, "auto, preempted: %lu yields in 20 ms", y);
+
+	/* quiet again: the yields stop again */
+	g_step = 0;
+	poll_for(&s, 3);
+	y = poll_for(&s, 20);
+	cr_assert_eq(y, 0, "auto, alone again: %lu yields in 20 ms", y);
+}
+
+Test(idle, auto_on_a_shared_cpu_yields)
+{
+	/* the real switch counts: this thread and a busy one on one CPU. The
+	 * kernel switches them (time slices of a few ms), so auto must yield */
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	pid_t busy = fork();
+	cr_assert_geq(busy, 0);
+	if (busy == 0) {
+		/* inherits the one CPU; spins until killed (bounded anyway) */
+		uint64_t end = kn_now_ns() + 30ull * 1000000000ull;
+		while (kn_now_ns() < end)
+			;
+		_exit(0);
+	}
+	/* from "alone" (not yielding): it must find out by itself */
+	struct kinet_idle s = idle_with(2);
+	struct rusage ru;
+	cr_assert_eq(getrusage(RUSAGE_THREAD, &ru), 0);
+	s.nivcsw = ru.ru_nivcsw;
+	s.contended = false;
+	s.window_start = kn_now_ns();
+	unsigned long y = poll_for(&s, 300);
+	kill(busy, SIGKILL);
+	waitpid(busy, NULL, 0);
+	cr_assert_gt(y, 0, "auto, sharing its CPU with a busy process: no yield in 300 ms");
+}
