@@ -34,9 +34,10 @@
  * -g GAP_US: a pause of that long before each latency sample (untimed);
  * -w (or FABRIC_BW_CQ_WAIT=fd in the environment, which reaches a server
  * too): the CQ opened with a wait fd, as kinet's wire opens it by default
- * (KINET_NET_CQ_WAIT=fd), still polled, never waited on */
+ * (KINET_NET_CQ_WAIT=fd), still polled, never waited on; -W: fi_write
+ * bandwidth only (the fi_send column prints 0) */
 static uint32_t only_size;
-static int no_bw, lat_iters = -1, gap_us, cq_wait_fd;
+static int no_bw, lat_iters = -1, gap_us, cq_wait_fd, write_only;
 #define WIN 64
 #define CTRL 64
 
@@ -265,8 +266,8 @@ static int client(const char *dir, int n)
 		int cnt = (int)((uint64_t)n * 65536 / sz);
 		if (cnt < 64)
 			cnt = 64;
-		double mbs[2];
-		for (int kind = 0; kind < 2; kind++) {
+		double mbs[2] = {0, 0};
+		for (int kind = 0; kind < (write_only ? 1 : 2); kind++) {
 			if (kind == 1) {
 				uint32_t hdr[3] = {'b', (uint32_t)cnt, sz};
 				send_ctrl(hdr, sizeof(hdr), peer);
@@ -336,7 +337,7 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int srv = -1;
 	int opt;
-	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:w")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:n:z:l:g:wW")) != -1) {
 		if (opt == 's' || opt == 'c') {
 			srv = opt == 's';
 			dir = optarg;
@@ -352,13 +353,15 @@ int main(int argc, char **argv)
 			gap_us = atoi(optarg);
 		} else if (opt == 'w') {
 			cq_wait_fd = 1;
+		} else if (opt == 'W') {
+			write_only = 1;
 		}
 	}
 	const char *cw = getenv("FABRIC_BW_CQ_WAIT");
 	if (cw && !strcmp(cw, "fd"))
 		cq_wait_fd = 1;
 	if (srv < 0 || n <= 0) {
-		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-w]\n");
+		fprintf(stderr, "usage: fabric_bw -s DIR | -c DIR [-n N] [-z SIZE] [-l ITERS] [-g GAP_US] [-w] [-W]\n");
 		return 2;
 	}
 	return srv ? server(dir) : client(dir, n);
