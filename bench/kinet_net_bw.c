@@ -30,8 +30,9 @@
 /* -z SIZE: only that size (0: no bandwidth); -l ITERS: latency samples;
  * -g GAP_US: a pause of that long before each latency sample (untimed: the
  * round trip after an idle spell, engines napping); -y: the application
- * thread waits with sched_yield between polls; -p: it polls with a pause
- * only, never giving its CPU away (kn_wait yields every 64 polls) */
+ * thread waits with sched_yield between polls; -p: it waits for completions
+ * polling with a pause only, never giving its CPU away (kn_wait yields every
+ * 64 polls; a full SQ is still waited for inside kn_put, which does) */
 static uint32_t only_size;
 static int no_bw, lat_iters = -1, yield_poll, gap_us;
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,6 +67,22 @@ static uint64_t poll_until_yields(struct kinet_idle *s, unsigned long want)
 	return kn_now_ns() - t0;
 }
 
+/* polls until the switch counts have been looked at k more times (at most
+ * 5 s): the nanoseconds that took, or 0 when it did not get there. The
+ * phases of a test step by these looks, not by time, so that a thread kept
+ * off its CPU for a while cannot skip one */
+static uint64_t poll_windows(struct kinet_idle *s, unsigned long k)
+{
+	unsigned long c0 = g_rusage_calls;
+	uint64_t t0 = kn_now_ns();
+	while (g_rusage_calls - c0 < k) {
+		if (kn_now_ns() - t0 > 5000000000ull)
+			return 0;
+		kinet_idle_poll(s);
+	}
+	return kn_now_ns() - t0;
+}
+
 static struct kinet_idle idle_with(uint8_t mode)
 {
 	struct kinet_idle s;
@@ -76,8 +93,9 @@ static struct kinet_idle idle_with(uint8_t mode)
 
 Test(idle, default_is_auto)
 {
-	/* the tunable is not set in this test's environment */
-	cr_assert_null(getenv("KINET_ENGINE_YIELD"));
+	/* each test runs in a process of its own, and the tunables are read
+	 * at their first use: unset here, the default is what is read */
+	unsetenv("KINET_ENGINE_YIELD");
 	struct kinet_idle s;
 	kinet_idle_init(&s, 0, 50000);
 	cr_assert_eq(s.yield_mode, 2, "KINET_ENGINE_YIELD unset: auto (2), got %u", s.yield_mode);
@@ -111,28 +129,32 @@ Test(idle, auto_stops_when_alone_and_resumes_when_preempted)
 	g_step = 0; /* never switched out: alone on its CPU */
 	struct kinet_idle s = idle_with(2);
 	s.nivcsw = 7;
-	/* the first window (1 ms) still yields; then quiet windows: none */
-	poll_for(&s, 3);
+	cr_assert(s.contended, "auto starts yielding");
+	/* the first look finds no involuntary switch: no more yields */
+	cr_assert_neq(poll_windows(&s, 1), 0, "auto: the switch counts never looked at");
 	cr_assert_not(s.contended, "no involuntary switch in a window: not contended");
-	unsigned long calls0 = g_rusage_calls;
-	unsigned long y = poll_for(&s, 20);
-	cr_assert_eq(y, 0, "auto, alone: %lu yields in 20 ms", y);
-	/* the switch counts are looked at once a millisecond, not per pass */
-	unsigned long calls = g_rusage_calls - calls0;
-	cr_assert(calls >= 1 && calls <= 21, "auto: %lu looks at the switch counts in 20 ms", calls);
+	unsigned long y0 = g_yields;
+	uint64_t ns = poll_windows(&s, 5);
+	cr_assert_neq(ns, 0, "auto: not 5 looks at the switch counts in 5 s");
+	cr_assert_eq(g_yields - y0, 0, "auto, alone: %lu yields", g_yields - y0);
+	/* the counts are looked at once a millisecond, not on every pass */
+	cr_assert_geq(ns, 4000000ull, "auto: 5 looks at the switch counts in %llu ns",
+		      (unsigned long long)ns);
 
-	/* preempted from now on (another thread wants the CPU): yields again
-	 * from the next window on, as often as with on */
+	/* preempted from now on (another thread wants the CPU): the script
+	 * counts one switch more after each look, so the second look sees it */
 	g_step = 1;
-	poll_for(&s, 2);
+	cr_assert_neq(poll_windows(&s, 2), 0);
 	cr_assert(s.contended, "involuntary switches in a window: contended");
 	cr_assert_neq(poll_until_yields(&s, 200), 0, "auto, preempted: not 200 yields in 5 s");
 
-	/* quiet again: the yields stop again */
+	/* quiet again (the first look still sees the last switch): no yields */
 	g_step = 0;
-	poll_for(&s, 3);
-	y = poll_for(&s, 20);
-	cr_assert_eq(y, 0, "auto, alone again: %lu yields in 20 ms", y);
+	cr_assert_neq(poll_windows(&s, 2), 0);
+	cr_assert_not(s.contended, "quiet again: not contended");
+	y0 = g_yields;
+	cr_assert_neq(poll_windows(&s, 5), 0);
+	cr_assert_eq(g_yields - y0, 0, "auto, alone again: %lu yields", g_yields - y0);
 }
 
 Test(idle, auto_on_a_shared_cpu_yields)
@@ -143,19 +165,21 @@ Test(idle, auto_on_a_shared_cpu_yields)
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
 	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	/* from "alone" (not yielding): it must find out by itself */
+	struct kinet_idle s = idle_with(2);
+	struct rusage ru;
+	cr_assert_eq(getrusage(RUSAGE_THREAD, &ru), 0);
 	pid_t busy = fork();
 	cr_assert_geq(busy, 0);
 	if (busy == 0) {
-		/* inherits the one CPU; spins until killed (bounded anyway) */
+		/* inherits the one CPU; spins until killed, or until this test's
+		 * process is gone, 30 s at most */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		uint64_t end = kn_now_ns() + 30ull * 1000000000ull;
 		while (kn_now_ns() < end)
 			;
 		_exit(0);
 	}
-	/* from "alone" (not yielding): it must find out by itself */
-	struct kinet_idle s = idle_with(2);
-	struct rusage ru;
-	cr_assert_eq(getrusage(RUSAGE_THREAD, &ru), 0);
 	s.nivcsw = ru.ru_nivcsw;
 	s.contended = false;
 	s.window_start = kn_now_ns();
