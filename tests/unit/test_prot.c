@@ -739,3 +739,51 @@ Test(prot, peer_destroyed)
 	cr_assert_arr_eq(e.dst.buf, e.orig[1], RLEN);
 	penv_close(&e);
 }
+
+/* A WQE that claims the index of another lap is refused when the doorbell
+ * record runs it; the register word that names it (its ctrl word), seen by
+ * the engine only afterwards, must not read as a whole lap of WQEs beyond
+ * the consumer: no flush CQEs (they would wrap the CQ over the error CQE).
+ * The late word is forced here: the register is cleared, then given the
+ * WQE's ctrl word again once the error CQE is in. */
+static int late_word_fn(int tid, int n, void *arg)
+{
+	(void)tid;
+	(void)n;
+	struct penv *e = arg;
+	kn_qp *q = A(e);
+	kn_ticket_t t, bad;
+	TU_CHECK(post_write(e, tu_addr(e->src.buf + 20000), tu_lkey(&e->src),
+			    tu_addr(e->dst.buf + 20000), RK(e->dst), 777, &t) == 0 &&
+			 kn_wait(q, t) == 0,
+		 "good write");
+	TU_CHECK(b_index_wrapped(e, &bad) == 0, "posting the WQE of another lap");
+	TU_CHECK(kn_wait(q, bad) == -EIO, "its error CQE");
+	uint64_t ctrl;
+	memcpy(&ctrl, kn_wqe_ptr(q, bad), 8);
+	for (unsigned b = 0; b < (q->bf_alt ? 2u : 1u); b++) {
+		volatile uint64_t *reg = (volatile uint64_t *)(q->db + (b ? q->bf_alt : 0u));
+		*reg = 0;
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL); /* the engine sees the cleared register */
+		*reg = ctrl;
+		nanosleep(&ts, NULL); /* and then the word again */
+	}
+	const struct kn_cqe64 *cq = knx_cqe_at(q, bad);
+	TU_CHECK(tu_cqe_synd(cq) == KN_SYND_LOCAL_QP_OP_ERR, "error CQE now has syndrome 0x%x",
+		 tu_cqe_synd(cq));
+	return 0;
+}
+
+Test(prot, late_register_word_of_a_refused_wqe)
+{
+	struct penv e;
+	penv_open(&e, 7);
+	cr_assert_eq(kinet_host_exec(1, late_word_fn, &e), 0, "%s", tu_fail_msg);
+	struct kinet_qp_counters qc;
+	cr_assert_eq(kinet_qp_counters(e.p.a, &qc), 0);
+	cr_assert_eq(qc.flushed, 0, "flush CQEs after the late word: %llu",
+		     (unsigned long long)qc.flushed);
+	cr_assert_eq(qc.errors, 1, "error CQEs: %llu", (unsigned long long)qc.errors);
+	penv_close(&e);
+}

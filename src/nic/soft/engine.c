@@ -45,6 +45,7 @@ struct eng_qp {
 	uint8_t bf[KN_SEND_WQE_BB];
 	uint64_t bf_seen[2][KN_SEND_WQE_BB / 8]; /* register words 1..7 when last looked at */
 	uint32_t bf_bad; /* a register body that differed from the SQ: its WQE index, bit 16 */
+	uint64_t last_ctrl; /* first 8 bytes of the last WQE consumed (0: none since reset) */
 	struct infl ring[INFL];
 };
 
@@ -197,6 +198,16 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, unsigne
 	}
 	uint16_t idx = (uint16_t)(opmod_idx_op >> 8);
 	uint32_t ds = qpn_ds & 0x3f;
+	if (ds != 0 && w == sp->last_ctrl) {
+		/* the ctrl word of the WQE consumed last: the doorbell record ran
+		 * it already, and this word, seen after it, names nothing new. Its
+		 * index cannot tell: a WQE that claims the index of another lap
+		 * (refused when it ran) would otherwise name a whole lap of WQEs
+		 * beyond the consumer */
+		KINET_COUNT(qp->ctx, c_db_wqe, 1);
+		KINET_QCOUNT_OWN(qp, KQ_DB_WQE, 1);
+		return;
+	}
 	if (ds == 0) {
 		/* no WQE has ds 0: the next producer index */
 		KINET_COUNT(qp->ctx, c_db_pi, 1);
@@ -295,6 +306,7 @@ static int flush_sq(kinet_qp *qp, struct soft_req *r)
 		KINET_QCOUNT_OWN(qp, KQ_POSTED, 1);
 		KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
 		((struct eng_qp *)s->engine_priv)->bf_idx = 0;
+		memcpy(&((struct eng_qp *)s->engine_priv)->last_ctrl, c, 8);
 		s->sq_ci += nbb;
 		avail -= nbb;
 		n++;
@@ -595,6 +607,7 @@ static void consume(kinet_qp *qp, struct eng_qp *sp, const struct soft_req *r, b
 	}
 	if ((uint16_t)sp->bf_bad == (uint16_t)soft_qp(qp)->sq_ci)
 		sp->bf_bad = 0;
+	memcpy(&sp->last_ctrl, qp->sq + (soft_qp(qp)->sq_ci & (qp->sq_cnt - 1)) * KN_SEND_WQE_BB, 8);
 	soft_qp(qp)->sq_ci += r->nbb;
 }
 
@@ -1041,6 +1054,7 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state)
 		sp->bf_bad = 0;
 		sp->bf_want[0] = sp->bf_want[1] = 0;
 		memset(sp->bf_seen, 0, sizeof(sp->bf_seen));
+		sp->last_ctrl = 0;
 		sp->pub = 0;
 		if (s->wire_ep)
 			kinet_wire_qp_reset(qp);
