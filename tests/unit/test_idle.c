@@ -53,13 +53,13 @@ static unsigned long poll_for(struct kinet_idle *s, unsigned ms)
 	return g_yields - y0;
 }
 
-/* polls until it has yielded want times (at most 5 s, however busy the
+/* polls until *count has grown by want (at most 5 s, however busy the
  * machine): the nanoseconds that took, or 0 when it did not get there */
-static uint64_t poll_until_yields(struct kinet_idle *s, unsigned long want)
+static uint64_t poll_until(struct kinet_idle *s, const unsigned long *count, unsigned long want)
 {
-	unsigned long y0 = g_yields;
+	unsigned long c0 = *count;
 	uint64_t t0 = kn_now_ns();
-	while (g_yields - y0 < want) {
+	while (*count - c0 < want) {
 		if (kn_now_ns() - t0 > 5000000000ull)
 			return 0;
 		kinet_idle_poll(s);
@@ -67,20 +67,18 @@ static uint64_t poll_until_yields(struct kinet_idle *s, unsigned long want)
 	return kn_now_ns() - t0;
 }
 
-/* polls until the switch counts have been looked at k more times (at most
- * 5 s): the nanoseconds that took, or 0 when it did not get there. The
- * phases of a test step by these looks, not by time, so that a thread kept
- * off its CPU for a while cannot skip one */
+/* until it has yielded want times */
+static uint64_t poll_until_yields(struct kinet_idle *s, unsigned long want)
+{
+	return poll_until(s, &g_yields, want);
+}
+
+/* until the switch counts have been looked at k more times. The phases of a
+ * test step by these looks, not by time, so that a thread kept off its CPU
+ * for a while cannot skip one */
 static uint64_t poll_windows(struct kinet_idle *s, unsigned long k)
 {
-	unsigned long c0 = g_rusage_calls;
-	uint64_t t0 = kn_now_ns();
-	while (g_rusage_calls - c0 < k) {
-		if (kn_now_ns() - t0 > 5000000000ull)
-			return 0;
-		kinet_idle_poll(s);
-	}
-	return kn_now_ns() - t0;
+	return poll_until(s, &g_rusage_calls, k);
 }
 
 static struct kinet_idle idle_with(uint8_t mode)

@@ -198,16 +198,6 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, unsigne
 	}
 	uint16_t idx = (uint16_t)(opmod_idx_op >> 8);
 	uint32_t ds = qpn_ds & 0x3f;
-	if (ds != 0 && w == sp->last_ctrl) {
-		/* the ctrl word of the WQE consumed last: the doorbell record ran
-		 * it already, and this word, seen after it, names nothing new. Its
-		 * index cannot tell: a WQE that claims the index of another lap
-		 * (refused when it ran) would otherwise name a whole lap of WQEs
-		 * beyond the consumer */
-		KINET_COUNT(qp->ctx, c_db_wqe, 1);
-		KINET_QCOUNT_OWN(qp, KQ_DB_WQE, 1);
-		return;
-	}
 	if (ds == 0) {
 		/* no WQE has ds 0: the next producer index */
 		KINET_COUNT(qp->ctx, c_db_pi, 1);
@@ -218,6 +208,13 @@ static void reg_word(kinet_qp *qp, struct soft_qp *s, struct eng_qp *sp, unsigne
 		/* the ctrl word of the last WQE: the producer is past its WQEBBs */
 		KINET_COUNT(qp->ctx, c_db_wqe, 1);
 		KINET_QCOUNT_OWN(qp, KQ_DB_WQE, 1);
+		if (w == sp->last_ctrl)
+			/* the WQE consumed last: the doorbell record ran it already,
+			 * and this word, seen after it, names nothing new. Its index
+			 * cannot tell: a WQE that claims the index of another lap
+			 * (refused when it ran) would otherwise name a whole lap of
+			 * WQEs beyond the consumer */
+			return;
 		s->db_form = KINET_TR_DB_WQE;
 		db_target_offer(qp, s, (uint16_t)(idx + (ds * 16 + 63) / 64));
 	}
@@ -305,8 +302,9 @@ static int flush_sq(kinet_qp *qp, struct soft_req *r)
 			break; /* CQ full: later */
 		KINET_QCOUNT_OWN(qp, KQ_POSTED, 1);
 		KINET_QCOUNT_OWN(qp, KQ_COMPLETED, 1);
-		((struct eng_qp *)s->engine_priv)->bf_idx = 0;
-		memcpy(&((struct eng_qp *)s->engine_priv)->last_ctrl, c, 8);
+		struct eng_qp *sp = s->engine_priv;
+		sp->bf_idx = 0;
+		memcpy(&sp->last_ctrl, c, 8);
 		s->sq_ci += nbb;
 		avail -= nbb;
 		n++;
