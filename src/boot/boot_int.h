@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <kinet/boot.h>
 #include <kinet/prm.h> /* byte order: kn_load_be32, kn_store_be32, ... */
-#include "internal.h"
+#include "core/internal.h"
 
 #define KBOOT_MAGIC 0x4B4E4254u /* "KNBT" */
 #define KBOOT_HDR_LEN 12

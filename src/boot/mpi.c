@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
+#include "core/internal.h"
 #include "boot/mpi_module.h"
 
 struct kboot_mpi {

@@ -3,9 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "core/backend.h"
-#include "core/fault.h"
-#include "core/stats.h"
+#include "core/internal.h"
 
 uint32_t kinet_pow2(uint32_t v)
 {

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <kinet/net.h>
-#include "core/backend.h"
+#include "core/internal.h"
 
 #define QP_FIXED 64u /* bytes before the address */
 #define ALT_FIXED 28u /* bytes of the same-host part before its address */

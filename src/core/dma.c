@@ -10,7 +10,7 @@
 #include <string.h>
 #include <kinet/dma.h>
 #include <kinet/device_dma.h>
-#include "core/backend.h"
+#include "core/internal.h"
 
 struct kinet_dma {
 	kinet_qp *qp;

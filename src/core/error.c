@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kinet_strerror and syndrome names. */
 #include <string.h>
-#include "internal.h"
+#include "core/internal.h"
 
 const char *kinet_strerror(int err)
 {

@@ -3,13 +3,12 @@
  * eth.c - Ethernet queues (kinet/eth.h), the core's part: argument checks,
  * object lifetimes, the send queue's device descriptor and state, receive
  * buffers and their WQEs, the ordered list of flows of a port. The queues
- * themselves are the backend's (src/core/backend.h, "Ethernet queues").
+ * themselves are the backend's (src/core/driver.h, "Ethernet queues").
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "core/backend.h"
-#include "core/eth_core.h"
+#include "core/internal.h"
 
 const char *kinet_eth_driver_str(int d)
 {

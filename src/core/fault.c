@@ -3,8 +3,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/backend.h"
-#include "core/fault.h"
+#include "core/internal.h"
 
 static const struct {
 	const char *name;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The host executor: device-API code on CPU threads. */
 #include <stdlib.h>
-#include "internal.h"
+#include "core/internal.h"
 
 struct hx_arg {
 	kinet_host_fn fn;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core/internal.h"
 
 static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
 

@@ -4,7 +4,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
+#include "core/internal.h"
 
 void *kinet_module_open(const char *file, int flags)
 {

@@ -5,7 +5,7 @@
  * the transport (docs/lifecycle.md).
  */
 #include <string.h>
-#include "core/backend.h"
+#include "core/internal.h"
 
 uint64_t kinet_qp_ctr_get(const kinet_qp *qp, int idx)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "core/backend.h"
+#include "core/internal.h"
 
 const char *kinet_qp_state_str(int s)
 {

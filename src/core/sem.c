@@ -8,7 +8,7 @@
 #include <string.h>
 #include <kinet/sem.h>
 #include <kinet/device_sem.h>
-#include "internal.h"
+#include "core/internal.h"
 
 struct kinet_sem {
 	kinet_ctx *ctx;

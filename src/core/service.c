@@ -8,7 +8,7 @@
 #include <sched.h>
 #include <sys/random.h>
 #include <sys/resource.h>
-#include "internal.h"
+#include "core/internal.h"
 
 void kinet_random(void *buf, size_t n)
 {

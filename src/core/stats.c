@@ -13,8 +13,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/backend.h"
-#include "core/stats.h"
+#include "core/internal.h"
 #include "core/stats_fmt.h"
 
 /* The counters published, by kind: names, and where each value comes from. */

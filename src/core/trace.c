@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core/internal.h"
 #include "core/trace.h"
 
 bool kinet_trace_on __attribute__((visibility("hidden")));

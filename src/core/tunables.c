@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "internal.h"
+#include "core/internal.h"
 
 enum kt_type { T_INT, T_BOOL, T_SIZE, T_MS, T_US, T_ENUM, T_STR };
 #define KT_T_INT T_INT

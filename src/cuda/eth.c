@@ -6,8 +6,8 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#include "core/eth_core.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
 #include <kinet/kinet_cuda.h>
 #include <kinet/device_dma.h>
 #include <kinet/device_sem.h>

@@ -16,7 +16,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
 #include "cuda/cuda_priv.h"
 
 static int g_dev = -1;

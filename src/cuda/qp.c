@@ -3,7 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
 #include <kinet/kinet_cuda.h>
 #include "cuda/cuda_priv.h"
 

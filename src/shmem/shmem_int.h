@@ -3,7 +3,7 @@
  * shmem_int.h - libkinet_shmem's private state: one PE per process.
  *
  * The layer is built on kinet's public API (kinet.h, net.h, boot.h, the
- * device API) and never includes src/internal.h or a backend's headers; the
+ * device API) and never includes src/core/internal.h or a backend's headers; the
  * one thing it takes from libkinet's private node is kinet_log, the logger
  * every kinet module writes through (same prefix, KINET_LOG level,
  * application callback).

@@ -17,7 +17,7 @@
 #include "kinet_config.h"
 #include "test_wire_common.h"
 #if KINET_HAVE_FABRIC
-#include "internal.h"
+#include "core/internal.h"
 
 #define RV_LEN 100000u /* by rendezvous */
 #define EG_LEN 1000u   /* eager */

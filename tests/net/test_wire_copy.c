@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The target's copy thread (KINET_NET_COPY_THREAD, src/nic/soft/wire_copy.c)
+ * The target's copy thread (KINET_NET_COPY_THREAD, src/nic/soft/wire/copy.c)
  * and writes the target forgets: once kinet_qp_modify(RESET) of the target
  * QP has returned, nothing of a rendezvous write it dropped lands in the
  * region any more, not even the reads that had landed in their bounce
@@ -22,7 +22,7 @@
 #include "test_wire_common.h"
 #if KINET_HAVE_FABRIC
 #include "nic/soft/soft.h"
-#include "nic/soft/wire_int.h"
+#include "nic/soft/wire/wire_int.h"
 
 #define PIECE (1u << 20)     /* one read each (RD_PIECE) */
 #define RLEN (4u * PIECE)    /* A: [0, 1M) held; B: [2M, 3M) */

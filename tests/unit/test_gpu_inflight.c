@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
+#include "core/internal.h"
 #include "../util/testutil.h"
 
 /* ---- the stand-in CUDA module ------------------------------------------------ */

@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core/internal.h"
 
 static unsigned long g_yields;
 static bool g_script;      /* getrusage answers from the script below */

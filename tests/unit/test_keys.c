@@ -2,7 +2,7 @@
 /*
  * Software-NIC memory keys: unpredictable per context and slow to recur.
  * A key names one region for at least 255 * 1024 registrations of its
- * context (src/mem/keytab.h), two contexts (or processes) start from
+ * context (src/nic/soft/keytab.h), two contexts (or processes) start from
  * different keys, and a program that uses its own region's key for a peer's
  * buffer gets the remote access error, not a silent success.
  */

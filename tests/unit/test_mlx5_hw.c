@@ -15,7 +15,7 @@
 #include "kinet_config.h"
 #include "../util/testutil.h"
 #include "nic/mlx5/mlx5.h"
-#include "nic/mlx5/cudrv.h"
+#include "gpu/cudrv.h"
 
 struct hw {
 	kinet_ctx *ctx;

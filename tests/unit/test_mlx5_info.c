@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "kinet_config.h"
-#include "nic/mlx5/topo.h"
+#include "topo.h"
 #if KINET_HAVE_JSONC
 #include <json-c/json.h>
 #endif

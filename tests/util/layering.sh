@@ -1,37 +1,77 @@
 #!/bin/sh
-# The layering rule of docs/architecture.md, checked on the objects of
-# libkinet: no object of src/core or src/mem refers to a symbol that an
-# object of src/nic defines, except the backend table (kinet_backends), and
-# no source of src/core or src/mem includes a header of src/nic.
+# The layering rules of docs/architecture.md ("Layers"), checked on the
+# sources and on the objects of libkinet:
+#  1. no object of src/core, src/gpu or src/boot refers to a symbol that an
+#     object of src/nic defines, except the backend table (kinet_backends);
+#  2. no source of src/core, src/gpu or src/boot includes a header of src/nic;
+#  3. a backend (src/nic/<name>/) includes of the core only core/driver.h,
+#     and no header of another backend;
+#  4. only src/gpu and the CUDA module (src/cuda) reach the CUDA driver
+#     (<cuda.h>, libcuda.so, its cu* entry points);
+#  5. the rest of the software NIC reaches the wire only through
+#     nic/soft/wire/wire.h;
 # Usage: layering.sh SOURCE_DIR OBJECT...
 set -eu
 src=$1
 shift
-nic_defs=$(mktemp)
-up_refs=$(mktemp)
-trap 'rm -f "$nic_defs" "$up_refs"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+say() {
+	echo "layering: $1" >&2
+	shift
+	printf '%s\n' "$@" >&2
+	fail=1
+}
+
+# 1. core, gpu and boot objects against what the nic objects define
 n_nic=0
 n_up=0
+: >"$tmp/nic_defs"
+: >"$tmp/up_refs"
 for o in "$@"; do
 	case "$o" in
-	*/nic/*) nm --defined-only "$o" | awk '$2 ~ /[TDBRtdbr]/ {print $3}' >>"$nic_defs"; n_nic=$((n_nic + 1)) ;;
-	*/core/* | */mem/*) nm -u "$o" | awk -v f="$o" '{print $2, f}' >>"$up_refs"; n_up=$((n_up + 1)) ;;
+	*/nic/*) nm --defined-only "$o" | awk '$2 ~ /[TDBRtdbr]/ {print $3}' >>"$tmp/nic_defs"; n_nic=$((n_nic + 1)) ;;
+	*/core/* | */gpu/* | */boot/*) nm -u "$o" | awk -v f="$o" '{print $2, f}' >>"$tmp/up_refs"; n_up=$((n_up + 1)) ;;
 	esac
 done
 if [ "$n_nic" -eq 0 ] || [ "$n_up" -eq 0 ]; then
-	echo "layering: no objects of src/nic ($n_nic) or src/core+src/mem ($n_up) given" >&2
+	echo "layering: no objects of src/nic ($n_nic) or src/core+gpu+boot ($n_up) given" >&2
 	exit 1
 fi
-bad=$(sort -u "$nic_defs" | grep -v '^kinet_backends$' | awk 'NR == FNR {d[$1] = 1; next} ($1 in d) {print}' - "$up_refs")
-if [ -n "$bad" ]; then
-	echo "layering: src/core or src/mem names what src/nic defines:" >&2
-	echo "$bad" >&2
-	exit 1
-fi
-inc=$(grep -rn '#include "nic/' "$src/src/core" "$src/src/mem" || true)
-if [ -n "$inc" ]; then
-	echo "layering: src/core or src/mem includes a header of src/nic:" >&2
-	echo "$inc" >&2
-	exit 1
-fi
-echo "layering: $n_up core/mem objects, $n_nic nic objects: clean"
+bad=$(sort -u "$tmp/nic_defs" | grep -v '^kinet_backends$' |
+	awk 'NR == FNR {d[$1] = 1; next} ($1 in d) {print}' - "$tmp/up_refs")
+[ -z "$bad" ] || say "src/core, src/gpu or src/boot names what src/nic defines:" "$bad"
+
+# 2. no nic header below the backends
+inc=$(grep -rn '#include "nic/' "$src/src/core" "$src/src/gpu" "$src/src/boot" || true)
+[ -z "$inc" ] || say "src/core, src/gpu or src/boot includes a header of src/nic:" "$inc"
+
+# 3. a backend's includes: core/driver.h only, and its own headers
+for b in "$src"/src/nic/*/; do
+	name=$(basename "$b")
+	inc=$(grep -rn '#include "' "$b" |
+		grep -v '#include "core/driver.h"' |
+		grep -v "#include \"nic/$name/" |
+		grep -v '#include "gpu/' |
+		grep -v '#include "kinet_config.h"' |
+		grep -v '#include "[a-z_]*\.[ch]"' || true)
+	[ -z "$inc" ] || say "backend $name includes what it may not (core/driver.h, gpu/, nic/$name/ only):" "$inc"
+done
+inc=$(grep -n '#include "' "$src/src/nic/backends.c" | grep -v '#include "core/driver.h"' || true)
+[ -z "$inc" ] || say "src/nic/backends.c includes more than core/driver.h:" "$inc"
+
+# 4. the CUDA driver: src/gpu and src/cuda only
+cu=$(grep -rnE '#include <cuda\.h>|libcuda\.so|"cu[A-Z][A-Za-z0-9_]+"' "$src/src" \
+	--include='*.c' --include='*.h' --include='*.cu' |
+	grep -v "^$src/src/gpu/" | grep -v "^$src/src/cuda/" || true)
+[ -z "$cu" ] || say "the CUDA driver is reached outside src/gpu and src/cuda:" "$cu"
+
+# 5. the wire from the rest of the software NIC: wire/wire.h only
+inc=$(grep -rn '#include "nic/soft/wire/' "$src/src" --include='*.c' --include='*.h' |
+	grep -v "^$src/src/nic/soft/wire/" | grep -v '#include "nic/soft/wire/wire.h"' || true)
+[ -z "$inc" ] || say "the wire is reached other than through nic/soft/wire/wire.h:" "$inc"
+
+n_wire=0
+[ "$fail" -eq 0 ] || exit 1
+echo "layering: $n_up core/gpu/boot objects, $n_nic nic objects: clean"

@@ -24,8 +24,8 @@
 #include <kinet/net.h>
 #include "kinet_config.h"
 #include "nic/mlx5/mlx5.h"
-#include "nic/mlx5/cudrv.h"
-#include "nic/mlx5/topo.h"
+#include "gpu/cudrv.h"
+#include "topo.h"
 #include "platform.h"
 #if KINET_HAVE_RDMA_HEADERS
 #include "nic/mlx5/ops.h"

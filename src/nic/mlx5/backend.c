@@ -18,7 +18,7 @@
 #include "nic/mlx5/mlx5.h"
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/priv.h"
-#include "core/backend.h"
+#include "core/driver.h"
 #include <kinet/net.h>
 
 /* ---- selection helpers (no rdma-core needed) ---------------------------- */

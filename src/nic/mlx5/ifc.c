@@ -2,7 +2,7 @@
 /* PRM command layouts as field tables, and the encoders they drive (ifc.h). */
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
+#include "core/driver.h"
 #include "nic/mlx5/ifc.h"
 
 #define F(n, o, w) {n, o, w, NULL}

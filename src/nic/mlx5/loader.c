@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nic/mlx5/ops.h"
-#include "nic/mlx5/cudrv.h"
+#include "gpu/cudrv.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 

@@ -2,7 +2,8 @@
 /* The mlx5 hardware backend: entry points used by the core. */
 #ifndef KINET_NIC_MLX5_H
 #define KINET_NIC_MLX5_H
-#include "internal.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
 
 /* 0 when a usable mlx5 device is present; else a negative errno and, in why,
  * the reason (no rdma-core, no device, ...). On success `why` describes the

@@ -17,7 +17,8 @@
 #ifndef KINET_MLX5_OPS_H
 #define KINET_MLX5_OPS_H
 
-#include "internal.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 #include <infiniband/verbs.h>

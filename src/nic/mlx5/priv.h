@@ -5,8 +5,7 @@
 
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/mlx5.h"
-#include "core/backend.h"
-#include "core/eth_core.h"
+#include "core/driver.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nic/soft/soft.h"
-#include "nic/soft/wire.h"
+#include "nic/soft/wire/wire.h"
 #include "nic/soft/eth_int.h" /* SOFT_ETH_OPS: Ethernet ports */
 
 /* Every soft QP's peer link (soft_qp.peer and the referrer lists), process

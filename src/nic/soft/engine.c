@@ -18,7 +18,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include "nic/soft/soft.h"
-#include "nic/soft/wire.h"
+#include "nic/soft/wire/wire.h"
 
 #define BURST 32 /* WQEs per QP per pass: fairness between QPs */
 #define INFL 64  /* WQEs with GPU copies in flight per QP (power of two) */

@@ -23,7 +23,7 @@
 #include <linux/types.h>
 #include <string.h>
 #include "nic/soft/soft.h"
-#include "core/eth_core.h"
+#include "core/driver.h"
 #include "nic/soft/eth_rule.h"
 
 /* Counters of one queue or port: written by the port thread (relaxed

@@ -12,10 +12,9 @@
 #ifndef KINET_SOFT_H
 #define KINET_SOFT_H
 
-#include "internal.h"
-#include "core/backend.h"
-#include "mem/keytab.h"
-#include "core/fault.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
+#include "nic/soft/keytab.h"
 
 /* ---- the software NIC's objects (each embeds the core's) ------------------------ */
 

@@ -29,7 +29,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
-#include "internal.h"
+#include "core/driver.h"
 #include "nic/soft/xdp/xdp_module.h"
 #include "nic/soft/eth_rule.h"
 

@@ -9,7 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "mem/monitor.h"
+#include "core/monitor.h"
 
 #define RING 4096u
 

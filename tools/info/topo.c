@@ -2,8 +2,9 @@
 /* PCIe distances from hwloc (see topo.h). */
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
-#include "nic/mlx5/topo.h"
+#include <stdbool.h>
+#include "kinet_config.h"
+#include "topo.h"
 
 const char *kinet_topo_dist_str(int d)
 {

@@ -20,7 +20,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "wire_int.h"
+#include "nic/soft/wire/wire_int.h"
 
 #ifdef KINET_HAVE_FABRIC
 

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "internal.h"
+#include "core/driver.h"
+#include "gpu/gpu.h"
 
 const struct kinet_cuda_ops *kinet_cuda;
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;

@@ -13,7 +13,7 @@
  */
 #ifndef KINET_MEM_MONITOR_H
 #define KINET_MEM_MONITOR_H
-#include "internal.h"
+#include "core/internal.h"
 
 /* Starts the monitor (once): 0, or -errno (no userfaultfd here: logged). */
 int kinet_monitor_start(void);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_req.c - the requester side of the wire: the QP's window of
+ * req.c - the requester side of the wire: the QP's window of
  * outstanding requests, rendezvous writes (registration of the source, RTS
  * messages), sending in order (pump, within the eager flow-control limit),
  * CQEs in WQE order, failure of a QP and of the requests on a deregistered
@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "nic/soft/wire_int.h"
+#include "nic/soft/wire/wire_int.h"
 #if KINET_HAVE_FABRIC
 
 /* ---- requester ----------------------------------------------------------- */

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <kinet/net.h>
-#include "nic/soft/wire_int.h"
+#include "nic/soft/wire/wire_int.h"
 
 #if KINET_HAVE_FABRIC
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_ep.c - the wire's libfabric endpoint (one per context): creation
+ * ep.c - the wire's libfabric endpoint (one per context): creation
  * and destruction, receive buffers and send descriptors, scatter/gather
  * helpers, sending messages, dropping a peer (and making sure the provider
  * let go of it), closing and opening the endpoint again, and polling the CQ
@@ -14,8 +14,8 @@
 #include <sys/random.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include "nic/soft/wire_int.h"
-#include "nic/mlx5/cudrv.h"
+#include "nic/soft/wire/wire_int.h"
+#include "gpu/cudrv.h"
 #if KINET_HAVE_FABRIC
 
 /* ---- endpoint ------------------------------------------------------------ */

@@ -29,9 +29,10 @@
 #include <sys/eventfd.h>
 #include "nic/mlx5/ops.h"
 #include "nic/mlx5/mlx5.h"
-#include "nic/mlx5/cudrv.h"
+#include "gpu/cudrv.h"
 #include "nic/mlx5/ifc.h"
-#include "core/eth_core.h" /* kinet_eth_txq_qp */
+#include "core/driver.h"
+#include "gpu/gpu.h" /* kinet_eth_txq_qp */
 
 #if KINET_HAVE_RDMA_HEADERS
 

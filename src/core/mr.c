@@ -2,7 +2,7 @@
 /* Memory regions: the checks common to every backend. */
 #include <stdlib.h>
 #include <string.h>
-#include "core/backend.h"
+#include "core/internal.h"
 
 int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out)
 {

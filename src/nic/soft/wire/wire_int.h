@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_int.h - private to the wire (src/nic/soft/wire*.c): the protocol
+ * wire_int.h - private to the wire (src/nic/soft/wire/): the protocol
  * (constants, message header and its encoding, rendezvous entries) and the
  * structures the files of the wire share. The wire carries RC QPs of
  * different processes over libfabric (FI_EP_RDM, FI_MSG and, where the
@@ -72,18 +72,18 @@
  * released (wire_close_peer).
  *
  * Files: wire.c (entry points the engine calls, QP lifecycle, deregistration
- * with work in flight, peer addresses), wire_ep.c (endpoint, pools, sending,
- * dropping and closing peers, polling the libfabric CQ), wire_req.c
+ * with work in flight, peer addresses), ep.c (endpoint, pools, sending,
+ * dropping and closing peers, polling the libfabric CQ), req.c
  * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
- * answers), wire_tgt.c (target: serving requests, rendezvous reads, answers
- * and ACKs, RNR waits, copies of waiting requests), wire_shm.c (the shm
+ * answers), tgt.c (target: serving requests, rendezvous reads, answers
+ * and ACKs, RNR waits, copies of waiting requests), shm.c (the shm
  * endpoints' names, the regions ended processes left); the
  * descriptors are the core's (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H
 #define KINET_WIRE_INT_H
-#include "nic/soft/wire.h"
+#include "nic/soft/wire/wire.h"
 
 #if KINET_HAVE_FABRIC
 #include <rdma/fabric.h>
@@ -289,7 +289,7 @@ struct rdop {
 	int dkind;
 	uint64_t len;
 	bool skip;       /* with the copy thread, which no longer copies its bytes:
-			  * its write was forgotten (wire_copy.c, the copier's lock) */
+			  * its write was forgotten (copy.c, the copier's lock) */
 };
 
 /* One outstanding request of a requester QP. */
@@ -486,7 +486,7 @@ struct kinet_wire {
 				  * copied into place by the copy thread included */
 	uint64_t rd_bytes;
 	uint32_t rd_max;         /* most reads in flight at once (kinet_wire_info) */
-	struct wire_copier *cp; /* the copy thread (wire_copy.c), once started */
+	struct wire_copier *cp; /* the copy thread (copy.c), once started */
 	bool copy_on;           /* landed reads go to it (KINET_NET_COPY_THREAD) */
 	uint64_t copy_min;      /* ... those of at least this many bytes */
 	char copy_why[96];      /* why it is on or off */
@@ -514,7 +514,7 @@ static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp 
  * library, calls between the files stay direct). */
 #pragma GCC visibility push(hidden)
 
-/* wire_ep.c: endpoint, pools, sending, polling */
+/* ep.c: endpoint, pools, sending, polling */
 /* Registers one of the wire's own buffers for local use (mr_local); false
  * when the provider refuses it (logged). */
 bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n);
@@ -557,7 +557,7 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
 int wire_poll_cq(struct kinet_wire *w);
 
-/* wire_shm.c: names and stale regions of the shm provider */
+/* shm.c: names and stale regions of the shm provider */
 /* Serialises the library's shm endpoint creation with wire_shm_clear_stale. */
 void wire_shm_lock(bool on);
 /* Names this process's shm endpoints (info->src_addr, before fi_endpoint):
@@ -584,7 +584,7 @@ void wire_shm_region_add(const uint8_t *addr, size_t len);
  * then; a later region of that name is not ours). */
 void wire_shm_region_del(const uint8_t *addr, size_t len);
 
-/* wire_req.c: requester */
+/* req.c: requester */
 void wire_wreq_unreg(struct wreq *e);
 void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered);
 void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport);
@@ -601,7 +601,7 @@ void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m)
 void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
 		  const uint8_t *data);
 
-/* wire_tgt.c: target */
+/* tgt.c: target */
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
 /* Queues a received request in message order; false (the caller releases
  * it) when it is a duplicate: its number is behind the next one expected,
@@ -618,7 +618,7 @@ void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
 /* accounts for a read no longer with the provider: copied says its bytes
  * are in place already (the copy thread), else ok ones are copied here */
 void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied);
-/* the copy thread (wire_copy.c) */
+/* the copy thread (copy.c) */
 void wire_copy_setup(struct kinet_wire *w);
 bool wire_copy_give(struct kinet_wire *w, struct rdop *op);
 int wire_copy_reap(struct kinet_wire *w);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_shm.c - names and stale regions of the shm provider. libfabric's shm
+ * shm.c - names and stale regions of the shm provider. libfabric's shm
  * names an endpoint "fi_shm://<pid>:<uid>:<n>" by default (the pid, the
  * user, a counter of the process's endpoints), its region in /dev/shm after
  * that name, and keeps one mapping per name in its address vector: a server
@@ -26,8 +26,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "internal.h"
-#include "nic/soft/wire_int.h"
+#include "core/driver.h"
+#include "nic/soft/wire/wire_int.h"
 #if KINET_HAVE_FABRIC
 
 static pthread_mutex_t shm_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -14,7 +14,7 @@
 #ifndef KINET_MEM_KEYTAB_H
 #define KINET_MEM_KEYTAB_H
 
-#include "internal.h"
+#include "core/driver.h"
 
 #define KINET_KEYTAB_MIN_FREE 1024u
 

@@ -19,9 +19,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/backend.h"
-#include "core/stats.h"
-#include "mem/monitor.h"
+#include "core/internal.h"
+#include "core/monitor.h"
 
 struct cent {
 	kinet_mr *mr;

@@ -2,7 +2,7 @@
 /* The key table (keytab.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "mem/keytab.h"
+#include "nic/soft/keytab.h"
 
 static uint64_t rng_next(uint64_t *s)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire_tgt.c - the target side of the wire: the queue of received requests
+ * tgt.c - the target side of the wire: the queue of received requests
  * of a QP, run in message order through the responder (soft_resp_*),
  * rendezvous writes (checks, reads into the region, completion), answers,
  * cumulative ACKs, keepalives and RNR waits, and copies of waiting requests
@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "nic/soft/wire_int.h"
+#include "nic/soft/wire/wire_int.h"
 #if KINET_HAVE_FABRIC
 
 /* ---- target ------------------------------------------------------------------ */

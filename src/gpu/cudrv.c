@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <ctype.h>
-#include "internal.h"
-#include "nic/mlx5/cudrv.h"
+#include "core/driver.h"
+#include "gpu/cudrv.h"
 
 typedef int cu_result;
 typedef int cu_device;

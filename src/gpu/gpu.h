@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpu.h - GPU helpers of libkinet, below both backends (src/gpu/mem.c):
+ * queue memory, copies between memory kinds, and the hooks of the CUDA
+ * module (src/cuda, loaded at run time). The CUDA driver itself is reached
+ * only here and in the CUDA module (src/gpu/cudrv.h).
+ */
+#ifndef KINET_GPU_GPU_H
+#define KINET_GPU_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- memory helpers (src/gpu/mem.c) ------------------------------------------ */
+/* Page-aligned, zeroed memory for queues and doorbell pages. When a GPU is
+ * present (CUDA module loaded), it is registered and mapped into the GPU. */
+void *kinet_queue_alloc(size_t len);
+void kinet_queue_free(void *p, size_t len);
+
+/* Moves n bytes between memories of the given kinds (enum kinet_mem_kind).
+ * Host to host is memcpy; anything involving GPU memory goes through the
+ * CUDA module. 0 or a negative errno. */
+int kinet_mem_copy(void *dst, int dkind, const void *src, int skind, size_t n);
+
+/* What the CUDA driver says of a GPU pointer (kinet_cuda_ops.mem_info). */
+struct kinet_cuda_mem {
+	uint64_t buffer_id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID: the allocation's identity */
+	uintptr_t base;     /* the allocation: [base, base + size) */
+	size_t size;
+	int pool;           /* from a memory pool (cudaMallocAsync, cuMemAllocFromPool) */
+	int vmm;            /* mapped with cuMemMap (virtual memory management) */
+	int managed;        /* managed (unified) memory */
+	int device;         /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+};
+
+/* Hooks filled by the CUDA module when it is loaded (src/cuda/). */
+struct kinet_cuda_ops {
+	int (*copy)(void *dst, int dkind, const void *src, int skind, size_t n);
+	int (*atomic64)(void *addr, int op, uint64_t a, uint64_t b, uint64_t *old);
+	int (*pointer_kind)(const void *p); /* enum kinet_mem_kind, or -errno */
+	int (*host_register)(void *p, size_t len);
+	int (*host_unregister)(void *p);
+	/* Copies left in flight (the engine keeps several GPU copies going):
+	 * copy_async enqueues on the calling thread's stream and returns at once
+	 * (the memory on both sides must stay until a later fence completed);
+	 * fence records a point after every copy the calling thread enqueued so
+	 * far; fence_query: 1 completed (the copies before it are visible to
+	 * later kernels and copies), 0 not yet, -EIO a copy failed; fence_wait
+	 * blocks until completed (any thread); fence_free gives it back (any
+	 * thread). NULL hooks: synchronous copies only. */
+	int (*copy_async)(void *dst, int dkind, const void *src, int skind, size_t n);
+	int (*fence)(void **f);
+	int (*fence_query)(void *f);
+	int (*fence_wait)(void *f);
+	void (*fence_free)(void *f);
+	/* Allocation identity of GPU memory at p (the registration cache checks
+	 * it on every hit): 0, or -EINVAL (not GPU memory) / -EIO. NULL: the
+	 * module has none (GPU memory is then not cached). */
+	int (*mem_info)(const void *p, struct kinet_cuda_mem *out);
+};
+extern const struct kinet_cuda_ops *kinet_cuda;
+/* Tries to load the CUDA module once; returns kinet_cuda (NULL when absent). */
+const struct kinet_cuda_ops *kinet_cuda_load(void);
+
+#endif
