@@ -30,7 +30,7 @@ extern "C" {
  * these three lines (soname libkinet.so.MAJOR, file libkinet.so.MAJOR.MINOR.PATCH);
  * kinet_version() tells the version of the library a program runs with. */
 #define KINET_VERSION_MAJOR 0
-#define KINET_VERSION_MINOR 1
+#define KINET_VERSION_MINOR 2
 #define KINET_VERSION_PATCH 0
 
 typedef struct kinet_ctx kinet_ctx;
