@@ -56,6 +56,32 @@ static __device__ __forceinline__ uint32_t knx_lane_id(void)
 	return l;
 }
 
+/* ---- the steps both scopes share ------------------------------------------ */
+
+/* What differs stays in each scope's post: a warp agrees through shuffles
+ * (lanes without an op, one reservation), a CTA through shared memory and
+ * __syncthreads (every thread posts, in rounds of at most the SQ's depth). */
+
+/* 1 when op can be posted at thread scope only (knx_op_check refuses it, or a
+ * WQE of it spans two WQEBBs): warp and block scope refuse it with -EINVAL. */
+static __device__ __forceinline__ int knx_op_refused(const kn_qp *qp, const kn_op *op)
+{
+	return knx_op_check(qp, op) != 0 || knx_op_span(op) != 0;
+}
+
+/* Builds this lane's (thread's) checked op, nw WQEs from ticket t, in
+ * registers (w0, w1) and stores them in the SQ with 16-byte writes. The
+ * ringing lane hands the copy of the last WQE (w1 when nw is 2, else w0) to
+ * knx_sq_submit_last: with BlueFlame, the whole WQE. */
+static __device__ __forceinline__ void knx_op_store(const kn_qp *qp, const kn_op *op, kn_ticket_t t,
+						    uint32_t nw, knx_wqebb *w0, knx_wqebb *w1)
+{
+	knx_op_build(qp, op, t, w0, w1);
+	knx_wqe_store(qp, t, w0);
+	if (nw == 2)
+		knx_wqe_store(qp, t + 1, w1);
+}
+
 /* ---- warp scope ----------------------------------------------------------- */
 
 /* Posts the ops of the lanes that pass one (op == NULL: this lane posts
@@ -65,7 +91,7 @@ static __device__ __forceinline__ int kn_warp_post(const kn_qp *qp, const kn_op 
 {
 	__syncwarp(); /* converge: one call of the whole warp, never two halves */
 	uint32_t lane = knx_lane_id();
-	if (__any_sync(KNX_FULL_WARP, op && (knx_op_check(qp, op) != 0 || knx_op_span(op) != 0)))
+	if (__any_sync(KNX_FULL_WARP, op && knx_op_refused(qp, op)))
 		return -EINVAL;
 	uint32_t mask = __ballot_sync(KNX_FULL_WARP, op != NULL);
 	if (!mask)
@@ -96,12 +122,8 @@ static __device__ __forceinline__ int kn_warp_post(const kn_qp *qp, const kn_op 
 		return rc;
 	kn_ticket_t t = t0 + off;
 	knx_wqebb w0 = {}, w1 = {};
-	if (op) {
-		knx_op_build(qp, op, t, &w0, &w1);
-		knx_wqe_store(qp, t, &w0);
-		if (nw == 2)
-			knx_wqe_store(qp, t + 1, &w1);
-	}
+	if (op)
+		knx_op_store(qp, op, t, nw, &w0, &w1);
 	/* __syncwarp orders every lane's WQE before what the ringing lane does
 	 * next; its release fence in the ring is cumulative over them */
 	__syncwarp();
@@ -111,54 +133,6 @@ static __device__ __forceinline__ int kn_warp_post(const kn_qp *qp, const kn_op 
 	if (ticket)
 		*ticket = op ? t + nw - 1 : 0;
 	return 0;
-}
-
-/* kn_op_<op> + kn_warp_post; arguments as the thread-scope kn_<op>. */
-static __device__ __forceinline__ int kn_warp_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey,
-						  const void *laddr, uint32_t lkey, uint32_t len,
-						  kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_put(&op, raddr, rkey, laddr, lkey, len);
-	return kn_warp_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_warp_put_inline(const kn_qp *qp, uint64_t raddr,
-							 uint32_t rkey, const void *src,
-							 uint32_t len, kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_put_inline(&op, raddr, rkey, src, len);
-	return kn_warp_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_warp_get(const kn_qp *qp, void *laddr, uint32_t lkey,
-						  uint64_t raddr, uint32_t rkey, uint32_t len,
-						  kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_get(&op, laddr, lkey, raddr, rkey, len);
-	return kn_warp_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_warp_put_signal(const kn_qp *qp, uint64_t raddr,
-							 uint32_t rkey, const void *laddr,
-							 uint32_t lkey, uint32_t len,
-							 uint64_t sig_raddr, uint32_t sig_rkey,
-							 uint64_t add, kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_put_signal(&op, raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, add);
-	return kn_warp_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_warp_signal(const kn_qp *qp, uint64_t sig_raddr,
-						     uint32_t sig_rkey, uint64_t add,
-						     kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_signal(&op, sig_raddr, sig_rkey, add);
-	return kn_warp_post(qp, &op, ticket);
 }
 
 /* Waits (one lane polls) until the largest ticket of the warp has
@@ -213,7 +187,7 @@ static __device__ __forceinline__ int kn_block_post(const kn_qp *qp, const kn_op
 	uint32_t tid = knx_block_tid();
 	uint32_t nthr = blockDim.x * blockDim.y * blockDim.z;
 	uint32_t nw = knx_op_nwqe(op);
-	if (__syncthreads_or(knx_op_check(qp, op) != 0 || knx_op_span(op) != 0))
+	if (__syncthreads_or(knx_op_refused(qp, op)))
 		return -EINVAL;
 	uint32_t per = qp->sq_wqe_cnt / nw;
 	for (uint32_t base = 0; base < nthr; base += per) {
@@ -234,10 +208,7 @@ static __device__ __forceinline__ int kn_block_post(const kn_qp *qp, const kn_op
 		bool mine = tid >= base && tid < base + cnt;
 		if (mine) {
 			kn_ticket_t t = t0 + (uint64_t)(tid - base) * nw;
-			knx_op_build(qp, op, t, &w0, &w1);
-			knx_wqe_store(qp, t, &w0);
-			if (nw == 2)
-				knx_wqe_store(qp, t + 1, &w1);
+			knx_op_store(qp, op, t, nw, &w0, &w1);
 			KN_FENCE_REL(); /* before the doorbell another thread rings */
 			if (ticket)
 				*ticket = t + nw - 1;
@@ -247,54 +218,6 @@ static __device__ __forceinline__ int kn_block_post(const kn_qp *qp, const kn_op
 			knx_sq_submit_last(qp, t0, cnt * nw, nw == 2 ? &w1 : &w0);
 	}
 	return 0;
-}
-
-/* kn_op_<op> + kn_block_post; arguments as the thread-scope kn_<op>. */
-static __device__ __forceinline__ int kn_block_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey,
-						   const void *laddr, uint32_t lkey, uint32_t len,
-						   kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_put(&op, raddr, rkey, laddr, lkey, len);
-	return kn_block_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_block_put_inline(const kn_qp *qp, uint64_t raddr,
-							  uint32_t rkey, const void *src,
-							  uint32_t len, kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_put_inline(&op, raddr, rkey, src, len);
-	return kn_block_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_block_get(const kn_qp *qp, void *laddr, uint32_t lkey,
-						   uint64_t raddr, uint32_t rkey, uint32_t len,
-						   kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_get(&op, laddr, lkey, raddr, rkey, len);
-	return kn_block_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_block_put_signal(const kn_qp *qp, uint64_t raddr,
-							  uint32_t rkey, const void *laddr,
-							  uint32_t lkey, uint32_t len,
-							  uint64_t sig_raddr, uint32_t sig_rkey,
-							  uint64_t add, kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_put_signal(&op, raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, add);
-	return kn_block_post(qp, &op, ticket);
-}
-
-static __device__ __forceinline__ int kn_block_signal(const kn_qp *qp, uint64_t sig_raddr,
-						      uint32_t sig_rkey, uint64_t add,
-						      kn_ticket_t *ticket)
-{
-	kn_op op;
-	kn_op_signal(&op, sig_raddr, sig_rkey, add);
-	return kn_block_post(qp, &op, ticket);
 }
 
 /* Waits for every ticket reserved on the QP so far (thread 0 polls); every
@@ -309,5 +232,46 @@ static __device__ __forceinline__ int kn_block_quiet(const kn_qp *qp)
 	__syncthreads(); /* everyone has read it before the next call writes it */
 	return rc;
 }
+
+/* ---- operations at both scopes -------------------------------------------- */
+
+/* kn_warp_<op> is kn_op_<op> + kn_warp_post, kn_block_<op> kn_op_<op> +
+ * kn_block_post; arguments as the thread-scope kn_<op>. KNX_SCOPE_OP(op,
+ * (parameters), arguments of kn_op_<op>) defines the pair. */
+#define KNX_SCOPE_OP1(scope, name, params, ...)                                                 \
+	static __device__ __forceinline__ int kn_##scope##_##name params                       \
+	{                                                                                       \
+		kn_op op;                                                                       \
+		kn_op_##name(&op, __VA_ARGS__);                                                 \
+		return kn_##scope##_post(qp, &op, ticket);                                      \
+	}
+#define KNX_SCOPE_OP(name, params, ...)                                                         \
+	KNX_SCOPE_OP1(warp, name, params, __VA_ARGS__)                                          \
+	KNX_SCOPE_OP1(block, name, params, __VA_ARGS__)
+
+/* kn_warp_put, kn_block_put */
+KNX_SCOPE_OP(put, (const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+		   uint32_t lkey, uint32_t len, kn_ticket_t *ticket),
+	     raddr, rkey, laddr, lkey, len)
+/* kn_warp_put_inline, kn_block_put_inline */
+KNX_SCOPE_OP(put_inline, (const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
+			  uint32_t len, kn_ticket_t *ticket),
+	     raddr, rkey, src, len)
+/* kn_warp_get, kn_block_get */
+KNX_SCOPE_OP(get, (const kn_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		   uint32_t len, kn_ticket_t *ticket),
+	     laddr, lkey, raddr, rkey, len)
+/* kn_warp_put_signal, kn_block_put_signal */
+KNX_SCOPE_OP(put_signal, (const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *laddr,
+			  uint32_t lkey, uint32_t len, uint64_t sig_raddr, uint32_t sig_rkey,
+			  uint64_t add, kn_ticket_t *ticket),
+	     raddr, rkey, laddr, lkey, len, sig_raddr, sig_rkey, add)
+/* kn_warp_signal, kn_block_signal */
+KNX_SCOPE_OP(signal, (const kn_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
+		      kn_ticket_t *ticket),
+	     sig_raddr, sig_rkey, add)
+
+#undef KNX_SCOPE_OP
+#undef KNX_SCOPE_OP1
 
 #endif /* KINET_DEVICE_CUDA_CUH */

@@ -312,57 +312,27 @@ kinet_cq *kinet_eth_txq_cq(const kinet_eth_txq *t)
 	return t ? t->q.scq : NULL;
 }
 
+/* The NIC's consumer index of the queue (caller holds raw_lock). */
+static uint64_t txq_consumed(void *arg)
+{
+	kinet_eth_txq *t = arg;
+	const struct kinet_backend_ops *ops = t->q.ctx->ops;
+	return ops->eth_txq_consumed ? ops->eth_txq_consumed(t) : t->q.raw_ci;
+}
+
 long long kinet_eth_txq_post_raw(kinet_eth_txq *t, const void *wqe, uint32_t nbb)
 {
 	if (!t || !wqe || nbb == 0 || nbb > KN_MAX_WQE_BBS || nbb > t->q.sq_cnt)
 		return -EINVAL;
-	kinet_qp *q = &t->q;
-	const struct kinet_backend_ops *ops = q->ctx->ops;
-	if (q->flags & KINET_QPF_QUEUES_ON_GPU) {
+	if (t->q.flags & KINET_QPF_QUEUES_ON_GPU) {
 		KLOG_ERR("eth txq 0x%x: its queue is in GPU memory: no raw posting from the host",
-			 q->qpn);
+			 t->q.qpn);
 		return -EOPNOTSUPP;
 	}
-	pthread_mutex_lock(&q->raw_lock);
-	uint64_t t0 = kn_now_ns();
-	for (;;) {
-		uint64_t ci = ops->eth_txq_consumed ? ops->eth_txq_consumed(t) : q->raw_ci;
-		if (q->raw_pi + nbb - ci <= q->sq_cnt)
-			break;
-		if (kn_now_ns() - t0 > t->desc.q.timeout_ns) {
-			pthread_mutex_unlock(&q->raw_lock);
-			KLOG_ERR("eth txq 0x%x: kinet_eth_txq_post_raw: the queue stayed full",
-				 q->qpn);
-			return -ETIMEDOUT;
-		}
-		pthread_mutex_unlock(&q->raw_lock);
-		struct timespec ts = {0, 1000};
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&q->raw_lock);
-	}
-	uint64_t tk = q->raw_pi;
-	for (uint32_t i = 0; i < nbb; i++)
-		memcpy(q->sq + ((tk + i) & (q->sq_cnt - 1)) * KN_SEND_WQE_BB,
-		       (const uint8_t *)wqe + i * KN_SEND_WQE_BB, KN_SEND_WQE_BB);
-	q->raw_nbb[tk & (q->sq_cnt - 1)] = (uint8_t)nbb;
-	q->raw_pi = tk + nbb;
-	/* as kinet_qp_post_raw rings: the WQE before the record, on hardware the
-	 * record before the register (the first 8 bytes of the caller's copy of
-	 * the ctrl segment: the slot may be reused by now), the UAR's two
-	 * registers in turn */
-	KN_BAR_WQE_DBR();
-	__atomic_store_n(&q->dbrec[KN_SND_DBR], kn_htobe32((uint32_t)(q->raw_pi & 0xffff)),
-			 __ATOMIC_RELAXED);
-	if (q->flags & KINET_QPF_HW_DOORBELL) {
-		uint64_t w;
-		memcpy(&w, wqe, 8);
-		KN_BAR_DBR_REG();
-		*(volatile uint64_t *)(q->db + q->raw_bf_off) = w;
-		KN_BAR_REG_FLUSH();
-		q->raw_bf_off ^= q->bf_alt;
-	}
-	pthread_mutex_unlock(&q->raw_lock);
-	return (long long)tk;
+	long long tk = kinet_sq_post_raw(&t->q, wqe, nbb, t->desc.q.timeout_ns, txq_consumed, t);
+	if (tk == -ETIMEDOUT)
+		KLOG_ERR("eth txq 0x%x: kinet_eth_txq_post_raw: the queue stayed full", t->q.qpn);
+	return tk;
 }
 
 /* ---- receive queues -------------------------------------------------------------- */

@@ -385,37 +385,24 @@ int kinet_qp_device(kinet_qp *qp, kn_qp **out)
 }
 
 /* The NIC's SQ consumer index, as far as the host can know it. */
-static uint64_t sq_consumed(kinet_qp *qp)
+static uint64_t sq_consumed(void *arg)
 {
+	kinet_qp *qp = arg;
 	if (qp->ctx->ops->sq_consumed)
 		return qp->ctx->ops->sq_consumed(qp);
 	return qp->raw_ci; /* caller holds raw_lock */
 }
 
-long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb)
+long long kinet_sq_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t timeout_ns,
+			    uint64_t (*consumed)(void *obj), void *obj)
 {
-	if (!qp || !wqe || nbb == 0 || nbb > KN_MAX_WQE_BBS || nbb > qp->sq_cnt)
-		return -EINVAL;
-	if (qp->flags & KINET_QPF_QUEUES_ON_GPU) {
-		KLOG_ERR("qp 0x%x: kinet_qp_post_raw writes the SQ from the host, and this QP's "
-			 "queues are in GPU memory (KINET_MLX5_QUEUES=verbs keeps them in host "
-			 "memory)",
-			 qp->qpn);
-		return -EOPNOTSUPP;
-	}
 	pthread_mutex_lock(&qp->raw_lock);
 	/* room: judged by the NIC's consumer index (where the backend has no
 	 * view of it, by the send CQEs consumed with kinet_cq_poll) */
 	uint64_t t0 = kn_now_ns();
-	while (qp->raw_pi + nbb - sq_consumed(qp) > qp->sq_cnt) {
-		if (kn_now_ns() - t0 > qp->desc.timeout_ns) {
+	while (qp->raw_pi + nbb - consumed(obj) > qp->sq_cnt) {
+		if (kn_now_ns() - t0 > timeout_ns) {
 			pthread_mutex_unlock(&qp->raw_lock);
-			KLOG_ERR("qp 0x%x: kinet_qp_post_raw: the SQ stayed full for %llu ms%s",
-				 qp->qpn, (unsigned long long)(qp->desc.timeout_ns / 1000000),
-				 qp->ctx->ops->sq_consumed
-					 ? ""
-					 : " (room is learned from send CQEs consumed with "
-					   "kinet_cq_poll: sign a WQE at least once per SQ depth)");
 			return -ETIMEDOUT;
 		}
 		pthread_mutex_unlock(&qp->raw_lock);
@@ -446,4 +433,26 @@ long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb)
 	}
 	pthread_mutex_unlock(&qp->raw_lock);
 	return (long long)t;
+}
+
+long long kinet_qp_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb)
+{
+	if (!qp || !wqe || nbb == 0 || nbb > KN_MAX_WQE_BBS || nbb > qp->sq_cnt)
+		return -EINVAL;
+	if (qp->flags & KINET_QPF_QUEUES_ON_GPU) {
+		KLOG_ERR("qp 0x%x: kinet_qp_post_raw writes the SQ from the host, and this QP's "
+			 "queues are in GPU memory (KINET_MLX5_QUEUES=verbs keeps them in host "
+			 "memory)",
+			 qp->qpn);
+		return -EOPNOTSUPP;
+	}
+	long long t = kinet_sq_post_raw(qp, wqe, nbb, qp->desc.timeout_ns, sq_consumed, qp);
+	if (t == -ETIMEDOUT)
+		KLOG_ERR("qp 0x%x: kinet_qp_post_raw: the SQ stayed full for %llu ms%s", qp->qpn,
+			 (unsigned long long)(qp->desc.timeout_ns / 1000000),
+			 qp->ctx->ops->sq_consumed
+				 ? ""
+				 : " (room is learned from send CQEs consumed with "
+				   "kinet_cq_poll: sign a WQE at least once per SQ depth)");
+	return t;
 }
