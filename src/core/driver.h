@@ -269,16 +269,6 @@ bool kinet_qp_legal(int from, int to);
 void kinet_qp_fill_desc(kinet_qp *qp);
 /* Device state of a QP back to its creation values (RESET). */
 void kinet_qp_reset_device_state(kinet_qp *qp);
-/* The raw post shared by kinet_qp_post_raw and kinet_eth_txq_post_raw, which
- * check their arguments first (wqe of nbb WQEBBs: 1 .. KN_MAX_WQE_BBS, at
- * most the SQ's depth; the SQ in host memory). Under qp->raw_lock: waits for
- * room by consumed(obj), the NIC's consumer index (called with the lock
- * held), copies the WQE into the SQ, writes the doorbell record and, on
- * hardware, the register. Returns the WQE's first ticket, or -ETIMEDOUT
- * when the SQ stayed full for timeout_ns (not logged: the caller names its
- * queue). */
-long long kinet_sq_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t timeout_ns,
-			    uint64_t (*consumed)(void *obj), void *obj);
 
 /* The CPU proxy's ring of one QP (doorbell mode cpu): when the producer
  * published a new index in qp->cpu_pi, writes the doorbell record, then the

@@ -29,6 +29,18 @@ struct kinet_mr_cache *kinet_mr_cache_next(const struct kinet_mr_cache *c);
  * that peer descriptor is stale from now on (kinet_qp_connect_remote). */
 void kinet_qp_forget_peer(kinet_qp *qp);
 
+/* ---- raw posts (src/core/qp.c) ------------------------------------------------- */
+/* The raw post shared by kinet_qp_post_raw and kinet_eth_txq_post_raw, which
+ * check their arguments first (wqe of nbb WQEBBs: 1 .. KN_MAX_WQE_BBS, at
+ * most the SQ's depth; the SQ in host memory). Under qp->raw_lock: waits for
+ * room by consumed(obj), the NIC's consumer index (called with the lock
+ * held), copies the WQE into the SQ, writes the doorbell record and, on
+ * hardware, the register. Returns the WQE's first ticket, or -ETIMEDOUT
+ * when the SQ stayed full for timeout_ns (not logged: the caller names its
+ * queue). */
+long long kinet_sq_post_raw(kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t timeout_ns,
+			    uint64_t (*consumed)(void *obj), void *obj);
+
 /* ---- statistics segment (src/core/stats.c; KINET_STATS, stats_fmt.h) --------- */
 /* A context opened / about to close (kinet_open, kinet_close): with
  * KINET_STATS=1, the first one creates the segment and its writer thread. */
