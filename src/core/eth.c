@@ -470,13 +470,23 @@ int kinet_eth_rxq_create(kinet_eth_port *p, const struct kinet_eth_rxq_attr *att
 		free(r);
 		return -EINVAL;
 	}
-	if (a.buf && (uintptr_t)a.buf + r->buf_len > (uintptr_t)a.mr->addr + a.mr->len) {
-		KLOG_ERR("eth_rxq_create: the region of buf holds %zu bytes from it, the queue "
-			 "needs %zu",
-			 (size_t)((uintptr_t)a.mr->addr + a.mr->len - (uintptr_t)a.buf),
-			 r->buf_len);
-		free(r);
-		return -EINVAL;
+	if (a.buf) {
+		/* [buf, buf + buf_len) inside [addr, addr + len), without wrapping: the
+		 * start is checked, and the end as an offset from the region's start */
+		uintptr_t b = (uintptr_t)a.buf, base = (uintptr_t)a.mr->addr;
+		if (b < base || b - base > a.mr->len) {
+			KLOG_ERR("eth_rxq_create: buf %p lies outside its region [%p, +%zu)",
+				 a.buf, a.mr->addr, (size_t)a.mr->len);
+			free(r);
+			return -EINVAL;
+		}
+		if (r->buf_len > a.mr->len - (b - base)) {
+			KLOG_ERR("eth_rxq_create: the region of buf holds %zu bytes from it, "
+				 "the queue needs %zu",
+				 (size_t)(a.mr->len - (b - base)), r->buf_len);
+			free(r);
+			return -EINVAL;
+		}
 	}
 	r->st = calloc(1, sizeof(*r->st));
 	r->fin = a.mode == KINET_ETH_RXQ_STRIDING ? calloc(r->wqe_cnt, sizeof(uint64_t)) : NULL;

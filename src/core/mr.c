@@ -1,8 +1,118 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory regions: the checks common to every backend. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "core/internal.h"
+#include "gpu/cudrv.h"
+
+/* ---- host pages: every one mapped, with the access the region allows ------------- */
+
+/* GPU memory is the CUDA driver's to check (the backend asks it). */
+static bool mem_is_gpu(const void *addr)
+{
+	const struct kinet_cuda_ops *cu = kinet_cuda_load();
+	int k = cu && cu->pointer_kind ? cu->pointer_kind(addr) : kinet_cudrv_mem_kind(addr);
+	return k == KINET_MEM_CUDA;
+}
+
+/* Walks /proc/self/maps (ascending, one read per registration) over the pages
+ * [lo, hi): 0 when each is mapped readable, and writable when need_w; else
+ * -EFAULT with *bad the first page that is not and *why what is wrong with
+ * it; -errno when the file cannot be read. */
+static int pages_by_maps(uintptr_t lo, uintptr_t hi, bool need_w, uintptr_t *bad,
+			 const char **why)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	uintptr_t cur = lo;
+	int rc = 0;
+	while (cur < hi && getline(&line, &cap, f) > 0) {
+		unsigned long s, e;
+		char perm[5];
+		if (sscanf(line, "%lx-%lx %4s", &s, &e, perm) != 3 || e <= cur)
+			continue;
+		if (s > cur)
+			break; /* a hole at cur */
+		if (perm[0] != 'r' || (need_w && perm[1] != 'w')) {
+			*why = perm[0] != 'r' ? "mapped without read access"
+					      : "mapped read-only, and the region allows writes";
+			rc = -EFAULT;
+			break;
+		}
+		cur = e;
+	}
+	free(line);
+	fclose(f);
+	if (!rc && cur < hi) {
+		*why = "not mapped";
+		rc = -EFAULT;
+	}
+	*bad = cur;
+	return rc;
+}
+
+/* Without /proc: mincore finds unmapped pages (not the permissions). */
+static int pages_by_mincore(uintptr_t lo, uintptr_t hi, size_t pg, uintptr_t *bad,
+			    const char **why)
+{
+	unsigned char vec[256];
+	for (uintptr_t a = lo; a < hi;) {
+		size_t n = (hi - a) / pg < sizeof(vec) ? (hi - a) / pg : sizeof(vec);
+		if (mincore((void *)a, n * pg, vec) == 0) {
+			a += n * pg;
+			continue;
+		}
+		if (errno != ENOMEM)
+			return -errno;
+		for (; n; n--, a += pg) /* the first page that is not mapped */
+			if (mincore((void *)a, pg, vec) && errno == ENOMEM)
+				break;
+		*bad = a;
+		*why = "not mapped";
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* Every page of host memory [addr, addr + len) must be mapped with read
+ * access, and write access when the region allows local or remote writes,
+ * as a NIC checks by pinning (ibv_reg_mr: EFAULT): the software NIC's engines
+ * would otherwise fault on the first access, from a remote peer's write too. */
+static int mr_check_pages(const void *addr, size_t len, unsigned access, const char *who)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)addr & ~(uintptr_t)(pg - 1);
+	uintptr_t hi = ((uintptr_t)addr + len + pg - 1) & ~(uintptr_t)(pg - 1);
+	if (hi < lo || !hi) /* the last page of the address space: never user memory */
+		hi = UINTPTR_MAX;
+	bool need_w = access & (KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE |
+				KINET_ACCESS_REMOTE_ATOMIC);
+	uintptr_t bad = lo;
+	const char *why = "";
+	int rc = pages_by_maps(lo, hi, need_w, &bad, &why);
+	if (rc && rc != -EFAULT) {
+		static bool said;
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			KLOG_WARN("%s: /proc/self/maps cannot be read (%s): registrations check "
+				  "that every page is mapped, not its permissions",
+				  who, strerror(-rc));
+		rc = pages_by_mincore(lo, hi, pg, &bad, &why);
+	}
+	if (rc == -EFAULT)
+		KLOG_ERR("%s: %p+%zu: page %p is %s (access 0x%x); every page of a region must "
+			 "be mapped readable, and writable when the region allows writes",
+			 who, addr, len, (void *)bad, why, access);
+	else if (rc)
+		KLOG_ERR("%s: %p+%zu: its pages cannot be checked: %s", who, addr, len,
+			 strerror(-rc));
+	return rc;
+}
 
 int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr **out)
 {
@@ -16,6 +126,11 @@ int kinet_mr_reg(kinet_pd *pd, void *addr, size_t len, unsigned access, kinet_mr
 	    !(access & KINET_ACCESS_LOCAL_WRITE)) {
 		KLOG_ERR("mr_reg: remote write or atomic access needs local write");
 		return -EINVAL;
+	}
+	if (!mem_is_gpu(addr)) {
+		int rc = mr_check_pages(addr, len, access, "mr_reg");
+		if (rc)
+			return rc;
 	}
 	kinet_ctx *ctx = pd->ctx;
 	kinet_mr *mr = calloc(1, ctx->ops->mr_size);

@@ -7,6 +7,7 @@
  * at kinet_close, when a thread's buffer fills, and at exit.
  */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -79,10 +80,49 @@ static void trace_open(void)
 	const char *path = KT(TRACE);
 	if (!path || !*path)
 		return;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Non-blocking, so that a FIFO without a reader cannot block kinet_open
+	 * (it fails with ENXIO); then only a regular file is kept: a FIFO, a
+	 * socket or a device would block the engine threads in write() whenever
+	 * its reader stalls. O_TRUNC is not applied before the type is known. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ENXIO) {
+		t_rc = -EINVAL;
+		KLOG_ERR("KINET_TRACE=%s: a FIFO or a device without a reader; the trace must be "
+			 "a regular file (writes to anything else could block the NIC's engines)",
+			 path);
+		return;
+	}
 	if (fd < 0) {
 		t_rc = -errno;
 		KLOG_ERR("KINET_TRACE=%s: cannot create the trace file: %s", path, strerror(errno));
+		return;
+	}
+	struct stat sb;
+	if (fstat(fd, &sb)) {
+		t_rc = -errno;
+		KLOG_ERR("KINET_TRACE=%s: %s", path, strerror(errno));
+		close(fd);
+		return;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		t_rc = -EINVAL;
+		KLOG_ERR("KINET_TRACE=%s: not a regular file (%s); the trace must be a regular "
+			 "file (writes to anything else could block the NIC's engines)",
+			 path,
+			 S_ISFIFO(sb.st_mode)   ? "a FIFO"
+			 : S_ISCHR(sb.st_mode)  ? "a character device"
+			 : S_ISBLK(sb.st_mode)  ? "a block device"
+			 : S_ISSOCK(sb.st_mode) ? "a socket"
+			 : S_ISDIR(sb.st_mode)  ? "a directory"
+						: "of another type");
+		close(fd);
+		return;
+	}
+	if (ftruncate(fd, 0) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		t_rc = -errno;
+		KLOG_ERR("KINET_TRACE=%s: cannot truncate the trace file: %s", path,
+			 strerror(errno));
+		close(fd);
 		return;
 	}
 	struct kinet_trace_hdr h;

@@ -47,6 +47,8 @@ void shm_modules_set(const void *state)
 
 /* ---- the host executor's launches ----------------------------------------------------- */
 
+#define LAUNCH_MAX_THREADS 4096u /* CPU threads of one launch */
+
 struct launch {
 	void (*fn)(void *);
 	void *arg;
@@ -97,11 +99,28 @@ static int launch_thread(int tid, int nthreads, void *arg)
 int kinet_shmem_host_launch(void (*fn)(void *), void *arg, struct kinet_shmem_dim3 grid,
 			    struct kinet_shmem_dim3 block)
 {
-	if (!fn || !grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+	if (!fn || !grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) {
+		SHLOG_ERR("kinet_shmem_host_launch: %s",
+			  fn ? "a grid or block dimension of 0" : "no function");
 		return -EINVAL;
-	uint64_t nblk = (uint64_t)grid.x * grid.y * grid.z, nthr = (uint64_t)block.x * block.y * block.z;
-	if (nblk * nthr > 4096)
-		return -EINVAL;
+	}
+	/* grid x block, each factor checked against the bound before the next
+	 * multiplication: nothing wraps (six 32-bit factors reach 2^192) */
+	const unsigned dim[6] = {block.x, block.y, block.z, grid.x, grid.y, grid.z};
+	uint64_t total = 1, nthr = 1;
+	for (int i = 0; i < 6; i++) {
+		if (dim[i] > LAUNCH_MAX_THREADS || total * dim[i] > LAUNCH_MAX_THREADS) {
+			SHLOG_ERR("kinet_shmem_host_launch: grid %ux%ux%u x block %ux%ux%u is more "
+				  "than %u threads",
+				  grid.x, grid.y, grid.z, block.x, block.y, block.z,
+				  LAUNCH_MAX_THREADS);
+			return -EINVAL;
+		}
+		total *= dim[i];
+		if (i == 2)
+			nthr = total;
+	}
+	uint64_t nblk = total / nthr;
 	struct launch l = {fn, arg, grid, block, (unsigned)nthr, NULL, NULL, NULL, NULL,
 			   (unsigned)((nthr + 31) / 32)};
 	l.block_bar = calloc(nblk, sizeof(*l.block_bar));

@@ -737,6 +737,32 @@ Test(shmem, warp_and_block_forms_and_qps_by_cta)
 	sh_run_job(&j, NULL);
 }
 
+static void count_kernel(void *arg)
+{
+	__atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+}
+
+/* Grid x block is checked without wrapping: 2^64 threads (65536^2 blocks of
+ * 65536^2) wrapped to 0 and passed the 4096 bound, then tried to allocate
+ * 128 GiB of barriers; a block of 2^64 threads ran nothing. Both -EINVAL at
+ * once; a launch in bounds still runs every thread. */
+Test(shmem, host_launch_refuses_shapes_that_wrap)
+{
+	int calls = 0;
+	struct kinet_shmem_dim3 g16 = {65536, 65536, 1}, b16 = {65536, 65536, 1};
+	cr_assert_eq(kinet_shmem_host_launch(count_kernel, &calls, g16, b16), -EINVAL);
+	struct kinet_shmem_dim3 one = {1, 1, 1}, bwrap = {1u << 31, 1u << 31, 4};
+	cr_assert_eq(kinet_shmem_host_launch(count_kernel, &calls, one, bwrap), -EINVAL);
+	struct kinet_shmem_dim3 gmax = {~0u, ~0u, ~0u};
+	cr_assert_eq(kinet_shmem_host_launch(count_kernel, &calls, gmax, gmax), -EINVAL);
+	struct kinet_shmem_dim3 g4k = {4096, 1, 1}, b2 = {2, 1, 1};
+	cr_assert_eq(kinet_shmem_host_launch(count_kernel, &calls, g4k, b2), -EINVAL);
+	cr_assert_eq(calls, 0);
+	struct kinet_shmem_dim3 g = {2, 2, 1}, b = {3, 1, 2};
+	cr_assert_eq(kinet_shmem_host_launch(count_kernel, &calls, g, b), 0);
+	cr_assert_eq(calls, 24);
+}
+
 /* ---- ptr ------------------------------------------------------------------------------------ */
 
 static int ptr_fn(int me, int n, void *arg)

@@ -946,6 +946,21 @@ Test(eth, bad_arguments)
 	cr_assert_eq(kinet_eth_rxq_create(e.port, &rb, &r), -EINVAL);
 	struct kinet_eth_rxq_attr rc = {.depth = 40000};
 	cr_assert_eq(kinet_eth_rxq_create(e.port, &rc, &r), -EINVAL);
+	/* a buffer outside its region: one WQE before the start, or an end that
+	 * wraps past 2^64 (its end, wrapped, lands inside) */
+	struct kinet_eth_rxq_attr rd = {
+		.depth = 16, .pkt_size = SLOT, .buf = e.txb.buf - SLOT, .mr = e.txb.mr};
+	cr_assert_eq(kinet_eth_rxq_create(e.port, &rd, &r), -EINVAL);
+	cr_assert_null(r);
+	rd.buf = (void *)(uintptr_t)(UINTPTR_MAX - SLOT + 1);
+	cr_assert_eq(kinet_eth_rxq_create(e.port, &rd, &r), -EINVAL);
+	rd.buf = e.txb.buf + e.txb.len; /* empty from there */
+	cr_assert_eq(kinet_eth_rxq_create(e.port, &rd, &r), -EINVAL);
+	rd.buf = e.txb.buf + e.txb.len - 16 * SLOT + 64; /* 64 bytes short */
+	cr_assert_eq(kinet_eth_rxq_create(e.port, &rd, &r), -EINVAL);
+	rd.buf = e.txb.buf + e.txb.len - 16 * SLOT; /* exactly its end */
+	cr_assert_eq(kinet_eth_rxq_create(e.port, &rd, &r), 0);
+	cr_assert_eq(kinet_eth_rxq_destroy(r), 0);
 	struct kinet_eth_txq_attr ta = {.inline_hdr = 7};
 	cr_assert_eq(kinet_eth_txq_create(e.port, &ta, &t), -EINVAL);
 	kinet_eth_port *p2;

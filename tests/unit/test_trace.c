@@ -8,9 +8,12 @@
  * it to its CQE).
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/trace_fmt.h"
@@ -160,6 +163,56 @@ Test(trace, unwritable_file_refuses_open)
 	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
 	cr_assert_lt(kinet_open(&ca, &ctx), 0);
 	cr_assert_null(ctx);
+}
+
+/* kinet_open in a child with KINET_TRACE=target; the child exits 0 when the
+ * open returned -EINVAL and no context. The parent waits at most 5 s, then
+ * kills it: 1 when it returned in time with -EINVAL, 0 when it did not. */
+static int open_refused_in_time(const char *target)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		alarm(20); /* never outlive the parent's bound by much */
+		setenv("KINET_TRACE", target, 1);
+		kinet_ctx *ctx = NULL;
+		struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+		int rc = kinet_open(&ca, &ctx);
+		_exit(rc == -EINVAL && !ctx ? 0 : 1);
+	}
+	int st = 0;
+	for (int i = 0; i < 500; i++) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return 0;
+}
+
+/* A FIFO with no reader blocked kinet_open for ever in open(2); the trace
+ * must be a regular file: a FIFO (read or not) or a device is refused at
+ * once, and nothing is written to it. */
+Test(trace, fifo_or_device_refused_without_blocking)
+{
+	char dir[] = "/tmp/kinet-trace-fifo-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char fifo[64];
+	snprintf(fifo, sizeof(fifo), "%s/t.ktr", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_expect(open_refused_in_time(fifo), "a FIFO without a reader");
+	/* with a reader: refused too (a stalled reader would stall the engine) */
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	cr_assert_geq(rfd, 0);
+	cr_expect(open_refused_in_time(fifo), "a FIFO with a reader");
+	char b;
+	cr_expect_leq(read(rfd, &b, 1), 0, "nothing written into the FIFO");
+	close(rfd);
+	cr_expect(open_refused_in_time("/dev/null"), "a character device");
+	unlink(fifo);
+	rmdir(dir);
 }
 
 Test(trace, not_a_trace_refused_by_the_tool)
