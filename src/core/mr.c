@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "core/internal.h"
@@ -57,6 +59,72 @@ static int pages_by_maps(uintptr_t lo, uintptr_t hi, bool need_w, uintptr_t *bad
 	return rc;
 }
 
+/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>): one mapping per ioctl on an
+ * open /proc/self/maps, without formatting the whole file. Declared here for
+ * older headers; the layout and number are the kernel's ABI. */
+struct kinet_procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define KINET_PROCMAP_QUERY 0xC0686611ul /* _IOWR('f', 17, struct procmap_query) */
+#define KINET_PROCMAP_R 0x01
+#define KINET_PROCMAP_W 0x02
+
+/* The calling process's /proc/self/maps, kept open for the ioctl (opened
+ * again after a fork: the old one describes the parent). */
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static int maps_fd = -1;
+static pid_t maps_pid;
+static bool query_absent; /* ENOTTY/EINVAL once: the kernel has no PROCMAP_QUERY */
+
+/* The same walk as pages_by_maps through PROCMAP_QUERY: -ENOTTY where the
+ * kernel has none (the caller reads the file instead). */
+static int pages_by_query(uintptr_t lo, uintptr_t hi, bool need_w, uintptr_t *bad,
+			  const char **why)
+{
+	if (__atomic_load_n(&query_absent, __ATOMIC_RELAXED))
+		return -ENOTTY;
+	pthread_mutex_lock(&maps_lock);
+	if (maps_fd < 0 || maps_pid != getpid()) {
+		if (maps_fd >= 0)
+			close(maps_fd);
+		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		maps_pid = getpid();
+	}
+	int rc = maps_fd < 0 ? -errno : 0;
+	uintptr_t cur = lo;
+	while (!rc && cur < hi) {
+		struct kinet_procmap_query q;
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_addr = cur; /* flags 0: the mapping that covers cur */
+		if (ioctl(maps_fd, KINET_PROCMAP_QUERY, &q) != 0) {
+			rc = -errno;
+			if (rc == -ENOENT) {
+				*why = "not mapped";
+				rc = -EFAULT;
+			} else if (rc == -ENOTTY || rc == -EINVAL) {
+				__atomic_store_n(&query_absent, true, __ATOMIC_RELAXED);
+				rc = -ENOTTY;
+			}
+			break;
+		}
+		if (!(q.vma_flags & KINET_PROCMAP_R) || (need_w && !(q.vma_flags & KINET_PROCMAP_W))) {
+			*why = !(q.vma_flags & KINET_PROCMAP_R)
+				       ? "mapped without read access"
+				       : "mapped read-only, and the region allows writes";
+			rc = -EFAULT;
+			break;
+		}
+		cur = q.vma_end > cur ? (uintptr_t)q.vma_end : hi;
+	}
+	pthread_mutex_unlock(&maps_lock);
+	*bad = cur;
+	return rc;
+}
+
 /* Without /proc: mincore finds unmapped pages (not the permissions). */
 static int pages_by_mincore(uintptr_t lo, uintptr_t hi, size_t pg, uintptr_t *bad,
 			    const char **why)
@@ -95,7 +163,10 @@ static int mr_check_pages(const void *addr, size_t len, unsigned access, const c
 				KINET_ACCESS_REMOTE_ATOMIC);
 	uintptr_t bad = lo;
 	const char *why = "";
-	int rc = pages_by_maps(lo, hi, need_w, &bad, &why);
+	int rc = strcmp(KT(MR_PAGE_CHECK), "maps") ? pages_by_query(lo, hi, need_w, &bad, &why)
+						   : -ENOTTY;
+	if (rc == -ENOTTY)
+		rc = pages_by_maps(lo, hi, need_w, &bad, &why);
 	if (rc && rc != -EFAULT) {
 		static bool said;
 		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
