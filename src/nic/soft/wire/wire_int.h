@@ -76,9 +76,9 @@
  * dropping and closing peers, polling the libfabric CQ), req.c
  * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
  * answers), tgt.c (target: serving requests, rendezvous reads, answers
- * and ACKs, RNR waits, copies of waiting requests), shm.c (the shm
- * endpoints' names, the regions ended processes left); the
- * descriptors are the core's (src/core/desc.c).
+ * and ACKs, RNR waits, copies of waiting requests), reg.c (registrations
+ * with the provider), shm.c (the shm endpoints' names, the regions ended
+ * processes left); the descriptors are the core's (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H
@@ -515,23 +515,6 @@ static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp 
 #pragma GCC visibility push(hidden)
 
 /* ep.c: endpoint, pools, sending, polling */
-/* Registers one of the wire's own buffers for local use (mr_local); false
- * when the provider refuses it (logged). */
-bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n);
-/* The local descriptor of the wire's own buffer [p, p + n): NULL where none
- * is needed; with mr_local, one not found is counted (n_nodesc) and logged. */
-void *wire_ldesc(struct kinet_wire *w, const void *p, size_t n);
-/* A user region registered with the provider, for sends straight from it
- * (GPU memory as FI_HMEM_CUDA, or host memory under mr_local): its entry,
- * or NULL when it cannot be (GPU memory is then staged: hmem_off). */
-struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr);
-/* Registers [p, p + n) with the provider (access, key): GPU memory of
- * region gpu as FI_HMEM_CUDA, host memory when gpu is NULL. A libfabric
- * return code. */
-int wire_reg(struct kinet_wire *w, void *p, size_t n, uint64_t access, const kinet_mr *gpu,
-	     uint64_t key, struct fid_mr **out);
-/* Closes the provider registration of a deregistered region. */
-void wire_mr_unreg(struct kinet_wire *w, const kinet_mr *mr);
 int wire_errno(int fi_rc);
 void wire_destroy(struct kinet_wire *w);
 void wire_settle(struct kinet_wire *w);
@@ -556,6 +539,33 @@ int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
 int wire_poll_cq(struct kinet_wire *w);
+
+/* reg.c: registrations with the provider */
+/* Registers one of the wire's own buffers for local use (mr_local); false
+ * when the provider refuses it (logged). */
+bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n);
+/* The local descriptor of the wire's own buffer [p, p + n): NULL where none
+ * is needed; with mr_local, one not found is counted (n_nodesc) and logged. */
+void *wire_ldesc(struct kinet_wire *w, const void *p, size_t n);
+/* A user region registered with the provider, for sends straight from it
+ * (GPU memory as FI_HMEM_CUDA, or host memory under mr_local): its entry,
+ * or NULL when it cannot be (GPU memory is then staged: hmem_off). */
+struct wmreg *wire_mr_desc(struct kinet_wire *w, kinet_mr *mr);
+/* Registers [p, p + n) with the provider (access, key): GPU memory of
+ * region gpu as FI_HMEM_CUDA, host memory when gpu is NULL. A libfabric
+ * return code. */
+int wire_reg(struct kinet_wire *w, void *p, size_t n, uint64_t access, const kinet_mr *gpu,
+	     uint64_t key, struct fid_mr **out);
+/* Closes the provider registration of a deregistered region. */
+void wire_mr_unreg(struct kinet_wire *w, const kinet_mr *mr);
+/* Every buffer of the wire's own registered (mr_local), after the endpoint
+ * opened; false when one is refused. */
+bool wire_lregs_open(struct kinet_wire *w);
+/* Closes every registration bound to the endpoint, before it closes. */
+void wire_regs_close(struct kinet_wire *w);
+/* Does the provider take GPU memory as FI_HMEM_CUDA (a trial before the
+ * endpoint opens)? false says why in w->hmem_why. */
+bool wire_hmem_probe(struct kinet_wire *w);
 
 /* shm.c: names and stale regions of the shm provider */
 /* Serialises the library's shm endpoint creation with wire_shm_clear_stale. */
