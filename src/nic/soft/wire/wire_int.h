@@ -71,9 +71,10 @@
  * later connect reuses it, or a fresh one), unless memory it keeps must be
  * released (wire_close_peer).
  *
- * Files: wire.c (entry points the engine calls, QP lifecycle, deregistration
- * with work in flight, peer addresses), ep.c (endpoint, pools, sending,
- * dropping and closing peers, polling the libfabric CQ), req.c
+ * Files: wire.c (creation and destruction, entry points the engine calls,
+ * QP lifecycle, deregistration with work in flight, peer addresses), poll.c
+ * (polling the libfabric CQ, settling, closing and opening the endpoint
+ * again), ep.c (endpoint, pools, sending, dropping and closing peers), req.c
  * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
  * answers), tgt.c (target: serving requests, rendezvous reads, answers
  * and ACKs, RNR waits, copies of waiting requests), reg.c (registrations
@@ -514,20 +515,36 @@ static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp 
  * library, calls between the files stay direct). */
 #pragma GCC visibility push(hidden)
 
-/* ep.c: endpoint, pools, sending, polling */
-int wire_errno(int fi_rc);
-void wire_destroy(struct kinet_wire *w);
+/* poll.c: the CQ, settling, the endpoint closed and opened again */
+/* Polls the CQ: received messages, completions of sends and reads (and
+ * reads the copy thread has put in place). The work done. */
+int wire_poll_cq(struct kinet_wire *w);
+/* Where no poll is under way: checks that the provider let go of the peers
+ * removed, closes and opens the endpoint again when that is due. */
 void wire_settle(struct kinet_wire *w);
+/* May the whole endpoint be closed now (no read answer possibly half
+ * received where the provider cannot close under one)? */
+bool wire_reset_safe(const struct kinet_wire *w);
+
+/* ep.c: endpoint, pools, sending, dropping and closing peers */
+int wire_errno(int fi_rc);
+/* Opens the CQ, the address vector and the endpoint (at creation, and
+ * again after wire_ep_close); *step names what failed. */
+int wire_ep_open(struct kinet_wire *w, const char **step);
+void wire_ep_close(struct kinet_wire *w);
+int wire_post_rx(struct kinet_wire *w, struct rxbuf *rb);
 void wire_lost_done(struct kinet_wire *w, int idx);
 bool wire_close_peer(struct kinet_wire *w, int idx);
-bool wire_mr_held(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
-bool wire_peer_releasable(const struct kinet_wire *w, int idx);
-int wire_get(kinet_ctx *ctx, struct kinet_wire **out);
 void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
 void wire_repost(struct kinet_wire *w);
 struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
 void wire_txd_put(struct kinet_wire *w, struct txd *t);
 void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t);
+/* The QP that sent t has one descriptor fewer in flight. */
+void wire_txd_unbusy_qp(struct kinet_wire *w, const struct txd *t);
+/* A send of a dropped peer, which the provider may never complete, leaves
+ * the pool; a new descriptor takes its place. */
+void wire_txd_write_off(struct kinet_wire *w, struct txd *t);
 int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
 		   struct soft_iov *out, int max);
 uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
@@ -538,7 +555,6 @@ bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
 void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
-int wire_poll_cq(struct kinet_wire *w);
 
 /* reg.c: registrations with the provider */
 /* Registers one of the wire's own buffers for local use (mr_local); false
