@@ -115,6 +115,15 @@ static void fail_by_qpn(struct kinet_wire *w, uint32_t qpn, uint32_t gen, const 
 		wire_fail_qp(w, wq, KN_SYND_TRANSPORT_RETRY_EXC_ERR, true);
 }
 
+/* A target read has completed (ok) or failed; one that was given up and
+ * has ended after all tells its peer (wire_lost_done). */
+static void rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
+{
+	int lost = wire_rd_done(w, op, ok);
+	if (lost >= 0)
+		wire_lost_done(w, lost);
+}
+
 static int ctx_kind(void *op_context)
 {
 	return *(int *)((uint8_t *)op_context + sizeof(struct fi_context));
@@ -146,7 +155,7 @@ int wire_poll_cq(struct kinet_wire *w)
 				tx_done(w, err.op_context, false, err.err);
 			} else if (kind == CTX_RD) {
 				KLOG_DBG("wire: read failed: %s", fi_strerror(err.err));
-				wire_rd_done(w, err.op_context, false);
+				rd_done(w, err.op_context, false);
 			}
 			continue;
 		}
@@ -157,7 +166,7 @@ int wire_poll_cq(struct kinet_wire *w)
 			if (kind == CTX_RX)
 				on_rx(w, ce[i].op_context, ce[i].len);
 			else if (kind == CTX_RD)
-				wire_rd_done(w, ce[i].op_context, true);
+				rd_done(w, ce[i].op_context, true);
 			else
 				tx_done(w, ce[i].op_context, true, 0);
 		}
@@ -228,7 +237,7 @@ static void ep_reset(struct kinet_wire *w)
 	/* whatever is still in flight never completes now */
 	for (int i = 0; i < w->nrdall; i++)
 		if (w->rdall[i]->busy)
-			wire_rd_done(w, w->rdall[i], false);
+			rd_done(w, w->rdall[i], false);
 	for (int i = 0; i < w->ntxall; i++) {
 		struct txd *t = w->txall[i];
 		if (t->what == TX_LOST) {

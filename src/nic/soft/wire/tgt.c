@@ -699,19 +699,21 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 }
 
 /* A target read has completed (ok) or failed (cancelled with its
- * connection, among others). */
-void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
+ * connection, among others). Returns the peer of a read that was given up
+ * and has ended after all (the caller tells wire_lost_done at once), or
+ * -1. */
+int wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 {
 	if (!op->busy)
-		return;
+		return -1;
 	op->busy = false;
 	if (op->lost) {
 		/* given up, back after all: its bytes are not used */
 		op->lost = false;
 		rd_put(w, op);
 		if (op->peer >= 0 && op->peer < w->npeers)
-			wire_lost_done(w, op->peer);
-		return;
+			return op->peer;
+		return -1;
 	}
 	if (op->peer >= 0 && op->peer < w->npeers) {
 		struct wpeer *pr = &w->peers[op->peer];
@@ -724,8 +726,9 @@ void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 	/* its bytes go into place on the copy thread where there is one; it
 	 * stays counted in flight until they are */
 	if (ok && op->p && wire_copy_give(w, op))
-		return;
+		return -1;
 	wire_rd_finish(w, op, ok, false);
+	return -1;
 }
 
 void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)

@@ -74,12 +74,13 @@
  * Files: wire.c (creation and destruction, entry points the engine calls,
  * QP lifecycle, deregistration with work in flight, peer addresses), poll.c
  * (polling the libfabric CQ, settling, closing and opening the endpoint
- * again), ep.c (endpoint, pools, sending, dropping and closing peers), req.c
- * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
- * answers), tgt.c (target: serving requests, rendezvous reads, answers
- * and ACKs, RNR waits, copies of waiting requests), reg.c (registrations
- * with the provider), shm.c (the shm endpoints' names, the regions ended
- * processes left); the descriptors are the core's (src/core/desc.c).
+ * again), ep.c (endpoint, pools, sending), req.c (requester: window,
+ * rendezvous, pump, CQEs, failure, holds and fences, answers), peer.c
+ * (dropping and closing peers), tgt.c (target: serving requests,
+ * rendezvous reads, answers and ACKs, RNR waits, copies of waiting
+ * requests), reg.c (registrations with the provider), shm.c (the shm
+ * endpoints' names, the regions ended processes left); the descriptors are
+ * the core's (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H
@@ -526,15 +527,13 @@ void wire_settle(struct kinet_wire *w);
  * received where the provider cannot close under one)? */
 bool wire_reset_safe(const struct kinet_wire *w);
 
-/* ep.c: endpoint, pools, sending, dropping and closing peers */
+/* ep.c: endpoint, receive buffers, pools, sending */
 int wire_errno(int fi_rc);
 /* Opens the CQ, the address vector and the endpoint (at creation, and
  * again after wire_ep_close); *step names what failed. */
 int wire_ep_open(struct kinet_wire *w, const char **step);
 void wire_ep_close(struct kinet_wire *w);
 int wire_post_rx(struct kinet_wire *w, struct rxbuf *rb);
-void wire_lost_done(struct kinet_wire *w, int idx);
-bool wire_close_peer(struct kinet_wire *w, int idx);
 void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
 void wire_repost(struct kinet_wire *w);
 struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
@@ -554,7 +553,6 @@ struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn);
 bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n);
-void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
 
 /* reg.c: registrations with the provider */
 /* Registers one of the wire's own buffers for local use (mr_local); false
@@ -627,6 +625,15 @@ void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m)
 void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
 		  const uint8_t *data);
 
+/* peer.c: dropping a peer, closing its connection */
+/* Drops peer idx (why: for the log): its reads and sends are given up. */
+void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
+/* Closes the connection to dropped peer idx (the provider lets go of what
+ * it keeps for it); false: not now (a read of it may be half answered). */
+bool wire_close_peer(struct kinet_wire *w, int idx);
+/* A given-up read of peer idx has ended after all (wire_rd_done said so). */
+void wire_lost_done(struct kinet_wire *w, int idx);
+
 /* tgt.c: target */
 void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
 /* Queues a received request in message order; false (the caller releases
@@ -640,7 +647,9 @@ void wire_tq_copy(struct kinet_wire *w);
  * tq_bytes (wire_rx_release frees it); NULL without memory. */
 struct rxbuf *wire_rx_heap_copy(struct wire_qp *wq, const struct rxbuf *rb);
 int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
-void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
+/* A target read completed or failed: the peer of a given-up read that
+ * ended after all (the caller tells wire_lost_done), or -1. */
+int wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
 /* accounts for a read no longer with the provider: copied says its bytes
  * are in place already (the copy thread), else ok ones are copied here */
 void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied);
