@@ -131,7 +131,7 @@ static int ctx_kind(void *op_context)
 
 int wire_poll_cq(struct kinet_wire *w)
 {
-	int work = wire_copy_reap(w); /* reads copied into place meanwhile */
+	int work = wire_rd_reap(w); /* reads copied into place meanwhile */
 	if (!w->cq)
 		return work; /* the endpoint stays closed (ep_reset failed) */
 	struct fi_cq_msg_entry ce[16];

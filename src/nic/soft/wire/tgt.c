@@ -698,6 +698,33 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 	return work;
 }
 
+/* Accounts for a read no longer with the provider: copied says its bytes
+ * are in place already (the copy thread), else ok ones are copied here. */
+static void rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
+{
+	struct tpend *p = op->p;
+	if (p) {
+		p->inflight--;
+		p->last_ns = kn_now_ns();
+		if (!ok) {
+			if (!p->status)
+				p->status = KN_SYND_REMOTE_OP_ERR; /* the source went away */
+		} else if (!copied && kinet_mem_copy(op->dst, op->dkind, op->bounce,
+						     KINET_MEM_HOST, op->len)) {
+			if (!p->status)
+				p->status = KN_SYND_REMOTE_OP_ERR;
+		} else {
+			atomic_fetch_add(&w->ctx->c_staged, op->len);
+			atomic_fetch_add(&w->ctx->c_bytes, op->len);
+		}
+	}
+	op->bounce = NULL;
+	op->p = NULL;
+	w->rd_bytes -= op->len;
+	rd_put(w, op);
+	atomic_fetch_sub(&w->rd_inflight, 1);
+}
+
 /* A target read has completed (ok) or failed (cancelled with its
  * connection, among others). Returns the peer of a read that was given up
  * and has ended after all (the caller tells wire_lost_done at once), or
@@ -727,33 +754,23 @@ int wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
 	 * stays counted in flight until they are */
 	if (ok && op->p && wire_copy_give(w, op))
 		return -1;
-	wire_rd_finish(w, op, ok, false);
+	rd_finish(w, op, ok, false);
 	return -1;
 }
 
-void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
+/* The reads the copy thread has put in place since the last call are
+ * accounted for (wire_copy_take hands them back). The number. */
+int wire_rd_reap(struct kinet_wire *w)
 {
-	struct tpend *p = op->p;
-	if (p) {
-		p->inflight--;
-		p->last_ns = kn_now_ns();
-		if (!ok) {
-			if (!p->status)
-				p->status = KN_SYND_REMOTE_OP_ERR; /* the source went away */
-		} else if (!copied && kinet_mem_copy(op->dst, op->dkind, op->bounce,
-						     KINET_MEM_HOST, op->len)) {
-			if (!p->status)
-				p->status = KN_SYND_REMOTE_OP_ERR;
-		} else {
-			atomic_fetch_add(&w->ctx->c_staged, op->len);
-			atomic_fetch_add(&w->ctx->c_bytes, op->len);
-		}
+	struct rdop *op = wire_copy_take(w);
+	int n = 0;
+	while (op) {
+		struct rdop *next = op->next;
+		n++;
+		rd_finish(w, op, true, true);
+		op = next;
 	}
-	op->bounce = NULL;
-	op->p = NULL;
-	w->rd_bytes -= op->len;
-	rd_put(w, op);
-	atomic_fetch_sub(&w->rd_inflight, 1);
+	return n;
 }
 
 /* Completes the rendezvous writes whose reads have landed, in order: the

@@ -44,6 +44,8 @@ __attribute__((constructor)) static void wire_env(void)
 static void wire_destroy(struct kinet_wire *w)
 {
 	wire_copy_stop(w); /* what it was handed lands first */
+	wire_rd_reap(w);
+	wire_copy_free(w);
 	if (w->fab && !wire_reset_safe(w)) {
 		/* reads of a silent peer are still with the provider, which cannot
 		 * close their connection: the endpoint and what it may still write

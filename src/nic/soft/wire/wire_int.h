@@ -650,20 +650,26 @@ int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
 /* A target read completed or failed: the peer of a given-up read that
  * ended after all (the caller tells wire_lost_done), or -1. */
 int wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
-/* accounts for a read no longer with the provider: copied says its bytes
- * are in place already (the copy thread), else ok ones are copied here */
-void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied);
-/* the copy thread (copy.c) */
+/* Accounts for the reads the copy thread has put in place (the CQ poll,
+ * and the wire's destruction once the thread has stopped). The number. */
+int wire_rd_reap(struct kinet_wire *w);
+void wire_rd_give_up(struct kinet_wire *w, int idx);
+bool wire_rd_init(struct kinet_wire *w);
+
+/* copy.c: the target's copy thread */
 void wire_copy_setup(struct kinet_wire *w);
 bool wire_copy_give(struct kinet_wire *w, struct rdop *op);
-int wire_copy_reap(struct kinet_wire *w);
+/* The reads it has copied into place since the last call, linked by next
+ * (their bytes counted in copy_bytes), for wire_rd_reap; NULL: none. */
+struct rdop *wire_copy_take(struct kinet_wire *w);
 /* writes were forgotten (the p of their reads set NULL): the copy thread
  * copies none of their bytes any more; one it is copying now has landed
  * when this returns */
 void wire_copy_forget(struct kinet_wire *w);
+/* Stops the thread: it copies what it was handed first (then wire_rd_reap
+ * accounts for those, and wire_copy_free frees it). */
 void wire_copy_stop(struct kinet_wire *w);
-void wire_rd_give_up(struct kinet_wire *w, int idx);
-bool wire_rd_init(struct kinet_wire *w);
+void wire_copy_free(struct kinet_wire *w);
 
 #pragma GCC visibility pop
 #endif /* KINET_HAVE_FABRIC */
