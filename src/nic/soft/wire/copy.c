@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* The target's copy thread: the bytes of a landed rendezvous read go from
- * its bounce buffer into place on a thread of their own, so that the engine
- * thread goes on receiving (the provider's progress, the kernel's copy out
- * of the socket) while they are copied (docs/perf.md, "Where the time
- * goes").
+/* copy.c - the target's copy thread: the bytes of a landed rendezvous
+ * read go from its bounce buffer into place on a thread of their own, so
+ * that the engine thread goes on receiving (the provider's progress, the
+ * kernel's copy out of the socket) while they are copied (docs/perf.md,
+ * "Where the time goes").
  *
  * A read handed over here is no longer with the provider (giving its peer
  * up skips it) but still counts as in flight (rd_inflight: the key table

@@ -2,9 +2,11 @@
 /*
  * tgt.c - the target side of the wire: the queue of received requests
  * of a QP, run in message order through the responder (soft_resp_*),
- * rendezvous writes (checks, reads into the region, completion), answers,
- * cumulative ACKs, keepalives and RNR waits, and copies of waiting requests
- * (their receive buffers go back to every QP).
+ * rendezvous writes (checks, reads into the region, completion; the reads'
+ * descriptors, handing landed reads to the copy thread and taking them
+ * back, giving up the reads of a dropped peer), answers, cumulative ACKs,
+ * keepalives and RNR waits, and copies of waiting requests (their receive
+ * buffers go back to every QP).
  */
 
 #include <stdlib.h>
@@ -215,7 +217,7 @@ bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb)
 /* Queues an F_RDFIN for wq's requester: no read of its sources for
  * requests from seq on (all: of any request) follows (wire_holds_progress
  * sends it). */
-void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all)
+static void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all)
 {
 	if (!wq->connected || wq->peer < 0 || w->peers[wq->peer].removed)
 		return;
