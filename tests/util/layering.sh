@@ -10,6 +10,10 @@
 #     (<cuda.h>, libcuda.so, its cu* entry points);
 #  5. the rest of the software NIC reaches the wire only through
 #     nic/soft/wire/wire.h;
+#  6. inside the wire, calls go one way, down the order wire.c, poll.c,
+#     req.c, peer.c, tgt.c, copy.c, ep.c, reg.c, shm.c: each object names
+#     only what the files after it define, and every object of the wire
+#     has its place in that order.
 # Usage: layering.sh SOURCE_DIR OBJECT...
 set -eu
 src=$1
@@ -72,6 +76,32 @@ inc=$(grep -rn '#include "nic/soft/wire/' "$src/src" --include='*.c' --include='
 	grep -v "^$src/src/nic/soft/wire/" | grep -v '#include "nic/soft/wire/wire.h"' || true)
 [ -z "$inc" ] || say "the wire is reached other than through nic/soft/wire/wire.h:" "$inc"
 
+# 6. calls inside the wire go one way (the order of $order: each file may
+#    name what the files after it define, never what one before it does)
+order="wire poll req peer tgt copy ep reg shm"
 n_wire=0
+for o in "$@"; do
+	case "$o" in
+	*/nic/soft/wire/*.o)
+		f=$(basename "$o" .c.o)
+		case " $order " in
+		*" $f "*) ;;
+		*) say "an object of the wire has no place in the order ($order):" "$f.c" ;;
+		esac
+		nm --defined-only "$o" | awk -v f="$f" '$2 ~ /[TDBR]/ {print $3, f}' >>"$tmp/wire_defs"
+		nm -u "$o" | awk -v f="$f" '{print $2, f}' >>"$tmp/wire_refs"
+		n_wire=$((n_wire + 1))
+		;;
+	esac
+done
+if [ "$n_wire" -gt 0 ]; then
+	rank=$(echo "$order" | tr ' ' '\n' | awk '{print $1, NR}')
+	bad=$(echo "$rank" | awk 'FILENAME == "-" {r[$1] = $2; next}
+		FILENAME ~ /wire_defs$/ {d[$1] = $2; next}
+		($1 in d) && d[$1] != $2 && ($2 in r) && (d[$1] in r) && r[d[$1]] <= r[$2] && r[d[$1]] != r[$2] {
+			print $2 ".c calls " $1 " of " d[$1] ".c" }' - "$tmp/wire_defs" "$tmp/wire_refs")
+	[ -z "$bad" ] || say "calls inside the wire go back up ($order):" "$bad"
+fi
+
 [ "$fail" -eq 0 ] || exit 1
-echo "layering: $n_up core/gpu/boot objects, $n_nic nic objects: clean"
+echo "layering: $n_up core/gpu/boot objects, $n_nic nic objects ($n_wire of the wire): clean"

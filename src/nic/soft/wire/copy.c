@@ -1,21 +1,24 @@
-// SPDX-License-Identifier: MIT
-/* The target's copy thread: the bytes of a landed rendezvous read go from
- * its bounce buffer into place on a thread of their own, so that the engine
- * thread goes on receiving (the provider's progress, the kernel's copy out
- * of the socket) while they are copied (docs/perf.md, "Where the time
- * goes").
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* copy.c - the target's copy thread: the bytes of a landed rendezvous
+ * read go from its bounce buffer into place on a thread of their own, so
+ * that the engine thread goes on receiving (the provider's progress, the
+ * kernel's copy out of the socket) while they are copied (docs/perf.md,
+ * "Where the time goes").
  *
  * A read handed over here is no longer with the provider (giving its peer
  * up skips it) but still counts as in flight (rd_inflight: the key table
  * stays held, no region it writes into goes away) and in its write's
  * p->inflight (no ACK before its bytes are in place). The engine accounts
- * for it when it comes back (wire_copy_reap, under the wire's lock), as it
- * does for a read copied on its own thread. A copy is a memcpy of at most
- * RD_PIECE bytes: it ends in bounded time, so whatever waits for in-flight
- * reads (a registration, a reset, the wire's destruction) waits for it. A
- * write the engine forgets (its QP reset or destroyed, a NAK, its requester
- * finished it) has its reads still waiting here skipped, and one being
- * copied lands first (wire_copy_forget): nothing of it lands afterwards. */
+ * for it when it comes back (tgt.c's wire_rd_reap takes it with
+ * wire_copy_take, under the wire's lock), as it does for a read copied on
+ * its own thread. A copy is a memcpy of at most RD_PIECE bytes: it ends in
+ * bounded time, so whatever waits for in-flight reads (a registration, a
+ * reset, the wire's destruction) waits for it. A write the engine forgets
+ * (its QP reset or destroyed, a NAK, its requester finished it) has its
+ * reads still waiting here skipped, and one being copied lands first
+ * (wire_copy_forget): nothing of it lands afterwards. The thread calls
+ * nothing of the wire, and neither does this file: tgt.c hands reads over
+ * and takes them back. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
@@ -166,29 +169,23 @@ bool wire_copy_give(struct kinet_wire *w, struct rdop *op)
 	return true;
 }
 
-int wire_copy_reap(struct kinet_wire *w)
+struct rdop *wire_copy_take(struct kinet_wire *w)
 {
 	struct wire_copier *c = w->cp;
 	if (!c || !c->out)
-		return 0;
+		return NULL;
 	if (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE))
-		return 0; /* under way (the engine polls on for KINET_ENGINE_SPIN_US
-			   * before its first nap, longer than a copy takes) */
+		return NULL; /* under way (the engine polls on for KINET_ENGINE_SPIN_US
+			      * before its first nap, longer than a copy takes) */
 	pthread_mutex_lock(&c->mu);
 	struct rdop *op = c->done;
 	c->done = NULL;
 	w->copy_bytes += c->copied;
 	c->copied = 0;
 	pthread_mutex_unlock(&c->mu);
-	int n = 0;
-	while (op) {
-		struct rdop *next = op->next;
+	for (struct rdop *o = op; o; o = o->next)
 		c->out--;
-		n++;
-		wire_rd_finish(w, op, true, true);
-		op = next;
-	}
-	return n;
+	return op;
 }
 
 void wire_copy_forget(struct kinet_wire *w)
@@ -216,7 +213,13 @@ void wire_copy_stop(struct kinet_wire *w)
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->th, NULL); /* it copies what it was handed first */
-	wire_copy_reap(w);
+}
+
+void wire_copy_free(struct kinet_wire *w)
+{
+	struct wire_copier *c = w->cp;
+	if (!c)
+		return;
 	pthread_cond_destroy(&c->cur_cv);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);

@@ -2,9 +2,11 @@
 /*
  * tgt.c - the target side of the wire: the queue of received requests
  * of a QP, run in message order through the responder (soft_resp_*),
- * rendezvous writes (checks, reads into the region, completion), answers,
- * cumulative ACKs, keepalives and RNR waits, and copies of waiting requests
- * (their receive buffers go back to every QP).
+ * rendezvous writes (checks, reads into the region, completion; the reads'
+ * descriptors, handing landed reads to the copy thread and taking them
+ * back, giving up the reads of a dropped peer), answers, cumulative ACKs,
+ * keepalives and RNR waits, and copies of waiting requests (their receive
+ * buffers go back to every QP).
  */
 
 #include <stdlib.h>
@@ -215,7 +217,7 @@ bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb)
 /* Queues an F_RDFIN for wq's requester: no read of its sources for
  * requests from seq on (all: of any request) follows (wire_holds_progress
  * sends it). */
-void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all)
+static void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all)
 {
 	if (!wq->connected || wq->peer < 0 || w->peers[wq->peer].removed)
 		return;
@@ -698,37 +700,9 @@ static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 	return work;
 }
 
-/* A target read has completed (ok) or failed (cancelled with its
- * connection, among others). */
-void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
-{
-	if (!op->busy)
-		return;
-	op->busy = false;
-	if (op->lost) {
-		/* given up, back after all: its bytes are not used */
-		op->lost = false;
-		rd_put(w, op);
-		if (op->peer >= 0 && op->peer < w->npeers)
-			wire_lost_done(w, op->peer);
-		return;
-	}
-	if (op->peer >= 0 && op->peer < w->npeers) {
-		struct wpeer *pr = &w->peers[op->peer];
-		if (pr->nrd)
-			pr->nrd--;
-		if (pr->nbusy)
-			pr->nbusy--;
-		pr->rd_ns = kn_now_ns();
-	}
-	/* its bytes go into place on the copy thread where there is one; it
-	 * stays counted in flight until they are */
-	if (ok && op->p && wire_copy_give(w, op))
-		return;
-	wire_rd_finish(w, op, ok, false);
-}
-
-void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
+/* Accounts for a read no longer with the provider: copied says its bytes
+ * are in place already (the copy thread), else ok ones are copied here. */
+static void rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
 {
 	struct tpend *p = op->p;
 	if (p) {
@@ -751,6 +725,54 @@ void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied)
 	w->rd_bytes -= op->len;
 	rd_put(w, op);
 	atomic_fetch_sub(&w->rd_inflight, 1);
+}
+
+/* A target read has completed (ok) or failed (cancelled with its
+ * connection, among others). Returns the peer of a read that was given up
+ * and has ended after all (the caller tells wire_lost_done at once), or
+ * -1. */
+int wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok)
+{
+	if (!op->busy)
+		return -1;
+	op->busy = false;
+	if (op->lost) {
+		/* given up, back after all: its bytes are not used */
+		op->lost = false;
+		rd_put(w, op);
+		if (op->peer >= 0 && op->peer < w->npeers)
+			return op->peer;
+		return -1;
+	}
+	if (op->peer >= 0 && op->peer < w->npeers) {
+		struct wpeer *pr = &w->peers[op->peer];
+		if (pr->nrd)
+			pr->nrd--;
+		if (pr->nbusy)
+			pr->nbusy--;
+		pr->rd_ns = kn_now_ns();
+	}
+	/* its bytes go into place on the copy thread where there is one; it
+	 * stays counted in flight until they are */
+	if (ok && op->p && wire_copy_give(w, op))
+		return -1;
+	rd_finish(w, op, ok, false);
+	return -1;
+}
+
+/* The reads the copy thread has put in place since the last call are
+ * accounted for (wire_copy_take hands them back). The number. */
+int wire_rd_reap(struct kinet_wire *w)
+{
+	struct rdop *op = wire_copy_take(w);
+	int n = 0;
+	while (op) {
+		struct rdop *next = op->next;
+		n++;
+		rd_finish(w, op, true, true);
+		op = next;
+	}
+	return n;
 }
 
 /* Completes the rendezvous writes whose reads have landed, in order: the

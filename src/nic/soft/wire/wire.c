@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire.c - the software NIC's wire to QPs in other processes: the entry
- * points the engine calls (wire.h: posting, progress, the target's pass,
- * the idle wait), the QP lifecycle (local end, connect, reset, close) and,
- * in a build without libfabric, their stubs. The protocol and how the
- * files share the work: wire_int.h.
+ * wire.c - the software NIC's wire to QPs in other processes: a wire's
+ * creation (provider, domain, endpoint, buffers; the same-host wire beside
+ * the network's) and destruction, the entry points the engine calls
+ * (wire.h: posting, progress, the target's pass, deregistration with work
+ * in flight, the idle wait), the QP lifecycle (local end, connect, reset,
+ * close) and, in a build without libfabric, their stubs. The top of the
+ * wire's layers: the protocol and how the files share the work,
+ * wire_int.h.
  */
 
 #define _GNU_SOURCE /* ppoll */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <poll.h>
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <kinet/net.h>
 #include "nic/soft/wire/wire_int.h"
@@ -32,6 +37,353 @@
 __attribute__((constructor)) static void wire_env(void)
 {
 	setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+}
+
+/* ---- a wire: creation and destruction ----------------------------------- */
+
+static void wire_destroy(struct kinet_wire *w)
+{
+	wire_copy_stop(w); /* what it was handed lands first */
+	wire_rd_reap(w);
+	wire_copy_free(w);
+	if (w->fab && !wire_reset_safe(w)) {
+		/* reads of a silent peer are still with the provider, which cannot
+		 * close their connection: the endpoint and what it may still write
+		 * into are left as they are (nothing calls into them any more) */
+		KLOG_WARN("wire: the endpoint is not closed: reads of a silent peer are still "
+			  "with the provider, which cannot close a connection under them "
+			  "(libfabric before 1.18)");
+		return;
+	}
+	wire_regs_close(w);
+	wire_ep_close(w);
+	wire_holds_release(w, -1); /* their keys, before the domain */
+	if (w->av)
+		fi_close(&w->av->fid);
+	if (w->cq)
+		fi_close(&w->cq->fid);
+	if (w->dom)
+		fi_close(&w->dom->fid);
+	if (w->fab)
+		fi_close(&w->fab->fid);
+	if (w->info)
+		fi_freeinfo(w->info);
+	free(w->rxmem);
+	free(w->bigmem);
+	free(w->txmem);
+	free(w->rdmem);
+	for (int i = NRD_ALL; i < w->nrdall; i++) {
+		free(w->rdall[i]->buf);
+		free(w->rdall[i]);
+	}
+	free(w->rdall);
+	free(w->txall);
+	free(w->lregs);
+	free(w->mregs);
+	free(w->extra_len);
+	free(w->holds);
+	free(w->fins);
+	for (int i = 0; i < w->nextra; i++)
+		free(w->extra[i]);
+	free(w->extra);
+	free(w->qps);
+	free(w->peers);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+/* A boolean of the environment as libfabric reads its parameters (1, 0,
+ * true, false, yes, no, on, off): 1, 0, or dflt when unset or not one. */
+static int env_bool(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	if (!v)
+		return dflt;
+	if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+	    !strcasecmp(v, "on"))
+		return 1;
+	if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+	    !strcasecmp(v, "off"))
+		return 0;
+	return dflt;
+}
+
+/* fi_getinfo for the provider, with RMA when it has it, with HMEM when
+ * asked. Every registration mode the wire handles is offered: local
+ * descriptors (its own buffers are registered, FI_MR_LOCAL), allocated
+ * memory only (all it registers is), keys and addresses as the provider
+ * wants them, regions bound to the endpoint; a provider clears those it
+ * does not need. */
+static int wire_info(struct kinet_wire *w, bool rma, bool hmem)
+{
+	struct fi_info *hints = fi_allocinfo();
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->caps = FI_MSG | (rma ? FI_RMA : 0) | (hmem ? FI_HMEM : 0);
+	hints->mode = FI_CONTEXT;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED |
+				      (rma ? FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT : 0) |
+				      (hmem ? FI_MR_HMEM : 0);
+	hints->tx_attr->msg_order = FI_ORDER_SAS;
+	hints->rx_attr->msg_order = FI_ORDER_SAS;
+	hints->fabric_attr->prov_name = strdup(w->prov);
+	/* 1.10: the first with FI_HMEM and the iface of fi_mr_attr */
+	int rc = fi_getinfo(hmem ? FI_VERSION(1, 10) : FI_VERSION(1, 9), NULL, NULL, 0, hints,
+			    &w->info);
+	fi_freeinfo(hints);
+	if (rc)
+		w->info = NULL;
+	return rc;
+}
+
+/* fi_getinfo without FI_HMEM: with RMA where the provider has it, else
+ * messages only (every write goes eager). */
+static int wire_info_plain(struct kinet_wire *w)
+{
+	int rc = wire_info(w, true, false);
+	w->rma = rc == 0;
+	if (rc)
+		rc = wire_info(w, false, false);
+	return rc;
+}
+
+/* A wire over provider prov. sh: the same-host wire, which the context can
+ * do without: its provider being absent is no error (logged at info). */
+static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_wire **out)
+{
+	struct kinet_wire *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->ctx = ctx;
+	w->wait_fd = -1;
+	w->same_host = sh;
+	pthread_mutex_init(&w->lock, NULL);
+	snprintf(w->prov, sizeof(w->prov), "%s", prov);
+	long long tmo = (long long)KT(NET_TIMEOUT_MS);
+	w->timeout_ns = (uint64_t)(tmo > 0 ? tmo : 5000) * 1000000ull;
+	long long rnr = (long long)KT(RNR_TIMER_US);
+	w->rnr_ns = (uint64_t)(rnr > 0 ? rnr : 1) * 1000ull;
+	w->ka_ns = w->timeout_ns / 4;
+	if (w->ka_ns > 200000000ull)
+		w->ka_ns = 200000000ull;
+	long long rb = (long long)KT(NET_RNDV_BYTES);
+	w->rndv_min = rb > 0 ? (uint64_t)rb : 0;
+	wire_copy_setup(w);
+	uint64_t salt = 0;
+	if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
+		salt = kn_now_ns();
+	w->next_key = (salt << 20) | 1; /* keys of one process are not guessed by chance */
+
+	/* what libfabric read when it initialised (wire_env sets it when the
+	 * library is loaded, unless the environment says otherwise) */
+	w->av_cleanup = env_bool("FI_AV_REMOVE_CLEANUP", 0) == 1;
+	/* libfabric before 1.18: its tcp provider completes twice a read whose
+	 * answer is half received when its connection closes (fixed upstream in
+	 * 1.18, commit a74ea0f): no connection is closed under a read there */
+	w->close_safe = fi_version() >= FI_VERSION(1, 18);
+	/* GPU memory registered with the provider: asked for where a GPU is
+	 * (KINET_FI_HMEM=auto) or always (on); a provider without it is used
+	 * without it (GPU payloads are staged, and kinet_wire_info says why).
+	 * Off unless asked: the provider's own CUDA copies (libfabric's shm)
+	 * run on the legacy default stream, which waits for every kernel of a
+	 * blocking stream, so a kernel there that waits for the network would
+	 * never end (docs/architecture.md) */
+	/* (by name: FI_HMEM and FI_MR_LOCAL are libfabric's macros) */
+	const char *hm = kinet_tunable_str("KINET_FI_HMEM");
+	bool want_hmem = !strcmp(hm, "on") || (!strcmp(hm, "auto") && kinet_cuda_load());
+	int rc = -FI_ENODATA;
+	if (want_hmem) {
+		rc = wire_info(w, true, true);
+		w->hmem = w->rma = rc == 0;
+		if (rc)
+			snprintf(w->hmem_why, sizeof(w->hmem_why),
+				 "provider %s offers no FI_HMEM with RMA here", w->prov);
+	} else {
+		snprintf(w->hmem_why, sizeof(w->hmem_why), "%s",
+			 !strcmp(hm, "off") ? "KINET_FI_HMEM=off (auto or on: the provider moves GPU memory where it can)"
+					    : "no GPU found (KINET_FI_HMEM=auto)");
+	}
+	if (rc)
+		rc = wire_info_plain(w);
+	if (rc) {
+		if (sh)
+			KLOG_INFO("wire: libfabric provider \"%s\" for peers on this host not "
+				  "available: %s", w->prov, fi_strerror(-rc));
+		else
+			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not "
+				 "available: %s", w->prov, fi_strerror(-rc));
+		wire_destroy(w);
+		return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
+	}
+modes:;
+	uint64_t mm = w->info->domain_attr->mr_mode;
+	w->virt_addr = (mm & FI_MR_VIRT_ADDR) != 0;
+	w->prov_key = (mm & FI_MR_PROV_KEY) != 0;
+	w->mr_ep = (mm & FI_MR_ENDPOINT) != 0;
+	w->mr_local = (mm & FI_MR_LOCAL) != 0 || kinet_tunable_int("KINET_FI_MR_LOCAL") == 1;
+	if (mm & FI_MR_RAW) {
+		/* keys wider than 64 bits: the descriptor format has no room */
+		KLOG_ERR("wire: libfabric provider \"%s\" needs raw memory keys (FI_MR_RAW), "
+			 "which the wire cannot carry",
+			 w->info->fabric_attr->prov_name);
+		wire_destroy(w);
+		return -ENOTSUP;
+	}
+	/* only rxm closes a removed address's connection (with the cleanup);
+	 * udp;ofi_rxd, for one, goes on sending from the user's memory: there
+	 * only closing the endpoint is sure */
+	const char *pn = w->info->fabric_attr->prov_name;
+	if (w->av_cleanup && (!pn || !strstr(pn, "ofi_rxm")))
+		w->av_cleanup = false;
+	/* providers with a connection per peer: a message to a dropped peer is
+	 * queued on it or fails at once on a broken one. Without (shm, rxd), a
+	 * send reaches into the peer's own queue: shm spins on the lock of a
+	 * peer that died holding it, for ever (libfabric 1.17 to 1.20) */
+	w->conn = pn && (strstr(pn, "ofi_rxm") || !strcmp(pn, "sockets") || !strcmp(pn, "net") ||
+			 !strcmp(pn, "tcp"));
+	w->inject = w->info->tx_attr->inject_size;
+	w->iov_limit = w->info->tx_attr->iov_limit;
+	if (w->iov_limit > TX_IOV + 1)
+		w->iov_limit = TX_IOV + 1; /* header + pieces of a send from user memory */
+	const char *step = "fi_fabric";
+	if ((rc = fi_fabric(w->info->fabric_attr, &w->fab, NULL)))
+		goto fail;
+	step = "fi_domain";
+	if ((rc = fi_domain(w->fab, w->info, &w->dom, NULL)))
+		goto fail;
+	if (w->hmem && !wire_hmem_probe(w)) {
+		/* an endpoint with FI_HMEM that cannot take GPU memory is only
+		 * worse (shm turns its CMA path off for it): without */
+		fi_close(&w->dom->fid);
+		fi_close(&w->fab->fid);
+		w->dom = NULL;
+		w->fab = NULL;
+		fi_freeinfo(w->info);
+		w->info = NULL;
+		w->hmem = false;
+		if ((rc = wire_info_plain(w))) {
+			KLOG_ERR("wire: libfabric provider \"%s\": %s", w->prov, fi_strerror(-rc));
+			wire_destroy(w);
+			return rc == -FI_ENODATA ? -ENODEV : wire_errno(rc);
+		}
+		goto modes;
+	}
+	if ((rc = wire_ep_open(w, &step)))
+		goto fail;
+	/* buffers */
+	w->rxmem = malloc((size_t)NRX * (HDR + CHUNK));
+	w->bigmem = malloc((size_t)NBIG * (HDR + CHUNK));
+	w->txmem = calloc(NTX, sizeof(struct txd));
+	w->ntxall = NTX;
+	w->txall = calloc(NTX, sizeof(*w->txall));
+	if (!w->rxmem || !w->bigmem || !w->txmem || !w->txall) {
+		wire_destroy(w);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < NBIG; i++)
+		w->bigfree[w->nbig++] = w->bigmem + (size_t)i * (HDR + CHUNK);
+	struct txd *td = (struct txd *)w->txmem;
+	for (int i = NTX - 1; i >= 0; i--) {
+		td[i].kind = CTX_TX;
+		td[i].next = w->txfree;
+		w->txfree = &td[i];
+		w->txall[i] = &td[i];
+	}
+	if (!wire_rd_init(w)) {
+		wire_destroy(w);
+		return -ENOMEM;
+	}
+	if (!wire_lregs_open(w)) {
+		rc = w->lreg_rc ? wire_errno(w->lreg_rc) : -ENOMEM; /* the provider's, or no memory */
+		wire_destroy(w);
+		return rc;
+	}
+	for (int i = 0; i < NRX; i++) {
+		w->rx[i].kind = CTX_RX;
+		w->rx[i].buf = w->rxmem + (size_t)i * (HDR + CHUNK);
+		if ((rc = wire_post_rx(w, &w->rx[i]))) {
+			wire_destroy(w);
+			return rc;
+		}
+	}
+	KLOG_INFO("wire%s: provider %s, fabric %s, domain %s, %s, %s, %s, %s, %s",
+		  sh ? " (peers on this host)" : "", w->info->fabric_attr->prov_name,
+		  w->info->fabric_attr->name, w->info->domain_attr->name,
+		  w->rma ? "rendezvous writes" : "messages only",
+		  w->mr_local ? "local descriptors" : "no local descriptors",
+		  w->hmem ? "FI_HMEM" : "GPU memory staged",
+		  w->wait_fd >= 0 ? "wait fd" : "no wait fd",
+		  w->av_cleanup ? "connections can be closed"
+				: "FI_AV_REMOVE_CLEANUP off: only the endpoint can be closed");
+	*out = w;
+	return 0;
+fail:
+	KLOG_ERR("wire: %s: %s", step, fi_strerror(-rc));
+	wire_destroy(w);
+	return wire_errno(rc);
+}
+
+/* The same-host wire of a context whose network wire was just created:
+ * shm, unless KINET_FI_PROVIDER names the provider for every peer, or
+ * KINET_FI_SAME_HOST=off. Where it cannot be had, sh_why says why. */
+static void wire_sh_create(kinet_ctx *ctx, const struct kinet_wire *net)
+{
+	struct soft_ctx *sc = soft_ctx(ctx);
+	const struct kinet_tunable *fp = kinet_tunable_at(KT_ID_FI_PROVIDER);
+	if (fp && (fp->flags & KINET_TUNABLE_SET)) {
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "KINET_FI_PROVIDER is set: every peer is reached over %s", net->prov);
+		return;
+	}
+	if (!strcmp(KT(FI_SAME_HOST), "off")) {
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "KINET_FI_SAME_HOST=off: peers on this host are reached over %s",
+			 net->prov);
+		return;
+	}
+	int rc = wire_create(ctx, "shm", true, &sc->wire_sh);
+	if (rc) {
+		sc->wire_sh = NULL;
+		/* shm's region lives in /dev/shm: say so where that is nearly full */
+		char room[64] = "";
+		struct statvfs vf;
+		if (statvfs("/dev/shm", &vf) == 0 &&
+		    (uint64_t)vf.f_bavail * vf.f_frsize < (64ull << 20))
+			snprintf(room, sizeof(room), "; /dev/shm has %llu MiB free",
+				 (unsigned long long)((uint64_t)vf.f_bavail * vf.f_frsize >> 20));
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "shm could not be opened (%s%s): peers on this host go over %s",
+			 kinet_strerror(rc), room, net->prov);
+	} else {
+		snprintf(sc->sh_why, sizeof(sc->sh_why),
+			 "peers in other processes of this host (same boot, user and "
+			 "namespaces) are reached over shm");
+	}
+}
+
+/* The context's wire, created on first use (with its same-host wire). */
+static int wire_get(kinet_ctx *ctx, struct kinet_wire **out)
+{
+	if (ctx->backend != KINET_BACKEND_SOFT || !soft_ctx(ctx)->nic)
+		return -ENOTSUP;
+	pthread_mutex_lock(&ctx->lock);
+	int rc = 0;
+	if (!soft_ctx(ctx)->wire) {
+		const char *prov = KT(FI_PROVIDER);
+		struct kinet_wire *w = NULL;
+		rc = wire_create(ctx, prov && *prov ? prov : "tcp;ofi_rxm", false, &w);
+		if (rc == 0) {
+			wire_sh_create(ctx, w);
+			/* published after the same-host wire: whoever sees it sees both */
+			__atomic_store_n(&soft_ctx(ctx)->wire, w, __ATOMIC_RELEASE);
+		}
+	}
+	*out = soft_ctx(ctx)->wire;
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
 }
 
 /* ---- engine entry points ---------------------------------------------------- */
@@ -263,6 +615,22 @@ int kinet_wire_ctx_progress(kinet_ctx *ctx)
 	for (int i = 0; i < n; i++)
 		work += wire_progress_one(ctx, ws[i], idle);
 	return work;
+}
+
+/* Does the provider still hold mr (a send straight from it, a rendezvous
+ * source) and for which peer? */
+static bool wire_mr_held(const struct kinet_wire *w, const kinet_mr *mr, int *peer)
+{
+	return wire_txd_uses(w, mr, peer) || wire_holds_mr(w, mr, peer);
+}
+
+/* Can the provider be made to let go of what it holds for peer idx (its
+ * connection closed, or the endpoint)? */
+static bool wire_peer_releasable(const struct kinet_wire *w, int idx)
+{
+	const struct wpeer *p = &w->peers[idx];
+	return p->closed || w->close_safe || (p->nrd == 0 && p->nlost == 0) ||
+	       wire_reset_safe(w);
 }
 
 /* kinet_mr_dereg: mr is out of the key table (no new request names it).

@@ -71,14 +71,9 @@
  * later connect reuses it, or a fresh one), unless memory it keeps must be
  * released (wire_close_peer).
  *
- * Files: wire.c (entry points the engine calls, QP lifecycle, deregistration
- * with work in flight, peer addresses), ep.c (endpoint, pools, sending,
- * dropping and closing peers, polling the libfabric CQ), req.c
- * (requester: window, rendezvous, pump, CQEs, failure, holds and fences,
- * answers), tgt.c (target: serving requests, rendezvous reads, answers
- * and ACKs, RNR waits, copies of waiting requests), shm.c (the shm
- * endpoints' names, the regions ended processes left); the
- * descriptors are the core's (src/core/desc.c).
+ * Files: the wire's files and what each holds are named, in the order of
+ * their layers, above the functions they share (below); the descriptors
+ * are the core's (src/core/desc.c).
  */
 
 #ifndef KINET_WIRE_INT_H
@@ -510,11 +505,137 @@ static inline fi_addr_t wire_peer_fa(struct kinet_wire *w, const struct wire_qp 
 	return w->peers[wq->peer].fa;
 }
 
-/* Shared between the files of the wire only (hidden: not exported from the
- * library, calls between the files stay direct). */
+/* ---- the files and the calls between them -------------------------------
+ *
+ * The wire's files, top to bottom. Calls go one way: each file calls only
+ * what the files below it define, never one above it (tests/util/layering.sh
+ * checks it on the objects: test_layering). Where a lower file has news for
+ * a higher one, it hands it back instead of calling up: wire_rd_done
+ * returns the peer of a given-up read that ended, wire_copy_take the reads
+ * the copy thread has put in place.
+ *
+ *   wire.c  a wire's creation and destruction, the entry points the engine
+ *           calls (wire.h), the QP lifecycle, deregistration with work in
+ *           flight; it defines nothing for the other files
+ *   poll.c  polling the libfabric CQ (received messages to the requester's
+ *           answers or the target's queue, completions of sends and reads),
+ *           settling dropped peers, closing and opening the endpoint again
+ *   req.c   requester: window, rendezvous, pump, CQEs, failure, holds and
+ *           fences, answers
+ *   peer.c  dropping a peer, closing its connection
+ *   tgt.c   target: the queue served in message order, rendezvous reads,
+ *           answers and ACKs, RNR waits, copies of waiting requests
+ *   copy.c  the target's copy thread
+ *   ep.c    the endpoint: opening and closing it, receive buffers, send
+ *           descriptors, scatter/gather helpers, sending
+ *   reg.c   registrations with the provider
+ *   shm.c   the shm endpoints' names, the regions ended processes left
+ *
+ * What they share is hidden: not exported from the library, calls between
+ * the files stay direct. */
 #pragma GCC visibility push(hidden)
 
-/* ep.c: endpoint, pools, sending, polling */
+/* poll.c */
+/* Polls the CQ: received messages, completions of sends and reads (and
+ * reads the copy thread has put in place). The work done. */
+int wire_poll_cq(struct kinet_wire *w);
+/* Where no poll is under way: checks that the provider let go of the peers
+ * removed, closes and opens the endpoint again when that is due. */
+void wire_settle(struct kinet_wire *w);
+/* May the whole endpoint be closed now (no read answer possibly half
+ * received where the provider cannot close under one)? */
+bool wire_reset_safe(const struct kinet_wire *w);
+
+/* req.c */
+void wire_wreq_unreg(struct wreq *e);
+void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered);
+void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport);
+int wire_holds_progress(struct kinet_wire *w);
+void wire_fence_done(struct kinet_wire *w, int peer, uint32_t id);
+void wire_rd_over(struct kinet_wire *w, const struct wmsg *m);
+void wire_holds_release(struct kinet_wire *w, int idx);
+bool wire_holds_peer(const struct kinet_wire *w, int idx);
+bool wire_holds_mr(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
+int wire_fail_mr(struct kinet_wire *w, struct wire_qp *wq, const kinet_mr *mr);
+int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting);
+int wire_complete(struct wire_qp *wq);
+void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m);
+void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
+		  const uint8_t *data);
+
+/* peer.c */
+/* Drops peer idx (why: for the log): its reads and sends are given up. */
+void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
+/* Closes the connection to dropped peer idx (the provider lets go of what
+ * it keeps for it); false: not now (a read of it may be half answered). */
+bool wire_close_peer(struct kinet_wire *w, int idx);
+/* A given-up read of peer idx has ended after all (wire_rd_done said so). */
+void wire_lost_done(struct kinet_wire *w, int idx);
+
+/* tgt.c */
+void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
+/* Queues a received request in message order; false (the caller releases
+ * it) when it is a duplicate: its number is behind the next one expected,
+ * or a request of that number is queued already. */
+bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb);
+void wire_tgt_stop(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq);
+void wire_tq_copy(struct kinet_wire *w);
+/* A copy of received request rb on the heap, counted against wq's
+ * tq_bytes (wire_rx_release frees it); NULL without memory. */
+struct rxbuf *wire_rx_heap_copy(struct wire_qp *wq, const struct rxbuf *rb);
+int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
+/* A target read completed or failed: the peer of a given-up read that
+ * ended after all (the caller tells wire_lost_done), or -1. */
+int wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
+/* Accounts for the reads the copy thread has put in place (the CQ poll,
+ * and the wire's destruction once the thread has stopped). The number. */
+int wire_rd_reap(struct kinet_wire *w);
+void wire_rd_give_up(struct kinet_wire *w, int idx);
+bool wire_rd_init(struct kinet_wire *w);
+
+/* copy.c */
+void wire_copy_setup(struct kinet_wire *w);
+bool wire_copy_give(struct kinet_wire *w, struct rdop *op);
+/* The reads it has copied into place since the last call, linked by next
+ * (their bytes counted in copy_bytes), for wire_rd_reap; NULL: none. */
+struct rdop *wire_copy_take(struct kinet_wire *w);
+/* writes were forgotten (the p of their reads set NULL): the copy thread
+ * copies none of their bytes any more; one it is copying now has landed
+ * when this returns */
+void wire_copy_forget(struct kinet_wire *w);
+/* Stops the thread: it copies what it was handed first (then wire_rd_reap
+ * accounts for those, and wire_copy_free frees it). */
+void wire_copy_stop(struct kinet_wire *w);
+void wire_copy_free(struct kinet_wire *w);
+
+/* ep.c */
+int wire_errno(int fi_rc);
+/* Opens the CQ, the address vector and the endpoint (at creation, and
+ * again after wire_ep_close); *step names what failed. */
+int wire_ep_open(struct kinet_wire *w, const char **step);
+void wire_ep_close(struct kinet_wire *w);
+int wire_post_rx(struct kinet_wire *w, struct rxbuf *rb);
+void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
+void wire_repost(struct kinet_wire *w);
+struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
+void wire_txd_put(struct kinet_wire *w, struct txd *t);
+void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t);
+/* The QP that sent t has one descriptor fewer in flight. */
+void wire_txd_unbusy_qp(struct kinet_wire *w, const struct txd *t);
+/* A send of a dropped peer, which the provider may never complete, leaves
+ * the pool; a new descriptor takes its place. */
+void wire_txd_write_off(struct kinet_wire *w, struct txd *t);
+int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
+		   struct soft_iov *out, int max);
+uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
+int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m);
+int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id);
+struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn);
+bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
+int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
+		   const struct soft_iov *data, int nd, uint64_t n);
+
+/* reg.c */
 /* Registers one of the wire's own buffers for local use (mr_local); false
  * when the provider refuses it (logged). */
 bool wire_lreg_add(struct kinet_wire *w, void *p, size_t n);
@@ -532,32 +653,16 @@ int wire_reg(struct kinet_wire *w, void *p, size_t n, uint64_t access, const kin
 	     uint64_t key, struct fid_mr **out);
 /* Closes the provider registration of a deregistered region. */
 void wire_mr_unreg(struct kinet_wire *w, const kinet_mr *mr);
-int wire_errno(int fi_rc);
-void wire_destroy(struct kinet_wire *w);
-void wire_settle(struct kinet_wire *w);
-void wire_lost_done(struct kinet_wire *w, int idx);
-bool wire_close_peer(struct kinet_wire *w, int idx);
-bool wire_mr_held(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
-bool wire_peer_releasable(const struct kinet_wire *w, int idx);
-int wire_get(kinet_ctx *ctx, struct kinet_wire **out);
-void wire_rx_release(struct kinet_wire *w, struct rxbuf *rb);
-void wire_repost(struct kinet_wire *w);
-struct txd *wire_txd_get(struct kinet_wire *w, const struct wire_qp *wq);
-void wire_txd_put(struct kinet_wire *w, struct txd *t);
-void wire_txd_busy(struct kinet_wire *w, struct wire_qp *wq, struct txd *t);
-int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
-		   struct soft_iov *out, int max);
-uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
-int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m);
-int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id);
-struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn);
-bool wire_txd_uses(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
-int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
-		   const struct soft_iov *data, int nd, uint64_t n);
-void wire_drop_peer(struct kinet_wire *w, int idx, const char *why);
-int wire_poll_cq(struct kinet_wire *w);
+/* Every buffer of the wire's own registered (mr_local), after the endpoint
+ * opened; false when one is refused. */
+bool wire_lregs_open(struct kinet_wire *w);
+/* Closes every registration bound to the endpoint, before it closes. */
+void wire_regs_close(struct kinet_wire *w);
+/* Does the provider take GPU memory as FI_HMEM_CUDA (a trial before the
+ * endpoint opens)? false says why in w->hmem_why. */
+bool wire_hmem_probe(struct kinet_wire *w);
 
-/* shm.c: names and stale regions of the shm provider */
+/* shm.c */
 /* Serialises the library's shm endpoint creation with wire_shm_clear_stale. */
 void wire_shm_lock(bool on);
 /* Names this process's shm endpoints (info->src_addr, before fi_endpoint):
@@ -583,52 +688,6 @@ void wire_shm_region_add(const uint8_t *addr, size_t len);
 /* ... and forgets it when the endpoint closes (libfabric removes the region
  * then; a later region of that name is not ours). */
 void wire_shm_region_del(const uint8_t *addr, size_t len);
-
-/* req.c: requester */
-void wire_wreq_unreg(struct wreq *e);
-void wire_finish(struct wire_qp *wq, struct wreq *e, uint32_t status, bool answered);
-void wire_fail_qp(struct kinet_wire *w, struct wire_qp *wq, uint32_t synd, bool transport);
-int wire_holds_progress(struct kinet_wire *w);
-void wire_fence_done(struct kinet_wire *w, int peer, uint32_t id);
-void wire_rd_over(struct kinet_wire *w, const struct wmsg *m);
-void wire_holds_release(struct kinet_wire *w, int idx);
-bool wire_holds_peer(const struct kinet_wire *w, int idx);
-bool wire_holds_mr(const struct kinet_wire *w, const kinet_mr *mr, int *peer);
-int wire_fail_mr(struct kinet_wire *w, struct wire_qp *wq, const kinet_mr *mr);
-int wire_pump(struct kinet_wire *w, struct wire_qp *wq, bool posting);
-int wire_complete(struct wire_qp *wq);
-void wire_on_ack(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m);
-void wire_on_resp(struct kinet_wire *w, struct wire_qp *wq, const struct wmsg *m,
-		  const uint8_t *data);
-
-/* tgt.c: target */
-void wire_tq_drop(struct kinet_wire *w, struct wire_qp *wq);
-/* Queues a received request in message order; false (the caller releases
- * it) when it is a duplicate: its number is behind the next one expected,
- * or a request of that number is queued already. */
-bool wire_tq_insert(struct wire_qp *wq, struct rxbuf *rb);
-void wire_tgt_stop(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq);
-void wire_fin_queue(struct kinet_wire *w, struct wire_qp *wq, uint32_t seq, bool all);
-void wire_tq_copy(struct kinet_wire *w);
-/* A copy of received request rb on the heap, counted against wq's
- * tq_bytes (wire_rx_release frees it); NULL without memory. */
-struct rxbuf *wire_rx_heap_copy(struct wire_qp *wq, const struct rxbuf *rb);
-int wire_serve_target(struct kinet_wire *w, struct wire_qp *wq);
-void wire_rd_done(struct kinet_wire *w, struct rdop *op, bool ok);
-/* accounts for a read no longer with the provider: copied says its bytes
- * are in place already (the copy thread), else ok ones are copied here */
-void wire_rd_finish(struct kinet_wire *w, struct rdop *op, bool ok, bool copied);
-/* the copy thread (copy.c) */
-void wire_copy_setup(struct kinet_wire *w);
-bool wire_copy_give(struct kinet_wire *w, struct rdop *op);
-int wire_copy_reap(struct kinet_wire *w);
-/* writes were forgotten (the p of their reads set NULL): the copy thread
- * copies none of their bytes any more; one it is copying now has landed
- * when this returns */
-void wire_copy_forget(struct kinet_wire *w);
-void wire_copy_stop(struct kinet_wire *w);
-void wire_rd_give_up(struct kinet_wire *w, int idx);
-bool wire_rd_init(struct kinet_wire *w);
 
 #pragma GCC visibility pop
 #endif /* KINET_HAVE_FABRIC */
