@@ -769,6 +769,75 @@ Test(shmem, ptr_reaches_mapped_peers_only)
 	sh_both(3, ptr_fn, NULL);
 }
 
+/* ---- the layer's reserved area ------------------------------------------------------------------ */
+
+/* The first KN_SHMEM_RESERVED bytes of every device heap are the layer's
+ * (barrier counters, result slots): no user operation reaches them, on a
+ * peer or on this PE. PE 0 tries every kind of access to PE 1's world
+ * barrier counter; had one been accepted, PE 1's next barrier would return
+ * before PE 0 arrived. Each is refused with -EINVAL, and the barrier still
+ * waits for PE 0 (which arrives late, after setting PE 1's flag). */
+static int reserved_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	uint64_t *flag = kinet_shmem_calloc(1, 8), *src = kinet_shmem_malloc(64);
+	uint64_t *data = kinet_shmem_calloc(8, 8);
+	SK(flag && src && data, "malloc");
+	uint8_t *heap = kinet_shmem_device_state()->heap[KN_SHMEM_HEAP_DEVICE];
+	uint64_t *ctr = (uint64_t *)(void *)heap; /* world team, round 0 */
+	uint64_t big = 1ull << 40, g = 0;
+	int accepted = 0;
+	SK0(kinet_shmem_barrier_all());
+	if (me == 0) {
+		for (int i = 0; i < 8; i++)
+			src[i] = big;
+		int pe = 1;
+		int rcs[] = {
+			kn_shmem_p(ctr, big, 8, pe),
+			kn_shmem_put(ctr, src, 8, pe),
+			kn_shmem_put_nbi(ctr, src, 64, pe),
+			kn_shmem_put(heap + KN_SHMEM_RESERVED - 8, src, 16, pe), /* across its end */
+			kn_shmem_signal_op(ctr, big, KN_SIG_SET, pe),
+			kn_shmem_put_signal(data, src, 8, ctr, big, KN_SIG_ADD, pe),
+			kn_shmem_atomic(ctr, KN_AMO_FETCH_ADD, 8, big, 0, pe, NULL),
+			kn_shmem_atomic(ctr, KN_AMO_SWAP, 8, big, 0, pe, &g),
+			kn_shmem_get(src, ctr, 8, pe),
+			kn_shmem_g(ctr, 8, pe, &g),
+			kn_shmem_p(ctr, big, 8, me), /* this PE's own */
+		};
+		for (size_t i = 0; i < sizeof(rcs) / sizeof(rcs[0]); i++)
+			if (rcs[i] != -EINVAL) {
+				fprintf(stderr, "[PE 0] access %zu to the reserved area: %d\n", i,
+					rcs[i]);
+				accepted++;
+			}
+		if (kinet_shmem_ptr(ctr, pe) || kn_shmem_ptr(ctr, pe))
+			accepted++;
+		SK0(kn_shmem_quiet());
+	}
+	SK0(kinet_shmem_barrier_all()); /* the bootstrap's barrier, not the counters */
+	if (me == 0) {
+		sh_sleep_us(300000);
+		for (int p = 1; p < n; p++)
+			SK0(kn_shmem_p(flag, 1, 8, p));
+		SK0(kn_shmem_quiet());
+	}
+	SK0(kn_shmem_barrier_all());
+	SK(me == 0 || *flag == 1, "the device barrier returned before PE 0 arrived");
+	SK(accepted == 0, "%d accesses to the reserved area were accepted", accepted);
+	SK(me != 0 || kinet_shmem_error(1) == -EINVAL, "the refusal is the PE's error");
+	SK0(kn_shmem_barrier_all());
+	SK0(kinet_shmem_free(data));
+	SK0(kinet_shmem_free(src));
+	SK0(kinet_shmem_free(flag));
+	return 0;
+}
+
+Test(shmem, reserved_area_unreachable_and_barriers_hold)
+{
+	sh_both(2, reserved_fn, NULL);
+}
+
 /* ---- failures ---------------------------------------------------------------------------------- */
 
 /* Allocations the PEs disagree on are refused on every PE, and the heap
