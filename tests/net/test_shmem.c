@@ -604,6 +604,50 @@ Test(shmem, teams)
 	sh_both(4, team_fn, NULL);
 }
 
+/* A split whose PEs pass different parents: PEs 1 and 3 pass the team of
+ * the odd PEs, PEs 0 and 2 the world, all with (start 0, stride 1, size 2).
+ * PE 0 would make {0, 1} and PE 1 {1, 3}, and the team's barrier would never
+ * complete: the split is refused on every PE with -EINVAL, nothing is
+ * created, and the world still works. Parents that differ but each of
+ * which is passed by all its members (the even PEs pass the even team, the
+ * odd PEs the odd team) agree on the members: that split is accepted. */
+static int split_parents_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	kinet_shmem_team even, odd, bad, both;
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 0, 2, (n + 1) / 2, &even));
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 1, 2, n / 2, &odd));
+	kinet_shmem_team mine = me % 2 ? odd : even;
+	int rc = kinet_shmem_team_split_strided(me % 2 ? odd : KINET_SHMEM_TEAM_WORLD, 0, 1, 2,
+						&bad);
+	SK(rc == -EINVAL, "a split over different parents: %d (%s)", rc, kinet_strerror(rc));
+	SK(bad == KINET_SHMEM_TEAM_INVALID, "no team on refusal");
+	/* a PE that is a member of the parent the others pass, passing none */
+	rc = kinet_shmem_team_split_strided(me == 1 ? KINET_SHMEM_TEAM_INVALID : odd, 0, 1, n / 2,
+					    &bad);
+	SK(rc == -EINVAL, "a member passing no parent: %d (%s)", rc, kinet_strerror(rc));
+	SK(bad == KINET_SHMEM_TEAM_INVALID, "no team on refusal");
+	kinet_shmem_error(1);
+	SK0(kinet_shmem_barrier_all());
+	SK0(kn_shmem_barrier_all());
+	/* each team's members pass their own team: accepted, the same slot */
+	SK0(kinet_shmem_team_split_strided(mine, 0, 1, me % 2 ? n / 2 : (n + 1) / 2, &both));
+	SK(both != KINET_SHMEM_TEAM_INVALID, "a member of its own team's split");
+	SK(kinet_shmem_team_n_pes(both) == kinet_shmem_team_n_pes(mine), "the whole parent");
+	for (int r = 0; r < 3; r++)
+		SK0(kn_shmem_barrier(both));
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_team_destroy(both));
+	SK0(kinet_shmem_team_destroy(mine));
+	return 0;
+}
+
+Test(shmem, split_with_different_parents_refused_everywhere)
+{
+	struct sh_job j = {.n = 4, .p2p = 1, .fn = split_parents_fn};
+	sh_run_job(&j, NULL);
+}
+
 /* ---- the group forms and the QPs per peer ------------------------------------------------------ */
 
 #define GRID 4
