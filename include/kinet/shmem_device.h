@@ -25,7 +25,8 @@
  * except the source of a put of at most 28 bytes (carried in the WQE).
  *
  * Return values: 0, or a negative errno: -EINVAL (an address outside the
- * heaps, an unregistered local buffer, a bad PE, size or comparison: nothing
+ * heaps or in the layer's own first KN_SHMEM_RESERVED bytes of the device
+ * heap, an unregistered local buffer, a bad PE, size or comparison: nothing
  * was done), -ETIMEDOUT (a wait or a full queue past the timeout,
  * kn_shmem.timeout_ns), -EIO (the NIC completed an operation in error, e.g.
  * the peer is gone). The first error of the PE is also kept (kn_shmem_error,
@@ -262,6 +263,14 @@ KN_INLINE int knx_sh_lkey(const kn_shmem *sh, const void *p, uint64_t len, uint3
 	return -EINVAL;
 }
 
+/* True when [off, off+len) of heap h touches the layer's own bytes (the
+ * first KN_SHMEM_RESERVED of the device heap): no user operation reaches
+ * them, on any PE. */
+KN_INLINE int knx_sh_reserved(int h, uint64_t off)
+{
+	return h == KN_SHMEM_HEAP_DEVICE && off < KN_SHMEM_RESERVED;
+}
+
 /* The peer pe, or NULL for a PE out of range. */
 KN_INLINE const kn_shmem_peer *knx_sh_peer(const kn_shmem *sh, int pe)
 {
@@ -270,7 +279,7 @@ KN_INLINE const kn_shmem_peer *knx_sh_peer(const kn_shmem *sh, int pe)
 
 /* Direct pointer to the object at symmetric address dest on PE pe, when it
  * is reachable by load/store from here (this PE, or a same-node peer whose
- * heap is mapped); NULL otherwise. */
+ * heap is mapped); NULL otherwise (also in the layer's reserved bytes). */
 KN_INLINE void *kn_shmem_ptr(const void *dest, int pe)
 {
 	const kn_shmem *sh = knx_sh();
@@ -279,7 +288,7 @@ KN_INLINE void *kn_shmem_ptr(const void *dest, int pe)
 		return (void *)0;
 	int h = knx_sh_heap(sh, dest, 0, &off);
 	const kn_shmem_peer *p = knx_sh_peer(sh, pe);
-	if (h < 0 || !p)
+	if (h < 0 || !p || knx_sh_reserved(h, off))
 		return (void *)0;
 	if (pe == sh->my_pe)
 		return (void *)dest;
@@ -314,8 +323,9 @@ typedef struct knx_sh_route {
 	uint32_t rkey;
 } knx_sh_route;
 
-/* 0 with *r filled, or -EINVAL (not symmetric, bad PE, not initialised). */
-KN_INLINE int knx_sh_route_of(const void *dest, uint64_t len, int pe, knx_sh_route *r)
+/* 0 with *r filled, or -EINVAL (not symmetric, bad PE, not initialised,
+ * or, unless own (the layer's barriers), in the layer's reserved bytes). */
+KN_INLINE int knx_sh_route_in(const void *dest, uint64_t len, int pe, int own, knx_sh_route *r)
 {
 	const kn_shmem *sh = knx_sh();
 	uint64_t off;
@@ -328,7 +338,7 @@ KN_INLINE int knx_sh_route_of(const void *dest, uint64_t len, int pe, knx_sh_rou
 		return -EINVAL;
 	const kn_shmem_peer *p = knx_sh_peer(sh, pe);
 	int h = knx_sh_heap(sh, dest, len, &off);
-	if (!p || h < 0)
+	if (!p || h < 0 || (!own && knx_sh_reserved(h, off)))
 		return knx_sh_err(sh, -EINVAL);
 	if (pe == sh->my_pe) {
 		r->ptr = (uint8_t *)(uintptr_t)dest;
@@ -344,6 +354,12 @@ KN_INLINE int knx_sh_route_of(const void *dest, uint64_t len, int pe, knx_sh_rou
 	r->raddr = p->base[h] + off;
 	r->rkey = p->rkey[h];
 	return 0;
+}
+
+/* The route of a user operation: never into the reserved bytes. */
+KN_INLINE int knx_sh_route_of(const void *dest, uint64_t len, int pe, knx_sh_route *r)
+{
+	return knx_sh_route_in(dest, len, pe, 0, r);
 }
 
 /* ---- load/store helpers -------------------------------------------------------- */
@@ -775,14 +791,14 @@ KN_INLINE int kn_shmem_put_signal(void *dest, const void *src, size_t n, uint64_
 	return knx_sh_err(r.sh, kn_quiet(r.qp));
 }
 
-/* sig_op with `signal` on the 64-bit symmetric word sig_addr at PE pe
- * (non-blocking). */
-KN_INLINE int kn_shmem_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+/* signal_op; own: the layer's own word (a barrier counter). */
+KN_INLINE int knx_sh_signal_op_in(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+				  int own)
 {
 	knx_sh_route s;
 	if (sig_op != KN_SIG_SET && sig_op != KN_SIG_ADD)
 		return knx_sh_err(knx_sh(), -EINVAL);
-	int rc = knx_sh_route_of(sig_addr, 8, pe, &s);
+	int rc = knx_sh_route_in(sig_addr, 8, pe, own, &s);
 	if (rc)
 		return rc;
 	if ((uintptr_t)sig_addr & 7u)
@@ -794,6 +810,13 @@ KN_INLINE int kn_shmem_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op
 	}
 	return knx_sh_err(s.sh, kn_signal_op(s.qp, s.raddr, s.rkey, signal, sig_op,
 					     (kn_ticket_t *)0));
+}
+
+/* sig_op with `signal` on the 64-bit symmetric word sig_addr at PE pe
+ * (non-blocking). */
+KN_INLINE int kn_shmem_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+	return knx_sh_signal_op_in(sig_addr, signal, sig_op, pe, 0);
 }
 
 /* The local signal word's value (an atomic read). */
@@ -1135,7 +1158,7 @@ KN_INLINE int kn_shmem_team_sync(int team)
 			knx_sh_amo_ls(mine + off, KN_AMO_FETCH_ADD, 8, 1, 0);
 			rc = 0;
 		} else {
-			rc = kn_shmem_signal_op((uint64_t *)(mine + off), 1, KN_SIG_ADD, to);
+			rc = knx_sh_signal_op_in((uint64_t *)(mine + off), 1, KN_SIG_ADD, to, 1);
 		}
 		if (!rc)
 			rc = kn_shmem_wait_until(mine + off, KN_SHMEM_CMP_GE, e, 8, 0);

@@ -68,9 +68,12 @@ struct kinet_boot {
 	int err;      /* sticky error after a failed collective (0: healthy) */
 	uint32_t seq; /* collectives done */
 	char addr[300];
-	/* tcp: rank 0 holds one socket per rank (fds[0] unused), others fds[0]
-	 * is the connection to rank 0 */
+	/* tcp: nfds sockets. Rank 0, once every rank has joined, one per rank
+	 * (fds[0] unused; while the job joins they are in join.c's table of
+	 * joined ranks, so nothing is allocated for ranks that never come);
+	 * the others one, fds[0], the connection to rank 0 */
 	int *fds;
+	int nfds;
 	/* mpi: the module's table and handle (mpi_module.h) */
 	const struct kboot_mpi_ops *mpi_ops;
 	void *mpi;

@@ -73,6 +73,13 @@ static const char *const refusal_name[R_COUNT] = {
 	"too slow", "room for newer", "hung up",
 };
 
+/* A rank that joined: its socket (-1 once it left; the entry stays for its
+ * return). */
+struct joined_rank {
+	int rank; /* 0: free entry (rank 0 never joins) */
+	int fd;
+};
+
 /* A handshake in progress. */
 struct hs {
 	int fd;         /* -1: free slot */
@@ -95,6 +102,11 @@ struct join {
 	int cap, used, head, tail, free;
 	uint16_t per_src[SRC_BUCKETS]; /* handshakes per source bucket */
 	uint8_t src_key[16]; /* keys the source hash: buckets cannot be aimed at */
+	/* the ranks that joined, by rank: open addressing, grown with the
+	 * joins, never in proportion to the job's size (which the caller
+	 * chose and which may be far more than will ever come) */
+	struct joined_rank *rt;
+	int rt_cap, rt_used;
 	int joined;
 	bool fd_warned;
 	bool listen_off;           /* the listener is disarmed ... */
@@ -297,6 +309,61 @@ static int hs_start(struct join *j, int fd, const struct sockaddr_storage *from)
 	return 0;
 }
 
+/* ---- the joined ranks ------------------------------------------------------------ */
+
+static uint32_t rt_slot(int rank, int cap)
+{
+	return ((uint32_t)rank * 2654435761u) & (uint32_t)(cap - 1);
+}
+
+/* The entry of a rank that joined (its fd may be -1: it left), or NULL. */
+static struct joined_rank *rt_find(const struct join *j, int rank)
+{
+	if (!j->rt_cap)
+		return NULL;
+	for (uint32_t i = rt_slot(rank, j->rt_cap);; i = (i + 1) & (uint32_t)(j->rt_cap - 1)) {
+		if (j->rt[i].rank == rank)
+			return &j->rt[i];
+		if (!j->rt[i].rank)
+			return NULL;
+	}
+}
+
+/* The entry of rank, added (fd -1) if new: NULL when out of memory. */
+static struct joined_rank *rt_get(struct join *j, int rank)
+{
+	struct joined_rank *e = rt_find(j, rank);
+	if (e)
+		return e;
+	if (2 * (j->rt_used + 1) > j->rt_cap) {
+		int cap = j->rt_cap ? 2 * j->rt_cap : 16;
+		struct joined_rank *t = calloc((size_t)cap, sizeof(*t));
+		if (!t) {
+			KLOG_ERR("boot: rank 0 is out of memory for the table of %d joined ranks",
+				 j->rt_used + 1);
+			return NULL;
+		}
+		for (int k = 0; k < j->rt_cap; k++) {
+			if (!j->rt[k].rank)
+				continue;
+			uint32_t i = rt_slot(j->rt[k].rank, cap);
+			while (t[i].rank)
+				i = (i + 1) & (uint32_t)(cap - 1);
+			t[i] = j->rt[k];
+		}
+		free(j->rt);
+		j->rt = t;
+		j->rt_cap = cap;
+	}
+	uint32_t i = rt_slot(rank, j->rt_cap);
+	while (j->rt[i].rank)
+		i = (i + 1) & (uint32_t)(j->rt_cap - 1);
+	j->rt[i].rank = rank;
+	j->rt[i].fd = -1;
+	j->rt_used++;
+	return &j->rt[i];
+}
+
 /* ---- a complete response --------------------------------------------------------- */
 
 /* True while a joined rank's connection is open and silent (as it must be
@@ -308,11 +375,12 @@ static bool rank_alive(int fd)
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-static void rank_left(struct join *j, int r, const char *why)
+static void rank_left(struct join *j, struct joined_rank *e, const char *why)
 {
-	KLOG_WARN("boot: rank %d %s before the job was complete; its place is open again", r, why);
-	close(j->b->fds[r]);
-	j->b->fds[r] = -1;
+	KLOG_WARN("boot: rank %d %s before the job was complete; its place is open again",
+		  e->rank, why);
+	close(e->fd);
+	e->fd = -1;
 	j->joined--;
 }
 
@@ -336,15 +404,20 @@ static void hs_response(struct join *j, int i)
 		hs_refuse(j, i, R_MISFIT, EINVAL, text);
 		return;
 	}
-	if (b->fds[rank] >= 0) {
+	struct joined_rank *e = rt_get(j, (int)rank);
+	if (!e) {
+		hs_refuse(j, i, R_ROOM, ENOMEM, "rank 0 is out of memory");
+		return;
+	}
+	if (e->fd >= 0) {
 		/* the same rank again: a restarted process whose first connection
 		 * is gone takes its place; while that one is open, refused */
-		if (rank_alive(b->fds[rank])) {
+		if (rank_alive(e->fd)) {
 			snprintf(text, sizeof(text), "rank %u has already joined", rank);
 			hs_refuse(j, i, R_DUPLICATE, EEXIST, text);
 			return;
 		}
-		rank_left(j, (int)rank, "reconnected: its earlier connection is gone");
+		rank_left(j, e, "reconnected: its earlier connection is gone");
 	}
 	uint8_t stag[KBOOT_TAG_LEN];
 	kboot_auth_tag(j->key, 'S', h->nonce_s, nc, rank, size, stag);
@@ -362,7 +435,7 @@ static void hs_response(struct join *j, int i)
 	char peer[80];
 	addr_name(&h->addr, peer, sizeof(peer));
 	KLOG_DBG("boot: rank %u joined from %s", rank, peer);
-	b->fds[rank] = h->fd;
+	e->fd = h->fd;
 	hs_unlink(j, i); /* the descriptor now belongs to the rank */
 	j->joined++;
 }
@@ -541,12 +614,13 @@ static int join_loop(struct join *j, int64_t deadline)
 				struct hs *h = &j->hs[idx];
 				if (h->fd >= 0 && (h->gen & 0xffffffu) == (t & 0xffffffu))
 					hs_input(j, idx);
-			} else if (kind == TAG_RANK && idx < b->size && b->fds[idx] >= 0) {
+			} else if (kind == TAG_RANK) {
 				/* joined ranks stay silent until READY: input means
 				 * they left (a stale event of a replaced one is
 				 * checked first) */
-				if (!rank_alive(b->fds[idx]))
-					rank_left(j, idx, "left");
+				struct joined_rank *r = rt_find(j, idx);
+				if (r && r->fd >= 0 && !rank_alive(r->fd))
+					rank_left(j, r, "left");
 			}
 		}
 	}
@@ -662,16 +736,44 @@ int kboot_tcp_serve(kinet_boot *b, const char *host, const char *port, const uin
 	if (rc == -ETIMEDOUT) {
 		char missing[100] = "";
 		size_t off = 0;
-		for (int r = 1; r < b->size && off < sizeof(missing) - 12; r++)
-			if (b->fds[r] < 0)
+		/* at most the joined ranks and a few missing ones are looked at */
+		for (int r = 1; r < b->size && off < sizeof(missing) - 12; r++) {
+			const struct joined_rank *e = rt_find(j, r);
+			if (!e || e->fd < 0)
 				off += (size_t)snprintf(missing + off, sizeof(missing) - off,
 							" %d", r);
+		}
 		char text[KBOOT_ERRTEXT_MAX + 64];
 		snprintf(text, sizeof(text), "rank 0 timed out: %d of %d ranks joined; missing:%s",
 			 j->joined + 1, b->size, missing);
 		KLOG_ERR("boot: %s", text);
-		kboot_notify_all(b, ETIMEDOUT, text);
+		for (int k = 0; k < j->rt_cap; k++)
+			if (j->rt[k].rank && j->rt[k].fd >= 0)
+				kboot_send_error(j->rt[k].fd, ETIMEDOUT, text);
 	}
+	/* every rank is there: now one socket per rank, in rank order */
+	if (!rc) {
+		b->fds = malloc(sizeof(int) * (size_t)b->size);
+		if (b->fds) {
+			b->nfds = b->size;
+			b->fds[0] = -1;
+			for (int r = 1; r < b->size; r++)
+				b->fds[r] = rt_find(j, r)->fd;
+		} else {
+			KLOG_ERR("boot: rank 0 is out of memory for the sockets of %d ranks",
+				 b->size);
+			rc = -ENOMEM;
+			for (int k = 0; k < j->rt_cap; k++)
+				if (j->rt[k].rank && j->rt[k].fd >= 0)
+					kboot_send_error(j->rt[k].fd, ENOMEM,
+							 "rank 0 is out of memory");
+		}
+	}
+	if (rc)
+		for (int k = 0; k < j->rt_cap; k++)
+			if (j->rt[k].rank && j->rt[k].fd >= 0)
+				close(j->rt[k].fd);
+	free(j->rt);
 	free(j->hs);
 	free(j);
 	if (rc)

@@ -163,7 +163,7 @@ int kboot_send_error_now(int fd, int code, const char *text)
 
 void kboot_notify_all(kinet_boot *b, int code, const char *text)
 {
-	for (int r = 1; r < b->size; r++)
+	for (int r = 1; r < b->nfds; r++)
 		if (b->fds[r] >= 0)
 			kboot_send_error(b->fds[r], code, text);
 }
@@ -459,11 +459,15 @@ int kboot_tcp_init(kinet_boot *b, const char *addr, const char *secret,
 			 addr ? addr : "(null)");
 		return rc;
 	}
-	b->fds = malloc(sizeof(int) * (size_t)b->size);
-	if (!b->fds)
-		return -ENOMEM;
-	for (int i = 0; i < b->size; i++)
-		b->fds[i] = -1;
+	/* nothing in proportion to the size before the ranks are there: rank 0
+	 * allocates per joined rank (join.c), the others hold one socket */
+	if (b->rank) {
+		b->fds = malloc(sizeof(int));
+		if (!b->fds)
+			return -ENOMEM;
+		b->fds[0] = -1;
+		b->nfds = 1;
+	}
 	uint8_t key[16];
 	kboot_mac_key(secret, key);
 	rc = b->rank == 0 ? kboot_tcp_serve(b, host, port, key, listening, arg)
@@ -574,9 +578,10 @@ void kboot_tcp_close(kinet_boot *b)
 {
 	if (!b->fds)
 		return;
-	for (int r = 0; r < b->size; r++)
+	for (int r = 0; r < b->nfds; r++)
 		if (b->fds[r] >= 0)
 			close(b->fds[r]);
 	free(b->fds);
 	b->fds = NULL;
+	b->nfds = 0;
 }

@@ -303,7 +303,7 @@ void *kinet_shmem_ptr(const void *dest, int pe)
 	if (!shm_g.up || pe < 0 || pe >= shm_g.n)
 		return NULL;
 	int h = heap_of(dest, &off);
-	if (h < 0)
+	if (h < 0 || knx_sh_reserved(h, off))
 		return NULL;
 	if (pe == shm_g.me)
 		return (void *)dest;

@@ -103,7 +103,52 @@ struct split_rec {
 	int32_t parent, start, stride, size;
 	uint32_t free_mask; /* slots free on this PE */
 	int32_t rc;
+	/* the parent as this PE sees it (parent not INVALID): its members'
+	 * fingerprint, their number and this PE's index among them */
+	uint64_t pfp;
+	int32_t psize, pmy;
 };
+
+/* FNV-1a over a team's world PEs, in order. */
+static uint64_t members_fp(const int32_t *m, int size)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (int i = 0; i < size; i++)
+		for (int k = 0; k < 4; k++) {
+			h ^= (uint8_t)((uint32_t)m[i] >> (8 * k));
+			h *= 0x100000001b3ull;
+		}
+	return h;
+}
+
+/* The parents: every member of a parent that some PE passes must pass that
+ * same parent (the same handle, the same members), else the PEs would
+ * disagree on the new team's members and its barrier would never
+ * complete. Decided from the gathered records alone, so every PE decides
+ * alike: 0 or -EINVAL (logged). */
+static int check_parents(const struct split_rec *all, int n)
+{
+	for (int p = 0; p < n; p++) {
+		const struct split_rec *a = &all[p];
+		if (a->parent == KINET_SHMEM_TEAM_INVALID)
+			continue;
+		int same = 0, first = 0;
+		for (int q = 0; q < n; q++)
+			if (all[q].parent == a->parent && all[q].pfp == a->pfp &&
+			    all[q].psize == a->psize) {
+				same++;
+				first += all[q].pmy == 0;
+			}
+		if (same != a->psize || first != 1) {
+			SHLOG_ERR("team_split_strided refused: PE %d passes team %d of %d PEs as the "
+				  "parent, but %d PEs pass that team: every member of a parent "
+				  "passes it, and a PE outside every parent passes "
+				  "NVSHMEM_TEAM_INVALID", p, a->parent, a->psize, same);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
 
 /* Zeroes the barrier counters of a slot and its epoch, on this PE. */
 static int reset_slot(int slot)
@@ -138,6 +183,11 @@ int kinet_shmem_team_split_strided(kinet_shmem_team parent, int start, int strid
 		if (!shm_g.team[s].used)
 			r.free_mask |= 1u << s;
 	const struct shm_team *pt = parent == KINET_SHMEM_TEAM_INVALID ? NULL : team_get(parent);
+	if (pt) {
+		r.pfp = members_fp(pt->members, pt->size);
+		r.psize = pt->size;
+		r.pmy = pt->my;
+	}
 	if (parent != KINET_SHMEM_TEAM_INVALID && !pt) {
 		SHLOG_ERR("team_split_strided: %d is not a team", parent);
 		r.rc = -EINVAL;
@@ -169,6 +219,8 @@ int kinet_shmem_team_split_strided(kinet_shmem_team parent, int start, int strid
 		}
 		mask &= b->free_mask;
 	}
+	if (!rc)
+		rc = check_parents(all, shm_g.n);
 	free(all);
 	if (rc)
 		return rc;

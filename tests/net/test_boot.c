@@ -151,6 +151,31 @@ Test(boot, joined_rank_told_when_another_never_comes)
 	cr_assert_eq(sh->result[1], -ETIMEDOUT); /* told by rank 0, not its own bound */
 }
 
+/* A job as large as an int allows, of which one rank comes: rank 0 holds
+ * what joined, not a socket per rank up front (a few hundred MiB of address
+ * space are plenty), and both end at rank 0's timeout, not a minute later. */
+Test(boot, huge_size_costs_per_joined_rank_and_keeps_the_timeout)
+{
+	int64_t t0 = kboot_now_ms();
+	struct rank_spec s0 = {.rank = 0, .size = INT_MAX, .timeout_ms = 2000, .as_mb = 256};
+	spawn(&s0);
+	struct pollfd p = {.fd = addr_pipe[0], .events = POLLIN};
+	if (poll(&p, 1, 5000) != 1) {
+		wait_all();
+		cr_assert_fail("rank 0 did not listen: %s", kinet_strerror(sh->result[0]));
+	}
+	char c;
+	cr_assert_eq(read(addr_pipe[0], &c, 1), 1);
+	/* a rank of that job, its own timeout much longer: told by rank 0 */
+	struct rank_spec s1 = {.rank = 1, .size = INT_MAX, .timeout_ms = 20000, .as_mb = 256};
+	spawn(&s1);
+	wait_all();
+	int64_t took = kboot_now_ms() - t0;
+	cr_assert_eq(sh->result[0], -ETIMEDOUT, "rank 0: %s", kinet_strerror(sh->result[0]));
+	cr_assert_eq(sh->result[1], -ETIMEDOUT, "rank 1: %s", kinet_strerror(sh->result[1]));
+	cr_assert(took < 6000, "the 2 s timeout took %lld ms", (long long)took);
+}
+
 Test(boot, client_timeout_nobody_listening)
 {
 	/* a bound socket that does not listen: connections are refused */

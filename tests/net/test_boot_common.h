@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -62,6 +63,7 @@ struct rank_spec {
 	const char *listen; /* rank 0's listen address (default 127.0.0.1:0) */
 	const char *log_path; /* write the rank's stderr (kinet's log) there */
 	int nofile;         /* lower the descriptor limit (soft) to this first */
+	int as_mb;          /* allow this many MiB of address space beyond what is mapped */
 };
 
 static inline void setup(void)
@@ -146,6 +148,22 @@ static inline int rank_main(const struct rank_spec *s)
 			return -EIO;
 		rl.rlim_cur = (rlim_t)s->nofile;
 		if (setrlimit(RLIMIT_NOFILE, &rl))
+			return -EIO;
+	}
+	if (s->as_mb) {
+		/* what is mapped now (the first field of statm, in pages) and
+		 * as_mb more: a large allocation fails instead of being made */
+		unsigned long pages = 0;
+		FILE *f = fopen("/proc/self/statm", "r");
+		if (!f || fscanf(f, "%lu", &pages) != 1)
+			return -EIO;
+		fclose(f);
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_AS, &rl))
+			return -EIO;
+		rl.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) +
+			      ((rlim_t)s->as_mb << 20);
+		if (setrlimit(RLIMIT_AS, &rl))
 			return -EIO;
 	}
 	struct kinet_boot_attr a = {

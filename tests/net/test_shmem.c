@@ -604,6 +604,50 @@ Test(shmem, teams)
 	sh_both(4, team_fn, NULL);
 }
 
+/* A split whose PEs pass different parents: PEs 1 and 3 pass the team of
+ * the odd PEs, PEs 0 and 2 the world, all with (start 0, stride 1, size 2).
+ * PE 0 would make {0, 1} and PE 1 {1, 3}, and the team's barrier would never
+ * complete: the split is refused on every PE with -EINVAL, nothing is
+ * created, and the world still works. Parents that differ but each of
+ * which is passed by all its members (the even PEs pass the even team, the
+ * odd PEs the odd team) agree on the members: that split is accepted. */
+static int split_parents_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	kinet_shmem_team even, odd, bad, both;
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 0, 2, (n + 1) / 2, &even));
+	SK0(kinet_shmem_team_split_strided(KINET_SHMEM_TEAM_WORLD, 1, 2, n / 2, &odd));
+	kinet_shmem_team mine = me % 2 ? odd : even;
+	int rc = kinet_shmem_team_split_strided(me % 2 ? odd : KINET_SHMEM_TEAM_WORLD, 0, 1, 2,
+						&bad);
+	SK(rc == -EINVAL, "a split over different parents: %d (%s)", rc, kinet_strerror(rc));
+	SK(bad == KINET_SHMEM_TEAM_INVALID, "no team on refusal");
+	/* a PE that is a member of the parent the others pass, passing none */
+	rc = kinet_shmem_team_split_strided(me == 1 ? KINET_SHMEM_TEAM_INVALID : odd, 0, 1, n / 2,
+					    &bad);
+	SK(rc == -EINVAL, "a member passing no parent: %d (%s)", rc, kinet_strerror(rc));
+	SK(bad == KINET_SHMEM_TEAM_INVALID, "no team on refusal");
+	kinet_shmem_error(1);
+	SK0(kinet_shmem_barrier_all());
+	SK0(kn_shmem_barrier_all());
+	/* each team's members pass their own team: accepted, the same slot */
+	SK0(kinet_shmem_team_split_strided(mine, 0, 1, me % 2 ? n / 2 : (n + 1) / 2, &both));
+	SK(both != KINET_SHMEM_TEAM_INVALID, "a member of its own team's split");
+	SK(kinet_shmem_team_n_pes(both) == kinet_shmem_team_n_pes(mine), "the whole parent");
+	for (int r = 0; r < 3; r++)
+		SK0(kn_shmem_barrier(both));
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_team_destroy(both));
+	SK0(kinet_shmem_team_destroy(mine));
+	return 0;
+}
+
+Test(shmem, split_with_different_parents_refused_everywhere)
+{
+	struct sh_job j = {.n = 4, .p2p = 1, .fn = split_parents_fn};
+	sh_run_job(&j, NULL);
+}
+
 /* ---- the group forms and the QPs per peer ------------------------------------------------------ */
 
 #define GRID 4
@@ -793,6 +837,75 @@ static int ptr_fn(int me, int n, void *arg)
 Test(shmem, ptr_reaches_mapped_peers_only)
 {
 	sh_both(3, ptr_fn, NULL);
+}
+
+/* ---- the layer's reserved area ------------------------------------------------------------------ */
+
+/* The first KN_SHMEM_RESERVED bytes of every device heap are the layer's
+ * (barrier counters, result slots): no user operation reaches them, on a
+ * peer or on this PE. PE 0 tries every kind of access to PE 1's world
+ * barrier counter; had one been accepted, PE 1's next barrier would return
+ * before PE 0 arrived. Each is refused with -EINVAL, and the barrier still
+ * waits for PE 0 (which arrives late, after setting PE 1's flag). */
+static int reserved_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	uint64_t *flag = kinet_shmem_calloc(1, 8), *src = kinet_shmem_malloc(64);
+	uint64_t *data = kinet_shmem_calloc(8, 8);
+	SK(flag && src && data, "malloc");
+	uint8_t *heap = kinet_shmem_device_state()->heap[KN_SHMEM_HEAP_DEVICE];
+	uint64_t *ctr = (uint64_t *)(void *)heap; /* world team, round 0 */
+	uint64_t big = 1ull << 40, g = 0;
+	int accepted = 0;
+	SK0(kinet_shmem_barrier_all());
+	if (me == 0) {
+		for (int i = 0; i < 8; i++)
+			src[i] = big;
+		int pe = 1;
+		int rcs[] = {
+			kn_shmem_p(ctr, big, 8, pe),
+			kn_shmem_put(ctr, src, 8, pe),
+			kn_shmem_put_nbi(ctr, src, 64, pe),
+			kn_shmem_put(heap + KN_SHMEM_RESERVED - 8, src, 16, pe), /* across its end */
+			kn_shmem_signal_op(ctr, big, KN_SIG_SET, pe),
+			kn_shmem_put_signal(data, src, 8, ctr, big, KN_SIG_ADD, pe),
+			kn_shmem_atomic(ctr, KN_AMO_FETCH_ADD, 8, big, 0, pe, NULL),
+			kn_shmem_atomic(ctr, KN_AMO_SWAP, 8, big, 0, pe, &g),
+			kn_shmem_get(src, ctr, 8, pe),
+			kn_shmem_g(ctr, 8, pe, &g),
+			kn_shmem_p(ctr, big, 8, me), /* this PE's own */
+		};
+		for (size_t i = 0; i < sizeof(rcs) / sizeof(rcs[0]); i++)
+			if (rcs[i] != -EINVAL) {
+				fprintf(stderr, "[PE 0] access %zu to the reserved area: %d\n", i,
+					rcs[i]);
+				accepted++;
+			}
+		if (kinet_shmem_ptr(ctr, pe) || kn_shmem_ptr(ctr, pe))
+			accepted++;
+		SK0(kn_shmem_quiet());
+	}
+	SK0(kinet_shmem_barrier_all()); /* the bootstrap's barrier, not the counters */
+	if (me == 0) {
+		sh_sleep_us(300000);
+		for (int p = 1; p < n; p++)
+			SK0(kn_shmem_p(flag, 1, 8, p));
+		SK0(kn_shmem_quiet());
+	}
+	SK0(kn_shmem_barrier_all());
+	SK(me == 0 || *flag == 1, "the device barrier returned before PE 0 arrived");
+	SK(accepted == 0, "%d accesses to the reserved area were accepted", accepted);
+	SK(me != 0 || kinet_shmem_error(1) == -EINVAL, "the refusal is the PE's error");
+	SK0(kn_shmem_barrier_all());
+	SK0(kinet_shmem_free(data));
+	SK0(kinet_shmem_free(src));
+	SK0(kinet_shmem_free(flag));
+	return 0;
+}
+
+Test(shmem, reserved_area_unreachable_and_barriers_hold)
+{
+	sh_both(2, reserved_fn, NULL);
 }
 
 /* ---- failures ---------------------------------------------------------------------------------- */
