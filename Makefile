@@ -33,7 +33,7 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 UBSAN_OPTIONS=pri
 CTEST = cd $(1) && $(3) ctest --output-on-failure -j $(TEST_JOBS) -L '$(2)' -LE '^full$$' \
 	--output-junit $(JUNIT) || true
 
-.PHONY: all build demo demo-build check check-unit check-asan asan-build deps clean \
+.PHONY: all build demo demo-build check check-unit check-asan check-full asan-build deps clean \
 	gpu-check install
 
 all: build
@@ -69,6 +69,14 @@ check: build
 	$(call CTEST,$(BUILD),^(unit|net)$$)
 	$(MAKE) --no-print-directory asan-build && $(call CTEST,$(ASAN_BUILD),^unit$$,$(ASAN_ENV))
 	@$(SUMMARY) "make check" plain=$(BUILD)/$(JUNIT) asan=$(ASAN_BUILD)/$(JUNIT)
+
+# After make check, when there is time (.ci/run): the repetitions it leaves
+# out (label full: the wire's rendezvous and RNR tests again on udp;ofi_rxd).
+check-full: build
+	@rm -f $(BUILD)/Testing/check-full-junit.xml
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) -L '^full$$' \
+		--output-junit Testing/check-full-junit.xml || true
+	@$(SUMMARY) "make check-full" full=$(BUILD)/Testing/check-full-junit.xml
 
 check-unit: build
 	@rm -f $(BUILD)/$(JUNIT)
