@@ -15,7 +15,26 @@ else
 DEMO_CUDA = $(CUDA)
 endif
 
-.PHONY: all build demo demo-build check check-unit check-asan deps clean gpu-check install
+# Tests run side by side (ctest -j): those that may not say so themselves
+# (RUN_SERIAL, RESOURCE_LOCK: tests/CMakeLists.txt).
+TEST_JOBS ?= 4
+# What each ctest run of the checks leaves in its build folder (JUnit): read
+# by tests/util/check_summary.sh, which ends each check with a count of the
+# tests passed, failed and skipped, and why each skipped one was.
+JUNIT = Testing/check-junit.xml
+SUMMARY = tests/util/check_summary.sh
+# Full stacks on allocation: the suppressions of third-party leaks
+# (tests/util/lsan.supp) match frames deep in the stack.
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/util/lsan.supp
+# ctest in folder $(1), labels $(2), environment $(3), results into
+# $(1)/$(JUNIT); a failed test does not stop the check (the summary counts it
+# and fails the check)
+CTEST = cd $(1) && $(3) ctest --output-on-failure -j $(TEST_JOBS) -L '$(2)' -LE '^full$$' \
+	--output-junit $(JUNIT) || true
+
+.PHONY: all build demo demo-build check check-unit check-asan check-full asan-build deps clean \
+	gpu-check install
 
 all: build
 
@@ -41,26 +60,46 @@ demo: demo-build
 	$(DEMO_BUILD)/tools/perf/kinet-perf write_lat --loopback -n 2000
 	$(DEMO_BUILD)/tools/perf/kinet-perf put_bw --loopback -s 8 --threads 2 -n 20000
 
-# Every test this machine can run: unit (plain and ASan+UBSan) and net.
+# Every test this machine can run, each once: unit and net, then the unit
+# tests under ASan+UBSan (make check-asan); ends with the count of passed,
+# failed and skipped tests, the skipped ones listed with their reasons, and
+# fails if any failed. The GPU tests (make gpu-check) are built, not run.
 check: build
-	cd $(BUILD) && ctest --output-on-failure -L 'unit|net' -j 1
-	$(MAKE) check-asan
+	@rm -f $(BUILD)/$(JUNIT) $(ASAN_BUILD)/$(JUNIT)
+	$(call CTEST,$(BUILD),^(unit|net)$$)
+	$(MAKE) --no-print-directory asan-build && $(call CTEST,$(ASAN_BUILD),^unit$$,$(ASAN_ENV))
+	@$(SUMMARY) "make check" plain=$(BUILD)/$(JUNIT) asan=$(ASAN_BUILD)/$(JUNIT)
+
+# After make check, when there is time (.ci/run): the repetitions it leaves
+# out (label full: the wire's rendezvous and RNR tests again on udp;ofi_rxd).
+check-full: build
+	@rm -f $(BUILD)/Testing/check-full-junit.xml
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) -L '^full$$' \
+		--output-junit Testing/check-full-junit.xml || true
+	@$(SUMMARY) "make check-full" full=$(BUILD)/Testing/check-full-junit.xml
 
 check-unit: build
-	cd $(BUILD) && ctest --output-on-failure -L unit
+	@rm -f $(BUILD)/$(JUNIT)
+	$(call CTEST,$(BUILD),^unit$$)
+	@$(SUMMARY) "make check-unit" plain=$(BUILD)/$(JUNIT)
 
-# Unit tests under ASan+UBSan. Full stacks on allocation: the suppressions
-# of third-party leaks (tests/util/lsan.supp) match frames deep in the stack.
-check-asan: deps
+# The unit tests under ASan+UBSan, in a build folder of their own.
+asan-build: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKINET_SANITIZE=ON -DKINET_WITH_CUDA=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 \
-		UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/util/lsan.supp \
-		ctest --output-on-failure -L unit
 
-# On a machine with a GPU: the GPU suite.
+check-asan: asan-build
+	@rm -f $(ASAN_BUILD)/$(JUNIT)
+	$(call CTEST,$(ASAN_BUILD),^unit$$,$(ASAN_ENV))
+	@$(SUMMARY) "make check-asan" asan=$(ASAN_BUILD)/$(JUNIT)
+
+# On a machine with a GPU: the GPU suite, one test at a time (without a
+# usable GPU every test reports skipped).
 gpu-check: build
-	cd $(BUILD) && ctest --output-on-failure -L gpu
+	@rm -f $(BUILD)/Testing/gpu-check-junit.xml
+	cd $(BUILD) && ctest --output-on-failure -L '^gpu$$' \
+		--output-junit Testing/gpu-check-junit.xml || true
+	@$(SUMMARY) "make gpu-check" gpu=$(BUILD)/Testing/gpu-check-junit.xml
 
 # Installs the full build into PREFIX (headers, libraries, modules, tools,
 # examples' sources, docs, kinet.pc, the CMake package).

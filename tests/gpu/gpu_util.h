@@ -10,6 +10,7 @@
 #include <kinet/kinet.h>
 #include <kinet/kinet_cuda.h>
 #include <kinet/device_cuda.cuh>
+#include "gpu_need.h"
 extern "C" {
 #include "../util/testutil.h"
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <kinet/kinet_cuda.h>
 #include "../util/perf_bin.h"
+#include "gpu_need.h"
 
 #define RUN_MS 300000 /* bound on any process of a test */
 

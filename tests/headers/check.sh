@@ -16,7 +16,7 @@ name=$1 lang=$2 cc=$3 inc=$4 out=$5 headers=$6
 shift 6
 [ "${1:-}" = "--" ] && shift
 if [ -z "$cc" ] || [[ "$cc" == *NOTFOUND ]] || ! command -v "$cc" > /dev/null 2>&1; then
-  echo "$name: compiler not found (${cc:-none}): skipped"
+  echo "SKIPPED $name: no compiler (${cc:-none in this build: not found, or its language is off})"
   exit 77
 fi
 mkdir -p "$out"

@@ -8,6 +8,15 @@
 #include <kinet/kinet.h>
 #include <kinet/device.h> /* the tests drive the device API from the host executor */
 
+/* The main of the test programs (main.c) exits 77, which CTest reports as
+ * skipped, when every test it ran was skipped. A program none of whose tests
+ * can run on this machine sets this from a constructor: a function that
+ * returns why (NULL: they can run), asked before any test starts. */
+extern const char *(*tu_skip_program)(void);
+/* Runs fn in a child process: what it returned there (a copy, up to 255
+ * bytes), or NULL when it returned NULL or the child died. */
+const char *tu_ask_child(const char *(*fn)(void));
+
 /* Deterministic pseudo-random bytes (xorshift), never all zero. */
 void tu_fill_random(void *buf, size_t n, uint64_t seed);
 uint64_t tu_rand64(uint64_t *state);
