@@ -27,30 +27,49 @@ static bool mem_is_gpu(const void *addr)
 static int pages_by_maps(uintptr_t lo, uintptr_t hi, bool need_w, uintptr_t *bad,
 			 const char **why)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
+	/* read(2) into a buffer on the stack: an allocation here (stdio's
+	 * buffer, getline's line) could be mapped into the very hole checked */
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	char *line = NULL;
-	size_t cap = 0;
+	char buf[8192]; /* a line: 73 bytes and a path of at most PATH_MAX */
+	size_t have = 0;
 	uintptr_t cur = lo;
 	int rc = 0;
-	while (cur < hi && getline(&line, &cap, f) > 0) {
+	bool eof = false;
+	while (cur < hi && !rc) {
+		char *nl = memchr(buf, '\n', have);
+		if (!nl) {
+			if (eof || have == sizeof(buf))
+				break;
+			ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				eof = true;
+			else
+				have += (size_t)n;
+			continue;
+		}
+		*nl = 0;
 		unsigned long s, e;
 		char perm[5];
-		if (sscanf(line, "%lx-%lx %4s", &s, &e, perm) != 3 || e <= cur)
-			continue;
-		if (s > cur)
-			break; /* a hole at cur */
-		if (perm[0] != 'r' || (need_w && perm[1] != 'w')) {
-			*why = perm[0] != 'r' ? "mapped without read access"
-					      : "mapped read-only, and the region allows writes";
-			rc = -EFAULT;
-			break;
+		if (sscanf(buf, "%lx-%lx %4s", &s, &e, perm) == 3 && e > cur) {
+			if (s > cur)
+				break; /* a hole at cur */
+			if (perm[0] != 'r' || (need_w && perm[1] != 'w')) {
+				*why = perm[0] != 'r' ? "mapped without read access"
+						      : "mapped read-only, and the region allows writes";
+				rc = -EFAULT;
+			} else {
+				cur = e;
+			}
 		}
-		cur = e;
+		size_t used = (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, have - used);
+		have -= used;
 	}
-	free(line);
-	fclose(f);
+	close(fd);
 	if (!rc && cur < hi) {
 		*why = "not mapped";
 		rc = -EFAULT;
