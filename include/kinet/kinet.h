@@ -616,7 +616,13 @@ struct kinet_ep_info {
 	uint64_t silent_ms;   /* work outstanding and nothing heard from the peer for this long */
 	uint32_t peer_qpn;
 	uint64_t peer_gen;    /* generation of the peer's descriptor connected to */
+	int engine;           /* enum kinet_engine: who executes its WQEs now */
+	uint64_t gpu_wqes;    /* WQEs the GPU engine executed (as of its last give-back) */
+	char engine_why[96];  /* why that engine: the GPU engine's eligibility or refusal */
 };
+/* Who executes a QP's WQEs: a ConnectX, the software NIC's CPU engine
+ * (threads), or its GPU engine (a kernel; KINET_GPU_ENGINE, docs/architecture.md). */
+enum kinet_engine { KINET_ENGINE_CPU = 0, KINET_ENGINE_GPU = 1, KINET_ENGINE_HW = 2 };
 int kinet_qp_ep_info(const kinet_qp *qp, struct kinet_ep_info *out);
 
 /* ---- fault injection (software NIC) ------------------------------------------------ */

@@ -14,6 +14,11 @@ extern "C" {
  * followed by n slot_ready words): every field 0, err_ticket KN_NO_ERROR. */
 cudaError_t kinet_cuda_launch_state_init(void *state, uint32_t n, cudaStream_t s);
 
+/* The GPU engine's kernel (engine.cu): one block of `warps` warps serving
+ * the control block at ctl (the GPU's address; src/nic/soft/geng.h). */
+cudaError_t kinet_cuda_launch_engine(void *ctl, unsigned warps, cudaStream_t s);
+cudaError_t kinet_cuda_preload_engine(void);
+
 /* Loads the module's kernels (no lazy loading while kernels run). */
 cudaError_t kinet_cuda_preload(void);
 

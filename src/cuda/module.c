@@ -343,7 +343,60 @@ static int cu_host_unregister(void *p)
 	return 0;
 }
 
+static int cu_dev_addr(const void *p, void **out)
+{
+	return kinet_cuda_dev_addr(p, out);
+}
+
+/* The GPU engine (src/cuda/engine.cu): one kernel at a time, on a stream of
+ * its own with the highest priority, never the application's. */
+static pthread_mutex_t g_eng_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaStream_t g_eng_stream;
+
+static int cu_engine_launch(void *ctl, unsigned warps)
+{
+	void *d = NULL;
+	if (kinet_cuda_dev_addr(ctl, &d) || !d)
+		return -ENODEV;
+	pthread_mutex_lock(&g_eng_lock);
+	cudaError_t e = cudaSuccess;
+	if (!g_eng_stream) {
+		int lo = 0, hi = 0;
+		cudaDeviceGetStreamPriorityRange(&lo, &hi);
+		e = cudaStreamCreateWithPriority(&g_eng_stream, cudaStreamNonBlocking, hi);
+	}
+	if (e == cudaSuccess)
+		e = kinet_cuda_launch_engine(d, warps, g_eng_stream);
+	pthread_mutex_unlock(&g_eng_lock);
+	return cu_err(e, "launching the GPU engine");
+}
+
+static int cu_engine_wait(void)
+{
+	pthread_mutex_lock(&g_eng_lock);
+	cudaStream_t s = g_eng_stream;
+	pthread_mutex_unlock(&g_eng_lock);
+	return s ? cu_err(cudaStreamSynchronize(s), "waiting for the GPU engine") : 0;
+}
+
+static int cu_engine_query(void)
+{
+	pthread_mutex_lock(&g_eng_lock);
+	cudaStream_t s = g_eng_stream;
+	pthread_mutex_unlock(&g_eng_lock);
+	if (!s)
+		return 0;
+	cudaError_t e = cudaStreamQuery(s);
+	if (e == cudaErrorNotReady)
+		return 1;
+	return cu_err(e, "the GPU engine");
+}
+
 static const struct kinet_cuda_ops cu_ops = {
+	.dev_addr = cu_dev_addr,
+	.engine_query = cu_engine_query,
+	.engine_launch = cu_engine_launch,
+	.engine_wait = cu_engine_wait,
 	.copy = cu_copy,
 	.atomic64 = cu_atomic64,
 	.pointer_kind = cu_pointer_kind,
@@ -375,7 +428,7 @@ static void cu_init(void)
 		KLOG_INFO("cuda: GPU %d cannot map host memory: CUDA support off", dev);
 		return;
 	}
-	if (kinet_cuda_preload() != cudaSuccess) {
+	if (kinet_cuda_preload() != cudaSuccess || kinet_cuda_preload_engine() != cudaSuccess) {
 		KLOG_WARN("cuda: the module's kernels do not load on GPU %d: CUDA support off",
 			  dev);
 		cudaGetLastError();

@@ -57,6 +57,17 @@ struct kinet_cuda_ops {
 	 * it on every hit): 0, or -EINVAL (not GPU memory) / -EIO. NULL: the
 	 * module has none (GPU memory is then not cached). */
 	int (*mem_info)(const void *p, struct kinet_cuda_mem *out);
+	/* The GPU's address of host memory mapped into it: 0, or -ENODEV. */
+	int (*dev_addr)(const void *p, void **out);
+	/* The software NIC's GPU engine (src/nic/soft/geng.h): launches its
+	 * kernel on the control block ctl (host memory from kinet_queue_alloc)
+	 * with `warps` warps, returning at once; engine_wait blocks until the
+	 * kernel launched last has exited. 0 or a negative errno. */
+	int (*engine_launch)(void *ctl, unsigned warps);
+	int (*engine_wait)(void);
+	/* 1 while the kernel launched last has not exited, 0 when it has, or a
+	 * negative errno (it failed). */
+	int (*engine_query)(void);
 };
 extern const struct kinet_cuda_ops *kinet_cuda;
 /* Tries to load the CUDA module once; returns kinet_cuda (NULL when absent). */

@@ -94,6 +94,7 @@ static int soft_mr_revoke(kinet_mr *mr)
 	kinet_soft_stop_world(c, true);
 	pthread_rwlock_wrlock(&ctx->keys.lock);
 	atomic_store(&mr->state, KINET_MR_REVOKED);
+	kinet_keytab_view_update(&ctx->keys, mr);
 	pthread_rwlock_unlock(&ctx->keys.lock);
 	kinet_soft_start_world(c);
 	return 0;
@@ -319,6 +320,15 @@ static void soft_qp_destroy(kinet_qp *qp)
 static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_remote *remote)
 {
 	struct soft_qp *s = soft_qp(qp);
+	/* the GPU engine executes nothing of qp, or against it, across a
+	 * state change: the CPU engine applies it (stopping the world takes
+	 * ctx's QPs back and settles them; the QPs of other contexts whose
+	 * peer qp is settle on their engines' next pass) */
+	if (s->gslot1 || s->ref_head) {
+		kinet_soft_stop_world(qp->ctx, false);
+		kinet_soft_start_world(qp->ctx);
+		kinet_geng_recall(qp->ctx, qp, false);
+	}
 	if (to == KINET_QPS_RTR) {
 		if (remote->local) {
 			pthread_mutex_lock(&soft_peer_lock);
@@ -328,7 +338,9 @@ static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_
 			kinet_soft_start_world(qp->ctx);
 			pthread_mutex_unlock(&soft_peer_lock);
 			s->wire = NULL;
+			kinet_geng_connect(qp, remote->local);
 		} else {
+			kinet_geng_connect(qp, NULL);
 #if KINET_HAVE_FABRIC
 			int rc = kinet_soft_wire_connect(qp, remote);
 			if (rc)
@@ -347,7 +359,9 @@ static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_
 
 static uint64_t soft_sq_consumed(kinet_qp *qp)
 {
-	return atomic_load(&soft_qp(qp)->sq_ci_pub);
+	bool on;
+	uint64_t ci = kinet_geng_sq_ci(qp, &on);
+	return on ? ci : atomic_load(&soft_qp(qp)->sq_ci_pub);
 }
 
 /* ---- counters, endpoint states, fault injection --------------------------------- */
@@ -367,6 +381,7 @@ static void soft_qp_ep_info(kinet_qp *qp, struct kinet_ep_info *o)
 {
 	struct soft_qp *s = soft_qp(qp);
 	struct kinet_wire_status st;
+	kinet_geng_info(qp, o);
 	if (!s->wire || kinet_wire_qp_status(qp, &st) != 0) {
 		if (o->qp_state != KINET_QPS_RTS || s->wire)
 			return;

@@ -615,6 +615,8 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	struct soft_qp *s = soft_qp(qp);
 	struct eng_qp *sp = s->engine_priv;
 	int work = 0;
+	if (s->gslot1 && kinet_geng_pass(qp))
+		return 0; /* the GPU engine serves it */
 	if (qp->db_mode == KN_DB_CPU_PROXY)
 		work += kinet_proxy_ring(qp, NULL);
 	int state = atomic_load(&qp->state);
@@ -797,7 +799,20 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	if (infl_fence(sp) != 0)
 		infl_complete(e, qp, sp, sp->tail, KN_SYND_REMOTE_OP_ERR);
 	publish_ci(qp, sp);
+	/* busy and eligible: the GPU engine takes it between two WQEs */
+	if (work && s->geng == 1 && !infl_busy(sp) && !sp->bf_idx &&
+	    !((sp->bf_want[0] | sp->bf_want[1]) & 0x10000u))
+		kinet_geng_offer(qp, sp->last_ctrl);
 	return work;
+}
+
+void kinet_soft_engine_state(kinet_qp *qp, uint64_t last_ctrl)
+{
+	struct eng_qp *sp = soft_qp(qp)->engine_priv;
+	if (sp) {
+		sp->last_ctrl = last_ctrl;
+		sp->pub = 0; /* published again */
+	}
 }
 
 static void *engine_main(void *arg)
@@ -965,6 +980,7 @@ void kinet_soft_qp_detach(kinet_qp *qp)
 	/* stop the world: no engine may be inside a pass that can reach qp as a
 	 * peer while it goes away */
 	kinet_soft_stop_world(qp->ctx, false);
+	kinet_geng_release(qp);
 	struct engine *e = &nic->eng[s->engine_idx];
 	if (s->engine_slot < e->nqps && e->qps[s->engine_slot] == qp) {
 		kinet_qp *last = e->qps[--e->nqps];
@@ -989,6 +1005,8 @@ void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies)
 		return;
 	for (int i = 0; i < nic->n; i++)
 		pthread_mutex_lock(&nic->eng[i].lock);
+	/* and the GPU engine out of ctx's QPs, queues and regions */
+	kinet_geng_recall(ctx, NULL, true);
 	if (!wait_copies || !kinet_cuda || !kinet_cuda->fence_wait)
 		return;
 	for (int i = 0; i < nic->n; i++)

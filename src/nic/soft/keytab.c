@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nic/soft/keytab.h"
+#include "gpu/gpu.h"
+
+static void view_set(struct kinet_keytab *kt, uint32_t i, const kinet_mr *mr);
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -33,6 +36,8 @@ void kinet_keytab_fini(struct kinet_keytab *kt)
 	free(kt->tab);
 	free(kt->tag);
 	free(kt->fifo);
+	if (kt->view)
+		kinet_queue_free(kt->view, kt->vbytes);
 	pthread_rwlock_destroy(&kt->lock);
 }
 
@@ -107,6 +112,9 @@ int kinet_keytab_insert(struct kinet_keytab *kt, kinet_mr *mr)
 	mr->key = (i << 8) | tag;
 	mr->rkey = mr->key;
 	kt->tab[i] = mr;
+	if (kt->view && kt->vcap != kt->cap && kinet_keytab_view_enable(kt))
+		KLOG_ERR("soft: the GPU engine's key view could not grow: its QPs stay on the CPU");
+	view_set(kt, i, mr);
 	return 0;
 }
 
@@ -116,6 +124,7 @@ void kinet_keytab_remove(struct kinet_keytab *kt, kinet_mr *mr)
 	if (i == 0 || i >= kt->cap || kt->tab[i] != mr)
 		return;
 	kt->tab[i] = NULL;
+	view_set(kt, i, NULL);
 	fifo_push(kt, i); /* behind every slot freed before it */
 }
 
@@ -123,22 +132,75 @@ int kinet_keytab_check(const struct kinet_keytab *kt, const kinet_pd *pd, uint32
 		       uint64_t addr, uint64_t len, unsigned access, struct kinet_mr_ref *out)
 {
 	uint32_t i = key >> 8;
-	if (i == 0 || i >= kt->cap)
-		return KINET_REASON_UNKNOWN_KEY;
-	kinet_mr *mr = kt->tab[i];
-	if (!mr || mr->key != key)
-		return KINET_REASON_UNKNOWN_KEY;
-	if (pd && mr->pd != pd)
-		return KINET_REASON_WRONG_PD;
-	if (atomic_load_explicit(&mr->state, memory_order_relaxed) == KINET_MR_REVOKED)
-		return KINET_REASON_REVOKED;
-	if ((mr->access & access) != access)
-		return KINET_REASON_ACCESS;
-	uint64_t base = (uint64_t)(uintptr_t)mr->addr;
-	if (addr < base || len > mr->len || addr - base > mr->len - len)
-		return KINET_REASON_OUT_OF_BOUNDS;
+	kinet_mr *mr = i && i < kt->cap ? kt->tab[i] : NULL;
+	int known = mr && mr->key == key;
+	/* the rule the GPU engine applies too (rules.h) */
+	uint32_t why = kn_rule_region(
+		known, known && (!pd || mr->pd == pd),
+		known && atomic_load_explicit(&mr->state, memory_order_relaxed) == KINET_MR_REVOKED,
+		known ? mr->access : 0, known ? (uint64_t)(uintptr_t)mr->addr : 0,
+		known ? mr->len : 0, addr, len, access);
+	if (why)
+		return (int)why;
 	out->ptr = (uint8_t *)(uintptr_t)addr;
 	out->kind = mr->kind;
 	out->mr = mr;
 	return 0;
+}
+
+/* ---- the view (rules.h's struct kn_keyent), for the GPU engine ---------- */
+
+static void view_set(struct kinet_keytab *kt, uint32_t i, const kinet_mr *mr)
+{
+	if (!kt->view || i >= kt->vcap)
+		return;
+	struct kn_keyent *e = &kt->view[i];
+	if (!mr) {
+		memset(e, 0, sizeof(*e));
+		return;
+	}
+	e->base = (uint64_t)(uintptr_t)mr->addr;
+	e->len = mr->len;
+	e->pd = (uint64_t)(uintptr_t)mr->pd;
+	e->access = mr->access;
+	e->kind = mr->kind;
+	e->revoked = atomic_load(&mr->state) == KINET_MR_REVOKED;
+	e->gbase = 0;
+	if (mr->kind == KINET_MEM_CUDA) {
+		e->gbase = e->base; /* unified addressing */
+	} else if (kinet_cuda && kinet_cuda->dev_addr) {
+		void *d = NULL;
+		if (kinet_cuda->dev_addr(mr->addr, &d) == 0 && d)
+			e->gbase = (uint64_t)(uintptr_t)d;
+	}
+	e->key = mr->key;
+}
+
+int kinet_keytab_view_enable(struct kinet_keytab *kt)
+{
+	if (kt->view && kt->vcap == kt->cap)
+		return 0;
+	uint32_t cap = kt->cap ? kt->cap : 1;
+	size_t bytes = ((size_t)cap * sizeof(struct kn_keyent) + 4095) & ~(size_t)4095;
+	struct kn_keyent *v = kinet_queue_alloc(bytes);
+	if (!v)
+		return -ENOMEM;
+	struct kn_keyent *old = kt->view;
+	size_t obytes = kt->vbytes;
+	kt->view = v;
+	kt->vcap = cap;
+	kt->vbytes = bytes;
+	for (uint32_t i = 1; i < kt->cap; i++)
+		if (kt->tab[i])
+			view_set(kt, i, kt->tab[i]);
+	if (old)
+		kinet_queue_free(old, obytes);
+	return 0;
+}
+
+void kinet_keytab_view_update(struct kinet_keytab *kt, const kinet_mr *mr)
+{
+	uint32_t i = mr->key >> 8;
+	if (i && i < kt->cap && kt->tab[i] == mr)
+		view_set(kt, i, mr);
 }

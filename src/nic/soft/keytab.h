@@ -15,6 +15,7 @@
 #define KINET_MEM_KEYTAB_H
 
 #include "core/driver.h"
+#include "nic/soft/rules.h"
 
 #define KINET_KEYTAB_MIN_FREE 1024u
 
@@ -27,6 +28,11 @@ struct kinet_keytab {
 	uint32_t fhead, nfree;
 	uint8_t step;          /* odd: the tag sequence of every slot */
 	uint64_t rng;          /* shuffles the order of new slots */
+	/* the view the GPU engine reads (rules.h), once enabled: vcap slots in
+	 * memory mapped into the GPU, written with the table (NULL: none) */
+	struct kn_keyent *view;
+	uint32_t vcap;
+	size_t vbytes;
 };
 
 int kinet_keytab_init(struct kinet_keytab *kt);
@@ -35,6 +41,12 @@ void kinet_keytab_fini(struct kinet_keytab *kt);
 int kinet_keytab_insert(struct kinet_keytab *kt, kinet_mr *mr);
 /* Caller holds the table for writing. */
 void kinet_keytab_remove(struct kinet_keytab *kt, kinet_mr *mr);
+
+/* Creates (or regrows to the table's size) the view the GPU engine reads.
+ * Caller holds the table for writing, engines stopped. 0 or -ENOMEM. */
+int kinet_keytab_view_enable(struct kinet_keytab *kt);
+/* Rewrites mr's entry of the view (revoked). Caller holds the table for writing. */
+void kinet_keytab_view_update(struct kinet_keytab *kt, const kinet_mr *mr);
 
 /* Result of a memory check by the NIC. */
 struct kinet_mr_ref {

@@ -86,6 +86,12 @@ struct soft_qp {
 	_Atomic uint64_t sq_ci_pub; /* sq_ci for readers outside the engine */
 	int engine_idx, engine_slot;
 	void *engine_priv; /* engine.c's per-QP state */
+	/* the GPU engine (gengine.c) */
+	int gslot1;        /* its slot + 1 (0: none) */
+	uint8_t geng;      /* 0 not decided, 1 eligible, 2 refused (geng_why) */
+	bool geng_on;      /* the GPU engine has it now */
+	uint64_t geng_wqes; /* WQEs it executed, as of its last give-back */
+	char geng_why[96];
 };
 
 static inline struct soft_ctx *soft_ctx(kinet_ctx *c)
@@ -127,6 +133,28 @@ void kinet_soft_start_world(kinet_ctx *ctx);
 /* Adds the engines' counter blocks to the sums (kinet_ctx_counters). */
 void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o);
 
+/* The engine's last-consumed ctrl word of qp (engine.c), set by a give-back. */
+void kinet_soft_engine_state(kinet_qp *qp, uint64_t last_ctrl);
+
+/* ---- the GPU engine (gengine.c; geng.h) ---- */
+/* At connect (RTR): decides whether the GPU engine may serve qp. */
+void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer);
+/* At the start of qp's CPU pass: 1 when the GPU serves it (skip it), 0 when
+ * the CPU does (a QP just given back is settled first). */
+int kinet_geng_pass(kinet_qp *qp);
+/* After a CPU pass that did work on qp: launch the kernel or hand qp over. */
+void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl);
+/* Takes back every QP of ctx, or every QP that has ctx as its peer's (qp
+ * NULL), or qp and the QPs whose peer it is; settle_own: the caller serves
+ * ctx's QPs (holds its engines' pass locks) and settles them. */
+void kinet_geng_recall(kinet_ctx *ctx, kinet_qp *qp, bool settle_own);
+void kinet_geng_settle(kinet_qp *qp);
+/* Takes qp back and frees its slot (destroy). */
+void kinet_geng_release(kinet_qp *qp);
+/* sq_ci published by the kernel while it serves qp (*on). */
+uint64_t kinet_geng_sq_ci(kinet_qp *qp, bool *on);
+void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o);
+
 /* ---- CQ producer (cq.c) ---- */
 /* Writes one CQE (64 bytes prepared by the caller, op_own's owner bit is set
  * here) to a CQ: -EAGAIN when the CQ is full (consumer index behind). */
@@ -144,8 +172,8 @@ void soft_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe);
 /* Empties a CQ (all CQEs invalid, indexes 0): a dedicated CQ of a QP reset. */
 void soft_cq_reset(kinet_cq *cq);
 
-#define SOFT_MAX_SGE 64
-#define SOFT_MAX_MSG (1ull << 30) /* largest message (1 GiB) */
+#define SOFT_MAX_SGE 64 /* KN_RULE_MAX_SGE (rules.h) */
+#define SOFT_MAX_MSG (1ull << 30) /* largest message (1 GiB): KN_RULE_MAX_MSG */
 
 /* One piece of a gather or scatter list, already checked and translated. */
 struct soft_iov {

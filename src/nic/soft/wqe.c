@@ -5,6 +5,7 @@
  */
 #include <string.h>
 #include "nic/soft/soft.h"
+#include "nic/soft/rules.h"
 
 /* Local check of one data segment; access 0 = the NIC reads it. */
 static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t len,
@@ -28,90 +29,6 @@ static uint32_t local_seg(kinet_qp *qp, uint32_t lkey, uint64_t addr, uint64_t l
 	return 0;
 }
 
-/* Gather list (data and inline segments) from off to end of the WQE. */
-static uint32_t parse_gather(kinet_qp *qp, struct soft_req *r, uint32_t off, uint32_t end,
-			     int allow_inline, unsigned access)
-{
-	r->niov = 0;
-	r->total = 0;
-	while (off < end) {
-		if (r->niov == SOFT_MAX_SGE)
-			return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
-		uint32_t bc = kn_load_be32(r->wqe + off);
-		struct soft_iov *iov = &r->iov[r->niov];
-		if (bc & KN_INLINE_SEG) {
-			uint32_t len = bc & ~KN_INLINE_SEG;
-			if (!allow_inline || len > end - off - 4)
-				return KN_SYND_LOCAL_QP_OP_ERR;
-			iov->ptr = r->wqe + off + 4;
-			iov->len = len;
-			iov->kind = KINET_MEM_HOST;
-			iov->mr = NULL;
-			off += (4 + len + 15) & ~15u;
-		} else {
-			if (end - off < 16)
-				return KN_SYND_LOCAL_QP_OP_ERR;
-			uint32_t lkey = kn_load_be32(r->wqe + off + 4);
-			uint64_t addr = kn_load_be64(r->wqe + off + 8);
-			/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
-			uint64_t len = bc ? bc : 1ull << 31;
-			uint32_t s = local_seg(qp, lkey, addr, len, access, iov);
-			if (s)
-				return s;
-			off += 16;
-		}
-		r->total += iov->len;
-		if (r->total > SOFT_MAX_MSG)
-			return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
-		r->niov++;
-	}
-	return 0;
-}
-
-/* An extended (masked) atomic: ctrl (opmod: the operand size), remote
- * address, operands (16 bytes; 32 for the 8-byte masked compare-and-swap),
- * one data segment of `size` bytes for the old value. */
-static uint32_t parse_masked_atomic(kinet_qp *qp, struct soft_req *r, uint32_t end)
-{
-	uint8_t opmod = kn_wqe_opmod_of((const struct kn_wqe_ctrl_seg *)r->wqe);
-	uint32_t size = opmod == KN_OPMOD_EXT_ATOMIC_4 ? 4 : opmod == KN_OPMOD_EXT_ATOMIC_8 ? 8 : 0;
-	if (!size)
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	bool cs = r->opcode == KN_OPCODE_ATOMIC_MASKED_CS;
-	uint32_t ops = cs && size == 8 ? 32 : 16;
-	if (end != 32 + ops + 16)
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	const uint8_t *o = r->wqe + 32;
-	r->raddr = kn_load_be64(r->wqe + 16);
-	r->rkey = kn_load_be32(r->wqe + 24);
-	r->atomic_size = (uint8_t)size;
-	if (cs && size == 8) {
-		r->swap_add = kn_load_be64(o);
-		r->compare = kn_load_be64(o + 8);
-		r->swap_mask = kn_load_be64(o + 16);
-		r->compare_mask = kn_load_be64(o + 24);
-	} else if (cs) {
-		r->swap_add = kn_load_be32(o);
-		r->compare = kn_load_be32(o + 4);
-		r->swap_mask = kn_load_be32(o + 8);
-		r->compare_mask = kn_load_be32(o + 12);
-	} else if (size == 8) {
-		r->swap_add = kn_load_be64(o);
-		r->swap_mask = kn_load_be64(o + 8);
-		r->compare = r->compare_mask = 0;
-	} else {
-		r->swap_add = kn_load_be32(o);
-		r->swap_mask = kn_load_be32(o + 4);
-		r->compare = r->compare_mask = 0;
-	}
-	uint32_t bc = kn_load_be32(r->wqe + 32 + ops);
-	if (bc & KN_INLINE_SEG)
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	if (bc != size)
-		return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
-	return parse_gather(qp, r, 32 + ops, end, 0, KINET_ACCESS_LOCAL_WRITE);
-}
-
 uint32_t soft_parse_wqe(kinet_qp *qp, uint64_t ci, uint32_t avail, struct soft_req *r)
 {
 	return soft_parse_wqe_bb(qp, ci, avail, NULL, r);
@@ -125,67 +42,49 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	memcpy(r->wqe, first, KN_SEND_WQE_BB);
 	r->async_ok = 0;
 	r->in_flight = 0;
-	const struct kn_wqe_ctrl_seg *c = (const struct kn_wqe_ctrl_seg *)r->wqe;
-	uint32_t ds = kn_be32toh(c->qpn_ds) & 0x3f;
-	uint32_t qpn = kn_be32toh(c->qpn_ds) >> 8;
-	r->opcode = kn_wqe_opcode_of(c);
-	r->wqe_idx = kn_wqe_index_of(c);
-	r->signaled = (c->fm_ce_se & 0x0c) >= KN_WQE_CTRL_CQ_UPDATE;
-	r->imm = c->imm;
 	r->niov = 0;
 	r->total = 0;
-	uint32_t nbb = ds ? (ds * 16 + 63) / 64 : 1;
-	if (nbb > avail) {
+	struct kn_rule_wqe dec, *d = &dec;
+	kn_rule_ctrl(r->wqe, d);
+	r->opcode = d->opcode;
+	r->wqe_idx = d->wqe_idx;
+	r->signaled = d->signaled;
+	r->imm = d->imm;
+	if (d->nbb > avail) {
 		r->nbb = avail;
 		return SOFT_REASON(KN_SYND_LOCAL_QP_OP_ERR, KINET_REASON_MALFORMED); /* cut short */
 	}
-	r->nbb = nbb;
-	for (uint32_t i = 1; i < nbb; i++)
+	r->nbb = d->nbb;
+	for (uint32_t i = 1; i < d->nbb; i++)
 		memcpy(r->wqe + i * KN_SEND_WQE_BB, qp->sq + ((ci + i) & mask) * KN_SEND_WQE_BB,
 		       KN_SEND_WQE_BB);
-	if (ds == 0 || r->wqe_idx != (uint16_t)ci || qpn != qp->qpn)
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	uint32_t end = ds * 16;
-	switch (r->opcode) {
-	case KN_OPCODE_NOP:
-		return 0;
-	case KN_OPCODE_RDMA_WRITE:
-	case KN_OPCODE_RDMA_WRITE_IMM:
-	case KN_OPCODE_RDMA_READ:
-		if (end < 32)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		r->raddr = kn_load_be64(r->wqe + 16);
-		r->rkey = kn_load_be32(r->wqe + 24);
-		if (r->opcode == KN_OPCODE_RDMA_READ)
-			return parse_gather(qp, r, 32, end, 0, KINET_ACCESS_LOCAL_WRITE);
-		return parse_gather(qp, r, 32, end, 1, 0);
-	case KN_OPCODE_SEND:
-	case KN_OPCODE_SEND_IMM:
-		return parse_gather(qp, r, 16, end, 1, 0);
-	case KN_OPCODE_ATOMIC_CS:
-	case KN_OPCODE_ATOMIC_FA: {
-		if (end != 64)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		r->raddr = kn_load_be64(r->wqe + 16);
-		r->rkey = kn_load_be32(r->wqe + 24);
-		r->swap_add = kn_load_be64(r->wqe + 32);
-		r->compare = kn_load_be64(r->wqe + 40);
-		uint32_t bc = kn_load_be32(r->wqe + 48);
-		if (bc & KN_INLINE_SEG)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		if (bc != 8)
-			return SOFT_REASON(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
-		uint32_t s = parse_gather(qp, r, 48, 64, 0, KINET_ACCESS_LOCAL_WRITE);
-		if (s)
-			return s;
-		return 0;
+	/* the format (rules.h, shared with the GPU engine), then the local
+	 * segments it decoded, in order: the first failure is reported */
+	uint32_t res = kn_rule_decode(r->wqe, (uint16_t)ci, qp->qpn, d);
+	r->raddr = d->raddr;
+	r->rkey = d->rkey;
+	r->swap_add = d->swap_add;
+	r->compare = d->compare;
+	r->swap_mask = d->swap_mask;
+	r->compare_mask = d->compare_mask;
+	r->atomic_size = d->atomic_size;
+	for (uint32_t i = 0; i < d->nseg; i++) {
+		const struct kn_rule_seg *g = &d->seg[i];
+		struct soft_iov *iov = &r->iov[i];
+		if (g->inl) {
+			iov->ptr = r->wqe + g->inl;
+			iov->len = g->len;
+			iov->kind = KINET_MEM_HOST;
+			iov->mr = NULL;
+		} else {
+			uint32_t s = local_seg(qp, g->lkey, g->addr, g->len, d->access, iov);
+			if (s)
+				return s;
+		}
+		r->total += iov->len;
+		r->niov++;
 	}
-	case KN_OPCODE_ATOMIC_MASKED_CS:
-	case KN_OPCODE_ATOMIC_MASKED_FA:
-		return parse_masked_atomic(qp, r, end);
-	default:
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	}
+	return res;
 }
 
 /* The reason of an error without one recorded: what its syndrome implies. */

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gengine.c - the CPU side of the software NIC's GPU engine (geng.h has the
+ * protocol, src/cuda/engine.cu the kernel).
+ *
+ * One kernel per process (one block, KINET_GPU_ENGINE_WARPS warps) serves
+ * up to KN_GENG_SLOTS QPs. A QP is eligible at connect time (RTR) when
+ * KINET_GPU_ENGINE=on, the CUDA module is loaded, its peer is in this
+ * process, its send CQ is its own, and neither fault injection nor the
+ * trace is on; kinet_qp_ep_info says which engine serves it and why.
+ *
+ * The CPU engine serves every QP first. When an eligible QP has work, its
+ * CPU engine launches the kernel (if it is not running) and, once the
+ * kernel runs, hands the QP over between two WQEs. The kernel gives a QP
+ * back at a WQE it does not execute (the CPU engine executes it with the
+ * same rules: error CQEs, sends, host-memory atomics), when asked (a state
+ * change, a key-table write, a destroy) and when it exits after
+ * KINET_GPU_ENGINE_IDLE_US without work: an idle process holds no SM, and
+ * cudaDeviceSynchronize returns. A QP given back for an opcode or memory the
+ * GPU engine leaves to the CPU stays with the CPU engine.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "nic/soft/soft.h"
+#include "nic/soft/geng.h"
+
+static struct {
+	pthread_mutex_t lock;
+	struct kn_geng_ctl *ctl; /* mapped into the GPU */
+	kinet_qp *qp[KN_GENG_SLOTS];
+	uint64_t launch_ns; /* the last launch */
+	bool failed;        /* a launch or the kernel failed: no more takes */
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *why_str(uint32_t w)
+{
+	switch (w) {
+	case KN_GWHY_OP: return "an opcode the GPU engine leaves to the CPU (send, write with "
+				"immediate, masked atomics)";
+	case KN_GWHY_HOST_MEM: return "host memory that is not mapped into the GPU";
+	case KN_GWHY_HOST_ATOMIC: return "an atomic on host memory (atomic with the CPU's "
+					 "atomics only on the CPU engine)";
+	default: return "";
+	}
+}
+
+static void refuse(struct soft_qp *s, const char *why)
+{
+	s->geng = 2;
+	snprintf(s->geng_why, sizeof(s->geng_why), "%s", why);
+}
+
+static uint64_t dev(const volatile void *p)
+{
+	void *d = NULL;
+	if (!p)
+		return 0;
+	if (kinet_cuda->dev_addr((const void *)(uintptr_t)p, &d) || !d)
+		return 0;
+	return (uint64_t)(uintptr_t)d;
+}
+
+void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
+{
+	struct soft_qp *s = soft_qp(qp);
+	s->geng = 0;
+	s->geng_why[0] = 0;
+	if (strcmp(KT(GPU_ENGINE), "on"))
+		return refuse(s, "KINET_GPU_ENGINE is off");
+	if (!kinet_cuda_load() || !kinet_cuda->engine_launch || !kinet_cuda->dev_addr)
+		return refuse(s, "no usable GPU (the CUDA module is not loaded)");
+	if (!peer)
+		return refuse(s, "the peer is in another process (the wire stays on the CPU)");
+	if (qp->scq->sq_owner != qp || qp->scq == qp->rcq)
+		return refuse(s, "its send CQ is shared");
+	if (soft_ctx(qp->ctx)->faults || soft_ctx(peer->ctx)->faults)
+		return refuse(s, "fault injection is on (KINET_FAULT)");
+	if (kinet_trace_on)
+		return refuse(s, "the trace is on (KINET_TRACE)");
+	if (qp->db_mode == KN_DB_CPU_PROXY)
+		return refuse(s, "doorbell mode cpu (the CPU proxy)");
+	if (!dev(qp->sq) || !dev(qp->dbrec) || !dev(qp->db) || !dev(qp->scq->buf) ||
+	    !dev(qp->scq->dbrec))
+		return refuse(s, "its queues are not mapped into the GPU");
+	/* the key views the kernel reads, of both contexts */
+	kinet_ctx *cs[2] = {qp->ctx, peer->ctx};
+	for (int k = 0; k < 2; k++) {
+		if (k == 1 && cs[1] == cs[0])
+			break;
+		struct soft_ctx *c = soft_ctx(cs[k]);
+		kinet_soft_stop_world(cs[k], false);
+		pthread_rwlock_wrlock(&c->keys.lock);
+		int rc = kinet_keytab_view_enable(&c->keys);
+		pthread_rwlock_unlock(&c->keys.lock);
+		kinet_soft_start_world(cs[k]);
+		if (rc)
+			return refuse(s, "no memory for the GPU engine's key view");
+	}
+	pthread_mutex_lock(&G.lock);
+	if (!G.ctl) {
+		G.ctl = kinet_queue_alloc(sizeof(struct kn_geng_ctl));
+		if (G.ctl && !dev(G.ctl)) {
+			kinet_queue_free(G.ctl, sizeof(struct kn_geng_ctl));
+			G.ctl = NULL;
+		}
+	}
+	int slot = -1;
+	if (s->gslot1) {
+		slot = s->gslot1 - 1;
+	} else if (G.ctl) {
+		for (int i = 0; i < KN_GENG_SLOTS && slot < 0; i++)
+			if (!G.qp[i])
+				slot = i;
+		if (slot >= 0) {
+			G.qp[slot] = qp;
+			s->gslot1 = slot + 1;
+		}
+	}
+	pthread_mutex_unlock(&G.lock);
+	if (!G.ctl)
+		return refuse(s, "the GPU engine's control block could not be mapped");
+	if (slot < 0)
+		return refuse(s, "every GPU engine slot is in use");
+	s->geng = 1;
+	snprintf(s->geng_why, sizeof(s->geng_why), "eligible: same process, GPU-reachable queues");
+}
+
+/* Takes a slot's state back (BACK -> CPU). Caller serves the QP (its
+ * engine's pass lock). */
+static void settle(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
+	if (sl->own != KN_GOWN_BACK)
+		return;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	s->sq_ci = sl->sq_ci;
+	struct soft_cq *cq = soft_cq(qp->scq);
+	pthread_spin_lock(&cq->lock);
+	cq->pi = sl->cq_pi;
+	pthread_spin_unlock(&cq->lock);
+	kinet_soft_engine_state(qp, sl->last_ctrl);
+	s->last_db_word[0] = sl->last_db_word[0];
+	s->last_db_word[1] = sl->last_db_word[1];
+	s->dbr_seen = sl->dbr_seen;
+	s->dbr_target = sl->dbr_target;
+	s->db_target = sl->db_target;
+	KINET_QCOUNT(qp, KQ_POSTED, sl->n_wqes);
+	KINET_QCOUNT(qp, KQ_COMPLETED, sl->n_wqes);
+	KINET_QCOUNT(qp, KQ_BYTES, sl->n_bytes);
+	KINET_QCOUNT(qp, KQ_DIRECT, sl->n_bytes);
+	KINET_QCOUNT(qp, KQ_CQES, sl->n_cqes);
+	KINET_QCOUNT(qp, KQ_DOORBELLS, sl->n_doorbells);
+	KINET_COUNT(qp->ctx, c_wqes, sl->n_wqes);
+	KINET_COUNT(qp->ctx, c_cqes, sl->n_cqes);
+	KINET_COUNT(qp->ctx, c_doorbells, sl->n_doorbells);
+	s->geng_wqes += sl->n_wqes;
+	atomic_store(&s->sq_ci_pub, s->sq_ci);
+	uint32_t why = sl->why;
+	if (why == KN_GWHY_OP || why == KN_GWHY_HOST_MEM || why == KN_GWHY_HOST_ATOMIC) {
+		refuse(s, why_str(why));
+		KLOG_INFO("qp 0x%x: back on the CPU engine: %s", qp->qpn, why_str(why));
+	}
+	s->geng_on = false;
+	__atomic_store_n(&sl->own, KN_GOWN_CPU, __ATOMIC_RELEASE);
+}
+
+int kinet_geng_pass(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	if (!s->gslot1 || !G.ctl)
+		return 0;
+	uint32_t own = __atomic_load_n(&G.ctl->slot[s->gslot1 - 1].own, __ATOMIC_ACQUIRE);
+	if (own == KN_GOWN_CPU)
+		return 0;
+	if (own == KN_GOWN_BACK) {
+		settle(qp);
+		return 0;
+	}
+	return 1; /* the GPU serves it */
+}
+
+uint64_t kinet_geng_sq_ci(kinet_qp *qp, bool *on)
+{
+	struct soft_qp *s = soft_qp(qp);
+	*on = false;
+	if (!s->gslot1 || !G.ctl)
+		return 0;
+	struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
+	uint32_t own = __atomic_load_n(&sl->own, __ATOMIC_ACQUIRE);
+	if (own == KN_GOWN_CPU)
+		return 0;
+	*on = true;
+	return sl->sq_ci_pub;
+}
+
+/* Launches the kernel when it is not running (G.lock held). */
+static void launch(void)
+{
+	if (G.failed || G.ctl->running)
+		return;
+	int q = kinet_cuda->engine_query ? kinet_cuda->engine_query() : 0;
+	if (q < 0) {
+		G.failed = true;
+		KLOG_ERR("soft: the GPU engine failed: every QP stays on the CPU engine");
+		return;
+	}
+	if (q == 1)
+		return; /* launched, not started yet (or exiting) */
+	G.ctl->stop = 0;
+	G.ctl->idle_us = (uint32_t)KT(GPU_ENGINE_IDLE_US);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (kinet_cuda->engine_launch(G.ctl, (unsigned)KT(GPU_ENGINE_WARPS))) {
+		G.failed = true;
+		KLOG_ERR("soft: the GPU engine did not launch: every QP stays on the CPU engine");
+		return;
+	}
+	G.launch_ns = kn_now_ns();
+}
+
+void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
+{
+	struct soft_qp *s = soft_qp(qp);
+	if (s->geng != 1 || !s->gslot1)
+		return;
+	kinet_qp *peer = s->peer;
+	int ps = peer ? atomic_load(&peer->state) : -1;
+	if (atomic_load(&qp->state) != KINET_QPS_RTS || (ps != KINET_QPS_RTR && ps != KINET_QPS_RTS) ||
+	    s->wire || s->hold_kind || s->rnr_until_ns)
+		return;
+	pthread_mutex_lock(&G.lock);
+	if (!G.ctl->running) {
+		launch();
+		pthread_mutex_unlock(&G.lock);
+		return;
+	}
+	struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
+	if (sl->own != KN_GOWN_CPU) {
+		pthread_mutex_unlock(&G.lock);
+		return;
+	}
+	struct kinet_keytab *k0 = &soft_ctx(qp->ctx)->keys, *k1 = &soft_ctx(peer->ctx)->keys;
+	if (!k0->view || !k1->view || k0->vcap != k0->cap || k1->vcap != k1->cap) {
+		pthread_mutex_unlock(&G.lock);
+		return; /* a view that could not grow: the CPU serves */
+	}
+	sl->qpn = qp->qpn;
+	sl->sq_cnt = qp->sq_cnt;
+	sl->cq_cnt = qp->scq->cnt;
+	sl->cq_ignore_overrun = (qp->scq->flags & KINET_CQ_OVERRUN_IGNORE) != 0;
+	sl->sq = dev(qp->sq);
+	sl->dbrec = dev(qp->dbrec);
+	sl->db0 = dev(qp->db);
+	sl->db1 = qp->bf_alt ? dev(qp->db + qp->bf_alt) : 0;
+	sl->nregs = qp->bf_alt ? 2 : 1;
+	sl->cq = dev(qp->scq->buf);
+	sl->cq_dbrec = dev(qp->scq->dbrec);
+	sl->keys = dev(k0->view);
+	sl->keys_cap = k0->vcap;
+	sl->peer_keys = dev(k1->view);
+	sl->peer_keys_cap = k1->vcap;
+	sl->pd = (uint64_t)(uintptr_t)qp->pd;
+	sl->peer_pd = (uint64_t)(uintptr_t)peer->pd;
+	sl->sq_ci = s->sq_ci;
+	sl->cq_pi = soft_cq(qp->scq)->pi;
+	sl->last_ctrl = last_ctrl;
+	sl->last_db_word[0] = s->last_db_word[0];
+	sl->last_db_word[1] = s->last_db_word[1];
+	sl->dbr_seen = s->dbr_seen;
+	sl->dbr_target = s->dbr_target;
+	sl->db_target = s->db_target;
+	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = 0;
+	sl->sq_ci_pub = s->sq_ci;
+	sl->why = 0;
+	sl->gen++;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sl->own = KN_GOWN_GPU;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	s->geng_on = true;
+	if (!G.ctl->running) {
+		/* the kernel is exiting: its last sweep gives the slot back, or it
+		 * never saw it; either way it is ours once the kernel is gone */
+		kinet_cuda->engine_wait();
+		if (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_GPU) {
+			sl->own = KN_GOWN_CPU;
+			s->geng_on = false;
+		}
+	}
+	pthread_mutex_unlock(&G.lock);
+	if (sl->own == KN_GOWN_BACK)
+		settle(qp);
+}
+
+/* Asks the kernel for a slot back and waits until it is (own: GPU or STOP). */
+static void recall_slot(struct kn_geng_slot *sl, uint32_t qpn)
+{
+	uint32_t own = __atomic_load_n(&sl->own, __ATOMIC_ACQUIRE);
+	if (own != KN_GOWN_GPU && own != KN_GOWN_STOP)
+		return;
+	__atomic_store_n(&sl->own, KN_GOWN_STOP, __ATOMIC_SEQ_CST);
+	uint64_t t0 = kn_now_ns();
+	bool warned = false;
+	while (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_STOP) {
+		if (!G.ctl->running) {
+			/* exiting: its last sweep answers, or it is gone */
+			kinet_cuda->engine_wait();
+			if (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_STOP) {
+				KLOG_ERR("qp 0x%x: the GPU engine is gone without giving it back",
+					 qpn);
+				sl->own = KN_GOWN_BACK;
+			}
+			break;
+		}
+		if (!warned && kn_now_ns() - t0 > 1000000000ull) {
+			KLOG_WARN("qp 0x%x: the GPU engine has not given it back for 1 s", qpn);
+			warned = true;
+		}
+		kinet_sleep_ns(2000);
+	}
+}
+
+void kinet_geng_recall(kinet_ctx *ctx, kinet_qp *qp, bool settle_own)
+{
+	if (!G.ctl)
+		return;
+	pthread_mutex_lock(&G.lock);
+	for (int i = 0; i < KN_GENG_SLOTS; i++) {
+		kinet_qp *q = G.qp[i];
+		if (!q)
+			continue;
+		kinet_qp *peer = soft_qp(q)->peer;
+		bool hit = qp ? (q == qp || peer == qp)
+			      : (q->ctx == ctx || (peer && peer->ctx == ctx));
+		if (!hit)
+			continue;
+		recall_slot(&G.ctl->slot[i], q->qpn);
+		if (settle_own && q->ctx == ctx)
+			settle(q);
+	}
+	pthread_mutex_unlock(&G.lock);
+}
+
+void kinet_geng_settle(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	if (!s->gslot1 || !G.ctl)
+		return;
+	pthread_mutex_lock(&G.lock);
+	settle(qp);
+	pthread_mutex_unlock(&G.lock);
+}
+
+void kinet_geng_release(kinet_qp *qp)
+{
+	struct soft_qp *s = soft_qp(qp);
+	if (!s->gslot1 || !G.ctl)
+		return;
+	pthread_mutex_lock(&G.lock);
+	int i = s->gslot1 - 1;
+	recall_slot(&G.ctl->slot[i], qp->qpn);
+	settle(qp);
+	G.qp[i] = NULL;
+	s->gslot1 = 0;
+	bool any = false;
+	for (int k = 0; k < KN_GENG_SLOTS; k++)
+		any |= G.qp[k] != NULL;
+	if (!any && G.ctl->running) {
+		/* the last QP: the kernel exits now */
+		G.ctl->stop = 1;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		kinet_cuda->engine_wait();
+	}
+	pthread_mutex_unlock(&G.lock);
+}
+
+void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o)
+{
+	struct soft_qp *s = soft_qp(qp);
+	o->engine = s->geng_on ? KINET_ENGINE_GPU : KINET_ENGINE_CPU;
+	o->gpu_wqes = s->geng_wqes;
+	if (s->gslot1 && G.ctl) {
+		struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
+		if (sl->own == KN_GOWN_GPU || sl->own == KN_GOWN_STOP)
+			o->gpu_wqes += sl->n_wqes; /* as of its last give-back: live
+						    * counts stay in the kernel */
+	}
+	snprintf(o->engine_why, sizeof(o->engine_why), "%s",
+		 s->geng_why[0] ? s->geng_why : "KINET_GPU_ENGINE is off");
+}
