@@ -836,6 +836,77 @@ Test(eth, cyclic_too_long_frames_do_not_wedge_the_queue)
 	env_close(&e);
 }
 
+/* The log, captured: how many messages (lines) contain a string. */
+static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
+static char cap_buf[16384];
+static void cap_log(int level, const char *msg, void *user)
+{
+	(void)level;
+	(void)user;
+	pthread_mutex_lock(&cap_mu);
+	size_t l = strlen(cap_buf);
+	snprintf(cap_buf + l, sizeof(cap_buf) - l, "%s\n", msg);
+	pthread_mutex_unlock(&cap_mu);
+}
+static void cap_start(void)
+{
+	cap_buf[0] = 0;
+	kinet_log_set_callback(cap_log, NULL);
+}
+static int cap_count(const char *what)
+{
+	int n = 0;
+	pthread_mutex_lock(&cap_mu);
+	for (const char *s = cap_buf; (s = strstr(s, what)); n++) {
+		s = strchr(s, '\n'); /* the next message */
+		if (!s)
+			break;
+	}
+	pthread_mutex_unlock(&cap_mu);
+	return n;
+}
+
+/* A bad TCP/UDP checksum is said once per port, at the first, with what
+ * fixes the usual cause (a peer leaving checksums to offload); the frames
+ * are still delivered flagged and counted. */
+Test(eth, bad_checksum_said_once_with_the_fix)
+{
+	struct env e;
+	env_open(&e, NULL, 1500);
+	struct kinet_eth_rxq_attr ra = {.depth = 16};
+	kinet_eth_flow *fl;
+	kn_eth_rxq *rq;
+	kinet_eth_rxq *r = rxq_new(&e, &ra, NULL, &fl, &rq);
+	struct te_flow f;
+	te_flow_v4(&f, 7, 8, 9, 10);
+	cap_start();
+	kn_eth_pkt p;
+	for (uint32_t i = 0; i < 2; i++) {
+		uint32_t len = te_frame(frame_at(&e, i), &f, 64 + i, 70 + i, 0, 0);
+		send_wait(&e, frame_at(&e, i), len, 0);
+		cr_assert_eq(recv_n(rq, &p, 1), 1);
+		cr_assert_eq(kn_eth_release(rq, p.ticket + 1), 0);
+	}
+	cr_assert_eq(cap_count("checksum"), 0, "said of good frames:\n%s", cap_buf);
+	for (uint32_t i = 0; i < 4; i++) {
+		uint32_t len = te_frame(frame_at(&e, i), &f, 100 + i, 80 + i, 0, 1);
+		send_wait(&e, frame_at(&e, i), len, 0);
+		cr_assert_eq(recv_n(rq, &p, 1), 1);
+		cr_assert(p.flags & KN_ETH_RX_CSUM_BAD);
+		cr_assert_eq(memcmp(p.data, frame_at(&e, i), len), 0);
+		cr_assert_eq(kn_eth_release(rq, p.ticket + 1), 0);
+	}
+	kinet_log_set_callback(NULL, NULL);
+	cr_assert_eq(cap_count("checksum"), 1, "not said exactly once:\n%s", cap_buf);
+	cr_assert_eq(cap_count("ethtool -K"), 1, "no fix given:\n%s", cap_buf);
+	cr_assert(strstr(cap_buf, "tx off"), "%s", cap_buf);
+	struct kinet_eth_counters c;
+	cr_assert_eq(kinet_eth_rxq_counters(r, &c), 0);
+	cr_assert_eq(c.csum_bad, 4);
+	rxq_del(r, fl);
+	env_close(&e);
+}
+
 /* A receive queue whose WQEs the test writes (raw): a buffer outside its
  * region, or a WQE marked inline, completes with an error CQE. */
 Test(eth, malformed_receive_wqes)
