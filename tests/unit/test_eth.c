@@ -907,6 +907,51 @@ Test(eth, bad_checksum_said_once_with_the_fix)
 	env_close(&e);
 }
 
+/* An interface that does not exist is said to be so, whatever the driver,
+ * with no hint of a fallback that could not help. */
+Test(eth, no_such_interface_said_so)
+{
+	struct env e;
+	env_open(&e, NULL, 0);
+	const int drivers[] = {KINET_ETH_DRIVER_AUTO, KINET_ETH_DRIVER_XDP,
+			       KINET_ETH_DRIVER_PACKET};
+	for (int i = 0; i < 3; i++) {
+		cap_start();
+		kinet_eth_port *p2 = NULL;
+		struct kinet_eth_port_attr pa = {.driver = drivers[i], .ifname = "nosuch0"};
+		cr_assert_eq(kinet_eth_port_open(e.pd, &pa, &p2), -ENODEV, "driver %d", drivers[i]);
+		cr_assert_null(p2);
+		kinet_log_set_callback(NULL, NULL);
+		cr_assert(strstr(cap_buf, "nosuch0: no such interface"), "driver %d:\n%s",
+			  drivers[i], cap_buf);
+		cr_assert_null(strstr(cap_buf, "FALLBACK"), "driver %d:\n%s", drivers[i], cap_buf);
+		cr_assert_null(strstr(cap_buf, "AF_XDP unavailable"), "driver %d:\n%s", drivers[i],
+			       cap_buf);
+	}
+	env_close(&e);
+}
+
+/* Without privileges AF_PACKET cannot be had either: no hint of the
+ * fallback, but what is needed. Root drops to nobody for this. */
+Test(eth, unprivileged_no_fallback_hint_that_cannot_work)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (to drop its privileges)");
+	struct env e;
+	env_open(&e, NULL, 0);
+	cr_assert_eq(setresgid(65534, 65534, 65534), 0);
+	cr_assert_eq(setresuid(65534, 65534, 65534), 0);
+	cap_start();
+	kinet_eth_port *p2 = NULL;
+	struct kinet_eth_port_attr pa = {.ifname = "lo"};
+	int rc = kinet_eth_port_open(e.pd, &pa, &p2);
+	kinet_log_set_callback(NULL, NULL);
+	cr_assert_lt(rc, 0, "a port without privileges");
+	cr_assert_null(strstr(cap_buf, "KINET_ETH_FALLBACK=packet would"), "%s", cap_buf);
+	cr_assert(strstr(cap_buf, "CAP_NET_RAW"), "%s", cap_buf);
+	env_close(&e);
+}
+
 /* A receive queue whose WQEs the test writes (raw): a buffer outside its
  * region, or a WQE marked inline, completes with an error CQE. */
 Test(eth, malformed_receive_wqes)
