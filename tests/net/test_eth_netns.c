@@ -18,7 +18,12 @@
  *     bytes), and frames written raw from namespace b with bad checksums and
  *     an unknown EtherType are counted as such;
  *   - AF_PACKET works when asked for, and AF_XDP that cannot be had is
- *     reported and falls back only when KINET_ETH_FALLBACK allows it.
+ *     reported and falls back only when KINET_ETH_FALLBACK allows it;
+ *   - more frames too long for the echo server's cyclic buffers than its
+ *     queue has WQEs, then datagrams echoed byte for byte;
+ *   - a peer that leaves its checksums to offload: said once (AF_XDP),
+ *     completed and answered (AF_PACKET);
+ *   - a missing interface, one down, one without a carrier: each said.
  * Needs root and iproute2; skipped otherwise.
  */
 #define _GNU_SOURCE
