@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct eth_ex x;
-	int rc = ex_open(&x, ifname, ex_driver(drv), 256, which != 2, 0);
+	int rc = ex_open(&x, ifname, ex_driver(drv), 256, which != 2, 0, 0);
 	struct kinet_eth_match m;
 	memset(&m, 0, sizeof(m));
 	if (!rc && which == 0) {

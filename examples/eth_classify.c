@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct eth_ex x;
-	int rc = ex_open(&x, ifname, ex_driver(drv), 1024, 1, striding);
+	int rc = ex_open(&x, ifname, ex_driver(drv), 1024, 1, striding, 0);
 	struct kinet_eth_match m;
 	memset(&m, 0, sizeof(m));
 	if (!rc && all) {

@@ -91,9 +91,10 @@ static inline int ex_fail(const char *what, int rc)
 
 /* Opens the context (KINET_BACKEND, default auto), the port, a send queue
  * of depth frames with its buffer and, with rx, a receive queue of depth
- * buffers (striding: 64-stride WQEs of 2 KiB strides). */
+ * buffers of pkt_size bytes (0: 2048; striding: 64-stride WQEs of 2 KiB
+ * strides). */
 static inline int ex_open(struct eth_ex *x, const char *ifname, int driver, uint32_t depth, int rx,
-		   int striding)
+			  int striding, uint32_t pkt_size)
 {
 	memset(x, 0, sizeof(*x));
 	signal(SIGINT, ex_on_signal);
@@ -127,6 +128,7 @@ static inline int ex_open(struct eth_ex *x, const char *ifname, int driver, uint
 		memset(&ra, 0, sizeof(ra));
 		ra.depth = striding ? (depth / 64 ? depth / 64 : 2) : depth;
 		ra.mode = striding ? KINET_ETH_RXQ_STRIDING : KINET_ETH_RXQ_CYCLIC;
+		ra.pkt_size = striding ? 0 : pkt_size;
 		ra.log_stride = 11;
 		ra.log_strides = 6;
 		if ((rc = kinet_eth_rxq_create(x->port, &ra, &x->rxq)) ||

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	m.fields = KINET_ETH_MATCH_IPV4_DST | KINET_ETH_MATCH_IP_PROTO;
 	m.ip_proto = 1;
 	struct eth_ex x;
-	int rc = ex_open(&x, ifname, ex_driver(drv), 256, 1, 0);
+	int rc = ex_open(&x, ifname, ex_driver(drv), 256, 1, 0, 0);
 	if (!rc)
 		rc = ex_flow(&x, &m);
 	if (!rc) {

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct eth_ex x;
-	int rc = ex_open(&x, ifname, ex_driver(drv), 256, 0, 0);
+	int rc = ex_open(&x, ifname, ex_driver(drv), 256, 0, 0, 0);
 	if (!rc) {
 		struct app_args a;
 		struct app_stats st;

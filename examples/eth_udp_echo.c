@@ -7,10 +7,12 @@
  * them back. Here it runs on a host-executor thread.
  *
  *   eth_udp_echo --if IFNAME [--port 7] [--count N] [--seconds S]
- *                [--driver auto|xdp|packet|loopback] [--striding]
+ *                [--driver auto|xdp|packet|loopback] [--striding] [--pkt-size B]
  *
  * Frames of the port's UDP port are taken from the kernel (AF_XDP), so the
- * server answers instead of the stack. Prints echoed=N, and the NIC's counts.
+ * server answers instead of the stack. --pkt-size: the bytes of each cyclic
+ * receive buffer (default 2048; a frame longer is dropped with an error
+ * CQE). Prints echoed=N, and the NIC's counts.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -29,12 +31,13 @@ int main(int argc, char **argv)
 	unsigned port = 7, seconds = 0;
 	unsigned long long count = 0;
 	int striding = 0;
+	unsigned pkt_size = 0;
 	static const struct option opts[] = {
 		{"if", required_argument, 0, 'i'},     {"port", required_argument, 0, 'p'},
 		{"count", required_argument, 0, 'c'},  {"seconds", required_argument, 0, 's'},
 		{"driver", required_argument, 0, 'd'}, {"striding", no_argument, 0, 'S'},
-		{0, 0, 0, 0}};
-	for (int o; (o = getopt_long(argc, argv, "i:p:c:s:d:S", opts, NULL)) != -1;) {
+		{"pkt-size", required_argument, 0, 'b'}, {0, 0, 0, 0}};
+	for (int o; (o = getopt_long(argc, argv, "i:p:c:s:d:Sb:", opts, NULL)) != -1;) {
 		switch (o) {
 		case 'i': ifname = optarg; break;
 		case 'p': port = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -42,17 +45,19 @@ int main(int argc, char **argv)
 		case 's': seconds = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'd': drv = optarg; break;
 		case 'S': striding = 1; break;
+		case 'b': pkt_size = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: return 2;
 		}
 	}
 	if ((!ifname && strcmp(drv, "loopback")) || ex_driver(drv) < 0 || !port || port > 65535) {
 		fprintf(stderr, "usage: %s --if IFNAME [--port 7] [--count N] [--seconds S] "
-				"[--driver auto|xdp|packet|loopback] [--striding]\n",
+				"[--driver auto|xdp|packet|loopback] [--striding] "
+				"[--pkt-size B]\n",
 			argv[0]);
 		return 2;
 	}
 	struct eth_ex x;
-	int rc = ex_open(&x, ifname, ex_driver(drv), 256, 1, striding);
+	int rc = ex_open(&x, ifname, ex_driver(drv), 256, 1, striding, pkt_size);
 	struct kinet_eth_match m;
 	memset(&m, 0, sizeof(m));
 	m.fields = KINET_ETH_MATCH_IP_PROTO | KINET_ETH_MATCH_L4_DST_PORT;

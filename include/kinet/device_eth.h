@@ -256,7 +256,10 @@ typedef struct kn_eth_rxq_state {
 	uint64_t errors;     /* error CQEs consumed (not returned as packets) */
 	uint32_t strides;    /* striding: strides of the current WQE consumed */
 	uint32_t last_syndrome;
-	uint64_t pad[2];
+	uint64_t nopkt;      /* every CQE in [nopkt, ci) was one without a packet
+				(error, filler): the buffers they took go back with
+				the packets before them */
+	uint64_t pad;
 } kn_eth_rxq_state;
 
 /* The device descriptor of a receive queue (kinet_eth_rxq_device()). */
@@ -386,14 +389,47 @@ KN_INLINE int knx_eth_rx_take(const kn_eth_rxq *rxq, const struct kn_eth_cqe *c,
 	p->hash = kn_be32toh(c->rss_hash);
 	p->rsvd = 0;
 	p->ticket = ci;
+	st->nopkt = ci + 1;
 	return 1;
+}
+
+/* Gives the buffers of every CQE below upto back to the NIC (upto <= ci). A
+ * release that reaches the run of CQEs without a packet at the end of what
+ * was received (errors, fillers) covers the run too: nothing in it is held
+ * by the consumer, so the documented pattern, kn_eth_release(rxq,
+ * pk[n - 1].ticket + 1), also returns the WQEs of the error CQEs after the
+ * last packet. */
+KN_INLINE void knx_eth_give_back(const kn_eth_rxq *rxq, uint64_t upto)
+{
+	kn_eth_rxq_state *st = rxq->st;
+	if (upto >= st->nopkt)
+		upto = st->ci;
+	if (upto <= st->released)
+		return;
+	st->released = upto;
+	uint64_t posted;
+	if (rxq->mode == KN_ETH_RXQ_STRIDING) {
+		while (st->wqe_rel < st->wqe_done &&
+		       rxq->fin[st->wqe_rel & (rxq->wqe_cnt - 1)] <= upto)
+			st->wqe_rel++;
+		posted = rxq->wqe_cnt + st->wqe_rel;
+	} else {
+		posted = rxq->wqe_cnt + upto; /* one WQE per CQE, in order */
+	}
+	if (posted != st->posted) {
+		st->posted = posted;
+		KN_FENCE_SYS(); /* the reads of the buffers before they go back */
+		*rxq->dbrec = kn_htobe32((uint32_t)(posted & 0xffff));
+		KN_FENCE_SYS();
+	}
 }
 
 /* Receives up to max packets into pkts[], waiting until max have arrived or
  * timeout_ns has passed since the call (0: only those already there); *n
  * gets how many. Filler and error CQEs are consumed on the way (errors
- * counted: kn_eth_rxq_errors()). Packets stay valid until released. 0, or
- * -EINVAL. */
+ * counted: kn_eth_rxq_errors()); their WQEs go back with the release of the
+ * packet before them, or at once when no packet is held (kn_eth_release).
+ * Packets stay valid until released. 0, or -EINVAL. */
 KN_INLINE int kn_eth_recv(const kn_eth_rxq *rxq, kn_eth_pkt *pkts, uint32_t max,
 			  uint64_t timeout_ns, uint32_t *n)
 {
@@ -424,6 +460,10 @@ KN_INLINE int kn_eth_recv(const kn_eth_rxq *rxq, kn_eth_pkt *pkts, uint32_t max,
 	if (ci != st->ci) {
 		st->ci = ci;
 		*rxq->cq_dbrec = kn_htobe32((uint32_t)(ci & 0xffffff));
+		/* CQEs without a packet while the consumer holds nothing: their
+		 * WQEs go back at once (no release would ever name them) */
+		if (st->released >= st->nopkt)
+			knx_eth_give_back(rxq, ci);
 	}
 	*n = got;
 	return 0;
@@ -450,31 +490,18 @@ KN_INLINE int kn_eth_recv_any(const kn_eth_rxq *rxq, kn_eth_pkt *pkts, uint32_t 
 }
 
 /* Gives the buffers of every packet with a ticket below upto back to the NIC
- * (in order; a striding WQE goes back once every packet in it is released).
- * 0, or -EINVAL for a ticket not received yet. */
+ * (in order; a striding WQE goes back once every packet in it is released),
+ * with those of the CQEs without a packet (errors, fillers) received up to
+ * the next packet: after kn_eth_recv returned n > 0 packets,
+ * kn_eth_release(rxq, pk[n - 1].ticket + 1) gives back everything it
+ * consumed. CQEs without a packet consumed while every packet before them
+ * is released go back inside kn_eth_recv (a call that returned no packet
+ * needs no release). 0, or -EINVAL for a ticket not received yet. */
 KN_INLINE int kn_eth_release(const kn_eth_rxq *rxq, kn_ticket_t upto)
 {
-	kn_eth_rxq_state *st = rxq->st;
-	if (upto > st->ci)
+	if (upto > rxq->st->ci)
 		return -EINVAL;
-	if (upto <= st->released)
-		return 0;
-	st->released = upto;
-	uint64_t posted;
-	if (rxq->mode == KN_ETH_RXQ_STRIDING) {
-		while (st->wqe_rel < st->wqe_done &&
-		       rxq->fin[st->wqe_rel & (rxq->wqe_cnt - 1)] <= upto)
-			st->wqe_rel++;
-		posted = rxq->wqe_cnt + st->wqe_rel;
-	} else {
-		posted = rxq->wqe_cnt + upto; /* one WQE per CQE, in order */
-	}
-	if (posted != st->posted) {
-		st->posted = posted;
-		KN_FENCE_SYS(); /* the reads of the buffers before they go back */
-		*rxq->dbrec = kn_htobe32((uint32_t)(posted & 0xffff));
-		KN_FENCE_SYS();
-	}
+	knx_eth_give_back(rxq, upto);
 	return 0;
 }
 

@@ -18,7 +18,12 @@
  *     bytes), and frames written raw from namespace b with bad checksums and
  *     an unknown EtherType are counted as such;
  *   - AF_PACKET works when asked for, and AF_XDP that cannot be had is
- *     reported and falls back only when KINET_ETH_FALLBACK allows it.
+ *     reported and falls back only when KINET_ETH_FALLBACK allows it;
+ *   - more frames too long for the echo server's cyclic buffers than its
+ *     queue has WQEs, then datagrams echoed byte for byte;
+ *   - a peer that leaves its checksums to offload: said once (AF_XDP),
+ *     completed and answered (AF_PACKET);
+ *   - a missing interface, one down, one without a carrier: each said.
  * Needs root and iproute2; skipped otherwise.
  */
 #define _GNU_SOURCE
@@ -26,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,4 +435,112 @@ Test(eth_netns, af_xdp_unavailable_reported_and_fallback_only_when_allowed)
 			    "--driver", "xdp", NULL};
 	cr_assert_eq(run(ns_a, xdp_only, fallback, out, sizeof(out)), 1,
 		     "an explicit xdp driver never falls back:\n%s", out);
+}
+
+/* How many lines of out contain what. */
+static int lines_with(const char *out, const char *what)
+{
+	int n = 0;
+	for (const char *s = out; (s = strstr(s, what)); n++) {
+		s = strchr(s, '\n');
+		if (!s)
+			break;
+	}
+	return n;
+}
+
+/* Frames too long for the echo server's 512-byte cyclic buffers, more of
+ * them than the queue has WQEs, each an error CQE: the queue goes on
+ * receiving, and the datagrams after them are echoed byte for byte. */
+Test(eth_netns, udp_echo_survives_frames_too_long_for_its_buffers)
+{
+	ns_up();
+	char srv[4096], cli[1024], out[512];
+	char *s_argv[] = {KINET_EX_ETH_UDP_ECHO, "--if", if_a, "--port", "7", "--count", "50",
+			  "--pkt-size", "512", NULL};
+	struct prog s = start(ns_a, s_argv, NULL);
+	srv[0] = 0;
+	wait_ready(&s, srv, sizeof(srv));
+	/* 1000-byte datagrams: 1042-byte frames; the queue has 256 WQEs */
+	char *b_argv[] = {KINET_ETH_PEER, "send", ip_a, "7", "400", "1000", "40010", NULL};
+	cr_assert_eq(run(ns_b, b_argv, NULL, out, sizeof(out)), 0, "%s", out);
+	char *c_argv[] = {KINET_ETH_PEER, "echo-client", ip_a, "7", "50", "1", "400", NULL};
+	int crc = run(ns_b, c_argv, NULL, cli, sizeof(cli));
+	if (crc)
+		kill(s.pid, SIGTERM);
+	int src = finish(s, srv, sizeof(srv));
+	cr_assert_eq(crc, 0, "client:\n%s\nserver:\n%s", cli, srv);
+	cr_assert_eq(src, 0, "%s", srv);
+	cr_assert_eq(field(cli, "ok"), 50);
+	cr_assert_eq(field(srv, "echoed"), 50, "%s", srv);
+	cr_assert_gt(field(srv, "rx_errors"), 256, "fewer too-long frames than WQEs:\n%s", srv);
+	cr_assert_eq(field(srv, "nic_rx_drops_no_wqe"), 0, "%s", srv);
+}
+
+/* A peer that leaves its UDP checksums to offload (a veth's default):
+ * AF_XDP takes the frames with the checksum incomplete, and the port says
+ * so once, with the fix; AF_PACKET sees the kernel's mark and completes
+ * them, so the echo answers every datagram. */
+Test(eth_netns, peer_checksum_offload_said_once_or_completed)
+{
+	ns_up();
+	char srv[8192], cli[1024], out[512];
+	char *on[] = {KINET_ETH_PEER, "csum-on", if_b, NULL};
+	cr_assert_eq(run(ns_b, on, NULL, out, sizeof(out)), 0, "%s", out);
+	char *x_argv[] = {KINET_EX_ETH_UDP_ECHO, "--if", if_a, "--port", "7", "--seconds", "2",
+			  NULL};
+	struct prog s = start(ns_a, x_argv, NULL);
+	srv[0] = 0;
+	wait_ready(&s, srv, sizeof(srv));
+	cr_assert(strstr(srv, "AF_XDP"), "not an AF_XDP port:\n%s", srv);
+	char *b_argv[] = {KINET_ETH_PEER, "send", ip_a, "7", "5", "100", "40011", NULL};
+	cr_assert_eq(run(ns_b, b_argv, NULL, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(finish(s, srv, sizeof(srv)), 0, "%s", srv);
+	cr_assert_eq(field(srv, "bad_csum"), 5, "%s", srv);
+	cr_assert_eq(lines_with(srv, "checksum arrived"), 1, "not said exactly once:\n%s", srv);
+	cr_assert_eq(lines_with(srv, "ethtool -K"), 1, "no fix given:\n%s", srv);
+	cr_assert(strstr(srv, "pseudo-header sum"), "the cause not named:\n%s", srv);
+	char *p_argv[] = {KINET_EX_ETH_UDP_ECHO, "--if", if_a, "--port", "7", "--count", "50",
+			  "--driver", "packet", NULL};
+	s = start(ns_a, p_argv, NULL);
+	srv[0] = 0;
+	wait_ready(&s, srv, sizeof(srv));
+	cr_assert(strstr(srv, "AF_PACKET"), "%s", srv);
+	char *c_argv[] = {KINET_ETH_PEER, "echo-client", ip_a, "7", "50", "1", "1400", NULL};
+	int crc = run(ns_b, c_argv, NULL, cli, sizeof(cli));
+	if (crc)
+		kill(s.pid, SIGTERM);
+	int src = finish(s, srv, sizeof(srv));
+	cr_assert_eq(crc, 0, "client:\n%s\nserver:\n%s", cli, srv);
+	cr_assert_eq(src, 0, "%s", srv);
+	cr_assert_eq(field(srv, "echoed"), 50, "%s", srv);
+	cr_assert_eq(field(srv, "bad_csum"), 0, "%s", srv);
+	cr_assert_null(strstr(srv, "ethtool"), "%s", srv);
+}
+
+/* What the port says of its interface: one that does not exist (no hint
+ * of a fallback that could not help), one that is down, one without a
+ * carrier (its veth peer down). */
+Test(eth_netns, interface_missing_down_or_without_carrier_said)
+{
+	ns_up();
+	char out[4096];
+	char *none[] = {KINET_EX_ETH_UDP_ECHO, "--if", "nosuch0", "--port", "7", "--seconds", "1",
+			NULL};
+	cr_assert_eq(run(ns_a, none, NULL, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "nosuch0: no such interface"), "%s", out);
+	cr_assert_null(strstr(out, "FALLBACK"), "%s", out);
+	cr_assert_null(strstr(out, "AF_XDP unavailable"), "%s", out);
+	char *argv[] = {KINET_EX_ETH_UDP_ECHO, "--if", if_a, "--port", "7", "--seconds", "1", NULL};
+	cr_assert_eq(run(ns_a, argv, NULL, out, sizeof(out)), 0, "%s", out);
+	cr_assert_null(strstr(out, "is down"), "%s", out);
+	cr_assert_null(strstr(out, "no carrier"), "%s", out);
+	cr_assert_eq(sh("ip -n %s link set %s down", ns_a, if_a), 0);
+	cr_assert_eq(run(ns_a, argv, NULL, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "the interface is down"), "%s", out);
+	cr_assert(strstr(out, "ip link set"), "%s", out);
+	cr_assert_eq(sh("ip -n %s link set %s up", ns_a, if_a), 0);
+	cr_assert_eq(sh("ip -n %s link set %s down", ns_b, if_b), 0);
+	cr_assert_eq(run(ns_a, argv, NULL, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "no carrier"), "%s", out);
 }

@@ -12,10 +12,12 @@
  * syndrome, the counter, the queue in error, flushes, recovery), receive
  * WQEs outside their region; buffers guarded by canaries throughout.
  */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <kinet/eth.h>
 #include <kinet/device_eth.h>
 #include <kinet/sem.h>
@@ -740,6 +742,213 @@ Test(eth, malformed_frames_runt_oversize_too_long_bad_checksums)
 	cr_assert(tu_region_canaries_ok(&rb));
 	rxq_del(r, fl);
 	tu_region_free(&rb);
+	env_close(&e);
+}
+
+/* The device loop of the examples and docs/ethernet.md: receive what is
+ * there, hand each packet to check(), give everything back with
+ * kn_eth_release(rq, pk[n - 1].ticket + 1) when a packet came. Returns the
+ * packets received (at most want, within 2 s). */
+static uint32_t recv_docs_pattern(const kn_eth_rxq *rq, kn_eth_pkt *out, uint32_t want)
+{
+	uint32_t got = 0;
+	uint64_t t0 = kn_now_ns();
+	while (got < want && kn_now_ns() - t0 < 2000000000ull) {
+		kn_eth_pkt pk[4];
+		uint32_t n = 0;
+		cr_assert_eq(kn_eth_recv_any(rq, pk, 4, 1000000, &n), 0);
+		for (uint32_t i = 0; i < n && got < want; i++)
+			out[got++] = pk[i];
+		if (n)
+			cr_assert_eq(kn_eth_release(rq, pk[n - 1].ticket + 1), 0);
+	}
+	return got;
+}
+
+/* Frames too long for a cyclic queue's buffers consume WQEs with error
+ * CQEs. A run of them longer than the queue, received with the documented
+ * pattern (which releases only when a packet came), must not wedge the
+ * queue: the frames after them arrive, byte for byte. Also with packets
+ * held while the errors come, released afterwards. */
+Test(eth, cyclic_too_long_frames_do_not_wedge_the_queue)
+{
+	struct env e;
+	env_open(&e, NULL, 1500);
+	struct kinet_eth_rxq_attr ra = {.depth = 8, .pkt_size = 256};
+	kinet_eth_flow *fl;
+	kn_eth_rxq *rq;
+	kinet_eth_rxq *r = rxq_new(&e, &ra, NULL, &fl, &rq);
+	struct te_flow f;
+	te_flow_v4(&f, 3, 4, 5, 6);
+	uint64_t seed = 0x5eed;
+	kn_eth_pkt p[8];
+	uint32_t too_long = 0;
+	/* three queues' worth of frames over the buffer, the receiver polling */
+	for (uint32_t i = 0; i < 3 * 8 + 3; i++, too_long++) {
+		uint32_t len = te_frame(frame_at(&e, i), &f, 300 + i, tu_rand64(&seed), 0, 0);
+		send_wait(&e, frame_at(&e, i), len, 0);
+		uint32_t n = 9;
+		cr_assert_eq(kn_eth_recv(rq, p, 8, 0, &n), 0);
+		cr_assert_eq(n, 0, "an error CQE is not a packet");
+	}
+	/* then frames that fit: every one arrives intact */
+	for (uint32_t i = 0; i < 20; i++) {
+		uint8_t *fr = frame_at(&e, 100 + i);
+		uint32_t len = te_frame(fr, &f, 1 + (uint32_t)(tu_rand64(&seed) % 200),
+					tu_rand64(&seed), 0, 0);
+		send_wait(&e, fr, len, 0);
+		cr_assert_eq(recv_docs_pattern(rq, p, 1), 1, "frame %u after %u too long lost", i,
+			     too_long);
+		cr_assert_eq(p[0].len, len);
+		cr_assert_eq(memcmp(p[0].data, fr, len), 0, "frame %u differs", i);
+	}
+	/* a packet held while more too-long frames come, released afterwards */
+	uint8_t *fr = frame_at(&e, 200);
+	uint32_t len = te_frame(fr, &f, 120, tu_rand64(&seed), 0, 0);
+	send_wait(&e, fr, len, 0);
+	uint32_t n = 0;
+	cr_assert_eq(kn_eth_recv(rq, p, 1, TMO_NS, &n), 0);
+	cr_assert_eq(n, 1);
+	kn_eth_pkt held = p[0];
+	for (uint32_t i = 0; i < 7; i++, too_long++) {
+		uint32_t l = te_frame(frame_at(&e, 300 + i), &f, 400, tu_rand64(&seed), 0, 0);
+		send_wait(&e, frame_at(&e, 300 + i), l, 0);
+		cr_assert_eq(kn_eth_recv(rq, p, 8, 0, &n), 0);
+		cr_assert_eq(n, 0);
+	}
+	cr_assert_eq(memcmp(held.data, fr, len), 0);
+	cr_assert_eq(kn_eth_release(rq, held.ticket + 1), 0);
+	for (uint32_t i = 0; i < 20; i++) {
+		uint8_t *g = frame_at(&e, 400 + i);
+		uint32_t l = te_frame(g, &f, 1 + (uint32_t)(tu_rand64(&seed) % 200),
+				      tu_rand64(&seed), 0, 0);
+		send_wait(&e, g, l, 0);
+		cr_assert_eq(recv_docs_pattern(rq, p, 1), 1, "frame %u after the held one lost", i);
+		cr_assert_eq(memcmp(p[0].data, g, l), 0, "frame %u differs", i);
+	}
+	struct kinet_eth_counters c;
+	cr_assert_eq(kinet_eth_rxq_counters(r, &c), 0);
+	cr_assert_eq(c.drops[KINET_ETH_DROP_TOO_LONG], too_long);
+	cr_assert_eq(c.drops[KINET_ETH_DROP_NO_WQE], 0);
+	cr_assert_eq(c.packets, 41);
+	cr_assert_eq(kn_eth_rxq_errors(rq, NULL), too_long);
+	rxq_del(r, fl);
+	env_close(&e);
+}
+
+/* The log, captured: how many messages (lines) contain a string. */
+static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
+static char cap_buf[16384];
+static void cap_log(int level, const char *msg, void *user)
+{
+	(void)level;
+	(void)user;
+	pthread_mutex_lock(&cap_mu);
+	size_t l = strlen(cap_buf);
+	snprintf(cap_buf + l, sizeof(cap_buf) - l, "%s\n", msg);
+	pthread_mutex_unlock(&cap_mu);
+}
+static void cap_start(void)
+{
+	cap_buf[0] = 0;
+	kinet_log_set_callback(cap_log, NULL);
+}
+static int cap_count(const char *what)
+{
+	int n = 0;
+	pthread_mutex_lock(&cap_mu);
+	for (const char *s = cap_buf; (s = strstr(s, what)); n++) {
+		s = strchr(s, '\n'); /* the next message */
+		if (!s)
+			break;
+	}
+	pthread_mutex_unlock(&cap_mu);
+	return n;
+}
+
+/* A bad TCP/UDP checksum is said once per port, at the first, with what
+ * fixes the usual cause (a peer leaving checksums to offload); the frames
+ * are still delivered flagged and counted. */
+Test(eth, bad_checksum_said_once_with_the_fix)
+{
+	struct env e;
+	env_open(&e, NULL, 1500);
+	struct kinet_eth_rxq_attr ra = {.depth = 16};
+	kinet_eth_flow *fl;
+	kn_eth_rxq *rq;
+	kinet_eth_rxq *r = rxq_new(&e, &ra, NULL, &fl, &rq);
+	struct te_flow f;
+	te_flow_v4(&f, 7, 8, 9, 10);
+	cap_start();
+	kn_eth_pkt p;
+	for (uint32_t i = 0; i < 2; i++) {
+		uint32_t len = te_frame(frame_at(&e, i), &f, 64 + i, 70 + i, 0, 0);
+		send_wait(&e, frame_at(&e, i), len, 0);
+		cr_assert_eq(recv_n(rq, &p, 1), 1);
+		cr_assert_eq(kn_eth_release(rq, p.ticket + 1), 0);
+	}
+	cr_assert_eq(cap_count("checksum"), 0, "said of good frames:\n%s", cap_buf);
+	for (uint32_t i = 0; i < 4; i++) {
+		uint32_t len = te_frame(frame_at(&e, i), &f, 100 + i, 80 + i, 0, 1);
+		send_wait(&e, frame_at(&e, i), len, 0);
+		cr_assert_eq(recv_n(rq, &p, 1), 1);
+		cr_assert(p.flags & KN_ETH_RX_CSUM_BAD);
+		cr_assert_eq(memcmp(p.data, frame_at(&e, i), len), 0);
+		cr_assert_eq(kn_eth_release(rq, p.ticket + 1), 0);
+	}
+	kinet_log_set_callback(NULL, NULL);
+	cr_assert_eq(cap_count("checksum"), 1, "not said exactly once:\n%s", cap_buf);
+	cr_assert_eq(cap_count("ethtool -K"), 1, "no fix given:\n%s", cap_buf);
+	cr_assert(strstr(cap_buf, "tx off"), "%s", cap_buf);
+	struct kinet_eth_counters c;
+	cr_assert_eq(kinet_eth_rxq_counters(r, &c), 0);
+	cr_assert_eq(c.csum_bad, 4);
+	rxq_del(r, fl);
+	env_close(&e);
+}
+
+/* An interface that does not exist is said to be so, whatever the driver,
+ * with no hint of a fallback that could not help. */
+Test(eth, no_such_interface_said_so)
+{
+	struct env e;
+	env_open(&e, NULL, 0);
+	const int drivers[] = {KINET_ETH_DRIVER_AUTO, KINET_ETH_DRIVER_XDP,
+			       KINET_ETH_DRIVER_PACKET};
+	for (int i = 0; i < 3; i++) {
+		cap_start();
+		kinet_eth_port *p2 = NULL;
+		struct kinet_eth_port_attr pa = {.driver = drivers[i], .ifname = "nosuch0"};
+		cr_assert_eq(kinet_eth_port_open(e.pd, &pa, &p2), -ENODEV, "driver %d", drivers[i]);
+		cr_assert_null(p2);
+		kinet_log_set_callback(NULL, NULL);
+		cr_assert(strstr(cap_buf, "nosuch0: no such interface"), "driver %d:\n%s",
+			  drivers[i], cap_buf);
+		cr_assert_null(strstr(cap_buf, "FALLBACK"), "driver %d:\n%s", drivers[i], cap_buf);
+		cr_assert_null(strstr(cap_buf, "AF_XDP unavailable"), "driver %d:\n%s", drivers[i],
+			       cap_buf);
+	}
+	env_close(&e);
+}
+
+/* Without privileges AF_PACKET cannot be had either: no hint of the
+ * fallback, but what is needed. Root drops to nobody for this. */
+Test(eth, unprivileged_no_fallback_hint_that_cannot_work)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (to drop its privileges)");
+	struct env e;
+	env_open(&e, NULL, 0);
+	cr_assert_eq(setresgid(65534, 65534, 65534), 0);
+	cr_assert_eq(setresuid(65534, 65534, 65534), 0);
+	cap_start();
+	kinet_eth_port *p2 = NULL;
+	struct kinet_eth_port_attr pa = {.ifname = "lo"};
+	int rc = kinet_eth_port_open(e.pd, &pa, &p2);
+	kinet_log_set_callback(NULL, NULL);
+	cr_assert_lt(rc, 0, "a port without privileges");
+	cr_assert_null(strstr(cap_buf, "KINET_ETH_FALLBACK=packet would"), "%s", cap_buf);
+	cr_assert(strstr(cap_buf, "CAP_NET_RAW"), "%s", cap_buf);
 	env_close(&e);
 }
 

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <arpa/inet.h>
 #include "nic/soft/eth_int.h"
 
@@ -133,6 +137,69 @@ static int drv_open(struct soft_eth_port *p, const struct eth_drv *d, char *why,
 	return rc;
 }
 
+/* The interface's flags (IFF_*): 0 and *flags, -ENODEV when there is no
+ * such interface, another negative errno when it cannot be asked. */
+static int if_flags(const char *ifn, unsigned *flags)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%.*s", IFNAMSIZ - 1, ifn);
+	int rc = 0;
+	if (strlen(ifn) >= IFNAMSIZ)
+		rc = -ENODEV; /* no interface has a name that long */
+	else if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+		rc = errno == ENXIO ? -ENODEV : -errno;
+	else
+		*flags = (unsigned)(unsigned short)ifr.ifr_flags;
+	close(fd);
+	return rc;
+}
+
+/* 0 when this process may open an AF_PACKET socket (CAP_NET_RAW), else the
+ * negative errno that says why not. */
+static int packet_allowed(void)
+{
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* What to add to "AF_XDP unavailable" about the AF_PACKET fallback: only
+ * what can work. */
+static const char *fallback_hint(void)
+{
+	int rc = packet_allowed();
+	if (rc == 0)
+		return " (KINET_ETH_FALLBACK=packet would allow AF_PACKET)";
+	if (rc == -EPERM || rc == -EACCES)
+		return " (AF_PACKET, the fallback, is not allowed either: it needs CAP_NET_RAW; "
+		       "run as root, or give the program CAP_NET_ADMIN, CAP_BPF and CAP_NET_RAW)";
+	return " (AF_PACKET is unavailable too)";
+}
+
+/* Says when the interface can neither send nor receive as it stands: down
+ * (not IFF_UP), or up without a carrier (not IFF_RUNNING). */
+static void warn_link_state(const char *ifn)
+{
+	unsigned fl = 0;
+	if (if_flags(ifn, &fl))
+		return;
+	if (!(fl & IFF_UP))
+		KLOG_WARN("eth port %s: the interface is down: nothing is sent or received until "
+			  "it is up (ip link set %s up)",
+			  ifn, ifn);
+	else if (!(fl & IFF_RUNNING))
+		KLOG_WARN("eth port %s: the interface has no carrier (up, not running: a cable "
+			  "out, or a veth whose peer is down): nothing is sent or received until "
+			  "it has one",
+			  ifn);
+}
+
 int soft_eth_port_open(kinet_eth_port *pp)
 {
 	struct soft_eth_port *p = seth_port(pp);
@@ -150,6 +217,13 @@ int soft_eth_port_open(kinet_eth_port *pp)
 		return -EINVAL;
 	}
 	pp->info.mtu = pp->attr.mtu;
+	unsigned ifl = 0;
+	if (drv != KINET_ETH_DRIVER_LOOPBACK && if_flags(pp->ifname, &ifl) == -ENODEV) {
+		KLOG_ERR("eth port %s: no such interface (ip link lists those of this network "
+			 "namespace)",
+			 pp->ifname);
+		return -ENODEV;
+	}
 	if (drv == KINET_ETH_DRIVER_LOOPBACK) {
 		rc = drv_open(p, &soft_eth_drv_loopback, why, sizeof(why));
 	} else if (drv == KINET_ETH_DRIVER_PACKET) {
@@ -168,15 +242,15 @@ int soft_eth_port_open(kinet_eth_port *pp)
 				KLOG_ERR("eth port %s: AF_PACKET: %s", pp->ifname, why2);
 		} else if (rc) {
 			KLOG_ERR("eth port %s: AF_XDP unavailable: %s%s", pp->ifname, why,
-				 drv == KINET_ETH_DRIVER_AUTO
-					 ? " (KINET_ETH_FALLBACK=packet would allow AF_PACKET)"
-					 : "");
+				 drv == KINET_ETH_DRIVER_AUTO ? fallback_hint() : "");
 			if (rc != -EPERM && rc != -ENODEV)
 				rc = -EOPNOTSUPP;
 		}
 	}
 	if (rc)
 		return rc;
+	if (p->drv != &soft_eth_drv_loopback)
+		warn_link_state(pp->ifname);
 	pp->info.driver = p->drv == &soft_eth_drv_xdp      ? KINET_ETH_DRIVER_XDP
 			  : p->drv == &soft_eth_drv_packet ? KINET_ETH_DRIVER_PACKET
 							   : KINET_ETH_DRIVER_LOOPBACK;

@@ -117,6 +117,7 @@ struct soft_eth_port {
 	uint64_t rx_ts;        /* the clock of this pass's receive CQEs (read once) */
 	uint64_t pass_cqes;    /* CQEs written this pass (the context's count, once) */
 	struct eth_ctr ctr;    /* the port's own: unmatched, ring drops */
+	bool said_l3, said_l4; /* a bad IPv4 header / TCP-UDP checksum was logged */
 };
 
 /* Writes a CQE into a CQ only the port thread produces into (its queues'

@@ -6,7 +6,9 @@
  * user allowed it (KINET_ETH_FALLBACK=packet, or the packet driver asked
  * for): an AF_PACKET socket sees a copy of every frame, so the kernel's own
  * stack still receives (and may answer) them, unlike AF_XDP where kinet's
- * XDP program takes a flow's frames away from the stack.
+ * XDP program takes a flow's frames away from the stack. A frame whose
+ * TCP/UDP checksum the sender left to offload (TP_STATUS_CSUMNOTREADY) has it
+ * completed before the NIC parses it, as the kernel accepts it.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -139,7 +141,14 @@ static int pkt_rx(struct soft_eth_port *p, int budget)
 		struct tpacket3_hdr *h =
 			(struct tpacket3_hdr *)((uint8_t *)b + b->hdr.bh1.offset_to_first_pkt);
 		for (uint32_t i = 0; i < cnt; i++) {
-			soft_eth_rx(p, -1, (const uint8_t *)h + h->tp_mac, h->tp_snaplen);
+			uint8_t *f = (uint8_t *)h + h->tp_mac;
+			/* a frame whose TCP/UDP checksum the sender left to offload
+			 * (CHECKSUM_PARTIAL: a veth peer with tx-checksumming on):
+			 * the kernel takes it as good; the NIC completes it here, as
+			 * the kernel would before handing it on */
+			if ((h->tp_status & TP_STATUS_CSUMNOTREADY) && h->tp_snaplen == h->tp_len)
+				soft_eth_tx_csum(f, h->tp_snaplen, KN_ETH_WQE_L4_CSUM);
+			soft_eth_rx(p, -1, f, h->tp_snaplen);
 			n++;
 			h = (struct tpacket3_hdr *)((uint8_t *)h + h->tp_next_offset);
 		}

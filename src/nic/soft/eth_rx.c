@@ -18,7 +18,10 @@
  *   - a receive WQE whose buffer is outside its region (or that is
  *     malformed): an error CQE (local protection error) consuming it;
  *   - bad IPv4 header or TCP/UDP checksums, EtherTypes the NIC does not
- *     parse: placed, with the CQE saying so (L3/L4 OK bits, header types).
+ *     parse: placed, with the CQE saying so (L3/L4 OK bits, header types);
+ *     the first bad checksum of each kind is logged once per port, with
+ *     the usual cause of bad TCP/UDP checksums (a sender that left them to
+ *     offload: a veth peer) and its fix.
  */
 #include <string.h>
 #include "nic/soft/eth_int.h"
@@ -102,6 +105,8 @@ struct rx_info {
 	uint8_t htype; /* KN_RSS_HTYPE_* */
 	uint16_t vlan;
 	uint32_t hash;
+	bool partial;  /* the L4 checksum field holds just the pseudo-header sum:
+			  what a sender that leaves the checksum to offload writes */
 };
 
 static void rx_parse(const uint8_t *f, uint32_t len, struct rx_info *ri)
@@ -153,7 +158,10 @@ static void rx_parse(const uint8_t *f, uint32_t len, struct rx_info *ri)
 	}
 	if ((proto == 17 && l4len >= 8) || (proto == 6 && l4len >= 20)) {
 		uint8_t pl[4] = {0, proto, (uint8_t)(l4len >> 8), (uint8_t)l4len};
-		uint32_t s = soft_eth_sum(soft_eth_sum(psum, pl, 4), f + l4, l4len);
+		uint32_t ph = soft_eth_sum(psum, pl, 4);
+		uint32_t s = soft_eth_sum(ph, f + l4, l4len);
+		uint32_t at = l4 + (proto == 17 ? 6u : 16u); /* the checksum field */
+		ri->partial = (uint32_t)(f[at] << 8 | f[at + 1]) == ph;
 		bool v4 = (ri->l4l3 >> 2 & 3) == KN_CQE_L3_HDR_IPV4;
 		if (proto == 17) {
 			ri->l4l3 |= KN_CQE_L4_HDR_UDP << 4;
@@ -239,6 +247,40 @@ static void count_rx(struct soft_eth_rxq *q, const struct rx_info *ri, uint32_t 
 		ECTR(&q->ctr, csum_bad, 1);
 }
 
+/* The first bad checksum of each kind on a port: said once, with what to do
+ * about the usual cause. */
+static void csum_say(struct soft_eth_port *p, const struct rx_info *ri)
+{
+	uint32_t l3 = ri->l4l3 >> 2 & 3, l4 = ri->l4l3 >> 4 & 7;
+	const char *ifn = p->p.info.ifname;
+	if (l3 == KN_CQE_L3_HDR_IPV4 && !(ri->ok & KN_CQE_L3_OK) && !p->said_l3) {
+		p->said_l3 = true;
+		KLOG_WARN("eth port %s: a frame with a wrong IPv4 header checksum arrived "
+			  "(delivered flagged KN_ETH_RX_CSUM_BAD, counted in csum_bad; said once)",
+			  ifn);
+	}
+	if (l4 != KN_CQE_L4_HDR_NONE && !(ri->ok & KN_CQE_L4_OK) && !p->said_l4) {
+		p->said_l4 = true;
+		const char *proto = l4 == KN_CQE_L4_HDR_UDP ? "UDP" : "TCP";
+		if (ri->partial)
+			KLOG_WARN("eth port %s: a frame with an incomplete %s checksum arrived (the "
+				  "field holds just the pseudo-header sum: the sender left the "
+				  "checksum to offload, as a veth does with tx-checksumming on, its "
+				  "default, and kinet takes the frame before the kernel would "
+				  "complete it). Delivered flagged KN_ETH_RX_CSUM_BAD, counted in "
+				  "csum_bad; said once. Fix: on the sending peer, "
+				  "ethtool -K <its interface> tx off",
+				  ifn, proto);
+		else
+			KLOG_WARN("eth port %s: a frame with a wrong %s checksum arrived "
+				  "(delivered flagged KN_ETH_RX_CSUM_BAD, counted in csum_bad; said "
+				  "once). If the sender leaves checksums to offload (a veth peer with "
+				  "tx-checksumming on, its default): ethtool -K <its interface> tx off "
+				  "on the sending peer",
+				  ifn, proto);
+	}
+}
+
 static void drop(struct soft_eth_rxq *q, int why)
 {
 	ECTR(&q->ctr, drops[why], 1);
@@ -290,7 +332,8 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 		}
 		rx_cqe(p, q, &ri, len, 0, (uint16_t)q->ci, ts);
 		q->ci++;
-		return count_rx(q, &ri, len);
+		count_rx(q, &ri, len);
+		return csum_say(p, &ri);
 	}
 	if (need > ns)
 		return drop(q, KINET_ETH_DROP_TOO_LONG);
@@ -325,6 +368,7 @@ static void place(struct soft_eth_port *p, struct soft_eth_rxq *q, const uint8_t
 		q->strides_used = 0;
 	}
 	count_rx(q, &ri, len);
+	csum_say(p, &ri);
 }
 
 void soft_eth_rx(struct soft_eth_port *p, int slot, const uint8_t *f, uint32_t len)

@@ -6,6 +6,8 @@
  *   eth_peer csum-off IFNAME
  *       the interface computes its own TCP/UDP checksums (a veth otherwise
  *       leaves them to the receiver, which AF_XDP does not do)
+ *   eth_peer csum-on IFNAME
+ *       the interface leaves them to offload again (a veth's default)
  *   eth_peer echo-client IP PORT N MIN MAX
  *       N datagrams of MIN..MAX random bytes, each answered byte for byte
  *       within 2 s; prints ok=N rtt_min_us= rtt_avg_us= rtt_p50_us= rtt_p99_us=
@@ -76,10 +78,10 @@ static int udp_socket(unsigned port)
 	return fd;
 }
 
-static int csum_off(const char *ifn)
+static int csum_set(const char *ifn, unsigned on)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct ethtool_value ev = {.cmd = ETHTOOL_STXCSUM, .data = 0};
+	struct ethtool_value ev = {.cmd = ETHTOOL_STXCSUM, .data = on};
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifn);
@@ -302,7 +304,9 @@ static int raw(const char *ifn, const char *dmac, const char *kind, int n)
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "csum-off"))
-		return csum_off(argv[2]);
+		return csum_set(argv[2], 0);
+	if (argc >= 3 && !strcmp(argv[1], "csum-on"))
+		return csum_set(argv[2], 1);
 	if (argc >= 7 && !strcmp(argv[1], "echo-client"))
 		return echo_client(argv[2], (unsigned)atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 				   atoi(argv[6]));
@@ -316,6 +320,6 @@ int main(int argc, char **argv)
 		return echo_server((unsigned)atoi(argv[2]), atoi(argv[3]));
 	if (argc >= 6 && !strcmp(argv[1], "raw"))
 		return raw(argv[2], argv[3], argv[4], atoi(argv[5]));
-	fprintf(stderr, "usage: eth_peer csum-off|echo-client|sink|send|raw ...\n");
+	fprintf(stderr, "usage: eth_peer csum-off|csum-on|echo-client|sink|send|raw ...\n");
 	return 2;
 }
