@@ -74,8 +74,8 @@ struct kinet_mr_info {
  * peer holding the old one cannot reach the new incarnation). Returns the
  * length written, -E2BIG when cap is too small; software NIC: -EOPNOTSUPP
  * when the build has no libfabric, -ENODEV when the provider
- * (KINET_FI_PROVIDER) is not available (or fails in a way of its own,
- * logged), otherwise the provider's error as an errno (-ENOMEM,
+ * (KINET_FI_PROVIDER) is not available (logged with the providers libfabric
+ * has here) or fails in a way of its own (logged), otherwise the provider's error as an errno (-ENOMEM,
  * -EAGAIN, ...) when creating the context's endpoint fails; a later call
  * tries again. */
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap);

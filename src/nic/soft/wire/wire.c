@@ -150,6 +150,48 @@ static int wire_info_plain(struct kinet_wire *w)
 	return rc;
 }
 
+/* Appends name to list (cap bytes, ", " between) unless it is there. */
+static void name_add(char *list, size_t cap, const char *name)
+{
+	size_t l = strlen(list), n = strlen(name);
+	for (const char *c = list; (c = strstr(c, name)); c += n)
+		if ((c == list || c[-1] == ' ') && (c[n] == ',' || c[n] == 0))
+			return;
+	snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
+}
+
+/* The providers libfabric has here, for the message of one not found: every
+ * one (fi_getinfo without hints) in all, those with what the wire needs
+ * (reliable datagram endpoints with messages) in fit. "none" when empty. */
+static void providers_found(char *all, size_t acap, char *fit, size_t fcap)
+{
+	all[0] = fit[0] = 0;
+	struct fi_info *list = NULL, *hints = fi_allocinfo();
+	if (fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, NULL, &list) == 0) {
+		for (struct fi_info *i = list; i; i = i->next)
+			if (i->fabric_attr && i->fabric_attr->prov_name)
+				name_add(all, acap, i->fabric_attr->prov_name);
+		fi_freeinfo(list);
+	}
+	list = NULL;
+	if (hints) {
+		hints->caps = FI_MSG;
+		hints->mode = FI_CONTEXT;
+		hints->ep_attr->type = FI_EP_RDM;
+		if (fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list) == 0) {
+			for (struct fi_info *i = list; i; i = i->next)
+				if (i->fabric_attr && i->fabric_attr->prov_name)
+					name_add(fit, fcap, i->fabric_attr->prov_name);
+			fi_freeinfo(list);
+		}
+		fi_freeinfo(hints);
+	}
+	if (!all[0])
+		snprintf(all, acap, "none");
+	if (!fit[0])
+		snprintf(fit, fcap, "none");
+}
+
 /* A wire over provider prov. sh: the same-host wire, which the context can
  * do without: its provider being absent is no error (logged at info). */
 static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_wire **out)
@@ -212,7 +254,17 @@ static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_w
 		if (sh)
 			KLOG_INFO("wire: libfabric provider \"%s\" for peers on this host not "
 				  "available: %s", w->prov, fi_strerror(-rc));
-		else
+		else if (rc == -FI_ENODATA) {
+			/* which names would have done */
+			char all[320], fit[320];
+			providers_found(all, sizeof(all), fit, sizeof(fit));
+			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not "
+				 "available: %s; libfabric %u.%u here has the providers %s, of "
+				 "which these have reliable datagram messages, which the wire "
+				 "needs: %s",
+				 w->prov, fi_strerror(-rc), FI_MAJOR(fi_version()),
+				 FI_MINOR(fi_version()), all, fit);
+		} else
 			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not "
 				 "available: %s", w->prov, fi_strerror(-rc));
 		wire_destroy(w);
