@@ -101,7 +101,10 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
  * libfabric's shm provider when both descriptors carry a same-host address
  * (KINET_FI_PROVIDER not set, KINET_FI_SAME_HOST not off, shm available on
  * both sides); every other peer over the network provider. Both sides decide
- * alike; the connect logs which it took and why, and kinet_wire_info counts
+ * alike, in either order of export and connect: a QP connected before it
+ * was exported names its same-host end at the connect, as its export would
+ * have, and its later descriptor names it exactly where the connect took
+ * shm. The connect logs which it took and why, and kinet_wire_info counts
  * the QPs on each.
  *
  * Software NIC, a peer that goes silent (stopped, dead, cut off): a QP with

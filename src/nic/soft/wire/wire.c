@@ -1021,10 +1021,18 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	}
 	pthread_mutex_unlock(&w->lock);
 	/* and its end for peers of this host, with the same generation; without
-	 * it (no endpoint now), the descriptor names the network wire only */
+	 * it (no endpoint now), the descriptor names the network wire only. A
+	 * QP connected already (it connected before it exported) names it
+	 * exactly where it is connected over it: the peer that reads this
+	 * descriptor decides as its connect did */
 	struct kinet_wire *sh = soft_ctx(qp->ctx)->wire_sh;
+	struct kinet_wire *cw = __atomic_load_n(&soft_qp(qp)->wire, __ATOMIC_ACQUIRE);
+	const struct wire_qp *ce = soft_qp(qp)->wire_ep;
+	bool over_net = cw && ce && ce->w == cw && ce->connected && !cw->same_host;
 	soft_qp(qp)->sh_named = false;
-	if (rc == 0 && sh) {
+	if (rc == 0)
+		soft_qp(qp)->exported = true;
+	if (rc == 0 && sh && !over_net) {
 		pthread_mutex_lock(&sh->lock);
 		wire_settle(sh);
 		struct wire_qp *sq;
@@ -1210,6 +1218,15 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	struct kinet_wire *w;
 	if ((rc = wire_get(qp->ctx, &w)))
 		return rc;
+	if (!soft_qp(qp)->exported && soft_ctx(qp->ctx)->wire_sh) {
+		/* connected before its export: its ends are named now, as the export
+		 * would, so the choice below is the one the peer makes from the
+		 * descriptor this QP exports later (kinet_wire_local_end) */
+		struct kinet_qp_local own;
+		memset(&own, 0, sizeof(own));
+		if ((rc = kinet_wire_local_end(qp, &own)))
+			return rc;
+	}
 	const char *why = "";
 	w = pick_wire(qp, w, &pi, &alt, &why);
 	if (w->same_host) {
@@ -1326,6 +1343,7 @@ void kinet_wire_qp_reset(kinet_qp *qp)
 	if (alt)
 		wq_release(qp, alt);
 	soft_qp(qp)->sh_named = false; /* its next descriptor says again */
+	soft_qp(qp)->exported = false;
 	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	if (!wq)
 		return;
