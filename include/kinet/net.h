@@ -114,7 +114,9 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
  * progress for as long are given up (they never write into a region).
  * Control calls (kinet_mr_reg, kinet_mr_dereg, kinet_qp_create, kinet_close)
  * return within about KINET_NET_TIMEOUT_MS; see kinet_mr_dereg for work in
- * flight. The context reconnects to the peer with fresh descriptors. */
+ * flight. The context reconnects to the peer with fresh descriptors. A
+ * peer over shm whose process has ended fails its QPs at once, without
+ * waiting for the timeout, and nothing more is sent to it. */
 int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len);
 
 /* Serialises the descriptor of a memory region (KINET_MR_DESC_SIZE bytes):

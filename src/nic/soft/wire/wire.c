@@ -87,6 +87,9 @@ static void wire_destroy(struct kinet_wire *w)
 		free(w->extra[i]);
 	free(w->extra);
 	free(w->qps);
+	for (int i = 0; i < w->npeers; i++)
+		if (w->peers[i].pidfd >= 0)
+			close(w->peers[i].pidfd);
 	free(w->peers);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
@@ -638,6 +641,14 @@ static int wire_progress_one(kinet_ctx *ctx, struct kinet_wire *w, bool idle)
 				wire_drop_peer(w, i, "reads stalled");
 			}
 		}
+	}
+	if (w->npeers && kn_now_ns() - w->live_sweep_ns > LIVE_SWEEP_NS) {
+		/* a peer whose process has ended is dropped at once: its QPs fail
+		 * now, not after the network timeout, and nothing more goes to it */
+		w->live_sweep_ns = kn_now_ns();
+		for (int i = 0; i < w->npeers; i++)
+			if (!w->peers[i].dead && w->peers[i].pid && wire_peer_gone(w, i))
+				wire_drop_peer(w, i, "its process has ended");
 	}
 	for (int i = 0; i < w->nqps; i++) {
 		struct wire_qp *wq = w->qps[i];
@@ -1267,9 +1278,11 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		goto out;
 	}
 	if (idx < 0) {
+		bool reused = false;
 		for (int i = 0; i < w->npeers; i++)
 			if (w->peers[i].dead && w->peers[i].refs == 0 && slot_free(w, i)) {
 				idx = i; /* reuse the slot */
+				reused = true;
 				break;
 			}
 		if (idx < 0) {
@@ -1282,9 +1295,17 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 			idx = w->npeers++;
 		}
 		struct wpeer *p = &w->peers[idx];
+		if (reused && p->pidfd >= 0)
+			close(p->pidfd);
 		memset(p, 0, sizeof(*p));
 		memcpy(p->addr, pi.addr, pi.addr_len);
 		p->len = pi.addr_len;
+		p->pidfd = -1;
+		/* shm (an address "fi_shm://<pid>..."): its process, whose end stops
+		 * every send to it (wire_peer_gone) */
+		p->pid = wire_shm_addr_pid(pi.addr, pi.addr_len);
+		if (p->pid)
+			p->pidfd = wire_shm_pid_open(p->pid, &p->gone);
 		int err = 0;
 		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
 		if (n == -FI_EBADFLAGS) /* a provider without per-address errors (sockets) */
