@@ -74,8 +74,8 @@ struct kinet_mr_info {
  * peer holding the old one cannot reach the new incarnation). Returns the
  * length written, -E2BIG when cap is too small; software NIC: -EOPNOTSUPP
  * when the build has no libfabric, -ENODEV when the provider
- * (KINET_FI_PROVIDER) is not available (or fails in a way of its own,
- * logged), otherwise the provider's error as an errno (-ENOMEM,
+ * (KINET_FI_PROVIDER) is not available (logged with the providers libfabric
+ * has here) or fails in a way of its own (logged), otherwise the provider's error as an errno (-ENOMEM,
  * -EAGAIN, ...) when creating the context's endpoint fails; a later call
  * tries again. */
 int kinet_qp_export(kinet_qp *qp, void *buf, size_t cap);
@@ -101,7 +101,10 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
  * libfabric's shm provider when both descriptors carry a same-host address
  * (KINET_FI_PROVIDER not set, KINET_FI_SAME_HOST not off, shm available on
  * both sides); every other peer over the network provider. Both sides decide
- * alike; the connect logs which it took and why, and kinet_wire_info counts
+ * alike, in either order of export and connect: a QP connected before it
+ * was exported names its same-host end at the connect, as its export would
+ * have, and its later descriptor names it exactly where the connect took
+ * shm. The connect logs which it took and why, and kinet_wire_info counts
  * the QPs on each.
  *
  * Software NIC, a peer that goes silent (stopped, dead, cut off): a QP with
@@ -111,7 +114,9 @@ int kinet_qp_desc_parse(const void *buf, size_t len, struct kinet_qp_info *out);
  * progress for as long are given up (they never write into a region).
  * Control calls (kinet_mr_reg, kinet_mr_dereg, kinet_qp_create, kinet_close)
  * return within about KINET_NET_TIMEOUT_MS; see kinet_mr_dereg for work in
- * flight. The context reconnects to the peer with fresh descriptors. */
+ * flight. The context reconnects to the peer with fresh descriptors. A
+ * peer over shm whose process has ended fails its QPs at once, without
+ * waiting for the timeout, and nothing more is sent to it. */
 int kinet_qp_connect_remote(kinet_qp *qp, const void *desc, size_t len);
 
 /* Serialises the descriptor of a memory region (KINET_MR_DESC_SIZE bytes):

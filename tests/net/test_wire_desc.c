@@ -283,3 +283,42 @@ Test(wire_desc, string_address_of_another_length)
 	one_close(&a);
 	one_close(&b);
 }
+
+/* KINET_FI_PROVIDER naming a provider libfabric does not have: the export
+ * fails with -ENODEV, and the message names it and the providers there are
+ * (tcp among them, which every libfabric build has). */
+static char bad_log[4096];
+static void bad_cb(int level, const char *msg, void *user)
+{
+	(void)user;
+	if (level == KINET_LOG_ERROR && strstr(msg, "not available")) {
+		size_t l = strlen(bad_log);
+		snprintf(bad_log + l, sizeof(bad_log) - l, "%s\n", msg);
+	}
+}
+
+Test(wire_desc, unknown_provider_lists_those_found)
+{
+	struct one o;
+	/* before the first context: the tunables are read once */
+	setenv("KINET_FI_PROVIDER", "nonexistent", 1);
+	kinet_log_set_callback(bad_cb, NULL);
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	cr_assert_eq(kinet_open(&ca, &o.ctx), 0);
+	cr_assert_eq(kinet_pd_alloc(o.ctx, &o.pd), 0);
+	cr_assert_eq(kinet_qp_create(o.pd, NULL, &o.qp), 0);
+	uint8_t d[KINET_QP_DESC_MAX];
+	int n = kinet_qp_export(o.qp, d, sizeof(d));
+	kinet_log_set_callback(NULL, NULL);
+	unsetenv("KINET_FI_PROVIDER");
+	one_close(&o);
+	if (n == -ENOSYS || n == -EOPNOTSUPP)
+		cr_skip_test("this build has no libfabric wire");
+	cr_assert_eq(n, -ENODEV, "export: %d", n);
+	cr_assert(strstr(bad_log, "\"nonexistent\"") != NULL, "log: %s", bad_log);
+	/* tcp is listed, as a name of its own in the list */
+	const char *l = strstr(bad_log, "providers ");
+	cr_assert(l != NULL, "log: %s", bad_log);
+	cr_assert(strstr(l, " tcp,") || strstr(l, " tcp;") || strstr(l, " tcp\n"), "log: %s",
+		  bad_log);
+}

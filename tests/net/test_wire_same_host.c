@@ -629,6 +629,66 @@ Test(same_host, requests_before_the_peer_connects_wait_for_it)
 	run_two(early_a, early_b);
 }
 
+/* Connect before export: side a exports its fresh QP's descriptor; side b
+ * connects to it before it exports its own, then exports, and a connects to
+ * that. b cannot read a descriptor of its own at its connect, so it names
+ * its same-host end then, as its export would: both take shm (before, b took
+ * the network provider, a shm, and every request failed after the network
+ * timeout). Every opcode lands byte for byte, both ways. */
+static int cbe_side(int fd, uint64_t own, uint64_t peer, bool first)
+{
+	setenv("KINET_FI_SAME_HOST", "shm", 1);
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, own);
+	tw_qp_replace(&s); /* a fresh QP, not exported yet */
+	char mine[KINET_QP_DESC_MAX], theirs[KINET_QP_DESC_MAX];
+	uint32_t n, m;
+	if (first) {
+		int k = kinet_qp_export(s.qp, mine, sizeof(mine));
+		CK(k > 0);
+		n = (uint32_t)k;
+		CK0(tw_io(fd, &n, 4, 1));
+		CK0(tw_io(fd, mine, n, 1));
+		CK0(tw_io(fd, &m, 4, 0));
+		CK(m <= sizeof(theirs));
+		CK0(tw_io(fd, theirs, m, 0));
+		CK0(kinet_qp_connect_remote(s.qp, theirs, m));
+	} else {
+		CK0(tw_io(fd, &m, 4, 0));
+		CK(m <= sizeof(theirs));
+		CK0(tw_io(fd, theirs, m, 0));
+		CK0(kinet_qp_connect_remote(s.qp, theirs, m)); /* before its export */
+		int k = kinet_qp_export(s.qp, mine, sizeof(mine));
+		CK(k > 0);
+		n = (uint32_t)k;
+		CK0(tw_io(fd, &n, 4, 1));
+		CK0(tw_io(fd, mine, n, 1));
+	}
+	CK0(kinet_qp_device(s.qp, &s.d));
+	expect_path(&s, true);
+	tw_ops(&s, own, peer);
+	tw_close(&s);
+	return 0;
+}
+static int cbe_a(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return cbe_side(fd, 1, 2, true);
+}
+static int cbe_b(int fd, int fd2, void *arg)
+{
+	(void)fd2;
+	(void)arg;
+	return cbe_side(fd, 2, 1, false);
+}
+
+Test(same_host, connect_before_export_both_take_shm)
+{
+	setup();
+	run_two(cbe_a, cbe_b);
+}
+
 /* A /dev/shm too small for shm's region (a container's, say): the shm
  * endpoint cannot be made, the context says why (with the room left) and
  * its descriptors name the network wire only. In a mount namespace of its

@@ -9,8 +9,8 @@
  * hour old: of a pid no process has and of its own pid with another node,
  * and one of the provider's own form with its pid (removed); of a live
  * process, another PID namespace, another user, the provider's form with
- * another pid, a near miss of the form, a fresh one and one the child maps
- * (kept). Then it opens a context.
+ * another pid, a near miss of the form, a fresh one of its own pid and one
+ * the child maps (kept). Then it opens a context.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
@@ -37,8 +37,9 @@ static int plant(const char *path)
 	return rc;
 }
 
-/* This process's region: the one name in /dev/shm that starts "<pid>.<ns>.". */
-static int own_regions(const char *pre, char *name, size_t cap)
+/* This process's region: the one name in /dev/shm that starts "<pid>.<ns>.",
+ * but for skip (a path). */
+static int own_regions(const char *pre, const char *skip, char *name, size_t cap)
 {
 	DIR *d = opendir("/dev/shm");
 	if (!d)
@@ -46,7 +47,7 @@ static int own_regions(const char *pre, char *name, size_t cap)
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, pre, strlen(pre))) {
+		if (!strncmp(e->d_name, pre, strlen(pre)) && strcmp(e->d_name, skip + 9)) {
 			snprintf(name, cap, "/dev/shm/%s", e->d_name);
 			n++;
 		}
@@ -76,7 +77,8 @@ static void plant_names(pid_t me, pid_t parent, char p[NPLANT][300])
 	snprintf(p[2], 300, "/dev/shm/%d:%u:7", (int)me, uid);
 	/* kept: a live process's (our parent), another PID namespace's, another
 	 * user's, the provider's form with another pid, a near miss of the form
-	 * (15 hex digits), a fresh one, and one the child maps */
+	 * (15 hex digits), a fresh one of its own pid (another copy of the library
+	 * may be making it), and one the child maps */
 	snprintf(p[3], 300, "/dev/shm/%d.%llx.%016llx:%u:0", (int)parent, ns,
 		 (unsigned long long)r[3], uid);
 	snprintf(p[4], 300, "/dev/shm/%d.%llx.%016llx:%u:0", gone, ns + 1, (unsigned long long)r[4],
@@ -86,7 +88,7 @@ static void plant_names(pid_t me, pid_t parent, char p[NPLANT][300])
 	snprintf(p[6], 300, "/dev/shm/%d:%u:0", gone, uid);
 	snprintf(p[7], 300, "/dev/shm/%d.%llx.%015llx:%u:0", gone, ns,
 		 (unsigned long long)(r[7] >> 4), uid);
-	snprintf(p[FRESH], 300, "/dev/shm/%d.%llx.%016llx:%u:0", gone - 1, ns,
+	snprintf(p[FRESH], 300, "/dev/shm/%d.%llx.%016llx:%u:0", (int)me, ns,
 		 (unsigned long long)r[8], uid);
 	snprintf(p[MAPPED], 300, "/dev/shm/%d.%llx.%016llx:%u:1", gone - 2, ns,
 		 (unsigned long long)r[9], uid);
@@ -133,7 +135,7 @@ static int child(void)
 	/* our endpoint's region, named after our pid and namespace ... */
 	char pre[64], own[300];
 	snprintf(pre, sizeof(pre), "%d.%llx.", (int)getpid(), ns);
-	CK(own_regions(pre, own, sizeof(own)) == 1);
+	CK(own_regions(pre, p[FRESH], own, sizeof(own)) == 1);
 	/* ... and our node */
 	struct kinet_qp_info qi;
 	CK0(kinet_qp_desc_parse(d, (size_t)n, &qi));

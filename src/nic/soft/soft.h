@@ -66,6 +66,8 @@ struct soft_qp {
 	bool sh_named;              /* its last descriptor named its same-host end: only
 				     * then may a connect take the same-host wire (the peer,
 				     * which reads that descriptor, decides alike) */
+	bool exported;              /* a descriptor was made since the last reset (or a
+				     * connect named its ends as one would) */
 	/* engine side (touched by the serving engine thread only, unless noted) */
 	uint64_t sq_ci;             /* WQEBBs consumed (low 16 bits vs the DBR) */
 	uint64_t last_db_word[2];   /* last value seen in each register (doorbell words) */

@@ -321,12 +321,33 @@ uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n)
 
 /* ---- sending --------------------------------------------------------------- */
 
+#define LIVE_CHECK_NS 2000ull /* a pidfd poll costs about 0.5 us: not on every send */
+
+bool wire_peer_gone(struct kinet_wire *w, int idx)
+{
+	struct wpeer *p = &w->peers[idx];
+	if (p->gone)
+		return true;
+	if (!p->pid)
+		return false;
+	uint64_t now = kn_now_ns();
+	if (now - p->live_ns < LIVE_CHECK_NS)
+		return false;
+	p->live_ns = now;
+	if (!wire_shm_pid_ended(p->pidfd, p->pid))
+		return false;
+	p->gone = true;
+	KLOG_INFO("wire: peer %d: its process (pid %d) has ended: nothing more is sent to it",
+		  idx, p->pid);
+	return true;
+}
+
 /* A message of header and n payload bytes (host memory) that fits the
  * provider's inject size: no completion, no buffer. 0, -EAGAIN, -ECONNRESET. */
 static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		       const void *data, uint32_t n)
 {
-	if (w->peers[wq->peer].dead || !w->ep)
+	if (w->peers[wq->peer].dead || !w->ep || wire_peer_gone(w, wq->peer))
 		return -ECONNRESET;
 	uint8_t b[SMALL];
 	m->len = n;
@@ -348,7 +369,7 @@ static int send_inject(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 static int send_ctrl_txd(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 {
 	const struct wpeer *p = &w->peers[wq->peer];
-	if (p->dead || p->removed || !w->ep)
+	if (p->dead || p->removed || !w->ep || wire_peer_gone(w, wq->peer))
 		return -ECONNRESET;
 	struct txd *t = wire_txd_get(w, wq);
 	if (!t)
@@ -388,7 +409,7 @@ int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m)
 int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id)
 {
 	const struct wpeer *p = &w->peers[idx];
-	if (p->removed || !w->ep || (p->dead && !w->conn))
+	if (p->removed || !w->ep || (p->dead && !w->conn) || wire_peer_gone(w, idx))
 		return -ECONNRESET;
 	m->len = 0;
 	ssize_t rc;
@@ -434,7 +455,7 @@ int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, 
 int wire_send_data(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m,
 		   const struct soft_iov *data, int nd, uint64_t n)
 {
-	if (w->peers[wq->peer].dead || !w->ep)
+	if (w->peers[wq->peer].dead || !w->ep || wire_peer_gone(w, wq->peer))
 		return -ECONNRESET;
 	m->len = (uint32_t)n;
 	if (HSZ + n <= w->inject && HSZ + n <= SMALL) {

@@ -12,19 +12,23 @@
  * to this process. Regions of that form whose process has ended are removed
  * at the first shm endpoint a process opens (wire_shm_clear_stale), and at
  * exit the regions of this process's endpoints still open
- * (wire_shm_region_add).
+ * (wire_shm_region_add). A peer's process is watched through a pidfd of the
+ * pid in its address (wire_shm_pid_open): a send to a peer that died holding
+ * the lock of its queue, in its region, would spin for ever.
  */
 
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include "core/driver.h"
 #include "nic/soft/wire/wire_int.h"
@@ -178,9 +182,9 @@ static bool mapped_here(const char *name)
 
 static pid_t swept_pid; /* the process that looked already (a forked child looks again) */
 
-/* A region is left alone for this long after it was made: another copy of
- * the library in this process (its own lock) may be creating it, mapped
- * only once shm has sized it. */
+/* A region named with our pid is left alone for this long after it was
+ * made: another copy of the library in this process (its own lock) may be
+ * creating it, mapped only once shm has sized it. */
 #define FRESH_S 10
 
 int wire_shm_clear_stale(char *names, size_t cap)
@@ -219,9 +223,13 @@ int wire_shm_clear_stale(char *names, size_t cap)
 			 * pid in another PID namespace sharing /dev/shm) */
 			ended = own_default_name(e->d_name, pre);
 		}
+		/* a region of a pid that is gone is nobody's; one named with our pid
+		 * may be in the making by another copy of the library here */
+		bool mine = !ours || pid == (int)getpid();
 		struct stat st;
 		if (!ended || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_mtime > now - FRESH_S ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		    (mine && st.st_mtime > now - FRESH_S) ||
 		    (!ours && (!t0 || st.st_mtime >= t0)) || mapped_here(e->d_name))
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0))
@@ -234,6 +242,37 @@ int wire_shm_clear_stale(char *names, size_t cap)
 	}
 	closedir(d);
 	return n;
+}
+
+int wire_shm_pid_open(int pid, bool *gone)
+{
+	*gone = false;
+	if (pid <= 0)
+		return -1;
+#ifdef SYS_pidfd_open
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0) {
+		/* the engine's execs keep nothing of it */
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	if (errno == ESRCH) {
+		*gone = true;
+		return -1;
+	}
+#endif
+	*gone = kill(pid, 0) == -1 && errno == ESRCH;
+	return -1;
+}
+
+bool wire_shm_pid_ended(int fd, int pid)
+{
+	if (fd >= 0) {
+		/* readable once the process has exited (a zombie included) */
+		struct pollfd pf = {fd, POLLIN, 0};
+		return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLIN | POLLHUP | POLLERR));
+	}
+	return pid > 0 && kill(pid, 0) == -1 && errno == ESRCH;
 }
 
 /* The regions of this process's shm endpoints, by name, for the exit

@@ -401,7 +401,7 @@ static int tgt_read(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 				 .src_qpn = wq->qp->qpn, .dst_gen = wq->peer_gen, .src_gen = wq->gen,
 				 .seq = rq->seq, .len = (uint32_t)n, .a = rb->off};
 		wire_enc(buf + HOFF, &m);
-		ssize_t s = w->peers[wq->peer].dead
+		ssize_t s = w->peers[wq->peer].dead || wire_peer_gone(w, wq->peer)
 				    ? -FI_ECONNRESET
 				    : fi_send(w->ep, buf + HOFF, HSZ + n,
 					      wire_ldesc(w, buf + HOFF, HSZ + n), wire_peer_fa(w, wq),
@@ -635,7 +635,7 @@ static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
 static int rd_issue(struct kinet_wire *w, struct wire_qp *wq)
 {
 	int work = 0;
-	if (w->draining || w->peers[wq->peer].dead)
+	if (w->draining || w->peers[wq->peer].dead || wire_peer_gone(w, wq->peer))
 		return 0;
 	for (struct tpend *p = wq->pend; p; p = p->next) {
 		if (!p->status && p->issued < p->total && p->epoch != w->epoch && !recheck(w, wq, p))

@@ -87,6 +87,9 @@ static void wire_destroy(struct kinet_wire *w)
 		free(w->extra[i]);
 	free(w->extra);
 	free(w->qps);
+	for (int i = 0; i < w->npeers; i++)
+		if (w->peers[i].pidfd >= 0)
+			close(w->peers[i].pidfd);
 	free(w->peers);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
@@ -148,6 +151,48 @@ static int wire_info_plain(struct kinet_wire *w)
 	if (rc)
 		rc = wire_info(w, false, false);
 	return rc;
+}
+
+/* Appends name to list (cap bytes, ", " between) unless it is there. */
+static void name_add(char *list, size_t cap, const char *name)
+{
+	size_t l = strlen(list), n = strlen(name);
+	for (const char *c = list; (c = strstr(c, name)); c += n)
+		if ((c == list || c[-1] == ' ') && (c[n] == ',' || c[n] == 0))
+			return;
+	snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
+}
+
+/* The providers libfabric has here, for the message of one not found: every
+ * one (fi_getinfo without hints) in all, those with what the wire needs
+ * (reliable datagram endpoints with messages) in fit. "none" when empty. */
+static void providers_found(char *all, size_t acap, char *fit, size_t fcap)
+{
+	all[0] = fit[0] = 0;
+	struct fi_info *list = NULL, *hints = fi_allocinfo();
+	if (fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, NULL, &list) == 0) {
+		for (struct fi_info *i = list; i; i = i->next)
+			if (i->fabric_attr && i->fabric_attr->prov_name)
+				name_add(all, acap, i->fabric_attr->prov_name);
+		fi_freeinfo(list);
+	}
+	list = NULL;
+	if (hints) {
+		hints->caps = FI_MSG;
+		hints->mode = FI_CONTEXT;
+		hints->ep_attr->type = FI_EP_RDM;
+		if (fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &list) == 0) {
+			for (struct fi_info *i = list; i; i = i->next)
+				if (i->fabric_attr && i->fabric_attr->prov_name)
+					name_add(fit, fcap, i->fabric_attr->prov_name);
+			fi_freeinfo(list);
+		}
+		fi_freeinfo(hints);
+	}
+	if (!all[0])
+		snprintf(all, acap, "none");
+	if (!fit[0])
+		snprintf(fit, fcap, "none");
 }
 
 /* A wire over provider prov. sh: the same-host wire, which the context can
@@ -212,7 +257,17 @@ static int wire_create(kinet_ctx *ctx, const char *prov, bool sh, struct kinet_w
 		if (sh)
 			KLOG_INFO("wire: libfabric provider \"%s\" for peers on this host not "
 				  "available: %s", w->prov, fi_strerror(-rc));
-		else
+		else if (rc == -FI_ENODATA) {
+			/* which names would have done */
+			char all[320], fit[320];
+			providers_found(all, sizeof(all), fit, sizeof(fit));
+			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not "
+				 "available: %s; libfabric %u.%u here has the providers %s, of "
+				 "which these have reliable datagram messages, which the wire "
+				 "needs: %s",
+				 w->prov, fi_strerror(-rc), FI_MAJOR(fi_version()),
+				 FI_MINOR(fi_version()), all, fit);
+		} else
 			KLOG_ERR("wire: libfabric provider \"%s\" (KINET_FI_PROVIDER) not "
 				 "available: %s", w->prov, fi_strerror(-rc));
 		wire_destroy(w);
@@ -586,6 +641,14 @@ static int wire_progress_one(kinet_ctx *ctx, struct kinet_wire *w, bool idle)
 				wire_drop_peer(w, i, "reads stalled");
 			}
 		}
+	}
+	if (w->npeers && kn_now_ns() - w->live_sweep_ns > LIVE_SWEEP_NS) {
+		/* a peer whose process has ended is dropped at once: its QPs fail
+		 * now, not after the network timeout, and nothing more goes to it */
+		w->live_sweep_ns = kn_now_ns();
+		for (int i = 0; i < w->npeers; i++)
+			if (!w->peers[i].dead && w->peers[i].pid && wire_peer_gone(w, i))
+				wire_drop_peer(w, i, "its process has ended");
 	}
 	for (int i = 0; i < w->nqps; i++) {
 		struct wire_qp *wq = w->qps[i];
@@ -969,10 +1032,18 @@ int kinet_wire_local_end(kinet_qp *qp, struct kinet_qp_local *out)
 	}
 	pthread_mutex_unlock(&w->lock);
 	/* and its end for peers of this host, with the same generation; without
-	 * it (no endpoint now), the descriptor names the network wire only */
+	 * it (no endpoint now), the descriptor names the network wire only. A
+	 * QP connected already (it connected before it exported) names it
+	 * exactly where it is connected over it: the peer that reads this
+	 * descriptor decides as its connect did */
 	struct kinet_wire *sh = soft_ctx(qp->ctx)->wire_sh;
+	struct kinet_wire *cw = __atomic_load_n(&soft_qp(qp)->wire, __ATOMIC_ACQUIRE);
+	const struct wire_qp *ce = soft_qp(qp)->wire_ep;
+	bool over_net = cw && ce && ce->w == cw && ce->connected && !cw->same_host;
 	soft_qp(qp)->sh_named = false;
-	if (rc == 0 && sh) {
+	if (rc == 0)
+		soft_qp(qp)->exported = true;
+	if (rc == 0 && sh && !over_net) {
 		pthread_mutex_lock(&sh->lock);
 		wire_settle(sh);
 		struct wire_qp *sq;
@@ -1158,6 +1229,15 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 	struct kinet_wire *w;
 	if ((rc = wire_get(qp->ctx, &w)))
 		return rc;
+	if (!soft_qp(qp)->exported && soft_ctx(qp->ctx)->wire_sh) {
+		/* connected before its export: its ends are named now, as the export
+		 * would, so the choice below is the one the peer makes from the
+		 * descriptor this QP exports later (kinet_wire_local_end) */
+		struct kinet_qp_local own;
+		memset(&own, 0, sizeof(own));
+		if ((rc = kinet_wire_local_end(qp, &own)))
+			return rc;
+	}
 	const char *why = "";
 	w = pick_wire(qp, w, &pi, &alt, &why);
 	if (w->same_host) {
@@ -1198,9 +1278,11 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 		goto out;
 	}
 	if (idx < 0) {
+		bool reused = false;
 		for (int i = 0; i < w->npeers; i++)
 			if (w->peers[i].dead && w->peers[i].refs == 0 && slot_free(w, i)) {
 				idx = i; /* reuse the slot */
+				reused = true;
 				break;
 			}
 		if (idx < 0) {
@@ -1213,9 +1295,17 @@ int kinet_soft_wire_connect(kinet_qp *qp, const struct kinet_qp_remote *remote)
 			idx = w->npeers++;
 		}
 		struct wpeer *p = &w->peers[idx];
+		if (reused && p->pidfd >= 0)
+			close(p->pidfd);
 		memset(p, 0, sizeof(*p));
 		memcpy(p->addr, pi.addr, pi.addr_len);
 		p->len = pi.addr_len;
+		p->pidfd = -1;
+		/* shm (an address "fi_shm://<pid>..."): its process, whose end stops
+		 * every send to it (wire_peer_gone) */
+		p->pid = wire_shm_addr_pid(pi.addr, pi.addr_len);
+		if (p->pid)
+			p->pidfd = wire_shm_pid_open(p->pid, &p->gone);
 		int err = 0;
 		int n = fi_av_insert(w->av, pi.addr, 1, &p->fa, FI_SYNC_ERR, &err);
 		if (n == -FI_EBADFLAGS) /* a provider without per-address errors (sockets) */
@@ -1274,6 +1364,7 @@ void kinet_wire_qp_reset(kinet_qp *qp)
 	if (alt)
 		wq_release(qp, alt);
 	soft_qp(qp)->sh_named = false; /* its next descriptor says again */
+	soft_qp(qp)->exported = false;
 	struct wire_qp *wq = soft_qp(qp)->wire_ep;
 	if (!wq)
 		return;

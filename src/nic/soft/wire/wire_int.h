@@ -349,6 +349,12 @@ struct wpeer {
 	bool want_close;  /* its connection is to be closed once that is safe */
 	bool removed;     /* dropped and out of the address vector */
 	bool closed;      /* removed with FI_AV_REMOVE_CLEANUP: its connection is closed */
+	/* shm: the peer's process, which nothing is sent to once it has ended
+	 * (wire_peer_gone) */
+	int pid;          /* 0: not known (network wire) */
+	int pidfd;        /* a pidfd of it, -1: none (kill(pid, 0) instead) */
+	bool gone;        /* it has ended */
+	uint64_t live_ns; /* when that was last checked */
 };
 
 /* A buffer of the wire's own registered with the provider for local use:
@@ -493,7 +499,10 @@ struct kinet_wire {
 	struct wpeer *peers;
 	int npeers;
 	uint64_t timeout_ns, rnr_ns, ka_ns;
+	uint64_t live_sweep_ns; /* shm: when its peers' processes were last checked
+				 * (every LIVE_SWEEP_NS) */
 };
+#define LIVE_SWEEP_NS 1000000ull
 
 static inline struct wreq *wire_ent(const struct wire_qp *wq, uint32_t seq)
 {
@@ -628,6 +637,12 @@ void wire_txd_write_off(struct kinet_wire *w, struct txd *t);
 int wire_iov_slice(const struct soft_iov *iov, int niov, uint64_t off, uint64_t n,
 		   struct soft_iov *out, int max);
 uint64_t wire_gpu_bytes(const struct soft_iov *iov, int n);
+/* Has the process of peer idx ended (same-host peers, whose pid is known)?
+ * A send to it would take its queue's lock in its shm region, which it may
+ * have died holding (libfabric's shm then spins for ever): nothing is sent
+ * to a peer for which this is true. Checked again at most every 2 us;
+ * true once, true for good (logged then). */
+bool wire_peer_gone(struct kinet_wire *w, int idx);
 int wire_send_ctrl(struct kinet_wire *w, struct wire_qp *wq, struct wmsg *m);
 int wire_send_peer(struct kinet_wire *w, int idx, struct wmsg *m, uint8_t what, uint32_t id);
 struct wire_qp *wire_wq_find(struct kinet_wire *w, uint32_t qpn);
@@ -674,14 +689,20 @@ int wire_shm_name(struct fi_info *info);
 /* Removes /dev/shm regions of that form, of our user and PID namespace,
  * whose process has ended (its pid is gone, or it is ours with another
  * node), and of the provider's own form with our pid older than this
- * process, that are more than 10 s old and that no endpoint of this
- * process maps: left by a process that was killed or ended with _exit.
+ * process, that no endpoint of this process maps (those named with our pid:
+ * more than 10 s old): left by a process that was killed or ended with _exit.
  * Their paths go to names (cap bytes, ", " between). The number removed.
  * Once per process (later calls: 0); call with wire_shm_lock held. */
 int wire_shm_clear_stale(char *names, size_t cap);
 /* The pid in an shm address (fi_shm://<pid>.... or fi_shm://<pid>:...), 0
  * when it is not one. */
 int wire_shm_addr_pid(const uint8_t *addr, size_t len);
+/* A pidfd of process pid (for wire_shm_pid_ended), -1 where the kernel has
+ * none or pid is gone already (*gone then). */
+int wire_shm_pid_open(int pid, bool *gone);
+/* Has process pid (fd: its pidfd, or -1) ended? A zombie has. Without a
+ * pidfd, only once it was reaped. */
+bool wire_shm_pid_ended(int fd, int pid);
 /* Records the region of a new shm endpoint (its address, fi_shm://<name>):
  * removed at exit if still open then. */
 void wire_shm_region_add(const uint8_t *addr, size_t len);
