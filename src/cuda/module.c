@@ -345,6 +345,10 @@ static int cu_host_unregister(void *p)
 
 static int cu_dev_addr(const void *p, void **out)
 {
+	if (cudaSetDevice(g_dev) != cudaSuccess) {
+		cudaGetLastError();
+		return -ENODEV;
+	}
 	return kinet_cuda_dev_addr(p, out);
 }
 
@@ -356,8 +360,17 @@ static cudaStream_t g_eng_stream;
 static int cu_engine_launch(void *ctl, unsigned warps)
 {
 	void *d = NULL;
-	if (kinet_cuda_dev_addr(ctl, &d) || !d)
+	/* the calling thread (an engine) may never have made the device's
+	 * context current: pointer queries would not know the registration */
+	if (cudaSetDevice(g_dev) != cudaSuccess) {
+		cudaGetLastError();
 		return -ENODEV;
+	}
+	if (kinet_cuda_dev_addr(ctl, &d) || !d) {
+		KLOG_ERR("cuda: the GPU engine's control block %p is not mapped into the GPU", ctl);
+		return -ENODEV;
+	}
+	cudaGetLastError(); /* an earlier call's error is not the launch's */
 	pthread_mutex_lock(&g_eng_lock);
 	cudaError_t e = cudaSuccess;
 	if (!g_eng_stream) {

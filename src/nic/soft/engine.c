@@ -648,6 +648,18 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			not_ready_doorbell(qp, s, state);
 		return work;
 	}
+	if (s->geng == 1 && kinet_geng_running()) {
+		/* the GPU engine runs: hand this eligible QP over once the copies
+		 * in flight have landed (their CQEs are ours), executing nothing
+		 * new meanwhile */
+		if (infl_busy(sp))
+			return work + 1 + infl_progress(e, qp, sp, false);
+		if (!sp->bf_idx && !((sp->bf_want[0] | sp->bf_want[1]) & 0x10000u)) {
+			kinet_geng_offer(qp, sp->last_ctrl);
+			if (s->geng_on)
+				return work + 1;
+		}
+	}
 	if (s->wire)
 		work += kinet_wire_progress(qp);
 	if (s->rnr_until_ns && kn_now_ns() < s->rnr_until_ns)
@@ -799,10 +811,10 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 	if (infl_fence(sp) != 0)
 		infl_complete(e, qp, sp, sp->tail, KN_SYND_REMOTE_OP_ERR);
 	publish_ci(qp, sp);
-	/* busy and eligible: the GPU engine takes it between two WQEs */
-	if (work && s->geng == 1 && !infl_busy(sp) && !sp->bf_idx &&
-	    !((sp->bf_want[0] | sp->bf_want[1]) & 0x10000u))
-		kinet_geng_offer(qp, sp->last_ctrl);
+	/* busy and eligible: the GPU engine's kernel starts (a later pass
+	 * hands the QP over once it runs) */
+	if (work && s->geng == 1)
+		kinet_geng_launch();
 	return work;
 }
 

@@ -157,6 +157,10 @@ static void settle(kinet_qp *qp)
 	s->geng_wqes += sl->n_wqes;
 	atomic_store(&s->sq_ci_pub, s->sq_ci);
 	uint32_t why = sl->why;
+	if (why != KN_GWHY_ASKED && why != KN_GWHY_IDLE)
+		/* the WQE at the consumer is the CPU engine's to execute: not
+		 * offered again before it is consumed */
+		s->geng_skip = s->sq_ci | (1ull << 63);
 	if (why == KN_GWHY_OP || why == KN_GWHY_HOST_MEM || why == KN_GWHY_HOST_ATOMIC) {
 		refuse(s, why_str(why));
 		KLOG_INFO("qp 0x%x: back on the CPU engine: %s", qp->qpn, why_str(why));
@@ -218,6 +222,20 @@ static void launch(void)
 	G.launch_ns = kn_now_ns();
 }
 
+bool kinet_geng_running(void)
+{
+	return G.ctl && G.ctl->running && !G.failed;
+}
+
+void kinet_geng_launch(void)
+{
+	if (!G.ctl || G.ctl->running || G.failed)
+		return;
+	pthread_mutex_lock(&G.lock);
+	launch();
+	pthread_mutex_unlock(&G.lock);
+}
+
 void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 {
 	struct soft_qp *s = soft_qp(qp);
@@ -228,6 +246,11 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	if (atomic_load(&qp->state) != KINET_QPS_RTS || (ps != KINET_QPS_RTR && ps != KINET_QPS_RTS) ||
 	    s->wire || s->hold_kind || s->rnr_until_ns)
 		return;
+	if (s->geng_skip >> 63) {
+		if ((s->geng_skip & ~(1ull << 63)) == s->sq_ci)
+			return; /* the WQE it gave back has not run yet */
+		s->geng_skip = 0;
+	}
 	pthread_mutex_lock(&G.lock);
 	if (!G.ctl->running) {
 		launch();

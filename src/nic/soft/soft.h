@@ -93,6 +93,7 @@ struct soft_qp {
 	uint8_t geng;      /* 0 not decided, 1 eligible, 2 refused (geng_why) */
 	bool geng_on;      /* the GPU engine has it now */
 	uint64_t geng_wqes; /* WQEs it executed, as of its last give-back */
+	uint64_t geng_skip; /* bit 63 | sq_ci of a WQE it gave back: the CPU's to run */
 	char geng_why[96];
 };
 
@@ -144,8 +145,12 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer);
 /* At the start of qp's CPU pass: 1 when the GPU serves it (skip it), 0 when
  * the CPU does (a QP just given back is settled first). */
 int kinet_geng_pass(kinet_qp *qp);
-/* After a CPU pass that did work on qp: launch the kernel or hand qp over. */
+/* Hands qp over to the GPU engine (its CPU engine, inside a pass, nothing in
+ * flight), when the kernel runs; s->geng_on says whether it took it. */
 void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl);
+/* Is the kernel running? Launch it (an eligible QP has work). */
+bool kinet_geng_running(void);
+void kinet_geng_launch(void);
 /* Takes back every QP of ctx, or every QP that has ctx as its peer's (qp
  * NULL), or qp and the QPs whose peer it is; settle_own: the caller serves
  * ctx's QPs (holds its engines' pass locks) and settles them. */
