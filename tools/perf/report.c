@@ -263,6 +263,12 @@ void perf_report_header(const struct perf_env *e, FILE *f)
 		if (e->mem_line[0])
 			fprintf(f, " Payload memory  : %s\n", e->mem_line);
 		fprintf(f, " Doorbell mode   : %s\n", db_mode_name(e));
+		struct kinet_ep_info ei;
+		if (e->backend == KINET_BACKEND_SOFT && e->qa && e->qa[0] &&
+		    kinet_qp_ep_info(e->qa[0], &ei) == 0)
+			/* decided at connect (KINET_GPU_ENGINE): who executes the WQEs */
+			fprintf(f, " NIC engine      : %s (%s)\n",
+				ei.engine == KINET_ENGINE_GPU ? "GPU" : "CPU", ei.engine_why);
 		fprintf(f, " Waiting threads : %s\n",
 			o->yield ? "yield the CPU between polls" : "spin (pause between polls)");
 		if (pt->kind == PERF_BW)
