@@ -268,6 +268,7 @@ int soft_eth_port_open(kinet_eth_port *pp)
 		pthread_mutex_destroy(&p->lock);
 		return -ENOMEM;
 	}
+	kinet_thread_name(p->th, "kn-eth-%s", pp->info.ifname);
 	p->started = true;
 	return 0;
 }
