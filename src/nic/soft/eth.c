@@ -204,7 +204,7 @@ int soft_eth_port_open(kinet_eth_port *pp)
 {
 	struct soft_eth_port *p = seth_port(pp);
 	int drv = pp->attr.driver;
-	char why[256] = "";
+	char why[512] = "";
 	int rc;
 	if (drv == KINET_ETH_DRIVER_MLX5) {
 		KLOG_ERR("eth_port_open: the mlx5 driver needs the mlx5 backend (this context is "
@@ -241,9 +241,11 @@ int soft_eth_port_open(kinet_eth_port *pp)
 			if (rc)
 				KLOG_ERR("eth port %s: AF_PACKET: %s", pp->ifname, why2);
 		} else if (rc) {
+			/* busy: another program holds the interface; AF_PACKET would not
+			 * see the frames it takes */
 			KLOG_ERR("eth port %s: AF_XDP unavailable: %s%s", pp->ifname, why,
-				 drv == KINET_ETH_DRIVER_AUTO ? fallback_hint() : "");
-			if (rc != -EPERM && rc != -ENODEV)
+				 drv == KINET_ETH_DRIVER_AUTO && rc != -EBUSY ? fallback_hint() : "");
+			if (rc != -EPERM && rc != -ENODEV && rc != -EBUSY)
 				rc = -EOPNOTSUPP;
 		}
 	}
