@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A software-NIC Ethernet port on a veth (AF_XDP), opened by this test in a
- * network namespace it creates (addresses in 10.236.0.0/16, only inside its
- * two namespaces), its peer's sockets in the other namespace:
+ * A software-NIC Ethernet port on a veth (AF_XDP, and AF_PACKET for the idle
+ * policy), opened by this test in a network namespace it creates (addresses
+ * in 10.236.0.0/16, only inside its two namespaces), its peer's sockets in
+ * the other namespace:
  *   - a port whose process was killed (SIGKILL: nothing detached kinet's
  *     XDP program) does not black-hole the interface: the next open finds
  *     the program's owner gone, detaches it, says so, and frames flow both
  *     ways, byte for byte;
  *   - while the owner lives, a second open fails with -EBUSY and says what
- *     is attached, by which process, and how to detach it.
+ *     is attached, by which process, and how to detach it;
+ *   - an open, idle port costs its thread little CPU (it sleeps on the
+ *     socket's wake-up), and a frame sent to it after the idle second, and
+ *     one it sends, still arrive byte for byte, soon.
  * Needs root, iproute2 and the AF_XDP module; skipped otherwise.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -402,4 +407,102 @@ Test(eth_xdp, live_owner_said_with_the_command_that_detaches)
 	cr_assert_null(strstr(cap_buf, "KINET_ETH_FALLBACK=packet would"),
 		       "a fallback that would not help:\n%s", cap_buf);
 	env_close(&e);
+}
+
+/* ---- an idle port ---- */
+
+/* CPU time of the threads named name* so far (ns): the scheduler's count
+ * (schedstat), else utime + stime. Returns how many threads there were. */
+static int cpu_of(const char *name, uint64_t *ns)
+{
+	DIR *d = opendir("/proc/self/task");
+	cr_assert_not_null(d);
+	struct dirent *de;
+	int n = 0;
+	*ns = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		if (strncmp(comm, name, strlen(name)))
+			continue;
+		n++;
+		unsigned long long run = 0;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", de->d_name);
+		if ((f = fopen(path, "r")) && fscanf(f, "%llu", &run) == 1) {
+			*ns += run;
+			fclose(f);
+			continue;
+		}
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
+		cr_assert_not_null(f = fopen(path, "r"));
+		char buf[1024];
+		size_t l = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[l] = 0;
+		unsigned long long ut = 0, st = 0;
+		const char *s = strrchr(buf, ')');
+		cr_assert_not_null(s);
+		cr_assert_eq(sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				    &ut, &st),
+			     2);
+		*ns += (ut + st) * 1000000000ull / (unsigned long long)hz;
+	}
+	closedir(d);
+	return n;
+}
+
+#define IDLE_MAX_FRACTION 0.10 /* of a core (before it slept on its sockets: 15 to 30%) */
+#define WAKE_MS 100           /* a frame after the idle second, either way */
+
+static void idle_case(int drv)
+{
+	ns_up();
+	struct env e;
+	int rc = env_port(&e, drv);
+	if (rc == -EOPNOTSUPP)
+		cr_skip_test("AF_XDP is unavailable here");
+	cr_assert_eq(rc, 0);
+	env_queues(&e);
+	/* awake: frames both ways */
+	peer_to_port(&e, 500, 1, 2000);
+	port_to_peer(&e, 500, 2, 2000);
+	usleep(300000); /* past the spinning after the last work */
+	uint64_t c0, c1;
+	char name[32];
+	snprintf(name, sizeof(name), "kn-eth-%.8s", if_a);
+	cr_assert_eq(cpu_of(name, &c0), 1, "no thread %s", name);
+	uint64_t t0 = kn_now_ns();
+	sleep(1);
+	cr_assert_eq(cpu_of(name, &c1), 1);
+	double frac = (double)(c1 - c0) / (double)(kn_now_ns() - t0);
+	uint64_t in = peer_to_port(&e, 777, 3, WAKE_MS);
+	usleep(300000);
+	uint64_t out = port_to_peer(&e, 888, 4, WAKE_MS);
+	fprintf(stderr, "%s: idle port thread %.2f%% of a core; after idling, in %.3f ms, out %.3f ms\n",
+		drv == KINET_ETH_DRIVER_PACKET ? "AF_PACKET" : "AF_XDP", 100 * frac, in / 1e6,
+		out / 1e6);
+	cr_assert_lt(frac, IDLE_MAX_FRACTION, "an idle port's thread took %.1f%% of a core",
+		     100 * frac);
+	env_close(&e);
+}
+
+Test(eth_xdp, idle_port_sleeps_and_wakes_af_xdp)
+{
+	idle_case(KINET_ETH_DRIVER_XDP);
+}
+
+Test(eth_xdp, idle_port_sleeps_and_wakes_af_packet)
+{
+	idle_case(KINET_ETH_DRIVER_PACKET);
 }

@@ -260,7 +260,9 @@ int soft_eth_port_open(kinet_eth_port *pp)
 	pp->max_frame = pp->info.mtu + 14 + 4; /* Ethernet header, one VLAN tag */
 	p->scratch = malloc(pp->max_frame);
 	p->spin_ns = (uint64_t)KT(ENGINE_SPIN_US) * 1000ull;
-	p->sleep_ns = (uint64_t)KT(ENGINE_SLEEP_US) * 1000ull;
+	/* the drivers' waits end when a frame arrives: an idle port may sleep
+	 * longer than an engine (only device code's send doorbells wait for it) */
+	p->sleep_ns = (uint64_t)KT(ETH_SLEEP_US) * 1000ull;
 	pthread_mutex_init(&p->lock, NULL);
 	if (p->drv->ring_drops)
 		p->ring_base = p->drv->ring_drops(p, NULL);
