@@ -8,6 +8,7 @@
  *     XDP program) does not black-hole the interface: the next open finds
  *     the program's owner gone, detaches it, says so, and frames flow both
  *     ways, byte for byte;
+ *     the same when it was killed and not yet reaped (a zombie);
  *   - while the owner lives, a second open fails with -EBUSY and says what
  *     is attached, by which process, and how to detach it;
  *   - an open, idle port costs its thread little CPU (it sleeps on the
@@ -380,6 +381,31 @@ Test(eth_xdp, killed_owner_program_detached_and_frames_flow)
 		peer_to_port(&e, 100 + 271 * (uint32_t)i, 10 + (uint64_t)i, 2000);
 		port_to_peer(&e, 1400 - 211 * (uint32_t)i, 20 + (uint64_t)i, 2000);
 	}
+	env_close(&e);
+}
+
+/* Killed, not yet reaped by its parent (a zombie: its files, the port's
+ * sockets among them, are closed): ended all the same. */
+Test(eth_xdp, killed_owner_not_yet_reaped_counts_as_ended)
+{
+	ns_up();
+	pid_t owner = owner_start();
+	cr_assert_eq(kill(owner, SIGKILL), 0);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	cr_assert_eq(waitid(P_PID, (id_t)owner, &si, WEXITED | WNOWAIT), 0); /* a zombie now */
+	cr_assert_eq(si.si_pid, owner);
+	cap_buf[0] = 0;
+	kinet_log_set_callback(cap_log, NULL);
+	struct env e;
+	int rc = env_port(&e, KINET_ETH_DRIVER_XDP);
+	kinet_log_set_callback(NULL, NULL);
+	cr_assert_eq(waitpid(owner, NULL, 0), owner);
+	cr_assert_eq(rc, 0, "a killed owner not yet reaped holds the interface:\n%s", cap_buf);
+	cr_assert(strstr(cap_buf, "stale"), "the detach not said:\n%s", cap_buf);
+	env_queues(&e);
+	peer_to_port(&e, 300, 30, 2000);
+	port_to_peer(&e, 300, 31, 2000);
 	env_close(&e);
 }
 

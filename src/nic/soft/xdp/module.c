@@ -132,7 +132,8 @@ struct owner {
 };
 
 /* The start time of process pid (field 22 of /proc/PID/stat): 0, or -ESRCH
- * when there is no such process. */
+ * when there is no such process, or it has ended and waits to be reaped (a
+ * zombie has closed its files already). */
 static int proc_start(uint32_t pid, uint64_t *start)
 {
 	char path[64], buf[1024];
@@ -145,10 +146,13 @@ static int proc_start(uint32_t pid, uint64_t *start)
 	buf[n] = 0;
 	const char *s = strrchr(buf, ')'); /* the name may hold anything */
 	unsigned long long st = 0;
-	if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+	char state = 0;
+	if (!s || sscanf(s + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
 				"%*d %*d %*d %llu",
-			 &st) != 1)
+			 &state, &st) != 2)
 		return -EPROTO;
+	if (state == 'Z' || state == 'X')
+		return -ESRCH;
 	*start = st;
 	return 0;
 }
