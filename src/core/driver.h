@@ -303,6 +303,11 @@ uint64_t kinet_idle_next(struct kinet_idle *s, bool worked);
  * switches, looked at once a millisecond) in the last millisecond. */
 void kinet_idle_poll(struct kinet_idle *s);
 void kinet_sleep_ns(uint64_t ns);
+/* Names thread th (as ps -L, top -H and /proc/<pid>/task/<tid>/comm show
+ * it) from a printf format, cut to the kernel's 15 characters. Every thread
+ * kinet starts is named by its role, "kn-...", by its creator right after
+ * pthread_create. */
+void kinet_thread_name(pthread_t th, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Incarnation of this process (random, never 0): descriptors carry it. */
 uint64_t kinet_node(void);

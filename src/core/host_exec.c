@@ -36,6 +36,7 @@ int kinet_host_exec(int nthreads, kinet_host_fn fn, void *arg)
 			rc = -EAGAIN;
 			break;
 		}
+		kinet_thread_name(t[i], "kn-host%d", i); /* thread 0 is the caller */
 		started = i;
 	}
 	if (!rc)

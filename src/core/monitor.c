@@ -127,6 +127,7 @@ static void monitor_init(void)
 		return;
 	}
 	pthread_attr_destroy(&a);
+	kinet_thread_name(m_th, "kn-mr-monitor");
 	m_rc = 0;
 	KLOG_DBG("registration cache: host memory monitor (userfaultfd) started");
 }

@@ -2,6 +2,8 @@
 /* Helpers every backend's service threads share: the CPU proxy's ring, the
  * idle policy, random numbers, the process incarnation. */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +73,16 @@ void kinet_sleep_ns(uint64_t ns)
 {
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	nanosleep(&ts, NULL);
+}
+
+void kinet_thread_name(pthread_t th, const char *fmt, ...)
+{
+	char name[16]; /* TASK_COMM_LEN */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	pthread_setname_np(th, name);
 }
 
 /* involuntary context switches of the calling thread so far (-1: unknown) */

@@ -265,8 +265,10 @@ void kinet_stats_ctx_add(kinet_ctx *ctx)
 		s_cap = nc;
 	}
 	s_ctx[s_nctx++] = ctx;
-	if (!s_started && pthread_create(&s_th, NULL, stats_main, NULL) == 0)
+	if (!s_started && pthread_create(&s_th, NULL, stats_main, NULL) == 0) {
 		s_started = true;
+		kinet_thread_name(s_th, "kn-stats");
+	}
 	pthread_mutex_unlock(&s_lock);
 }
 

@@ -467,6 +467,7 @@ int kinet_m5_proxy_start(struct m5 *m)
 	atomic_store(&m->proxy_stop, false);
 	if (pthread_create(&m->proxy_th, NULL, proxy_main, m))
 		return -EAGAIN;
+	kinet_thread_name(m->proxy_th, "kn-mlx5-proxy");
 	m->proxy_started = true;
 	KLOG_INFO("mlx5 %s: CPU doorbell proxy thread started", m->name);
 	return 0;

@@ -930,6 +930,7 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 			kinet_soft_close(ctx);
 			return -EAGAIN;
 		}
+		kinet_thread_name(e->th, "kn-engine%d", i);
 	}
 	KLOG_INFO("software NIC: %d engine thread(s)", n);
 	return 0;

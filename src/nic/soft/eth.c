@@ -204,7 +204,7 @@ int soft_eth_port_open(kinet_eth_port *pp)
 {
 	struct soft_eth_port *p = seth_port(pp);
 	int drv = pp->attr.driver;
-	char why[256] = "";
+	char why[512] = "";
 	int rc;
 	if (drv == KINET_ETH_DRIVER_MLX5) {
 		KLOG_ERR("eth_port_open: the mlx5 driver needs the mlx5 backend (this context is "
@@ -241,9 +241,11 @@ int soft_eth_port_open(kinet_eth_port *pp)
 			if (rc)
 				KLOG_ERR("eth port %s: AF_PACKET: %s", pp->ifname, why2);
 		} else if (rc) {
+			/* busy: another program holds the interface; AF_PACKET would not
+			 * see the frames it takes */
 			KLOG_ERR("eth port %s: AF_XDP unavailable: %s%s", pp->ifname, why,
-				 drv == KINET_ETH_DRIVER_AUTO ? fallback_hint() : "");
-			if (rc != -EPERM && rc != -ENODEV)
+				 drv == KINET_ETH_DRIVER_AUTO && rc != -EBUSY ? fallback_hint() : "");
+			if (rc != -EPERM && rc != -ENODEV && rc != -EBUSY)
 				rc = -EOPNOTSUPP;
 		}
 	}
@@ -258,7 +260,9 @@ int soft_eth_port_open(kinet_eth_port *pp)
 	pp->max_frame = pp->info.mtu + 14 + 4; /* Ethernet header, one VLAN tag */
 	p->scratch = malloc(pp->max_frame);
 	p->spin_ns = (uint64_t)KT(ENGINE_SPIN_US) * 1000ull;
-	p->sleep_ns = (uint64_t)KT(ENGINE_SLEEP_US) * 1000ull;
+	/* the drivers' waits end when a frame arrives: an idle port may sleep
+	 * longer than an engine (only device code's send doorbells wait for it) */
+	p->sleep_ns = (uint64_t)KT(ETH_SLEEP_US) * 1000ull;
 	pthread_mutex_init(&p->lock, NULL);
 	if (p->drv->ring_drops)
 		p->ring_base = p->drv->ring_drops(p, NULL);
@@ -268,6 +272,7 @@ int soft_eth_port_open(kinet_eth_port *pp)
 		pthread_mutex_destroy(&p->lock);
 		return -ENOMEM;
 	}
+	kinet_thread_name(p->th, "kn-eth-%s", pp->info.ifname);
 	p->started = true;
 	return 0;
 }

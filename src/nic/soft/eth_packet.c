@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <poll.h>
+#include <time.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -188,13 +189,11 @@ static int pkt_wait(struct soft_eth_port *p, uint64_t ns)
 		(struct tpacket_block_desc *)(k->ring + (size_t)k->block * BLOCK_SIZE);
 	if (__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)
 		return 0;
+	/* a block handed over wakes it (POLLIN); ppoll for a timeout finer than
+	 * poll()'s milliseconds */
 	struct pollfd pf = {.fd = k->fd, .events = POLLIN};
-	int ms = (int)(ns / 1000000);
-	if (ms == 0) {
-		kinet_sleep_ns(ns); /* poll() has no finer timeout */
-		return 0;
-	}
-	poll(&pf, 1, ms);
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	ppoll(&pf, 1, &ts, NULL);
 	return 0;
 }
 

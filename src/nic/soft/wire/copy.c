@@ -136,6 +136,7 @@ static bool copier_start(struct kinet_wire *w)
 		free(c);
 		goto fail;
 	}
+	kinet_thread_name(c->th, "kn-wire-copy");
 	w->cp = c;
 	return true;
 fail:

@@ -9,6 +9,13 @@
  * else in copy mode (veth and most drivers without AF_XDP support). libxdp
  * and libbpf messages go to kinet's log (debug level) while kinet calls
  * them, and the previous print functions are put back after.
+ *
+ * A program attached by a process goes with it, as xdp-tools' discipline
+ * has it: the program records its owner (metadata, steer.bpf.c), and an
+ * open first detaches every kinet program on the interface whose owner has
+ * ended (killed, crashed: nothing detached it), saying so. What cannot be
+ * attached because another program is there (a live owner's, or not
+ * kinet's) is said: the program, its owner, the commands that detach it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,9 +30,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
@@ -110,6 +119,311 @@ static void loud(struct prints p)
 	libbpf_set_print(p.b);
 }
 
+/* ---- the program's owner ---------------------------------------------------------- */
+
+#define META_PID "bpf_metadata_kinet_owner_pid"
+#define META_START "bpf_metadata_kinet_owner_start"
+#define META_PIDNS "bpf_metadata_kinet_owner_pidns"
+
+struct owner {
+	uint32_t pid;
+	uint64_t start; /* clock ticks after boot */
+	uint64_t pidns; /* inode of the PID namespace */
+};
+
+/* The start time of process pid (field 22 of /proc/PID/stat): 0, or -ESRCH
+ * when there is no such process, or it has ended and waits to be reaped (a
+ * zombie has closed its files already). */
+static int proc_start(uint32_t pid, uint64_t *start)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *s = strrchr(buf, ')'); /* the name may hold anything */
+	unsigned long long st = 0;
+	char state = 0;
+	if (!s || sscanf(s + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+				"%*d %*d %*d %llu",
+			 &state, &st) != 2)
+		return -EPROTO;
+	if (state == 'Z' || state == 'X')
+		return -ESRCH;
+	*start = st;
+	return 0;
+}
+
+static struct owner self_owner(void)
+{
+	struct owner o = {.pid = (uint32_t)getpid()};
+	struct stat sb;
+	proc_start(o.pid, &o.start);
+	if (stat("/proc/self/ns/pid", &sb) == 0)
+		o.pidns = (uint64_t)sb.st_ino;
+	return o;
+}
+
+enum { OWNER_NONE, OWNER_ALIVE, OWNER_DEAD, OWNER_ELSEWHERE };
+
+/* Whether the owner runs: OWNER_ELSEWHERE when it is of another PID
+ * namespace (its id says nothing here), OWNER_NONE when nothing is recorded. */
+static int owner_state(const struct owner *o)
+{
+	if (!o->pid)
+		return OWNER_NONE;
+	struct owner me = self_owner();
+	if (!o->pidns || o->pidns != me.pidns)
+		return OWNER_ELSEWHERE;
+	uint64_t st = 0;
+	int rc = proc_start(o->pid, &st);
+	if (rc == -ESRCH || (rc == 0 && st != o->start))
+		return OWNER_DEAD; /* gone, or its id taken by a later process */
+	return OWNER_ALIVE;
+}
+
+/* The offsets of the owner's fields in the read-only data whose type (a
+ * DATASEC) is sec_id of btf: 0, or -ENOENT. */
+static int owner_offsets(const struct btf *btf, uint32_t sec_id, size_t off[3])
+{
+	const struct btf_type *t = btf__type_by_id(btf, sec_id);
+	if (!t || !btf_is_datasec(t))
+		return -ENOENT;
+	static const char *const names[3] = {META_PID, META_START, META_PIDNS};
+	int found = 0;
+	const struct btf_var_secinfo *v = btf_var_secinfos(t);
+	for (int i = 0; i < btf_vlen(t); i++, v++) {
+		const struct btf_type *vt = btf__type_by_id(btf, v->type);
+		const char *name = vt ? btf__name_by_offset(btf, vt->name_off) : NULL;
+		for (int k = 0; name && k < 3; k++)
+			if (!strcmp(name, names[k]) && v->size == (k ? 8u : 4u)) {
+				off[k] = v->offset;
+				found |= 1 << k;
+			}
+	}
+	return found == 7 ? 0 : -ENOENT;
+}
+
+/* Writes this process as the owner into the program's read-only data,
+ * before it is loaded. */
+static int owner_write(struct bpf_object *obj)
+{
+	struct bpf_map *m;
+	const struct btf *btf = bpf_object__btf(obj);
+	bpf_object__for_each_map(m, obj)
+	{
+		const char *n = bpf_map__name(m);
+		size_t l = n ? strlen(n) : 0;
+		if (l < 7 || strcmp(n + l - 7, ".rodata"))
+			continue;
+		size_t sz = 0;
+		const void *init = bpf_map__initial_value(m, &sz);
+		size_t off[3];
+		int32_t sec = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+		if (!init || sec < 0 || owner_offsets(btf, (uint32_t)sec, off) ||
+		    off[0] + 4 > sz || off[1] + 8 > sz || off[2] + 8 > sz)
+			return -ENOENT;
+		uint8_t *d = malloc(sz);
+		if (!d)
+			return -ENOMEM;
+		memcpy(d, init, sz);
+		struct owner me = self_owner();
+		memcpy(d + off[0], &me.pid, 4);
+		memcpy(d + off[1], &me.start, 8);
+		memcpy(d + off[2], &me.pidns, 8);
+		int rc = bpf_map__set_initial_value(m, d, sz);
+		free(d);
+		return rc;
+	}
+	return -ENOENT;
+}
+
+/* The owner a loaded program records (by its id): 0, or -ENOENT when it
+ * records none (not kinet's, or a kinet before owners were recorded). */
+static int owner_read(uint32_t prog_id, struct owner *o)
+{
+	memset(o, 0, sizeof(*o));
+	int pfd = bpf_prog_get_fd_by_id(prog_id);
+	if (pfd < 0)
+		return -errno;
+	uint32_t ids[16];
+	struct bpf_prog_info pi;
+	memset(&pi, 0, sizeof(pi));
+	pi.nr_map_ids = 16;
+	pi.map_ids = (uint64_t)(uintptr_t)ids;
+	uint32_t len = sizeof(pi);
+	int rc = bpf_obj_get_info_by_fd(pfd, &pi, &len) ? -errno : -ENOENT;
+	close(pfd);
+	for (uint32_t i = 0; rc == -ENOENT && i < pi.nr_map_ids && i < 16; i++) {
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+		if (mfd < 0)
+			continue;
+		struct bpf_map_info mi;
+		memset(&mi, 0, sizeof(mi));
+		len = sizeof(mi);
+		size_t l;
+		if (bpf_obj_get_info_by_fd(mfd, &mi, &len) == 0 && mi.btf_id &&
+		    (l = strlen(mi.name)) >= 7 && !strcmp(mi.name + l - 7, ".rodata") &&
+		    mi.value_size && mi.value_size <= 65536) {
+			struct btf *btf = btf__load_from_kernel_by_id(mi.btf_id);
+			uint8_t *v = malloc(mi.value_size);
+			uint32_t zero = 0;
+			size_t off[3];
+			if (!libbpf_get_error(btf) && btf && v &&
+			    owner_offsets(btf, mi.btf_value_type_id, off) == 0 &&
+			    off[0] + 4 <= mi.value_size && off[1] + 8 <= mi.value_size &&
+			    off[2] + 8 <= mi.value_size && bpf_map_lookup_elem(mfd, &zero, v) == 0) {
+				memcpy(&o->pid, v + off[0], 4);
+				memcpy(&o->start, v + off[1], 8);
+				memcpy(&o->pidns, v + off[2], 8);
+				rc = 0;
+			}
+			free(v);
+			if (!libbpf_get_error(btf))
+				btf__free(btf);
+		}
+		close(mfd);
+	}
+	return rc;
+}
+
+static int is_kinet(const struct xdp_program *p)
+{
+	const char *n = xdp_program__name(p);
+	return n && !strcmp(n, "kinet_steer");
+}
+
+static const char *mode_name(enum xdp_attach_mode m)
+{
+	return m == XDP_MODE_NATIVE ? "native" : m == XDP_MODE_SKB ? "generic"
+					       : m == XDP_MODE_HW     ? "offloaded"
+								      : "unknown mode";
+}
+
+/* The programs attached to the interface (a legacy one, or those of
+ * libxdp's dispatcher), handed one by one to fn until it returns nonzero. */
+static void for_each_attached(int ifindex,
+			      int (*fn)(struct xdp_program *p, enum xdp_attach_mode m, void *arg),
+			      void *arg)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	if (!mp || libxdp_get_error(mp))
+		return;
+	enum xdp_attach_mode m = xdp_multiprog__attach_mode(mp);
+	if (xdp_multiprog__is_legacy(mp)) {
+		struct xdp_program *p = xdp_multiprog__main_prog(mp);
+		if (p)
+			fn(p, m, arg);
+	} else {
+		for (struct xdp_program *p = xdp_multiprog__next_prog(NULL, mp); p;
+		     p = xdp_multiprog__next_prog(p, mp))
+			if (fn(p, m, arg))
+				break;
+	}
+	xdp_multiprog__close(mp);
+}
+
+struct stale_arg {
+	const char *ifname;
+	int ifindex;
+	struct xdp_program *dead[8];
+	uint32_t dead_pid[8];
+	enum xdp_attach_mode dead_mode;
+	int n;
+};
+
+static int find_stale(struct xdp_program *p, enum xdp_attach_mode m, void *arg)
+{
+	struct stale_arg *a = arg;
+	struct owner o;
+	if (!is_kinet(p) || owner_read(xdp_program__id(p), &o) || owner_state(&o) != OWNER_DEAD)
+		return 0;
+	/* a program of its own, by id: the multiprog's go with it */
+	struct xdp_program *q = xdp_program__from_id(xdp_program__id(p));
+	if (libxdp_get_error(q) || !q)
+		return 0;
+	a->dead[a->n] = q;
+	a->dead_pid[a->n] = o.pid;
+	a->dead_mode = m;
+	return ++a->n == 8;
+}
+
+/* Detaches every kinet program on the interface whose owner has ended. */
+static void detach_stale(const char *ifname, int ifindex)
+{
+	struct stale_arg a = {.ifname = ifname, .ifindex = ifindex};
+	for_each_attached(ifindex, find_stale, &a);
+	for (int i = 0; i < a.n; i++) {
+		uint32_t id = xdp_program__id(a.dead[i]);
+		int rc = xdp_program__detach(a.dead[i], ifindex, a.dead_mode, 0);
+		if (rc == 0)
+			kinet_log(KINET_LOG_WARN,
+				  "eth port %s: detached a stale kinet XDP program (kinet_steer, id "
+				  "%u, %s) left attached by process %u, which has ended (killed or "
+				  "crashed before it closed its port)",
+				  ifname, id, mode_name(a.dead_mode), a.dead_pid[i]);
+		else
+			kinet_log(KINET_LOG_WARN,
+				  "eth port %s: a stale kinet XDP program (id %u) of process %u, "
+				  "which has ended, could not be detached: %s",
+				  ifname, id, a.dead_pid[i], strerror(rc < 0 ? -rc : rc));
+		xdp_program__close(a.dead[i]);
+	}
+}
+
+struct busy_arg {
+	char *buf;
+	size_t cap;
+	int n;
+};
+
+static int say_one(struct xdp_program *p, enum xdp_attach_mode m, void *arg)
+{
+	struct busy_arg *a = arg;
+	size_t l = strlen(a->buf);
+	const char *name = xdp_program__name(p);
+	unsigned id = xdp_program__id(p);
+	char who[160];
+	if (!is_kinet(p)) {
+		snprintf(who, sizeof(who), "not kinet's");
+	} else {
+		struct owner o;
+		int st = owner_read(id, &o) ? OWNER_NONE : owner_state(&o);
+		if (st == OWNER_ALIVE)
+			snprintf(who, sizeof(who), "kinet's, attached by process %u, which is running%s",
+				 o.pid, o.pid == (uint32_t)getpid() ? " (this one)" : "");
+		else if (st == OWNER_ELSEWHERE)
+			snprintf(who, sizeof(who),
+				 "kinet's, attached by process %u of another PID namespace", o.pid);
+		else if (st == OWNER_DEAD)
+			snprintf(who, sizeof(who), "kinet's, of process %u, which has ended", o.pid);
+		else
+			snprintf(who, sizeof(who), "kinet's, its owner not recorded");
+	}
+	snprintf(a->buf + l, a->cap - l, "%s%s (id %u, %s, %s)", a->n ? "; " : "",
+		 name && *name ? name : "unnamed", id, mode_name(m), who);
+	return ++a->n == 3;
+}
+
+/* Why the program could not be attached, when another one is there: 0 and
+ * why written, or -ENOENT when none is. */
+static int say_busy(const char *ifname, int ifindex, char *why, size_t wl)
+{
+	char progs[300] = "";
+	struct busy_arg a = {progs, sizeof(progs), 0};
+	for_each_attached(ifindex, say_one, &a);
+	if (!a.n)
+		return -ENOENT;
+	snprintf(why, wl,
+		 "%s already has an XDP program: %s. End its owner, or detach it with "
+		 "`xdp-loader unload %s --all` or `ip link set dev %s xdp off`",
+		 ifname, progs, ifname, ifname);
+	return 0;
+}
+
 /* ---- ports --------------------------------------------------------------------------- */
 
 static void port_free(struct kinet_xdp *x)
@@ -190,6 +504,11 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 		snprintf(why, wl, "kinet's XDP program cannot be opened: %s", strerror(-rc));
 		goto fail;
 	}
+	if (owner_write(x->obj)) {
+		snprintf(why, wl, "kinet's XDP program has no owner record (a build mismatch)");
+		rc = -EPROTO;
+		goto fail;
+	}
 	x->prog = xdp_program__from_bpf_obj(x->obj, "xdp");
 	if (libxdp_get_error(x->prog)) {
 		rc = err_of((int)libxdp_get_error(x->prog));
@@ -197,6 +516,7 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 		snprintf(why, wl, "libxdp: the program cannot be used: %s", strerror(-rc));
 		goto fail;
 	}
+	detach_stale(ifname, x->ifindex);
 	const char *how = "native";
 	rc = -EOPNOTSUPP;
 	if (mode != 2) {
@@ -216,6 +536,10 @@ static int x_open(const char *ifname, uint32_t queue, uint32_t frames, int mode,
 	}
 	if (rc) {
 		rc = err_of(rc);
+		if ((rc == -EBUSY || rc == -EEXIST) && say_busy(ifname, x->ifindex, why, wl) == 0) {
+			rc = -EBUSY;
+			goto fail;
+		}
 		snprintf(why, wl, "attaching kinet's XDP program to %s failed: %s%s", ifname,
 			 strerror(-rc), perm_hint(rc));
 		goto fail;

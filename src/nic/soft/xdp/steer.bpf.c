@@ -7,6 +7,11 @@
  * matches redirects the frame into its slot's AF_XDP socket; frames no
  * rule takes, or whose slot has no socket, go on to the kernel's stack.
  * Compiled with clang -target bpf at build time and built into the module.
+ *
+ * Its owner, the process that attached it, is in its metadata (read-only
+ * data the module writes before loading; `bpftool prog show` prints it): a
+ * port whose process died without detaching the program is found by the
+ * next port opened on the interface, which detaches it.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -33,6 +38,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } kinet_xsks SEC(".maps");
+
+/* the owner: its process id, its start time (clock ticks after boot, field
+ * 22 of /proc/PID/stat: a reused id is another process) and its PID
+ * namespace (the inode of /proc/PID/ns/pid: an id means nothing elsewhere) */
+volatile const __u32 bpf_metadata_kinet_owner_pid = 0;
+volatile const __u64 bpf_metadata_kinet_owner_start = 0;
+volatile const __u64 bpf_metadata_kinet_owner_pidns = 0;
 
 SEC("xdp")
 int kinet_steer(struct xdp_md *ctx)
