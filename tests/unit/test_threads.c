@@ -16,6 +16,9 @@
 #include <unistd.h>
 #include <kinet/kinet.h>
 #include <kinet/eth.h>
+#include <kinet/device.h>
+#include <time.h>
+#include "../util/testutil.h"
 
 #define MAXT 256
 
@@ -137,4 +140,73 @@ Test(threads, every_kinet_thread_is_named_by_its_role)
 	cr_assert_eq(kinet_eth_port_close(port), 0);
 	cr_assert_eq(kinet_pd_free(pd), 0);
 	cr_assert_eq(kinet_close(ctx), 0);
+}
+
+/* CPU time (clock ticks) a thread of this process has used. */
+static long thread_ticks(long tid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* after the name: state is field 3 */
+	cr_assert_not_null(p);
+	long ut = 0, st = 0;
+	/* fields 3 .. 15: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime */
+	cr_assert_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st),
+		     2);
+	return ut + st;
+}
+
+Test(threads, engine_without_qps_sleeps)
+{
+	static struct task before[MAXT], now[MAXT];
+	int nb = tasks(before);
+	kinet_ctx *ctx;
+	struct kinet_ctx_attr ca;
+	memset(&ca, 0, sizeof(ca));
+	ca.backend = KINET_BACKEND_SOFT;
+	ca.engine_threads = 1;
+	cr_assert_eq(kinet_open(&ca, &ctx), 0);
+	long tid = 0;
+	int n = tasks(now);
+	for (int i = 0; i < n; i++)
+		if (!known(before, nb, now[i].tid) && !strcmp(now[i].comm, "kn-engine0"))
+			tid = now[i].tid;
+	cr_assert_neq(tid, 0, "no kn-engine0 thread");
+	usleep(300000); /* past its polling time */
+	long t0 = thread_ticks(tid);
+	usleep(1000000);
+	long used = thread_ticks(tid) - t0;
+	long hz = sysconf(_SC_CLK_TCK);
+	cr_assert_leq(used * 100, 5 * hz,
+		      "an engine with no QP used %ld of %ld ticks in 1 s (more than 5%% of a core)",
+		      used, hz);
+	kinet_close(ctx);
+
+	/* an engine that started with no QP serves the first one at once */
+	struct tu_pair p;
+	cr_assert_eq(tu_pair_open(&p, NULL), 0);
+	usleep(300000);
+	struct tu_region src, dst;
+	cr_assert_eq(tu_region_alloc(&src, p.pd, 4096, KINET_ACCESS_ALL, 21), 0);
+	cr_assert_eq(tu_region_alloc(&dst, p.pd, 4096, KINET_ACCESS_ALL, 22), 0);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	kn_ticket_t t;
+	cr_assert_eq(kn_put(p.da, tu_addr(dst.buf), kinet_mr_rkey(dst.mr), src.buf, tu_lkey(&src),
+			    4096, &t), 0);
+	cr_assert_eq(kn_wait(p.da, t), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+	cr_assert_lt(ms, 100.0, "the first write took %.1f ms", ms);
+	cr_assert_eq(memcmp(dst.buf, src.buf, 4096), 0);
+	cr_assert(tu_region_canaries_ok(&dst));
+	tu_region_free(&src);
+	tu_region_free(&dst);
+	tu_pair_close(&p);
 }

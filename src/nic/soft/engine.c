@@ -17,6 +17,9 @@
 #include <time.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <unistd.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/wire/wire.h"
 
@@ -59,6 +62,7 @@ struct engine {
 	int nqps, cap;
 	atomic_bool stop;
 	atomic_bool kick; /* a QP was added: skip the sleep */
+	int wake_fd;      /* eventfd: an engine with no QP waits on it (attach, close) */
 	struct kinet_soft_nic *nic;
 	struct kinet_ctr_blk ctr; /* this engine's counters (kinet_ctx_counters) */
 	struct soft_req req;  /* scratch for one WQE */
@@ -827,6 +831,14 @@ void kinet_soft_engine_state(kinet_qp *qp, uint64_t last_ctrl)
 	}
 }
 
+/* Ends the wait of an engine with no QP. */
+static void engine_wake(struct engine *e)
+{
+	uint64_t one = 1;
+	if (e->wake_fd >= 0 && write(e->wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* the counter is full: it is awake anyway */
+}
+
 static void *engine_main(void *arg)
 {
 	struct engine *e = arg;
@@ -887,6 +899,18 @@ static void *engine_main(void *arg)
 			kinet_idle_poll(&idle);
 			continue;
 		}
+		if (!__atomic_load_n(&e->nqps, __ATOMIC_RELAXED) && e->wake_fd >= 0 &&
+		    !soft_ctx(nic->ctx)->wire && !soft_ctx(nic->ctx)->wire_sh) {
+			/* nothing to serve: sleep until a QP comes (or the close),
+			 * not in naps of KINET_ENGINE_SLEEP_US */
+			struct pollfd pf = {.fd = e->wake_fd, .events = POLLIN};
+			if (poll(&pf, 1, 1000) > 0) {
+				uint64_t v;
+				if (read(e->wake_fd, &v, sizeof(v)) < 0)
+					(void)0;
+			}
+			continue;
+		}
 		/* with a wire, the nap ends as soon as the network has something */
 		if (kinet_wire_ctx_wait(nic->ctx, nap) == -ENOSYS)
 			kinet_sleep_ns(nap);
@@ -924,6 +948,7 @@ int kinet_soft_open(kinet_ctx *ctx, int n)
 	for (int i = 0; i < n; i++) {
 		struct engine *e = &nic->eng[i];
 		e->nic = nic;
+		e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		pthread_mutex_init(&e->lock, NULL);
 		if (pthread_create(&e->th, NULL, engine_main, e) != 0) {
 			nic->n = i;
@@ -941,10 +966,14 @@ void kinet_soft_close(kinet_ctx *ctx)
 	struct kinet_soft_nic *nic = soft_ctx(ctx)->nic;
 	if (!nic)
 		return;
-	for (int i = 0; i < nic->n; i++)
+	for (int i = 0; i < nic->n; i++) {
 		atomic_store(&nic->eng[i].stop, true);
+		engine_wake(&nic->eng[i]);
+	}
 	for (int i = 0; i < nic->n; i++) {
 		pthread_join(nic->eng[i].th, NULL);
+		if (nic->eng[i].wake_fd >= 0)
+			close(nic->eng[i].wake_fd);
 		pthread_mutex_destroy(&nic->eng[i].lock);
 		free(nic->eng[i].qps);
 	}
@@ -983,6 +1012,7 @@ int kinet_soft_qp_attach(kinet_qp *qp)
 	s->engine_idx = idx;
 	pthread_mutex_unlock(&e->lock);
 	atomic_store(&e->kick, true);
+	engine_wake(e);
 	return 0;
 }
 
