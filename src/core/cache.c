@@ -359,6 +359,8 @@ int kinet_mr_cache_get(kinet_mr_cache *c, void *addr, size_t len, unsigned acces
 	e->buf_id = gm.buffer_id;
 	e->refs = 1;
 	e->watched = keep;
+	/* the events up to seq were applied above: only later ones can name it */
+	atomic_store(&mr->mon_seen, seq);
 	mr->cache_ent = e;
 	list_front(c, e);
 	c->st.entries++;
@@ -424,4 +426,38 @@ int kinet_mr_cache_stats(const kinet_mr_cache *cc, struct kinet_mr_cache_stats *
 	*out = c->st;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
+}
+
+struct overlap {
+	uintptr_t start, end;
+	bool hit;
+};
+
+static void overlap_fn(uintptr_t start, uintptr_t end, void *arg)
+{
+	struct overlap *o = arg;
+	if (start < o->end && end > o->start)
+		o->hit = true;
+}
+
+bool kinet_cache_mr_gone(kinet_mr *mr)
+{
+	if (atomic_load_explicit(&mr->state, memory_order_relaxed) == KINET_MR_INVALID)
+		return true;
+	if (mr->kind != KINET_MEM_HOST)
+		return false;
+	if (atomic_load_explicit(&mr->mon_gone, memory_order_relaxed))
+		return true;
+	uint64_t s = kinet_monitor_seq();
+	uint64_t seen = atomic_load_explicit(&mr->mon_seen, memory_order_relaxed);
+	if (s == seen)
+		return false;
+	struct overlap o = {(uintptr_t)mr->addr, (uintptr_t)mr->addr + mr->len, false};
+	if (!kinet_monitor_ranges(seen, s, overlap_fn, &o))
+		o.hit = true; /* ranges lost (the ring wrapped): it may be gone */
+	if (o.hit)
+		atomic_store(&mr->mon_gone, true);
+	else
+		atomic_store_explicit(&mr->mon_seen, s, memory_order_relaxed);
+	return o.hit;
 }

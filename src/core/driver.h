@@ -136,7 +136,15 @@ struct kinet_mr {
 	_Atomic int state; /* enum kinet_mr_state; REVOKED is set by the backend's revoke */
 	void *cache_ent;   /* the registration cache's entry (src/core/cache.c), or NULL */
 	bool internal;     /* the library's own (a QP's scratch word): no in-flight check */
+	_Atomic uint64_t mon_seen; /* cached host memory: the monitor's sequence checked */
+	_Atomic bool mon_gone;     /* cached host memory: part of it was unmapped */
 };
+
+/* A NIC's check before it touches a region from the registration cache: true
+ * when its memory went away (the cache invalidated it, or the host memory
+ * monitor saw part of it unmapped since) although the key is still in the
+ * table: the access fails as on a revoked region, never faults (cache.c). */
+bool kinet_cache_mr_gone(kinet_mr *mr);
 
 /* A completion queue as its consumer sees it. The producer side (who writes
  * CQEs) belongs to the backend: the software NIC's engine, or the hardware. */

@@ -25,6 +25,7 @@ static struct {
 	uintptr_t start, end;
 } m_ring[RING];
 static _Atomic uint64_t m_seq; /* ranges appended so far */
+static _Atomic int m_busy;     /* events are being read (under m_lock) */
 
 static void push(uintptr_t start, uintptr_t end)
 {
@@ -68,6 +69,9 @@ uint64_t kinet_monitor_sync(void)
 	if (m_fd < 0)
 		return atomic_load(&m_seq);
 	pthread_mutex_lock(&m_lock);
+	/* from before the read that lets an unmapping thread return until its
+	 * range is in the ring (kinet_monitor_seq) */
+	atomic_store(&m_busy, 1);
 	struct uffd_msg msg[16];
 	for (;;) {
 		ssize_t n = read(m_fd, msg, sizeof(msg));
@@ -77,8 +81,19 @@ uint64_t kinet_monitor_sync(void)
 			handle(&msg[i]);
 	}
 	uint64_t s = atomic_load(&m_seq);
+	atomic_store(&m_busy, 0);
 	pthread_mutex_unlock(&m_lock);
 	return s;
+}
+
+uint64_t kinet_monitor_seq(void)
+{
+	if (atomic_load(&m_busy)) {
+		/* a read in progress: its ranges are in the ring once it ends */
+		pthread_mutex_lock(&m_lock);
+		pthread_mutex_unlock(&m_lock);
+	}
+	return atomic_load(&m_seq);
 }
 
 static void *monitor_main(void *arg)

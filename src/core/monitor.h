@@ -24,6 +24,10 @@ int kinet_monitor_watch(uintptr_t start, uintptr_t end);
  * memory has returned only once its event was read: after this call every
  * such event is in the ring). Returns the ring's sequence number. */
 uint64_t kinet_monitor_sync(void);
+/* The ring's sequence number without reading the fd: cheap (an atomic load)
+ * and complete for every thread whose unmap has returned (its event was
+ * read, and that read's ranges are in the ring). */
+uint64_t kinet_monitor_seq(void);
 /* Calls fn(start, end, arg) for every range invalidated after sequence
  * `since`; false when some were lost (the ring wrapped): the caller must
  * drop everything it watches. */

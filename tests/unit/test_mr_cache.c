@@ -366,3 +366,45 @@ Test(mr_cache, bad_arguments)
 	cr_assert_eq(kinet_mr_cache_create(NULL, NULL, &e.c), -EINVAL);
 	env_close(&e);
 }
+
+/* A key from the cache whose memory was unmapped since (given back, or still
+ * held) fails like a revoked one at once, before any later get applies the
+ * monitor's events: never a fault, never a write into what the address
+ * holds now. */
+static void unmapped_key(int held)
+{
+	struct env e;
+	env_open(&e, 0, 0);
+	need_monitor(&e);
+	size_t len = 4 * 4096;
+	uint8_t *b = map(len);
+	kinet_mr *m;
+	cr_assert_eq(kinet_mr_cache_get(e.c, b, len, KINET_ACCESS_ALL, &m), 0);
+	uint32_t rkey = kinet_mr_rkey(m);
+	if (!held)
+		cr_assert_eq(kinet_mr_cache_put(e.c, m), 0); /* cached, key still live */
+	cr_assert_eq(munmap(b, len), 0);
+	/* whatever is there now (a new mapping, most often at the same place) */
+	uint8_t *now = mmap(b, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	struct tu_region src;
+	cr_assert_eq(tu_region_alloc(&src, e.p.pd, 4096, KINET_ACCESS_LOCAL_WRITE, 31), 0);
+	kn_ticket_t t;
+	cr_assert_eq(kn_put(e.p.da, tu_addr(b + 4096), rkey, src.buf, tu_lkey(&src), 4096, &t), 0);
+	cr_assert_eq(kn_wait(e.p.da, t), -EIO);
+	uint32_t vendor = 0;
+	cr_assert_eq(kn_qp_error(e.p.da, &vendor), KN_SYND_REMOTE_ACCESS_ERR);
+	cr_assert_eq(vendor, KINET_REASON_REVOKED, "reason %u", vendor);
+	if (now != MAP_FAILED) {
+		for (size_t i = 0; i < len; i++)
+			cr_assert_eq(now[i], 0, "the new mapping was written at %zu", i);
+		munmap(now, len);
+	}
+	tu_region_free(&src);
+	if (held)
+		cr_assert_eq(kinet_mr_cache_put(e.c, m), 0);
+	env_close(&e);
+}
+
+Test(mr_cache, unmapped_after_put_fails_as_revoked) { unmapped_key(0); }
+Test(mr_cache, unmapped_while_held_fails_as_revoked) { unmapped_key(1); }

@@ -168,6 +168,9 @@ static void view_set(struct kinet_keytab *kt, uint32_t i, const kinet_mr *mr)
 	e->gbase = 0;
 	if (mr->kind == KINET_MEM_CUDA) {
 		e->gbase = e->base; /* unified addressing */
+	} else if (mr->cache_ent) {
+		/* cached host memory may be unmapped under its key: the CPU
+		 * engine checks the monitor before each access (kinet_cache_mr_gone) */
 	} else if (kinet_cuda && kinet_cuda->dev_addr) {
 		void *d = NULL;
 		if (kinet_cuda->dev_addr(mr->addr, &d) == 0 && d)

@@ -114,7 +114,11 @@ static inline struct soft_cq *soft_cq(kinet_cq *c)
 static inline int soft_mr_check(kinet_ctx *ctx, const kinet_pd *pd, uint32_t key, uint64_t addr,
 				uint64_t len, unsigned access, struct kinet_mr_ref *out)
 {
-	return kinet_keytab_check(&soft_ctx(ctx)->keys, pd, key, addr, len, access, out);
+	int why = kinet_keytab_check(&soft_ctx(ctx)->keys, pd, key, addr, len, access, out);
+	/* a cached region whose memory was unmapped since: as revoked */
+	if (!why && __builtin_expect(out->mr->cache_ent != NULL, 0) && kinet_cache_mr_gone(out->mr))
+		why = KINET_REASON_REVOKED;
+	return why;
 }
 /* The QP of ctx with number qpn, or NULL. */
 kinet_qp *soft_qp_lookup(kinet_ctx *ctx, uint32_t qpn);
