@@ -17,7 +17,7 @@
 #include "nic/soft/geng.h"
 #include "cuda_priv.h"
 
-#define GW_MAX 4       /* warps per block at most */
+#define GW_MAX 8       /* warps per block at most */
 #define KEYC 4         /* key entries cached per slot (per take) */
 
 struct gslot {
@@ -352,14 +352,32 @@ __device__ static int serve(struct kn_geng_ctl *ctl, int i, struct gslot *g, str
 	return work;
 }
 
+/* The slots' kernel-side state: global memory (one kernel runs at a time). */
+static __device__ struct gslot g_gs[KN_GENG_SLOTS];
+
+/* Loads a slot the CPU just handed over (lane 0). */
+__device__ static void load_slot(struct kn_geng_ctl *ctl, int i, struct gslot *g)
+{
+	__threadfence_system();
+	uint32_t gen = ld32(&ctl->slot[i].gen);
+	if (g->active && g->gen == gen)
+		return;
+	const volatile uint64_t *src = (const volatile uint64_t *)&ctl->slot[i];
+	uint64_t *dst = (uint64_t *)&g->s;
+	for (unsigned k = 0; k < sizeof(g->s) / 8; k++)
+		dst[k] = src[k];
+	g->gen = gen;
+	g->active = 1;
+	g->nkc = 0;
+}
+
 static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_geng_ctl *ctl)
 {
-	__shared__ struct gslot gs[KN_GENG_SLOTS];
 	__shared__ struct gwarp gw[GW_MAX];
 	__shared__ int sh_work, sh_exit;
 	unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, nw = blockDim.x / 32;
 	for (unsigned i = threadIdx.x; i < KN_GENG_SLOTS; i += blockDim.x)
-		gs[i].active = 0;
+		g_gs[i].active = 0;
 	if (threadIdx.x == 0) {
 		sh_work = 0;
 		sh_exit = 0;
@@ -371,40 +389,36 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 	uint64_t idle_ns = (uint64_t)ctl->idle_us * 1000ull;
 	for (;;) {
 		int work = 0;
-		for (unsigned i = warp; i < KN_GENG_SLOTS; i += nw) {
-			struct gslot *g = &gs[i];
-			uint32_t own = 0;
-			if (lane == 0)
-				own = ld32(&ctl->slot[i].own);
-			own = __shfl_sync(0xffffffffu, own, 0);
-			if (own != KN_GOWN_GPU && own != KN_GOWN_STOP) {
-				if (lane == 0)
-					g->active = 0;
-				__syncwarp();
-				continue;
-			}
-			if (lane == 0) {
-				__threadfence_system();
-				uint32_t gen = ld32(&ctl->slot[i].gen);
-				if (!g->active || g->gen != gen) {
-					/* a take: the slot as the CPU wrote it */
-					const volatile uint64_t *src = (const volatile uint64_t *)&ctl->slot[i];
-					uint64_t *dst = (uint64_t *)&g->s;
-					for (unsigned k = 0; k < sizeof(g->s) / 8; k++)
-						dst[k] = src[k];
-					g->gen = gen;
-					g->active = 1;
-					g->nkc = 0;
+		/* slots in groups of 32, one group per warp at a time: every lane
+		 * reads one slot's own word, in one round trip over PCIe */
+		uint32_t n = ld32(&ctl->nslots);
+		if (n > KN_GENG_SLOTS)
+			n = KN_GENG_SLOTS;
+		for (unsigned base = warp * 32; base < n; base += nw * 32) {
+			unsigned i = base + lane;
+			uint32_t own = i < n ? ld32(&ctl->slot[i].own) : (uint32_t)KN_GOWN_CPU;
+			bool mine = own == KN_GOWN_GPU || own == KN_GOWN_STOP;
+			if (!mine && i < n)
+				g_gs[i].active = 0;
+			unsigned m = __ballot_sync(0xffffffffu, mine);
+			while (m) {
+				unsigned l = __ffs(m) - 1;
+				m &= m - 1;
+				unsigned k = base + l;
+				uint32_t ko = __shfl_sync(0xffffffffu, own, l);
+				struct gslot *g = &g_gs[k];
+				if (lane == 0) {
+					load_slot(ctl, (int)k, g);
+					if (ko == KN_GOWN_STOP)
+						give_back(ctl, (int)k, g, KN_GWHY_ASKED);
 				}
-				if (own == KN_GOWN_STOP)
-					give_back(ctl, (int)i, g, KN_GWHY_ASKED);
+				__syncwarp();
+				if (ko == KN_GOWN_STOP) {
+					work++;
+					continue;
+				}
+				work += serve(ctl, (int)k, g, &gw[warp], lane);
 			}
-			__syncwarp();
-			if (own == KN_GOWN_STOP) {
-				work++;
-				continue;
-			}
-			work += serve(ctl, (int)i, g, &gw[warp], lane);
 		}
 		if (lane == 0 && work)
 			atomicAdd(&sh_work, work);
@@ -428,18 +442,15 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 		__threadfence_system();
 	}
 	__syncthreads();
-	for (unsigned i = warp; i < KN_GENG_SLOTS; i += nw) {
-		if (lane == 0) {
-			uint32_t own = ld32(&ctl->slot[i].own);
-			if (own == KN_GOWN_GPU || own == KN_GOWN_STOP) {
-				__threadfence_system();
-				struct gslot *g = &gs[i];
-				if (g->active && g->gen != ld32(&ctl->slot[i].gen))
-					g->active = 0; /* taken again, never loaded: its state stands */
-				give_back(ctl, (int)i, g, own == KN_GOWN_STOP ? KN_GWHY_ASKED : KN_GWHY_IDLE);
-			}
+	for (unsigned i = threadIdx.x; i < KN_GENG_SLOTS; i += blockDim.x) {
+		uint32_t own = ld32(&ctl->slot[i].own);
+		if (own == KN_GOWN_GPU || own == KN_GOWN_STOP) {
+			__threadfence_system();
+			struct gslot *g = &g_gs[i];
+			if (g->active && g->gen != ld32(&ctl->slot[i].gen))
+				g->active = 0; /* taken again, never loaded: its state stands */
+			give_back(ctl, (int)i, g, own == KN_GOWN_STOP ? KN_GWHY_ASKED : KN_GWHY_IDLE);
 		}
-		__syncwarp();
 	}
 }
 

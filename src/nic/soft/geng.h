@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#define KN_GENG_SLOTS 64
+#define KN_GENG_SLOTS 256
 #define KN_GENG_BURST 32 /* WQEs per QP per pass */
 
 enum { KN_GOWN_CPU = 0, KN_GOWN_GPU = 1, KN_GOWN_STOP = 2, KN_GOWN_BACK = 3 };
@@ -65,7 +65,7 @@ struct kn_geng_ctl {
 	volatile uint32_t stop;    /* the CPU: exit now (gives every QP back) */
 	volatile uint32_t running; /* the kernel: 1 from its start to its exit */
 	uint32_t idle_us;          /* exit after this long without work */
-	uint32_t nslots;
+	volatile uint32_t nslots;  /* the CPU: slots [0, nslots) may be in use */
 	volatile uint64_t passes;  /* the kernel's passes (liveness) */
 	uint64_t pad[5];
 	struct kn_geng_slot slot[KN_GENG_SLOTS];

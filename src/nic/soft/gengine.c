@@ -4,7 +4,7 @@
  * protocol, src/cuda/engine.cu the kernel).
  *
  * One kernel per process (one block, KINET_GPU_ENGINE_WARPS warps) serves
- * up to KN_GENG_SLOTS QPs. A QP is eligible at connect time (RTR) when
+ * up to KN_GENG_SLOTS (256) QPs. A QP is eligible at connect time (RTR) when
  * KINET_GPU_ENGINE=on, the CUDA module is loaded, its peer is in this
  * process, its send CQ is its own, and neither fault injection nor the
  * trace is on; kinet_qp_ep_info says which engine serves it and why.
@@ -114,6 +114,8 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 		if (slot >= 0) {
 			G.qp[slot] = qp;
 			s->gslot1 = slot + 1;
+			if ((uint32_t)slot >= G.ctl->nslots)
+				G.ctl->nslots = (uint32_t)slot + 1;
 		}
 	}
 	pthread_mutex_unlock(&G.lock);
