@@ -309,8 +309,9 @@ const char *kinet_mr_path_str(int path);
  *
  * Contents are not cleared. The memory is not registered: kinet_mr_reg(pd,
  * info.ptr, ...) registers it as any memory (the software NIC registers GPU
- * memory only with KINET_ALLOW_HOST_STAGING=1, as every GPU region).
- * Deregister its regions before kinet_mem_free. An allocation does not hold
+ * memory only with KINET_ALLOW_HOST_STAGING=1, as every GPU region; the
+ * registration cache refuses host-visible GPU memory, managed memory that
+ * migrates). Deregister its regions before kinet_mem_free. An allocation does not hold
  * its context: what it reports was decided when it was made (backend,
  * KINET_GPU_ENGINE), and it may outlive the context.
  */
