@@ -18,7 +18,7 @@ struct kinet_mem {
 	struct kinet_mem_info info;
 	void *base;       /* what the allocator returned; info.ptr lies in it */
 	size_t alloc_len; /* bytes allocated from base */
-	bool cuda;        /* the CUDA module allocated it (else mmap) */
+	const struct kinet_cuda_ops *cu; /* the CUDA module that allocated it; NULL: mmap */
 };
 
 static const char *kind_str(int kind)
@@ -139,7 +139,7 @@ int kinet_mem_alloc(kinet_ctx *ctx, int kind, size_t len, size_t align, kinet_me
 			free(m);
 			return rc;
 		}
-		m->cuda = true;
+		m->cu = cu;
 		m->base = a.base;
 		m->info.dev_ptr = a.dev_ptr;
 		m->info.host_ptr = a.host_ptr;
@@ -169,7 +169,7 @@ int kinet_mem_alloc(kinet_ctx *ctx, int kind, size_t len, size_t align, kinet_me
 	m->info.align = align;
 	m->info.kind = kind;
 	m->info.mem_kind = kind == KINET_ALLOC_HOST_PINNED ? KINET_MEM_HOST : KINET_MEM_CUDA;
-	m->info.where = where_str(kind, m->cuda, in_place);
+	m->info.where = where_str(kind, m->cu != NULL, in_place);
 	route(ctx, &m->info);
 	KLOG_DBG("kinet_mem_alloc: %s %p+%zu (GPU %d): %s; %s", kind_str(kind), m->info.ptr, len,
 		 m->info.gpu, m->info.where, m->info.path);
@@ -184,9 +184,8 @@ int kinet_mem_free(kinet_mem *m)
 		return -EINVAL;
 	}
 	int rc = 0;
-	if (m->cuda) {
-		/* the module was loaded when it was allocated, and stays */
-		rc = kinet_cuda->mem_free(m->info.kind, m->base);
+	if (m->cu) {
+		rc = m->cu->mem_free(m->info.kind, m->base);
 	} else {
 		munmap(m->base, m->alloc_len);
 	}
