@@ -38,6 +38,7 @@ typedef struct kinet_pd kinet_pd;
 typedef struct kinet_mr kinet_mr;
 typedef struct kinet_cq kinet_cq;
 typedef struct kinet_qp kinet_qp;
+typedef struct kinet_mem kinet_mem;
 
 /* ---- version ------------------------------------------------------------------ */
 
@@ -278,6 +279,85 @@ enum kinet_mr_path {
 int kinet_mr_path(const kinet_mr *mr);
 /* "host", "dmabuf", "peermem", "staged", "fabric" (never NULL). */
 const char *kinet_mr_path_str(int path);
+
+/* ---- memory for GPU-initiated programs --------------------------------------- */
+
+/*
+ * The memory kinds a GPU-initiated program posts from and lands into (those
+ * of DOCA's doca_gpu_mem_alloc), allocated by kinet, each reporting where it
+ * lives and which engine moves it (docs/architecture.md, "Memory kinds"):
+ *
+ *   KINET_ALLOC_GPU               GPU memory (cudaMalloc). The CPU cannot
+ *                                 access it (host_ptr NULL).
+ *   KINET_ALLOC_GPU_HOST_VISIBLE  GPU memory the CPU can also access: CUDA
+ *                                 managed memory whose preferred location is
+ *                                 the GPU, mapped for the CPU, and placed on
+ *                                 the GPU before it is returned. It is not
+ *                                 GPU memory mapped through the PCIe BAR
+ *                                 (DOCA's GPU_CPU kind, which needs GDRCopy):
+ *                                 where the CPU cannot reach GPU memory in
+ *                                 place (PCIe without coherence), a CPU
+ *                                 access moves the pages it touches to host
+ *                                 memory (page faults, tens of microseconds
+ *                                 each) and the GPU's next access moves them
+ *                                 back; with hardware coherence (Grace
+ *                                 Hopper) the CPU reads it in place. `where`
+ *                                 says which.
+ *   KINET_ALLOC_HOST_PINNED       pinned host memory mapped into the GPU
+ *                                 (cudaHostAlloc, mapped and portable): the
+ *                                 GPU reaches it over PCIe.
+ *
+ * Contents are not cleared. The memory is not registered: kinet_mr_reg(pd,
+ * info.ptr, ...) registers it as any memory (the software NIC registers GPU
+ * memory only with KINET_ALLOW_HOST_STAGING=1, as every GPU region; the
+ * registration cache refuses host-visible GPU memory, managed memory that
+ * migrates). Deregister its regions before kinet_mem_free. An allocation does not hold
+ * its context: what it reports was decided when it was made (backend,
+ * KINET_GPU_ENGINE), and it may outlive the context.
+ */
+enum kinet_mem_alloc_kind {
+	KINET_ALLOC_GPU = 0,
+	KINET_ALLOC_GPU_HOST_VISIBLE = 1,
+	KINET_ALLOC_HOST_PINNED = 2,
+};
+/* What an allocation is; every string is owned by the allocation and valid
+ * until kinet_mem_free. */
+struct kinet_mem_info {
+	void *ptr;        /* the address for kernels, device code and kinet_mr_reg
+			   * (unified addressing: equal to dev_ptr, else host_ptr) */
+	void *dev_ptr;    /* the GPU's address; NULL when no GPU reaches it */
+	void *host_ptr;   /* the CPU's address; NULL when the CPU cannot access it */
+	size_t len;
+	size_t align;     /* ptr is a multiple of it */
+	int kind;         /* enum kinet_mem_alloc_kind */
+	int mem_kind;     /* enum kinet_mem_kind: where it lives, as kinet_mr_kind()
+			   * of a region of it says (managed memory: KINET_MEM_CUDA) */
+	int gpu;          /* the CUDA device it belongs to or is mapped into; -1: none */
+	const char *where;  /* in words: what the memory is and how the CPU and the
+			     * GPU reach it */
+	const char *engine; /* what moves it for the context's QPs: "GPU engine",
+			     * "CPU engine" (software NIC) or "hardware" (a ConnectX) */
+	const char *path;   /* how, e.g. "GPU engine: SM loads/stores", "CPU engine:
+			     * CUDA copies (staged)", "CPU engine: direct" */
+};
+
+/*
+ * Allocates len bytes of `kind` (enum kinet_mem_alloc_kind) for the
+ * context's NIC. align: 0 (the allocator's own: at least 256 bytes, a page
+ * for host memory) or a power of two up to 1 GiB. Errors: -EINVAL (ctx or
+ * out NULL, len 0, an unknown kind, a bad align), -ENODEV (a GPU kind
+ * without a usable GPU: no GPU, the CUDA module not loaded, KINET_NO_CUDA=1;
+ * the reason is logged), -EOPNOTSUPP (host-visible GPU memory on a GPU
+ * without concurrent managed access), -ENOMEM, -EIO (CUDA failed, logged).
+ * Without a usable GPU KINET_ALLOC_HOST_PINNED gives page-aligned host
+ * memory that is neither pinned nor mapped into a GPU: dev_ptr NULL, gpu -1,
+ * and `where` and `path` say that the GPU cannot reach it.
+ */
+int kinet_mem_alloc(kinet_ctx *ctx, int kind, size_t len, size_t align, kinet_mem **out);
+/* Frees an allocation: 0, or -EINVAL (m NULL). */
+int kinet_mem_free(kinet_mem *m);
+/* Fills *out: 0, or -EINVAL (m or out NULL). */
+int kinet_mem_query(const kinet_mem *m, struct kinet_mem_info *out);
 
 /* ---- completion queues and queue pairs ------------------------------------ */
 

@@ -551,6 +551,12 @@ struct kinet_backend_ops {
 	/* Fault injection (kinet_fault_add / KINET_FAULT): the parsed rules
 	 * (src/core/fault.h); NULL: the backend has none. */
 	int (*fault_set)(kinet_ctx *ctx, struct kinet_fault_set *rules);
+	/* Who moves memory of kind mem_kind (enum kinet_mem_kind) for the
+	 * context's QPs, and how (kinet_mem_alloc's report): *engine and *path
+	 * are static strings. gpu_mapped: host memory mapped into the GPU. NULL:
+	 * the NIC is hardware that moves every kind itself (the core's words). */
+	void (*mem_route)(kinet_ctx *ctx, int mem_kind, bool gpu_mapped, const char **engine,
+			  const char **path);
 
 	/* ---- Ethernet queues (kinet/eth.h, below) ----
 	 * Object sizes (0: the core struct), then the operations; a backend

@@ -2,7 +2,8 @@
 /*
  * module.c - libkinet_cuda.so: the hooks the core loads at run time
  * (struct kinet_cuda_ops): copies between host and GPU memory, atomics on GPU
- * memory, pointer kinds, mapping of queue memory into the GPU.
+ * memory, pointer kinds, mapping of queue memory into the GPU, the memory
+ * kinds of kinet_mem_alloc.
  *
  * Every engine thread that calls a hook gets a non-blocking stream (one of a
  * few, shared) and a pinned staging buffer for small copies and atomics. A hook returns only
@@ -405,6 +406,113 @@ static int cu_engine_query(void)
 	return cu_err(e, "the GPU engine");
 }
 
+/* ---- memory of kinet_mem_alloc --------------------------------------------------- */
+
+static int cu_alloc_err(cudaError_t e, const char *what, size_t len)
+{
+	KLOG_ERR("cuda: %s(%zu bytes) on GPU %d: %s", what, len, g_dev, cudaGetErrorString(e));
+	cudaGetLastError();
+	return e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO;
+}
+
+/* Managed memory kept on the GPU and mapped for the CPU: its preferred
+ * location is the GPU (pages migrate to the CPU only while it touches them),
+ * the CPU's page tables map it (no fault to establish a mapping where the
+ * hardware can read it in place), and it is placed on the GPU now. */
+static int cu_managed_on_gpu(void *p, size_t len)
+{
+	/* a stream of the module's (non-blocking): never behind an application
+	 * kernel that waits for the network */
+	struct cu_thread *t = cu_self();
+	if (!t)
+		return -EIO;
+#if CUDART_VERSION >= 13000
+	struct cudaMemLocation gpu = {cudaMemLocationTypeDevice, g_dev};
+	struct cudaMemLocation cpu = {cudaMemLocationTypeHost, 0};
+	cudaError_t e = cudaMemAdvise(p, len, cudaMemAdviseSetPreferredLocation, gpu);
+	if (e == cudaSuccess)
+		e = cudaMemAdvise(p, len, cudaMemAdviseSetAccessedBy, cpu);
+	if (e == cudaSuccess)
+		e = cudaMemPrefetchAsync(p, len, gpu, 0, t->stream);
+#else
+	cudaError_t e = cudaMemAdvise(p, len, cudaMemAdviseSetPreferredLocation, g_dev);
+	if (e == cudaSuccess)
+		e = cudaMemAdvise(p, len, cudaMemAdviseSetAccessedBy, cudaCpuDeviceId);
+	if (e == cudaSuccess)
+		e = cudaMemPrefetchAsync(p, len, g_dev, t->stream);
+#endif
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(t->stream);
+	return e == cudaSuccess ? 0 : cu_alloc_err(e, "placing managed memory on the GPU", len);
+}
+
+static int cu_mem_alloc(int kind, size_t len, struct kinet_cuda_alloc *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->gpu = g_dev;
+	cudaError_t e = cudaSetDevice(g_dev);
+	if (e != cudaSuccess)
+		return cu_alloc_err(e, "cudaSetDevice", len);
+	void *p = NULL;
+	switch (kind) {
+	case KINET_ALLOC_GPU:
+		e = cudaMalloc(&p, len);
+		if (e != cudaSuccess)
+			return cu_alloc_err(e, "cudaMalloc", len);
+		out->base = out->dev_ptr = p;
+		return 0;
+	case KINET_ALLOC_GPU_HOST_VISIBLE: {
+		int conc = 0, direct = 0;
+		if (cudaDeviceGetAttribute(&conc, cudaDevAttrConcurrentManagedAccess, g_dev) !=
+			    cudaSuccess ||
+		    !conc) {
+			cudaGetLastError();
+			KLOG_ERR("cuda: GPU %d has no concurrent managed access: the CPU could not "
+				 "touch host-visible GPU memory while kernels run",
+				 g_dev);
+			return -EOPNOTSUPP;
+		}
+		if (cudaDeviceGetAttribute(&direct, cudaDevAttrDirectManagedMemAccessFromHost,
+					   g_dev) != cudaSuccess) {
+			cudaGetLastError();
+			direct = 0;
+		}
+		e = cudaMallocManaged(&p, len, cudaMemAttachGlobal);
+		if (e != cudaSuccess)
+			return cu_alloc_err(e, "cudaMallocManaged", len);
+		int rc = cu_managed_on_gpu(p, len);
+		if (rc) {
+			cudaFree(p);
+			return rc;
+		}
+		out->base = out->dev_ptr = out->host_ptr = p;
+		out->cpu_in_place = direct != 0;
+		return 0;
+	}
+	case KINET_ALLOC_HOST_PINNED: {
+		e = cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable);
+		if (e != cudaSuccess)
+			return cu_alloc_err(e, "cudaHostAlloc", len);
+		void *d = NULL;
+		e = cudaHostGetDevicePointer(&d, p, 0);
+		if (e != cudaSuccess) {
+			cudaFreeHost(p);
+			return cu_alloc_err(e, "cudaHostGetDevicePointer", len);
+		}
+		out->base = out->host_ptr = p;
+		out->dev_ptr = d;
+		return 0;
+	}
+	default: return -EINVAL;
+	}
+}
+
+static int cu_mem_free(int kind, void *base)
+{
+	cudaError_t e = kind == KINET_ALLOC_HOST_PINNED ? cudaFreeHost(base) : cudaFree(base);
+	return cu_err(e, kind == KINET_ALLOC_HOST_PINNED ? "cudaFreeHost" : "cudaFree");
+}
+
 static const struct kinet_cuda_ops cu_ops = {
 	.dev_addr = cu_dev_addr,
 	.engine_query = cu_engine_query,
@@ -421,6 +529,8 @@ static const struct kinet_cuda_ops cu_ops = {
 	.fence_wait = cu_fence_wait,
 	.fence_free = cu_fence_free,
 	.mem_info = cu_mem_info,
+	.mem_alloc = cu_mem_alloc,
+	.mem_free = cu_mem_free,
 };
 
 static const struct kinet_cuda_ops *g_ops;

@@ -33,6 +33,15 @@ struct kinet_cuda_mem {
 	int device;         /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
 };
 
+/* An allocation of the CUDA module (kinet_cuda_ops.mem_alloc). */
+struct kinet_cuda_alloc {
+	void *base;       /* what the allocator returned: give it back to mem_free */
+	void *dev_ptr;    /* the GPU's address of base; NULL: none */
+	void *host_ptr;   /* the CPU's address of base; NULL: the CPU cannot access it */
+	int gpu;          /* the device it belongs to or is mapped into */
+	int cpu_in_place; /* managed memory: the CPU reaches it without migration */
+};
+
 /* Hooks filled by the CUDA module when it is loaded (src/cuda/). */
 struct kinet_cuda_ops {
 	int (*copy)(void *dst, int dkind, const void *src, int skind, size_t n);
@@ -68,9 +77,20 @@ struct kinet_cuda_ops {
 	/* 1 while the kernel launched last has not exited, 0 when it has, or a
 	 * negative errno (it failed). */
 	int (*engine_query)(void);
+	/* Memory of kinet_mem_alloc (enum kinet_mem_alloc_kind kind; len > 0):
+	 * GPU memory, managed memory kept on the GPU and mapped for the CPU, or
+	 * pinned host memory mapped into the GPU. 0, -ENOMEM, -EOPNOTSUPP (the
+	 * GPU cannot), -EIO (logged). mem_free gives back what mem_alloc made
+	 * (base, the same kind): 0 or -EIO. */
+	int (*mem_alloc)(int kind, size_t len, struct kinet_cuda_alloc *out);
+	int (*mem_free)(int kind, void *base);
 };
 extern const struct kinet_cuda_ops *kinet_cuda;
 /* Tries to load the CUDA module once; returns kinet_cuda (NULL when absent). */
 const struct kinet_cuda_ops *kinet_cuda_load(void);
+/* Why kinet_cuda_load() returned NULL, in words ("" when it did not): the
+ * module is off (KINET_NO_CUDA=1), not loaded (and why), or found no usable
+ * GPU. */
+const char *kinet_cuda_absent_why(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Queue memory, memory copies between kinds, and the CUDA module loader. */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 
 const struct kinet_cuda_ops *kinet_cuda;
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static char cuda_why[320]; /* why kinet_cuda is NULL, set once by cuda_load_once */
 
 static void cuda_load_once(void)
 {
@@ -17,18 +19,27 @@ static void cuda_load_once(void)
 	 * library. */
 	void *h = kinet_module_open(KINET_CUDA_MODULE, RTLD_NOW | RTLD_GLOBAL);
 	if (!h) {
-		KLOG_DBG("CUDA module not loaded: %s", dlerror());
+		const char *err = dlerror();
+		KLOG_DBG("CUDA module not loaded: %s", err);
+		snprintf(cuda_why, sizeof(cuda_why), "the CUDA module %s is not loaded: %s",
+			 KINET_CUDA_MODULE, err ? err : "not found");
 		return;
 	}
 	const struct kinet_cuda_ops *(*get)(void) =
 		(const struct kinet_cuda_ops *(*)(void))dlsym(h, "kinet_cuda_module_ops");
 	if (!get) {
 		KLOG_WARN("%s has no kinet_cuda_module_ops", KINET_CUDA_MODULE);
+		snprintf(cuda_why, sizeof(cuda_why), "%s has no kinet_cuda_module_ops",
+			 KINET_CUDA_MODULE);
 		return;
 	}
 	kinet_cuda = get(); /* NULL when no GPU is usable */
-	if (!kinet_cuda)
+	if (!kinet_cuda) {
 		KLOG_DBG("CUDA module loaded, no usable GPU");
+		snprintf(cuda_why, sizeof(cuda_why),
+			 "no usable GPU (the CUDA module found none that can map host memory and "
+			 "run its kernels)");
+	}
 }
 
 const struct kinet_cuda_ops *kinet_cuda_load(void)
@@ -37,6 +48,15 @@ const struct kinet_cuda_ops *kinet_cuda_load(void)
 		return NULL;
 	pthread_once(&cuda_once, cuda_load_once);
 	return kinet_cuda;
+}
+
+const char *kinet_cuda_absent_why(void)
+{
+	if (kinet_cuda_load())
+		return "";
+	if (KT(NO_CUDA))
+		return "GPUs are not used (KINET_NO_CUDA=1)";
+	return cuda_why;
 }
 
 void *kinet_queue_alloc(size_t len)

@@ -83,6 +83,39 @@ static int soft_mr_reg(kinet_mr *mr)
 	return rc;
 }
 
+/* Who moves each memory kind (kinet_mem_alloc's report): docs/architecture.md,
+ * "Two engines, one set of rules". The GPU engine serves same-process QPs
+ * (eligible at connect) and moves what the GPU reaches with its SMs; the CPU
+ * engine reaches GPU memory only by CUDA copies, and host memory directly. */
+static void soft_mem_route(kinet_ctx *c, int mem_kind, bool gpu_mapped, const char **engine,
+			   const char **path)
+{
+	(void)c;
+	bool geng = kinet_geng_unavailable() == NULL;
+	bool staging = KT(ALLOW_HOST_STAGING);
+	if (mem_kind == KINET_MEM_CUDA && geng) {
+		*engine = "GPU engine";
+		*path = staging ? "GPU engine: SM loads/stores (same-process QPs; the CPU engine, "
+				  "for the QPs it keeps, CUDA copies (staged))"
+				: "GPU engine: SM loads/stores (same-process QPs; the CPU engine, "
+				  "for the QPs it keeps, CUDA copies (staged)); registering it "
+				  "needs KINET_ALLOW_HOST_STAGING=1";
+	} else if (mem_kind == KINET_MEM_CUDA) {
+		*engine = "CPU engine";
+		*path = staging ? "CPU engine: CUDA copies (staged)"
+				: "CPU engine: CUDA copies (staged); registering it needs "
+				  "KINET_ALLOW_HOST_STAGING=1";
+	} else if (gpu_mapped && geng) {
+		*engine = "GPU engine";
+		*path = "GPU engine: SM loads/stores through the GPU's mapping (same-process QPs; "
+			"atomics and the QPs the CPU engine keeps: CPU engine, direct)";
+	} else {
+		*engine = "CPU engine";
+		*path = gpu_mapped ? "CPU engine: direct"
+				   : "CPU engine: direct (the GPU cannot reach it)";
+	}
+}
+
 static int soft_mr_revoke(kinet_mr *mr)
 {
 	kinet_ctx *c = mr->pd->ctx;
@@ -448,6 +481,7 @@ const struct kinet_backend_ops kinet_soft_backend = {
 	.open = soft_open,
 	.close = soft_close,
 	.mr_reg = soft_mr_reg,
+	.mem_route = soft_mem_route,
 	.mr_dereg = soft_mr_dereg,
 	.cq_create = soft_cq_create,
 	.cq_destroy = soft_cq_destroy,

@@ -60,15 +60,23 @@ static uint64_t dev(const volatile void *p)
 	return (uint64_t)(uintptr_t)d;
 }
 
+const char *kinet_geng_unavailable(void)
+{
+	if (strcmp(KT(GPU_ENGINE), "on"))
+		return "KINET_GPU_ENGINE is off";
+	if (!kinet_cuda_load() || !kinet_cuda->engine_launch || !kinet_cuda->dev_addr)
+		return "no usable GPU (the CUDA module is not loaded)";
+	return NULL;
+}
+
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 {
 	struct soft_qp *s = soft_qp(qp);
 	s->geng = 0;
 	s->geng_why[0] = 0;
-	if (strcmp(KT(GPU_ENGINE), "on"))
-		return refuse(s, "KINET_GPU_ENGINE is off");
-	if (!kinet_cuda_load() || !kinet_cuda->engine_launch || !kinet_cuda->dev_addr)
-		return refuse(s, "no usable GPU (the CUDA module is not loaded)");
+	const char *why = kinet_geng_unavailable();
+	if (why)
+		return refuse(s, why);
 	if (!peer)
 		return refuse(s, "the peer is in another process (the wire stays on the CPU)");
 	if (qp->scq->sq_owner != qp || qp->scq == qp->rcq)

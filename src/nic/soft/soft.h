@@ -144,6 +144,9 @@ void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o);
 void kinet_soft_engine_state(kinet_qp *qp, uint64_t last_ctrl);
 
 /* ---- the GPU engine (gengine.c; geng.h) ---- */
+/* Can the GPU engine run in this process (KINET_GPU_ENGINE=on and a GPU
+ * with the module's engine hooks)? NULL when it can, else why not. */
+const char *kinet_geng_unavailable(void);
 /* At connect (RTR): decides whether the GPU engine may serve qp. */
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer);
 /* At the start of qp's CPU pass: 1 when the GPU serves it (skip it), 0 when
