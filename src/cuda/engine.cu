@@ -25,6 +25,7 @@ struct gslot {
 	uint32_t gen;
 	uint32_t active;
 	uint32_t nkc;
+	uint32_t cq_ci;            /* the CQ consumer's index as last read */
 	struct kn_keyent kc[KEYC]; /* entries looked up since the take (views do not
 				    * change while the slot is taken) */
 	uint32_t kcside[KEYC];     /* 0 own view, 1 peer's */
@@ -135,14 +136,15 @@ __device__ static void give_back(struct kn_geng_ctl *ctl, int i, struct gslot *g
 	g->active = 0;
 }
 
-/* Doorbells (lane 0): WQEBBs published beyond the consumer. */
-__device__ static uint32_t published(struct gslot *g)
+/* Doorbells (lane 0): WQEBBs published beyond the consumer, from the
+ * doorbell record dbr and the register words w0, w1 (read side by side by
+ * three lanes: one round trip over PCIe). */
+__device__ static uint32_t published(struct gslot *g, uint32_t dbr, uint64_t w0, uint64_t w1)
 {
 	struct kn_geng_slot *s = &g->s;
 	uint16_t ci = (uint16_t)s->sq_ci;
-	uint32_t dbr = ld32((const volatile uint32_t *)s->dbrec + KN_SND_DBR);
 	for (uint32_t b = 0; b < s->nregs; b++) {
-		uint64_t w = ld64((const volatile uint64_t *)(b ? s->db1 : s->db0));
+		uint64_t w = b ? w1 : w0;
 		if (w == s->last_db_word[b])
 			continue;
 		s->last_db_word[b] = w;
@@ -291,16 +293,27 @@ __device__ static void write_cqe(struct kn_geng_slot *s, const struct kn_rule_wq
 __device__ static int serve(struct kn_geng_ctl *ctl, int i, struct gslot *g, struct gwarp *w,
 			    unsigned lane)
 {
+	uint64_t v = 0;
+	if (lane == 0)
+		v = ld32((const volatile uint32_t *)g->s.dbrec + KN_SND_DBR);
+	else if (lane == 1)
+		v = ld64((const volatile uint64_t *)g->s.db0);
+	else if (lane == 2 && g->s.nregs > 1)
+		v = ld64((const volatile uint64_t *)g->s.db1);
+	uint64_t w0 = __shfl_sync(0xffffffffu, v, 1), w1 = __shfl_sync(0xffffffffu, v, 2);
 	uint32_t avail = 0;
 	if (lane == 0)
-		avail = published(g);
+		avail = published(g, (uint32_t)v, w0, w1);
 	avail = __shfl_sync(0xffffffffu, avail, 0);
 	int work = 0;
 	for (int n = 0; n < KN_GENG_BURST && avail; n++) {
 		uint32_t go = 1;
-		if (lane == 0 && !g->s.cq_ignore_overrun) {
-			uint32_t ci = kn_be32toh(ld32((const volatile uint32_t *)g->s.cq_dbrec)) & 0xffffff;
-			if ((((uint32_t)g->s.cq_pi - ci) & 0xffffff) >= g->s.cq_cnt)
+		if (lane == 0 && !g->s.cq_ignore_overrun &&
+		    (((uint32_t)g->s.cq_pi - g->cq_ci) & 0xffffff) >= g->s.cq_cnt) {
+			/* full as last seen: read the consumer's index again (only
+			 * then: a round trip over PCIe) */
+			g->cq_ci = kn_be32toh(ld32((const volatile uint32_t *)g->s.cq_dbrec)) & 0xffffff;
+			if ((((uint32_t)g->s.cq_pi - g->cq_ci) & 0xffffff) >= g->s.cq_cnt)
 				go = 0; /* the CQ is full: wait for the consumer */
 		}
 		if (!__shfl_sync(0xffffffffu, go, 0))
@@ -369,6 +382,7 @@ __device__ static void load_slot(struct kn_geng_ctl *ctl, int i, struct gslot *g
 	g->gen = gen;
 	g->active = 1;
 	g->nkc = 0;
+	g->cq_ci = kn_be32toh(ld32((const volatile uint32_t *)g->s.cq_dbrec)) & 0xffffff;
 }
 
 static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_geng_ctl *ctl)
