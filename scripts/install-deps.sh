@@ -9,7 +9,7 @@ required=(cmake make gcc pkg-config libcriterion-dev)
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
           openmpi-bin libopenmpi-dev libjson-c-dev g++ clang
           python3-matplotlib groff-base man-db libc6-dev-arm64-cross
-          libxdp-dev libbpf-dev xdp-tools iputils-ping)
+          libxdp-dev libbpf-dev xdp-tools iputils-ping ibverbs-utils perftest)
 # python3-matplotlib: kinet-plot (and its test) and scripts/trace_png.py; groff-base, man-db: rendering
 # and checking the man pages (docs/man, test_man_pages); libc6-dev-arm64-cross: the arm64 libc
 # headers clang cross-compiles the barrier check against (test_barriers)
@@ -17,6 +17,8 @@ optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwlo
 # libkinet_xdp.so and its XDP program, built with clang -target bpf);
 # xdp-tools: the xdp-bench/xdp-trafficgen baselines of bench/eth.sh;
 # iputils-ping: ping, the peer of the ICMP echo test (tests/net/test_eth_netns)
+# ibverbs-utils, perftest: rdma-core's utilities and perftest, run unmodified over kinet-verbs
+# (tests/util/verbs_utils.sh, docs/verbs.md)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

@@ -33,11 +33,13 @@
 #include "nic/mlx5/ifc.h"
 #include "core/driver.h"
 #include "gpu/gpu.h" /* kinet_eth_txq_qp */
+#include "verbs/host.h"
 
 #if KINET_HAVE_RDMA_HEADERS
 
 #define EMU_MAXDEV 4
 #define EMU_GIDS 8
+#define EMU_HOST_GIDS 255 /* the GID table a ConnectX port reports */
 
 struct emu_dev {
 	struct ibv_device dev; /* first: the handle rdma-core hands out */
@@ -45,10 +47,16 @@ struct emu_dev {
 	kinet_ctx *soft; /* the software NIC behind this device */
 	int opens;
 	int link_layer;  /* fixed at first open */
+	bool host;       /* kinet-verbs: a port over a host interface (hp) */
+	struct kinet_verbs_port hp;
 };
 
+/* rdma-core's extended context (struct verbs_context ends with the
+ * struct ibv_context the program holds), so that verbs.h's inline functions
+ * (ibv_query_port, ibv_query_device_ex, ibv_post_send, ibv_poll_cq, ...)
+ * reach the emulation through the context's ops. */
 struct emu_ctx {
-	struct ibv_context ib;
+	struct verbs_context vc;
 	struct emu_dev *d;
 	bool devx; /* opened with mlx5dv_open_device(DEVX) */
 };
@@ -245,10 +253,38 @@ int kinet_mlx5_emu_counters(int dev, struct kinet_counters *out)
 
 /* ---- devices and ports ----------------------------------------------------------- */
 
+/* kinet-verbs: the host's interfaces, once (emu_lock held). */
+static int host_scan(void)
+{
+	static int scanned;
+	if (scanned)
+		return scanned;
+	struct kinet_verbs_port p[EMU_MAXDEV];
+	int n = kinet_verbs_host_ports(p, EMU_MAXDEV);
+	if (n < 0) {
+		KLOG_ERR("kinet-verbs: no network interface to stand a RoCE port on: %s",
+			 strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		devs[i].host = true;
+		devs[i].hp = p[i];
+	}
+	cfg.ndev = n;
+	cfg.link_layer = IBV_LINK_LAYER_ETHERNET;
+	scanned = n;
+	return n;
+}
+
 static struct ibv_device **emu_get_device_list(int *num)
 {
 	called("get_device_list");
 	pthread_mutex_lock(&emu_lock);
+	if (cfg.host && host_scan() < 0) {
+		pthread_mutex_unlock(&emu_lock);
+		errno = ENODEV;
+		return NULL;
+	}
 	int n = cfg.ndev;
 	struct ibv_device **l = calloc((size_t)n + 1, sizeof(*l));
 	if (!l) {
@@ -258,6 +294,17 @@ static struct ibv_device **emu_get_device_list(int *num)
 	}
 	for (int i = 0; i < n; i++) {
 		struct emu_dev *d = &devs[i];
+		if (!d->dev.name[0] && d->host) {
+			d->index = i;
+			d->dev.node_type = IBV_NODE_CA;
+			d->dev.transport_type = IBV_TRANSPORT_IB;
+			snprintf(d->dev.name, sizeof(d->dev.name), "kinet%d", i);
+			snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d", i);
+			snprintf(d->dev.dev_path, sizeof(d->dev.dev_path),
+				 "/sys/class/infiniband_verbs/uverbs%d", i);
+			snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
+				 "/sys/class/infiniband/kinet%d", i);
+		}
 		if (!d->dev.name[0]) {
 			d->index = i;
 			d->dev.node_type = IBV_NODE_CA;
@@ -289,6 +336,13 @@ static bool emu_is_supported(struct ibv_device *dev)
 	return true;
 }
 
+static struct emu_ctx *ctx_of(struct ibv_context *ib)
+{
+	return (struct emu_ctx *)((uint8_t *)ib - offsetof(struct verbs_context, context));
+}
+
+static void ctx_ops(struct emu_ctx *c);
+
 static struct ibv_context *emu_open_device(struct ibv_device *dev)
 {
 	called("open_device");
@@ -312,18 +366,21 @@ static struct ibv_context *emu_open_device(struct ibv_device *dev)
 	}
 	d->opens++;
 	pthread_mutex_unlock(&emu_lock);
-	c->ib.device = dev;
-	c->ib.num_comp_vectors = 1;
-	c->ib.cmd_fd = -1;
-	c->ib.async_fd = -1;
+	struct ibv_context *ib = &c->vc.context;
+	ib->device = dev;
+	ib->num_comp_vectors = 1;
+	ib->cmd_fd = -1;
+	ib->async_fd = -1;
+	pthread_mutex_init(&ib->mutex, NULL);
+	ctx_ops(c);
 	c->d = d;
-	return &c->ib;
+	return ib;
 }
 
 static int emu_close_device(struct ibv_context *ib)
 {
 	called("close_device");
-	struct emu_ctx *c = (struct emu_ctx *)ib;
+	struct emu_ctx *c = ctx_of(ib);
 	struct emu_dev *d = c->d;
 	pthread_mutex_lock(&emu_lock);
 	if (--d->opens == 0) {
@@ -339,7 +396,7 @@ static int emu_close_device(struct ibv_context *ib)
 
 static struct emu_dev *dev_of(struct ibv_context *ib)
 {
-	return ((struct emu_ctx *)ib)->d;
+	return ctx_of(ib)->d;
 }
 
 static int emu_query_device(struct ibv_context *ib, struct ibv_device_attr *a)
@@ -367,6 +424,26 @@ static int emu_query_device(struct ibv_context *ib, struct ibv_device_attr *a)
 	a->max_pkeys = 128;
 	a->local_ca_ack_delay = 16;
 	a->phys_port_cnt = 1;
+	if (d->host) {
+		/* a ConnectX-6 Dx's identity (vendor part 4125), kinet's firmware
+		 * string, the GUIDs from the interface's MAC as mlx5 derives them;
+		 * capability flags only for what kinet-verbs does */
+		uint8_t g[8];
+		kinet_verbs_eui64(d->hp.mac, g);
+		uint64_t guid = 0;
+		for (int i = 0; i < 8; i++)
+			guid = guid << 8 | g[i];
+		snprintf(a->fw_ver, sizeof(a->fw_ver), "kinet-%s", kinet_version(NULL, NULL, NULL));
+		a->node_guid = kn_htobe64(guid);
+		a->sys_image_guid = a->node_guid;
+		a->vendor_part_id = 4125;
+		a->max_qp_wr = cfg.max_qp_wr;
+		a->max_sge_rd = 30;
+		a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+				      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
+				      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+		a->max_pkeys = 1;
+	}
 	return 0;
 }
 
@@ -389,6 +466,27 @@ static int emu_query_port(struct ibv_context *ib, uint8_t port, struct ibv_port_
 	a->active_speed = 64;
 	a->phys_state = cfg.port_down ? 3 : 5;
 	a->link_layer = (uint8_t)d->link_layer;
+	if (d->host) {
+		/* RoCE: the largest IB MTU the interface's MTU carries with the
+		 * RoCE v2 headers (IP, UDP, BTH and the rest: up to 70 bytes) */
+		int room = d->hp.mtu - 70;
+		enum ibv_mtu m = IBV_MTU_256;
+		if (room >= 4096)
+			m = IBV_MTU_4096;
+		else if (room >= 2048)
+			m = IBV_MTU_2048;
+		else if (room >= 1024)
+			m = IBV_MTU_1024;
+		else if (room >= 512)
+			m = IBV_MTU_512;
+		a->active_mtu = m;
+		a->gid_tbl_len = EMU_HOST_GIDS;
+		a->pkey_tbl_len = 1;
+		a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+		a->max_vl_num = 4;
+		a->active_width = 2;  /* 4X */
+		a->active_speed = 32; /* 25 Gb/s a lane: 100 Gb/s */
+	}
 	return 0;
 }
 
@@ -400,6 +498,14 @@ static int gid_entry(const struct emu_dev *d, uint32_t index, struct ibv_gid_ent
 	e->gid_index = index;
 	e->port_num = 1;
 	uint8_t *g = e->gid.raw;
+	if (d->host) {
+		if (index >= 2 * (uint32_t)d->hp.naddr)
+			return ENODATA;
+		memcpy(g, d->hp.addr[index / 2], 16);
+		e->gid_type = index % 2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+		e->ndev_ifindex = if_nametoindex(d->hp.ifname);
+		return 0;
+	}
 	if (d->link_layer != IBV_LINK_LAYER_ETHERNET) {
 		if (index != 0)
 			return ENODATA;
@@ -448,11 +554,17 @@ static int gid_entry(const struct emu_dev *d, uint32_t index, struct ibv_gid_ent
 	}
 }
 
+/* Entries of a device's GID table that may hold a GID. */
+static uint32_t gid_count(const struct emu_dev *d)
+{
+	return d->host ? 2 * (uint32_t)d->hp.naddr : EMU_GIDS;
+}
+
 static int emu_query_gid_ex(struct ibv_context *ib, uint32_t port, uint32_t index,
 			    struct ibv_gid_entry *e)
 {
 	called("query_gid_ex");
-	if (port != 1 || index >= EMU_GIDS)
+	if (port != 1 || index >= (dev_of(ib)->host ? EMU_HOST_GIDS : EMU_GIDS))
 		return EINVAL;
 	return gid_entry(dev_of(ib), index, e);
 }
@@ -753,7 +865,7 @@ static struct emu_qp *find_dest(const struct emu_dev *self, const struct ibv_ah_
 		if (d->link_layer != self->link_layer)
 			continue;
 		if (d->link_layer == IBV_LINK_LAYER_ETHERNET) {
-			for (uint32_t i = 0; i < EMU_GIDS; i++) {
+			for (uint32_t i = 0; i < gid_count(d); i++) {
 				struct ibv_gid_entry e;
 				if (gid_entry(d, i, &e) == 0 && !memcmp(e.gid.raw, ah->grh.dgid.raw, 16))
 					return o;
@@ -832,7 +944,7 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		const struct ibv_ah_attr *ah = &a->ah_attr;
 		if (q->d->link_layer == IBV_LINK_LAYER_ETHERNET) {
 			struct ibv_gid_entry e;
-			if (!ah->is_global || ah->grh.sgid_index >= EMU_GIDS ||
+			if (!ah->is_global || ah->grh.sgid_index >= gid_count(q->d) ||
 			    gid_entry(q->d, ah->grh.sgid_index, &e) ||
 			    e.gid_type == IBV_GID_TYPE_IB) {
 				pthread_mutex_unlock(&emu_lock);
@@ -1675,7 +1787,7 @@ static uint32_t next_umem = 0x1000, next_uar_page = 0x20;
 
 static bool devx_ctx(struct ibv_context *ib)
 {
-	return ((struct emu_ctx *)ib)->devx && cfg.devx;
+	return ctx_of(ib)->devx && cfg.devx;
 }
 
 static struct ibv_context *emu_dv_open_device(struct ibv_device *dev,
@@ -1687,7 +1799,7 @@ static struct ibv_context *emu_dv_open_device(struct ibv_device *dev,
 	}
 	struct ibv_context *ib = emu_open_device(dev);
 	if (ib && attr)
-		((struct emu_ctx *)ib)->devx = (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) != 0;
+		ctx_of(ib)->devx = (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) != 0;
 	return ib;
 }
 
@@ -2245,6 +2357,128 @@ static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 	}
 	free(o);
 	return 0;
+}
+
+/* ---- the context's ops (verbs.h's inline functions) ----------------------------------- */
+
+static int emu_vquery_port(struct ibv_context *ib, uint8_t port, struct ibv_port_attr *a,
+			   size_t len)
+{
+	struct ibv_port_attr pa;
+	int rc = emu_query_port(ib, port, &pa);
+	if (rc)
+		return rc;
+	memset(a, 0, len);
+	memcpy(a, &pa, len < sizeof(pa) ? len : sizeof(pa));
+	return 0;
+}
+
+static int emu_vquery_device_ex(struct ibv_context *ib, const struct ibv_query_device_ex_input *in,
+				struct ibv_device_attr_ex *a, size_t len)
+{
+	if ((in && in->comp_mask) || len < sizeof(a->orig_attr))
+		return EINVAL;
+	struct ibv_device_attr_ex x;
+	memset(&x, 0, sizeof(x));
+	int rc = emu_query_device(ib, &x.orig_attr);
+	if (rc)
+		return rc;
+	x.max_dm_size = 0;
+	memset(a, 0, len);
+	memcpy(a, &x, len < sizeof(x) ? len : sizeof(x));
+	return 0;
+}
+
+/* A verb the emulation does not offer: EOPNOTSUPP, and a log line naming it. */
+static int refuse(const char *verb)
+{
+	KLOG_ERR("kinet-verbs: %s is not supported (EOPNOTSUPP)", verb);
+	return EOPNOTSUPP;
+}
+
+static int emu_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	(void)cq, (void)n, (void)wc;
+	return -refuse("ibv_poll_cq");
+}
+
+static int emu_req_notify_cq(struct ibv_cq *cq, int solicited)
+{
+	(void)cq, (void)solicited;
+	return refuse("ibv_req_notify_cq");
+}
+
+static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	(void)qp;
+	*bad = wr;
+	return refuse("ibv_post_send");
+}
+
+static int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)qp;
+	*bad = wr;
+	return refuse("ibv_post_recv");
+}
+
+static int emu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad)
+{
+	(void)srq;
+	*bad = wr;
+	return refuse("ibv_post_srq_recv");
+}
+
+static struct ibv_mw *emu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	(void)pd, (void)type;
+	errno = refuse("ibv_alloc_mw");
+	return NULL;
+}
+
+static int emu_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b)
+{
+	(void)qp, (void)mw, (void)b;
+	return refuse("ibv_bind_mw");
+}
+
+static int emu_dealloc_mw(struct ibv_mw *mw)
+{
+	(void)mw;
+	return refuse("ibv_dealloc_mw");
+}
+
+/* Lays the context out as rdma-core's verbs_context: the extended ABI
+ * marker, its size, and the ops the inline functions call. */
+static void ctx_ops(struct emu_ctx *c)
+{
+	struct ibv_context *ib = &c->vc.context;
+	ib->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	c->vc.sz = sizeof(c->vc);
+	c->vc.query_port = emu_vquery_port;
+	c->vc.query_device_ex = emu_vquery_device_ex;
+	ib->ops.poll_cq = emu_poll_cq;
+	ib->ops.req_notify_cq = emu_req_notify_cq;
+	ib->ops.post_send = emu_post_send;
+	ib->ops.post_recv = emu_post_recv;
+	ib->ops.post_srq_recv = emu_post_srq_recv;
+	ib->ops.alloc_mw = emu_alloc_mw;
+	ib->ops.bind_mw = emu_bind_mw;
+	ib->ops.dealloc_mw = emu_dealloc_mw;
+}
+
+int kinet_mlx5_emu_dev_port(struct ibv_device *dev, struct kinet_verbs_port *out)
+{
+	pthread_mutex_lock(&emu_lock);
+	int rc = -ENODEV;
+	for (int i = 0; i < EMU_MAXDEV; i++)
+		if (dev == &devs[i].dev && devs[i].host) {
+			*out = devs[i].hp;
+			rc = 0;
+		}
+	pthread_mutex_unlock(&emu_lock);
+	return rc;
 }
 
 static const struct kinet_mlx5_ops emu_ops = {

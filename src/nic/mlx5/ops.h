@@ -169,9 +169,17 @@ struct kinet_mlx5_emu_cfg {
 	int no_cq_oi;      /* 1: CQs with overrun ignore are refused */
 	int log_max_msg;   /* 0: 30 (1 GiB messages) */
 	int log_bf_reg_size; /* 0: 9 (two BlueFlame buffers of 256 bytes) */
+	/* kinet-verbs (src/verbs/ibverbs.c): devices kinet0.. over the host's
+	 * Ethernet interfaces, one RoCE port each, GIDs from their addresses,
+	 * MTU from theirs (ndev is then the number of interfaces) */
+	int host;
 };
 
 const struct kinet_mlx5_ops *kinet_mlx5_emu_ops(void);
+/* kinet-verbs: the host interface behind a device of the list (cfg.host),
+ * as src/verbs/host.h describes it; -ENODEV for another device. */
+struct kinet_verbs_port;
+int kinet_mlx5_emu_dev_port(struct ibv_device *dev, struct kinet_verbs_port *out);
 #define KINET_EMU_GPU_REAL 2
 /* Reads / replaces the emulation's configuration (defaults: 2 RoCE devices,
  * active ports, no GPU or the real one, DevX on). */

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ibverbs.c - kinet-verbs' libibverbs.so.1: rdma-core's verbs ABI (its
+ * soname, its symbol versions, its structs from the installed headers) over
+ * the rdma-core double of emu.c, whose objects are software-NIC objects.
+ *
+ * The devices are kinet0.. over the host's Ethernet interfaces (host.c):
+ * one RoCE v2 port each, GIDs from the interface's addresses. The context
+ * is rdma-core's struct verbs_context (emu.c), so verbs.h's inline
+ * functions reach kinet through its ops. A verb kinet-verbs does not offer
+ * fails with EOPNOTSUPP (or NULL and errno EOPNOTSUPP) and a log line naming
+ * it. docs/verbs.md says what is offered and what is refused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include "nic/mlx5/ops.h"
+#include "core/driver.h"
+#include "verbs/host.h"
+
+/* verbs.h turns these into inline wrappers; here they are the symbols */
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+#define KV_EXPORT __attribute__((visibility("default")))
+
+static const struct kinet_mlx5_ops *the_ops;
+
+static void ops_init(void)
+{
+	struct kinet_mlx5_emu_cfg c;
+	kinet_mlx5_emu_get_cfg(&c);
+	c.host = 1;
+	c.gpu = 0;
+	kinet_mlx5_emu_set_cfg(&c);
+	the_ops = kinet_mlx5_emu_ops();
+}
+
+/* The double's table, set up for kinet-verbs (host devices) on first use;
+ * libmlx5.so.1 reaches it here too. */
+KV_EXPORT const struct kinet_mlx5_ops *kinet_verbs_ops(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, ops_init);
+	return the_ops;
+}
+
+#define ops kinet_verbs_ops
+
+static int refused(const char *verb)
+{
+	KLOG_ERR("kinet-verbs: %s is not supported (EOPNOTSUPP)", verb);
+	return EOPNOTSUPP;
+}
+
+static void *refused_null(const char *verb)
+{
+	errno = refused(verb);
+	return NULL;
+}
+
+/* ---- devices ------------------------------------------------------------------------ */
+
+KV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
+{
+	int n = 0;
+	struct ibv_device **l = ops()->get_device_list(&n);
+	if (num)
+		*num = l ? n : 0;
+	return l;
+}
+
+KV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	if (list)
+		ops()->free_device_list(list);
+}
+
+KV_EXPORT const char *ibv_get_device_name(struct ibv_device *dev)
+{
+	return dev ? dev->name : NULL;
+}
+
+KV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *dev)
+{
+	struct kinet_verbs_port p;
+	if (!dev || kinet_mlx5_emu_dev_port(dev, &p))
+		return 0;
+	uint8_t g[8];
+	kinet_verbs_eui64(p.mac, g);
+	__be64 v;
+	memcpy(&v, g, 8);
+	return v;
+}
+
+KV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+{
+	if (!dev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return ops()->open_device(dev);
+}
+
+KV_EXPORT int ibv_close_device(struct ibv_context *ctx)
+{
+	return ctx ? ops()->close_device(ctx) : EINVAL;
+}
+
+KV_EXPORT int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	if (!ctx || !attr)
+		return EINVAL;
+	return ops()->query_device(ctx, attr);
+}
+
+/* The symbol behind verbs.h's fallback: rdma-core's older, shorter struct
+ * (up to link_layer and one byte after it). */
+KV_EXPORT int ibv_query_port(struct ibv_context *ctx, uint8_t port,
+			     struct _compat_ibv_port_attr *attr)
+{
+	if (!ctx || !attr)
+		return EINVAL;
+	struct ibv_port_attr a;
+	int rc = ops()->query_port(ctx, port, &a);
+	if (rc)
+		return rc;
+	memcpy(attr, &a, offsetof(struct ibv_port_attr, flags) + 1);
+	return 0;
+}
+
+KV_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+				struct ibv_gid_entry *entry, uint32_t flags, size_t size)
+{
+	if (!ctx || !entry || flags || size < sizeof(*entry))
+		return EINVAL;
+	return ops()->query_gid_ex(ctx, port, index, entry);
+}
+
+KV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
+				       size_t max, uint32_t flags, size_t size)
+{
+	if (!ctx || !entries || flags || size < sizeof(*entries))
+		return -EINVAL;
+	struct ibv_device_attr da;
+	int rc = ops()->query_device(ctx, &da);
+	if (rc)
+		return -rc;
+	size_t n = 0;
+	for (uint32_t p = 1; p <= da.phys_port_cnt; p++) {
+		struct ibv_port_attr pa;
+		if ((rc = ops()->query_port(ctx, (uint8_t)p, &pa)))
+			return -rc;
+		for (int i = 0; i < pa.gid_tbl_len; i++) {
+			struct ibv_gid_entry e;
+			if (ops()->query_gid_ex(ctx, p, (uint32_t)i, &e))
+				continue; /* an empty entry */
+			if (n == max)
+				return -EINVAL;
+			memcpy((uint8_t *)entries + n * size, &e, sizeof(e));
+			n++;
+		}
+	}
+	return (ssize_t)n;
+}
+
+/* An empty entry of the table reads as the zero GID, as in rdma-core. */
+KV_EXPORT int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
+{
+	if (!ctx || !gid || index < 0)
+		return -1;
+	struct ibv_gid_entry e;
+	int rc = ops()->query_gid_ex(ctx, port, (uint32_t)index, &e);
+	if (rc == ENODATA) {
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	*gid = e.gid;
+	return 0;
+}
+
+/* rdma-core's private node (IBVERBS_PRIVATE_34), which its own utilities use;
+ * the type as its sysfs names it (rdma-core's driver.h, not installed):
+ * 0 "IB/RoCE v1", 1 "RoCE v2". */
+enum { IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2 };
+
+KV_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
+				 int *type)
+{
+	struct ibv_gid_entry e;
+	int rc = ops()->query_gid_ex(ctx, port, index, &e);
+	if (rc == ENODATA) {
+		/* rdma-core: an empty entry has the type of its slot */
+		*type = index % 2 ? IBV_GID_TYPE_SYSFS_ROCE_V2 : IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+		return 0;
+	}
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? IBV_GID_TYPE_SYSFS_ROCE_V2
+						    : IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	return 0;
+}
+
+KV_EXPORT int ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, __be16 *pkey)
+{
+	if (!ctx || !pkey || port != 1 || index != 0)
+		return -1;
+	*pkey = htobe16(0xffff); /* RoCE: the default partition only */
+	return 0;
+}
+
+KV_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 pkey)
+{
+	if (!ctx || port != 1 || (be16toh(pkey) & 0x7fff) != 0x7fff)
+		return -1;
+	return 0;
+}
+
+/* sysfs files of a kinet device, answered as its sysfs would be; other
+ * paths are read as rdma-core reads them. */
+KV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+	if (!dir || !file || !buf || !size)
+		return -1;
+	const char *kd = "/sys/class/infiniband/kinet";
+	if (!strncmp(dir, kd, strlen(kd))) {
+		const char *v = NULL;
+		if (!strcmp(file, "board_id"))
+			v = "KINET_SOFT_NIC";
+		else if (!strcmp(file, "node_type"))
+			v = "1: CA";
+		else if (!strcmp(file, "hca_type"))
+			v = "kinet";
+		if (!v) {
+			errno = ENOENT;
+			return -1;
+		}
+		snprintf(buf, size, "%s", v);
+		return (int)strlen(buf);
+	}
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	if ((size_t)n == size)
+		n--;
+	buf[n] = 0;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	return (int)n;
+}
+
+KV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+{
+	snprintf(buf, size, "/sys");
+	return 0;
+}
+
+KV_EXPORT int ibv_fork_init(void)
+{
+	return 0; /* software NIC memory needs no pinning against fork */
+}
+
+KV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+KV_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+	(void)base, (void)size;
+	return 0;
+}
+
+KV_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+	(void)base, (void)size;
+	return 0;
+}
+
+/* ---- asynchronous events: none are raised ---------------------------------------------- */
+
+KV_EXPORT int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+	(void)ctx, (void)ev;
+	errno = refused("ibv_get_async_event");
+	return -1;
+}
+
+KV_EXPORT void ibv_ack_async_event(struct ibv_async_event *ev)
+{
+	(void)ev;
+}
+
+/* ---- PDs and memory ------------------------------------------------------------------- */
+
+KV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
+{
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return ops()->alloc_pd(ctx);
+}
+
+KV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	return pd ? ops()->dealloc_pd(pd) : EINVAL;
+}
+
+KV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return ops()->reg_mr(pd, addr, len, access);
+}
+
+KV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len,
+					  uint64_t iova, unsigned int access)
+{
+	if (iova != (uintptr_t)addr)
+		return refused_null("ibv_reg_mr_iova2 with an iova other than the address");
+	return ibv_reg_mr(pd, addr, len, (int)access);
+}
+
+KV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t len,
+					 uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, len, iova, (unsigned)access);
+}
+
+KV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
+					   uint64_t iova, int fd, int access)
+{
+	(void)pd, (void)offset, (void)len, (void)iova, (void)fd, (void)access;
+	return refused_null("ibv_reg_dmabuf_mr");
+}
+
+KV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			   size_t len, int access)
+{
+	(void)mr, (void)flags, (void)pd, (void)addr, (void)len, (void)access;
+	return refused("ibv_rereg_mr");
+}
+
+KV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	return mr ? ops()->dereg_mr(mr) : EINVAL;
+}
+
+/* ---- CQs and completion channels ----------------------------------------------------- */
+
+KV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
+	if (!ctx || !ch) {
+		free(ch);
+		errno = ctx ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	ch->context = ctx;
+	ch->fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->fd < 0) {
+		free(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+KV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	if (!ch)
+		return EINVAL;
+	if (ch->refcnt)
+		return EBUSY;
+	close(ch->fd);
+	free(ch);
+	return 0;
+}
+
+KV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+				       struct ibv_comp_channel *ch, int vector)
+{
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ch)
+		return refused_null("ibv_create_cq with a completion channel");
+	return ops()->create_cq(ctx, cqe, cq_context, ch, vector);
+}
+
+KV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	(void)cq, (void)cqe;
+	return refused("ibv_resize_cq");
+}
+
+KV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	return cq ? ops()->destroy_cq(cq) : EINVAL;
+}
+
+KV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context)
+{
+	(void)ch, (void)cq, (void)cq_context;
+	errno = refused("ibv_get_cq_event");
+	return -1;
+}
+
+KV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int n)
+{
+	(void)cq, (void)n;
+}
+
+/* ---- QPs ------------------------------------------------------------------------------ */
+
+KV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	if (!pd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->qp_type != IBV_QPT_RC)
+		return refused_null("ibv_create_qp of a type other than RC");
+	return ops()->create_qp(pd, attr);
+}
+
+KV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	return qp && attr ? ops()->modify_qp(qp, attr, mask) : EINVAL;
+}
+
+KV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			   struct ibv_qp_init_attr *init)
+{
+	(void)mask;
+	if (!qp || !attr || !init)
+		return EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	init->qp_context = qp->qp_context;
+	init->send_cq = qp->send_cq;
+	init->recv_cq = qp->recv_cq;
+	init->qp_type = qp->qp_type;
+	return 0;
+}
+
+KV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	return qp ? ops()->destroy_qp(qp) : EINVAL;
+}
+
+KV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	(void)qp;
+	return refused_null("ibv_qp_to_qp_ex (the work request API)");
+}
+
+/* ---- refused families: SRQ, AH, multicast ------------------------------------------------ */
+
+KV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
+{
+	(void)pd, (void)a;
+	return refused_null("ibv_create_srq");
+}
+
+KV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask)
+{
+	(void)srq, (void)a, (void)mask;
+	return refused("ibv_modify_srq");
+}
+
+KV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a)
+{
+	(void)srq, (void)a;
+	return refused("ibv_query_srq");
+}
+
+KV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	(void)srq;
+	return refused("ibv_destroy_srq");
+}
+
+KV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
+{
+	(void)pd, (void)a;
+	return refused_null("ibv_create_ah");
+}
+
+KV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	(void)ah;
+	return refused("ibv_destroy_ah");
+}
+
+KV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp, (void)gid, (void)lid;
+	return refused("ibv_attach_mcast");
+}
+
+KV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp, (void)gid, (void)lid;
+	return refused("ibv_detach_mcast");
+}
+
+/* ---- strings and rates ------------------------------------------------------------------ */
+
+KV_EXPORT const char *ibv_node_type_str(enum ibv_node_type t)
+{
+	static const char *const s[] = {"CA", "switch", "router", "iWARP NIC", "usNIC",
+					"usNIC UDP", "unspecified"};
+	return t >= IBV_NODE_CA && t <= IBV_NODE_UNSPECIFIED ? s[t - IBV_NODE_CA] : "unknown";
+}
+
+KV_EXPORT const char *ibv_port_state_str(enum ibv_port_state s)
+{
+	static const char *const n[] = {"PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
+					"PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
+	return (unsigned)s < sizeof(n) / sizeof(n[0]) ? n[s] : "unknown";
+}
+
+KV_EXPORT const char *ibv_event_type_str(enum ibv_event_type e)
+{
+	static const char *const n[] = {
+		"CQ error", "local work queue catastrophic error", "invalid request local work queue error",
+		"local access violation work queue error", "communication established",
+		"send queue drained", "path migrated", "path migration request error",
+		"local catastrophic error", "port active", "port error", "LID change",
+		"P_Key change", "SM change", "SRQ catastrophic error", "SRQ limit reached",
+		"last WQE reached", "client reregistration", "GID table change", "WQ fatal"};
+	return (unsigned)e < sizeof(n) / sizeof(n[0]) ? n[e] : "unknown";
+}
+
+KV_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status s)
+{
+	static const char *const n[] = {
+		"success", "local length error", "local QP operation error",
+		"local EE context operation error", "local protection error", "Work Request Flushed Error",
+		"memory management operation error", "bad response error", "local access error",
+		"remote invalid request error", "remote access error", "remote operation error",
+		"transport retry counter exceeded", "RNR retry counter exceeded",
+		"local RDD violation error", "remote invalid RD request", "aborted error",
+		"invalid EE context number", "invalid EE context state", "fatal error",
+		"response timeout error", "general error", "TM error", "TM rendezvous incomplete"};
+	return (unsigned)s < sizeof(n) / sizeof(n[0]) ? n[s] : "unknown";
+}
+
+KV_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
+{
+	switch (rate) {
+	case IBV_RATE_2_5_GBPS: return 1;
+	case IBV_RATE_5_GBPS: return 2;
+	case IBV_RATE_10_GBPS: return 4;
+	case IBV_RATE_20_GBPS: return 8;
+	case IBV_RATE_30_GBPS: return 12;
+	case IBV_RATE_40_GBPS: return 16;
+	case IBV_RATE_60_GBPS: return 24;
+	case IBV_RATE_80_GBPS: return 32;
+	case IBV_RATE_120_GBPS: return 48;
+	default: return -1;
+	}
+}
+
+KV_EXPORT enum ibv_rate mult_to_ibv_rate(int mult)
+{
+	for (int r = IBV_RATE_2_5_GBPS; r <= IBV_RATE_120_GBPS; r++)
+		if (ibv_rate_to_mult((enum ibv_rate)r) == mult)
+			return (enum ibv_rate)r;
+	return IBV_RATE_MAX;
+}
+
+static const struct {
+	enum ibv_rate r;
+	int mbps;
+} rates[] = {
+	{IBV_RATE_2_5_GBPS, 2500},   {IBV_RATE_5_GBPS, 5000},     {IBV_RATE_10_GBPS, 10000},
+	{IBV_RATE_14_GBPS, 14062},   {IBV_RATE_20_GBPS, 20000},   {IBV_RATE_25_GBPS, 25781},
+	{IBV_RATE_30_GBPS, 30000},   {IBV_RATE_40_GBPS, 40000},   {IBV_RATE_50_GBPS, 53125},
+	{IBV_RATE_56_GBPS, 56250},   {IBV_RATE_60_GBPS, 60000},   {IBV_RATE_80_GBPS, 80000},
+	{IBV_RATE_100_GBPS, 103125}, {IBV_RATE_112_GBPS, 112500}, {IBV_RATE_120_GBPS, 120000},
+	{IBV_RATE_168_GBPS, 168750}, {IBV_RATE_200_GBPS, 206250}, {IBV_RATE_300_GBPS, 309375},
+	{IBV_RATE_400_GBPS, 412500}, {IBV_RATE_600_GBPS, 618750},
+};
+
+KV_EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
+{
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		if (rates[i].r == rate)
+			return rates[i].mbps;
+	return -1;
+}
+
+KV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
+{
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		if (rates[i].mbps == mbps)
+			return rates[i].r;
+	return IBV_RATE_MAX;
+}
+
+KV_EXPORT int ibv_get_device_index(struct ibv_device *dev)
+{
+	struct kinet_verbs_port p;
+	if (!dev || kinet_mlx5_emu_dev_port(dev, &p))
+		return -1;
+	return atoi(dev->name + strlen("kinet"));
+}
