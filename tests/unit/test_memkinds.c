@@ -222,7 +222,8 @@ static int fk_mem_alloc(int kind, size_t len, struct kinet_cuda_alloc *out)
 		return g_fail_rc;
 	cr_assert_lt(g_nal, FK_MAX);
 	/* the allocators' 256-byte alignment, and no more: the core must align */
-	char *p = aligned_alloc(4096, len + 4096 + 256);
+	/* (aligned_alloc's size: a multiple of the alignment) */
+	char *p = aligned_alloc(4096, (len + 4096 + 256 + 4095) & ~(size_t)4095);
 	cr_assert_not_null(p);
 	void *base = p + 256;
 	g_al[g_nal].base = base;
