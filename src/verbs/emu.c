@@ -37,57 +37,8 @@
 
 #if KINET_HAVE_RDMA_HEADERS
 
-#define EMU_MAXDEV 4
-#define EMU_GIDS 8
-#define EMU_HOST_GIDS 255 /* the GID table a ConnectX port reports */
+#include "verbs/emu.h"
 
-struct emu_dev {
-	struct ibv_device dev; /* first: the handle rdma-core hands out */
-	int index;
-	kinet_ctx *soft; /* the software NIC behind this device */
-	int opens;
-	int link_layer;  /* fixed at first open */
-	bool host;       /* kinet-verbs: a port over a host interface (hp) */
-	struct kinet_verbs_port hp;
-};
-
-/* rdma-core's extended context (struct verbs_context ends with the
- * struct ibv_context the program holds), so that verbs.h's inline functions
- * (ibv_query_port, ibv_query_device_ex, ibv_post_send, ibv_poll_cq, ...)
- * reach the emulation through the context's ops. */
-struct emu_ctx {
-	struct verbs_context vc;
-	struct emu_dev *d;
-	bool devx; /* opened with mlx5dv_open_device(DEVX) */
-};
-struct emu_pd {
-	struct ibv_pd pd;
-	kinet_pd *spd;
-	kinet_eth_port *eport; /* raw Ethernet: the software NIC's port (loopback) */
-	struct emu_pd *next;
-};
-struct emu_mr {
-	struct ibv_mr mr;
-	kinet_mr *smr;
-};
-struct emu_cq {
-	struct ibv_cq cq;
-	kinet_cq *scq;
-	uint32_t cqn;
-};
-struct emu_qp {
-	struct ibv_qp qp;
-	kinet_qp *sqp;
-	struct emu_dev *d;
-	struct emu_qp *peer;
-	uint32_t rq_psn, sq_psn;
-	bool has_rq_psn, has_sq_psn;
-	struct emu_qp *next; /* all emulated QPs (peer lookup) */
-	/* raw packet QPs: a send queue, or the hashing QP of a receive WQ */
-	kinet_eth_txq *etx;
-	kinet_cq *etx_own_cq; /* the send queue's own CQ, while the verbs CQ stands in */
-	struct emu_wq *rss;
-};
 /* A receive WQ: a raw receive queue of the software NIC's port. */
 struct emu_wq {
 	struct ibv_wq wq;
@@ -723,7 +674,7 @@ static struct ibv_cq *emu_create_cq_oi(struct ibv_context *ib, int cqe)
 static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
 				 struct ibv_comp_channel *ch, uint32_t flags)
 {
-	if (cqe <= 0 || cqe >= (1 << 22) || ch) {
+	if (cqe <= 0 || cqe >= (1 << 22) || (ch && ch->context != ib)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -747,6 +698,7 @@ static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
 	c->cqn = next_cqn++;
 	pthread_mutex_unlock(&emu_lock);
 	c->cq.handle = c->cqn;
+	emu_data_cq_init(c, ch);
 	return &c->cq;
 }
 
@@ -754,6 +706,9 @@ static int emu_destroy_cq(struct ibv_cq *cq)
 {
 	called("destroy_cq");
 	struct emu_cq *c = (struct emu_cq *)cq;
+	if (atomic_load(&c->scq->refs) > 0)
+		return EBUSY; /* QPs still use it */
+	emu_data_cq_fini(c); /* disarmed, its events gone, the events read acknowledged */
 	int rc = kinet_cq_destroy(c->scq);
 	if (rc)
 		return -rc;
@@ -822,6 +777,12 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	q->sqp->bf_alt = emu_bf_size(); /* the device's two registers */
 	ia->cap.max_send_wr = sq_cnt / nbb;
 	ia->cap.max_recv_wr = rq_cnt;
+	if (emu_data_qp_init(q, ia)) {
+		kinet_qp_destroy(q->sqp);
+		free(q);
+		errno = ENOMEM;
+		return NULL;
+	}
 	pthread_mutex_lock(&emu_lock);
 	q->next = all_qps;
 	all_qps = q;
@@ -850,8 +811,19 @@ static int emu_destroy_qp(struct ibv_qp *qp)
 	int rc = kinet_qp_destroy(q->sqp);
 	if (rc)
 		return -rc;
+	emu_data_qp_fini(q);
 	free(q);
 	return 0;
+}
+
+struct emu_qp *emu_qp_by_num(struct emu_dev *d, uint32_t qpn)
+{
+	pthread_mutex_lock(&emu_lock);
+	struct emu_qp *q = all_qps;
+	while (q && (q->qp.qp_num != qpn || q->d != d))
+		q = q->next;
+	pthread_mutex_unlock(&emu_lock);
+	return q;
 }
 
 /* The QP that an address vector and QP number designate, or NULL. */
@@ -997,7 +969,38 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		q->has_rq_psn = q->has_sq_psn = false;
 	}
 	q->qp.state = (enum ibv_qp_state)to;
+	/* what ibv_query_qp reports */
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->attr.pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->attr.port_num = a->port_num;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		q->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_AV)
+		q->attr.ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		q->attr.path_mtu = a->path_mtu;
+	if (mask & IBV_QP_DEST_QPN)
+		q->attr.dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_RQ_PSN)
+		q->attr.rq_psn = a->rq_psn;
+	if (mask & IBV_QP_SQ_PSN)
+		q->attr.sq_psn = a->sq_psn;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		q->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		q->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		q->attr.min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		q->attr.timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		q->attr.retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		q->attr.rnr_retry = a->rnr_retry;
 	pthread_mutex_unlock(&emu_lock);
+	if (to == IBV_QPS_RESET)
+		emu_data_qp_reset(q);
 	return 0;
 }
 
@@ -2396,32 +2399,6 @@ static int refuse(const char *verb)
 	return EOPNOTSUPP;
 }
 
-static int emu_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	(void)cq, (void)n, (void)wc;
-	return -refuse("ibv_poll_cq");
-}
-
-static int emu_req_notify_cq(struct ibv_cq *cq, int solicited)
-{
-	(void)cq, (void)solicited;
-	return refuse("ibv_req_notify_cq");
-}
-
-static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
-	return refuse("ibv_post_send");
-}
-
-static int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	(void)qp;
-	*bad = wr;
-	return refuse("ibv_post_recv");
-}
-
 static int emu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			     struct ibv_recv_wr **bad)
 {
@@ -2458,10 +2435,7 @@ static void ctx_ops(struct emu_ctx *c)
 	c->vc.sz = sizeof(c->vc);
 	c->vc.query_port = emu_vquery_port;
 	c->vc.query_device_ex = emu_vquery_device_ex;
-	ib->ops.poll_cq = emu_poll_cq;
-	ib->ops.req_notify_cq = emu_req_notify_cq;
-	ib->ops.post_send = emu_post_send;
-	ib->ops.post_recv = emu_post_recv;
+	emu_data_ops(ib); /* poll_cq, req_notify_cq, post_send, post_recv (data.c) */
 	ib->ops.post_srq_recv = emu_post_srq_recv;
 	ib->ops.alloc_mw = emu_alloc_mw;
 	ib->ops.bind_mw = emu_bind_mw;

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 #include "nic/mlx5/ops.h"
 #include "core/driver.h"
 #include "verbs/host.h"
+#include "verbs/emu.h"
 
 /* verbs.h turns these into inline wrappers; here they are the symbols */
 #undef ibv_query_port
@@ -370,30 +370,16 @@ KV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 
 KV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 {
-	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
-	if (!ctx || !ch) {
-		free(ch);
-		errno = ctx ? ENOMEM : EINVAL;
+	if (!ctx) {
+		errno = EINVAL;
 		return NULL;
 	}
-	ch->context = ctx;
-	ch->fd = eventfd(0, EFD_CLOEXEC);
-	if (ch->fd < 0) {
-		free(ch);
-		return NULL;
-	}
-	return ch;
+	return emu_chan_create(ctx);
 }
 
 KV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 {
-	if (!ch)
-		return EINVAL;
-	if (ch->refcnt)
-		return EBUSY;
-	close(ch->fd);
-	free(ch);
-	return 0;
+	return ch ? emu_chan_destroy(ch) : EINVAL;
 }
 
 KV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -403,8 +389,6 @@ KV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *c
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ch)
-		return refused_null("ibv_create_cq with a completion channel");
 	return ops()->create_cq(ctx, cqe, cq_context, ch, vector);
 }
 
@@ -421,14 +405,17 @@ KV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 
 KV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context)
 {
-	(void)ch, (void)cq, (void)cq_context;
-	errno = refused("ibv_get_cq_event");
-	return -1;
+	if (!ch || !cq || !cq_context) {
+		errno = EINVAL;
+		return -1;
+	}
+	return emu_get_cq_event(ch, cq, cq_context);
 }
 
 KV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 {
-	(void)cq, (void)n;
+	if (cq)
+		emu_ack_cq_events(cq, n);
 }
 
 /* ---- QPs ------------------------------------------------------------------------------ */
@@ -452,18 +439,9 @@ KV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 KV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 			   struct ibv_qp_init_attr *init)
 {
-	(void)mask;
 	if (!qp || !attr || !init)
 		return EINVAL;
-	memset(attr, 0, sizeof(*attr));
-	memset(init, 0, sizeof(*init));
-	attr->qp_state = qp->state;
-	attr->cur_qp_state = qp->state;
-	init->qp_context = qp->qp_context;
-	init->send_cq = qp->send_cq;
-	init->recv_cq = qp->recv_cq;
-	init->qp_type = qp->qp_type;
-	return 0;
+	return emu_query_qp(qp, attr, mask, init);
 }
 
 KV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * emu.h - the objects of the rdma-core double (emu.c), private to src/verbs:
+ * rdma-core's structs first (the handles the program holds), the
+ * software-NIC objects behind them. The CPU data path (data.c: post send
+ * and receive, poll, completion channels) works on the same objects.
+ */
+#ifndef KINET_VERBS_EMU_H
+#define KINET_VERBS_EMU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "nic/mlx5/ops.h"
+#include "core/driver.h"
+#include "verbs/host.h"
+
+#define EMU_MAXDEV 4
+#define EMU_GIDS 8
+#define EMU_HOST_GIDS 255 /* the GID table a ConnectX port reports */
+
+struct emu_dev {
+	struct ibv_device dev; /* first: the handle rdma-core hands out */
+	int index;
+	kinet_ctx *soft; /* the software NIC behind this device */
+	int opens;
+	int link_layer;  /* fixed at first open */
+	bool host;       /* kinet-verbs: a port over a host interface (hp) */
+	struct kinet_verbs_port hp;
+};
+
+/* rdma-core's extended context (struct verbs_context ends with the
+ * struct ibv_context the program holds), so that verbs.h's inline functions
+ * (ibv_query_port, ibv_query_device_ex, ibv_post_send, ibv_poll_cq, ...)
+ * reach the emulation through the context's ops. */
+struct emu_ctx {
+	struct verbs_context vc;
+	struct emu_dev *d;
+	bool devx; /* opened with mlx5dv_open_device(DEVX) */
+};
+static inline struct emu_dev *emu_dev_of(struct ibv_context *ib)
+{
+	return ((struct emu_ctx *)((uint8_t *)ib - offsetof(struct verbs_context, context)))->d;
+}
+struct emu_pd {
+	struct ibv_pd pd;
+	kinet_pd *spd;
+	kinet_eth_port *eport; /* raw Ethernet: the software NIC's port (loopback) */
+	struct emu_pd *next;
+};
+struct emu_mr {
+	struct ibv_mr mr;
+	kinet_mr *smr;
+};
+struct emu_chan;
+struct emu_qp;
+struct emu_cq {
+	struct ibv_cq cq;
+	kinet_cq *scq;
+	uint32_t cqn;
+	/* the CPU data path (data.c) */
+	pthread_mutex_t lock;     /* ibv_poll_cq: one consumer at a time */
+	struct emu_qp *last;      /* the QP of the last CQE polled */
+	struct emu_chan *chan;    /* completion channel, or NULL */
+	bool armed, pending;      /* ibv_req_notify_cq; an event queued on chan */
+	struct emu_cq *arm_next;  /* the watcher's list of armed CQs */
+	struct emu_cq *ev_next;   /* the channel's queue of events */
+	uint32_t events_read;     /* events ibv_get_cq_event returned (cq.mutex) */
+};
+struct emu_qp {
+	struct ibv_qp qp;
+	kinet_qp *sqp;
+	struct emu_dev *d;
+	struct emu_qp *peer;
+	uint32_t rq_psn, sq_psn;
+	bool has_rq_psn, has_sq_psn;
+	struct emu_qp *next; /* all emulated QPs (peer lookup) */
+	/* raw packet QPs: a send queue, or the hashing QP of a receive WQ */
+	kinet_eth_txq *etx;
+	kinet_cq *etx_own_cq; /* the send queue's own CQ, while the verbs CQ stands in */
+	struct emu_wq *rss;
+	/* the CPU data path of RC QPs (data.c) */
+	struct ibv_qp_cap cap;   /* as created (what ibv_query_qp reports) */
+	bool sig_all;            /* sq_sig_all */
+	pthread_mutex_t sq_lock, rq_lock;
+	uint64_t *sq_wrid;       /* per SQ slot: the WR's id, opcode, WQEBBs */
+	uint8_t *sq_wop, *sq_nbb;
+	uint64_t *sq_atomic;     /* per SQ slot: an atomic's result address, or 0 */
+	uint64_t *sq_seq;        /* per SQ slot: the WR's number */
+	_Atomic uint64_t sq_tail; /* WQEBBs known complete (from CQEs) */
+	uint64_t sq_wr_head;      /* WRs posted, and known complete: at most */
+	_Atomic uint64_t sq_wr_tail; /* cap.max_send_wr outstanding, as mlx5 */
+	uint64_t *rq_wrid;
+	uint64_t rq_head;
+	_Atomic uint64_t rq_tail;
+	struct ibv_qp_attr attr; /* the attributes of the modifies so far (ibv_query_qp) */
+};
+
+/* data.c: the context's data-path ops, the per-QP and per-CQ state of the
+ * CPU data path, completion channels. */
+void emu_data_ops(struct ibv_context *ib);
+int emu_data_qp_init(struct emu_qp *q, const struct ibv_qp_init_attr *ia);
+void emu_data_qp_fini(struct emu_qp *q);
+void emu_data_qp_reset(struct emu_qp *q);
+void emu_data_cq_init(struct emu_cq *c, struct ibv_comp_channel *ch);
+void emu_data_cq_fini(struct emu_cq *c);
+struct emu_qp *emu_qp_by_num(struct emu_dev *d, uint32_t qpn);
+
+/* Completion channels (kinet-verbs' ibv_create_comp_channel and the rest). */
+struct ibv_comp_channel *emu_chan_create(struct ibv_context *ib);
+int emu_chan_destroy(struct ibv_comp_channel *ch);
+int emu_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context);
+void emu_ack_cq_events(struct ibv_cq *cq, unsigned int n);
+int emu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init);
+
+#endif

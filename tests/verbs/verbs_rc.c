@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_rc.c - an RDMA program written against rdma-core's verbs.h alone
+ * (no kinet header), linked with the system's libibverbs and run under
+ * kinet-run (test_verbs_rc): it opens kinet0 and drives two RC QPs of one
+ * process, connected to each other with the usual INIT/RTR/RTS modifies
+ * (the other QP's GID, QP number and PSN), through the CPU data path:
+ * RDMA write, write with immediate, read, send, send with immediate, both
+ * atomics, inline data, unsignaled work requests, a full send queue, a
+ * completion channel, and a bad rkey (remote access error, then flushes).
+ * Data is random and checked byte for byte, every work completion's fields
+ * are checked. Without a kinet device (the system's rdma-core) it fails.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+
+#define BUF (1 << 20)
+#define DEPTH 64
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "verbs_rc: FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+#define CHECK(c, ...)                                                                          \
+	do {                                                                                   \
+		if (!(c))                                                                      \
+			fail(__VA_ARGS__);                                                     \
+	} while (0)
+
+static uint64_t rng;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+static void fill(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)rnd();
+}
+
+struct side {
+	struct ibv_qp *qp;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint32_t psn;
+};
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static int gid_index;
+static enum ibv_mtu mtu;
+
+/* One work completion within 5 s. */
+static struct ibv_wc wait_wc(struct ibv_cq *cq, const char *what)
+{
+	struct ibv_wc wc;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		CHECK(n >= 0, "%s: ibv_poll_cq returned %d", what, n);
+		if (n == 1)
+			return wc;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		CHECK(t.tv_sec - t0.tv_sec < 5, "%s: no completion within 5 s", what);
+		usleep(10);
+	}
+}
+
+/* No further completion (within 50 ms). */
+static void no_wc(struct ibv_cq *cq, const char *what)
+{
+	usleep(50000);
+	struct ibv_wc wc;
+	int n = ibv_poll_cq(cq, 1, &wc);
+	CHECK(n == 0, "%s: an unexpected completion (wr_id %" PRIu64 ", status %s)", what,
+	      wc.wr_id, ibv_wc_status_str(wc.status));
+}
+
+static void expect_wc(const struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status st,
+		      enum ibv_wc_opcode op, uint32_t qpn, const char *what)
+{
+	CHECK(wc->status == st, "%s: status %s (%d), expected %s", what,
+	      ibv_wc_status_str(wc->status), wc->status, ibv_wc_status_str(st));
+	CHECK(wc->wr_id == wr_id, "%s: wr_id %" PRIu64 ", expected %" PRIu64, what, wc->wr_id,
+	      wr_id);
+	if (st == IBV_WC_SUCCESS)
+		CHECK(wc->opcode == op, "%s: opcode %d, expected %d", what, wc->opcode, op);
+	CHECK(wc->qp_num == qpn, "%s: qp_num 0x%x, expected 0x%x", what, wc->qp_num, qpn);
+}
+
+static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
+{
+	s->buf = aligned_alloc(4096, BUF);
+	CHECK(s->buf, "no memory");
+	fill(s->buf, BUF);
+	s->mr = ibv_reg_mr(pd, s->buf, BUF,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(s->mr, "ibv_reg_mr: %s", strerror(errno));
+	s->scq = scq;
+	s->rcq = rcq;
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.cap = {.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 4,
+			.max_recv_sge = 1, .max_inline_data = 128},
+		.qp_type = IBV_QPT_RC,
+	};
+	s->qp = ibv_create_qp(pd, &ia);
+	CHECK(s->qp, "ibv_create_qp: %s", strerror(errno));
+	s->psn = (uint32_t)rnd() & 0xffffff;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr qi;
+	CHECK(ibv_query_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_CAP, &qi) == 0, "ibv_query_qp");
+	CHECK(a.qp_state == IBV_QPS_RESET, "a new QP is in state %d", a.qp_state);
+	CHECK(qi.cap.max_send_wr >= DEPTH && qi.cap.max_recv_wr >= DEPTH &&
+		      qi.cap.max_send_sge == 4 && qi.cap.max_recv_sge == 1 &&
+		      qi.cap.max_inline_data >= 128 && a.cap.max_inline_data >= 128,
+	      "ibv_query_qp caps: send_wr %u recv_wr %u send_sge %u recv_sge %u inline %u",
+	      qi.cap.max_send_wr, qi.cap.max_recv_wr, qi.cap.max_send_sge, qi.cap.max_recv_sge,
+	      qi.cap.max_inline_data);
+	CHECK(qi.send_cq == scq && qi.recv_cq == rcq && qi.qp_type == IBV_QPT_RC,
+	      "ibv_query_qp: CQs or type");
+}
+
+/* INIT, RTR toward the peer (its GID, QP number, PSN), RTS. */
+static void connect_to(struct side *s, const struct side *peer)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	CHECK(ibv_modify_qp(s->qp, &a,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+		      0,
+	      "modify to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.rq_psn = peer->psn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(s->qp, &a,
+			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER) == 0,
+	      "modify to RTR");
+}
+
+static void to_rts(struct side *s)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.sq_psn = s->psn,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.max_rd_atomic = 16,
+	};
+	CHECK(ibv_modify_qp(s->qp, &a,
+			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
+	      "modify to RTS");
+}
+
+static void post_send(struct side *s, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(s->qp, wr, &bad);
+	CHECK(rc == 0, "%s: ibv_post_send: %s", what, strerror(rc));
+}
+
+static void post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	struct ibv_sge g = {.addr = (uintptr_t)(s->buf + off), .length = len, .lkey = s->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &g, .num_sge = 1}, *bad = NULL;
+	int rc = ibv_post_recv(s->qp, &wr, &bad);
+	CHECK(rc == 0, "ibv_post_recv: %s", strerror(rc));
+}
+
+static uint32_t rlen(uint32_t max)
+{
+	return 1 + (uint32_t)(rnd() % max);
+}
+
+int main(void)
+{
+	const char *seed = getenv("VERBS_RC_SEED");
+	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (!rng)
+		rng = 1;
+	printf("verbs_rc: seed 0x%" PRIx64 "\n", rng);
+
+	int n = 0;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	CHECK(l && n > 0, "no RDMA device (run under kinet-run)");
+	struct ibv_device *dev = NULL;
+	for (int i = 0; i < n; i++)
+		if (!strncmp(ibv_get_device_name(l[i]), "kinet", 5))
+			dev = l[i];
+	CHECK(dev, "no kinet device (run under kinet-run)");
+	ctx = ibv_open_device(dev);
+	CHECK(ctx, "ibv_open_device: %s", strerror(errno));
+	ibv_free_device_list(l);
+	struct ibv_port_attr pa;
+	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "ibv_query_port");
+	mtu = pa.active_mtu;
+	gid_index = 1; /* RoCE v2 of the default GID */
+	CHECK(ibv_query_gid(ctx, 1, gid_index, &gid) == 0, "ibv_query_gid");
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "ibv_alloc_pd");
+
+	/* A: one CQ for sends and receives; B: a send CQ, and a receive CQ
+	 * with a completion channel */
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	CHECK(ch, "ibv_create_comp_channel: %s", strerror(errno));
+	int cq_ctx_tag;
+	struct ibv_cq *cqa = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	struct ibv_cq *cqbs = ibv_create_cq(ctx, DEPTH, NULL, NULL, 0);
+	struct ibv_cq *cqbr = ibv_create_cq(ctx, DEPTH, &cq_ctx_tag, ch, 0);
+	CHECK(cqa && cqbs && cqbr, "ibv_create_cq: %s", strerror(errno));
+	struct side A, B;
+	make_side(&A, cqa, cqa);
+	make_side(&B, cqbs, cqbr);
+	uint32_t qa = A.qp->qp_num, qb = B.qp->qp_num;
+	connect_to(&A, &B);
+	connect_to(&B, &A);
+	to_rts(&A);
+	to_rts(&B);
+	struct ibv_qp_attr qa_attr;
+	struct ibv_qp_init_attr qa_init;
+	CHECK(ibv_query_qp(A.qp, &qa_attr, IBV_QP_STATE, &qa_init) == 0 &&
+		      qa_attr.qp_state == IBV_QPS_RTS && qa_attr.dest_qp_num == qb &&
+		      qa_attr.sq_psn == A.psn && qa_attr.rq_psn == B.psn,
+	      "ibv_query_qp after RTS: state %d, dest 0x%x", qa_attr.qp_state,
+	      qa_attr.dest_qp_num);
+
+	uint8_t *ref = malloc(BUF);
+	CHECK(ref, "no memory");
+
+	/* RDMA write, 3 local segments, into B */
+	for (int it = 0; it < 20; it++) {
+		uint32_t l1 = rlen(8192), l2 = rlen(70000), l3 = rlen(3000);
+		uint32_t src = (uint32_t)(rnd() % 4096), dst = (uint32_t)(rnd() % 4096);
+		fill(A.buf + src, l1 + l2 + l3 + 300);
+		struct ibv_sge g[3] = {
+			{(uintptr_t)(A.buf + src), l1, A.mr->lkey},
+			{(uintptr_t)(A.buf + src + l1 + 100), l2, A.mr->lkey},
+			{(uintptr_t)(A.buf + src + l1 + l2 + 200), l3, A.mr->lkey},
+		};
+		memcpy(ref, (void *)(uintptr_t)g[0].addr, l1);
+		memcpy(ref + l1, (void *)(uintptr_t)g[1].addr, l2);
+		memcpy(ref + l1 + l2, (void *)(uintptr_t)g[2].addr, l3);
+		struct ibv_send_wr wr = {.wr_id = 1000 + it, .sg_list = g, .num_sge = 3,
+					 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+		wr.wr.rdma.remote_addr = (uintptr_t)(B.buf + dst);
+		wr.wr.rdma.rkey = B.mr->rkey;
+		post_send(&A, &wr, "write");
+		struct ibv_wc wc = wait_wc(cqa, "write");
+		expect_wc(&wc, 1000 + it, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qa, "write");
+		CHECK(!memcmp(B.buf + dst, ref, l1 + l2 + l3), "write: data differs (%u bytes)",
+		      l1 + l2 + l3);
+	}
+	printf("verbs_rc: RDMA write ok\n");
+
+	/* write with immediate: consumes a receive of B, which says the length,
+	 * the immediate and the source QP */
+	for (int it = 0; it < 10; it++) {
+		uint32_t len = rlen(100000), dst = (uint32_t)(rnd() % 65536);
+		fill(A.buf, len);
+		post_recv(&B, 2000 + it, 0, 16);
+		struct ibv_sge g = {(uintptr_t)A.buf, len, A.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 2100 + it, .sg_list = &g, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+					 .send_flags = IBV_SEND_SIGNALED};
+		uint32_t imm = (uint32_t)rnd();
+		wr.imm_data = htonl(imm);
+		wr.wr.rdma.remote_addr = (uintptr_t)(B.buf + 65536 + dst);
+		wr.wr.rdma.rkey = B.mr->rkey;
+		post_send(&A, &wr, "write imm");
+		struct ibv_wc wc = wait_wc(cqa, "write imm (requester)");
+		expect_wc(&wc, 2100 + it, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qa, "write imm");
+		wc = wait_wc(cqbr, "write imm (responder)");
+		expect_wc(&wc, 2000 + it, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, qb,
+			  "write imm (responder)");
+		CHECK(wc.byte_len == len && (wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == imm &&
+			      wc.src_qp == qa,
+		      "write imm: byte_len %u (%u), flags 0x%x, imm 0x%x (0x%x), src_qp 0x%x",
+		      wc.byte_len, len, wc.wc_flags, ntohl(wc.imm_data), imm, wc.src_qp);
+		CHECK(!memcmp(B.buf + 65536 + dst, A.buf, len), "write imm: data differs");
+	}
+	printf("verbs_rc: RDMA write with immediate ok\n");
+
+	/* RDMA read from B into A, two local segments */
+	for (int it = 0; it < 10; it++) {
+		uint32_t l1 = rlen(50000), l2 = rlen(50000), src = (uint32_t)(rnd() % 4096);
+		fill(B.buf + src, l1 + l2);
+		struct ibv_sge g[2] = {{(uintptr_t)(A.buf + 200000), l1, A.mr->lkey},
+				       {(uintptr_t)(A.buf + 400000), l2, A.mr->lkey}};
+		struct ibv_send_wr wr = {.wr_id = 3000 + it, .sg_list = g, .num_sge = 2,
+					 .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED};
+		wr.wr.rdma.remote_addr = (uintptr_t)(B.buf + src);
+		wr.wr.rdma.rkey = B.mr->rkey;
+		post_send(&A, &wr, "read");
+		struct ibv_wc wc = wait_wc(cqa, "read");
+		expect_wc(&wc, 3000 + it, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, qa, "read");
+		CHECK(wc.byte_len == l1 + l2, "read: byte_len %u, expected %u", wc.byte_len, l1 + l2);
+		CHECK(!memcmp(A.buf + 200000, B.buf + src, l1) &&
+			      !memcmp(A.buf + 400000, B.buf + src + l1, l2),
+		      "read: data differs");
+	}
+	printf("verbs_rc: RDMA read ok\n");
+
+	/* send and send with immediate, A to B (and B to A, whose receive
+	 * completions share A's CQ with its sends) */
+	for (int it = 0; it < 20; it++) {
+		bool imm = it & 1;
+		struct side *s = it % 4 < 2 ? &A : &B, *r = s == &A ? &B : &A;
+		uint32_t l1 = rlen(20000), l2 = rlen(20000);
+		fill(s->buf + 500000, l1 + l2);
+		post_recv(r, 4000 + it, 600000, l1 + l2 + (uint32_t)(rnd() % 100));
+		struct ibv_sge g[2] = {{(uintptr_t)(s->buf + 500000), l1, s->mr->lkey},
+				       {(uintptr_t)(s->buf + 500000 + l1), l2, s->mr->lkey}};
+		uint32_t iv = (uint32_t)rnd();
+		struct ibv_send_wr wr = {.wr_id = 4100 + it, .sg_list = g, .num_sge = 2,
+					 .opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(iv)};
+		post_send(s, &wr, "send");
+		struct ibv_wc wc = wait_wc(s->scq, "send (requester)");
+		expect_wc(&wc, 4100 + it, IBV_WC_SUCCESS, IBV_WC_SEND, s->qp->qp_num, "send");
+		wc = wait_wc(r->rcq, "send (responder)");
+		expect_wc(&wc, 4000 + it, IBV_WC_SUCCESS, IBV_WC_RECV, r->qp->qp_num,
+			  "send (responder)");
+		CHECK(wc.byte_len == l1 + l2 && wc.src_qp == s->qp->qp_num,
+		      "send: byte_len %u (%u), src_qp 0x%x", wc.byte_len, l1 + l2, wc.src_qp);
+		CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == imm && (!imm || ntohl(wc.imm_data) == iv),
+		      "send: immediate flag 0x%x, imm 0x%x (0x%x)", wc.wc_flags, ntohl(wc.imm_data),
+		      iv);
+		CHECK(!memcmp(r->buf + 600000, s->buf + 500000, l1 + l2), "send: data differs");
+	}
+	printf("verbs_rc: send and send with immediate ok\n");
+
+	/* atomics on a word of B: the old value comes back to A */
+	uint64_t *word = (uint64_t *)(B.buf + 8 * (rnd() % 1000)), *old = (uint64_t *)(A.buf + 64);
+	for (int it = 0; it < 20; it++) {
+		uint64_t before = *word, add = rnd();
+		bool fa = it % 3 == 0;
+		bool hit = it % 3 == 1;
+		uint64_t cmp = hit ? before : before ^ 1, swp = rnd();
+		struct ibv_sge g = {(uintptr_t)old, 8, A.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 5000 + it, .sg_list = &g, .num_sge = 1,
+					 .opcode = fa ? IBV_WR_ATOMIC_FETCH_AND_ADD
+						      : IBV_WR_ATOMIC_CMP_AND_SWP,
+					 .send_flags = IBV_SEND_SIGNALED};
+		wr.wr.atomic.remote_addr = (uintptr_t)word;
+		wr.wr.atomic.rkey = B.mr->rkey;
+		wr.wr.atomic.compare_add = fa ? add : cmp;
+		wr.wr.atomic.swap = swp;
+		*old = rnd();
+		post_send(&A, &wr, "atomic");
+		struct ibv_wc wc = wait_wc(cqa, "atomic");
+		expect_wc(&wc, 5000 + it, IBV_WC_SUCCESS, fa ? IBV_WC_FETCH_ADD : IBV_WC_COMP_SWAP,
+			  qa, "atomic");
+		CHECK(wc.byte_len == 8, "atomic: byte_len %u", wc.byte_len);
+		CHECK(*old == before, "atomic: old value 0x%" PRIx64 ", expected 0x%" PRIx64, *old,
+		      before);
+		uint64_t want = fa ? before + add : hit ? swp : before;
+		CHECK(*word == want, "atomic %s: word 0x%" PRIx64 ", expected 0x%" PRIx64,
+		      fa ? "fetch-add" : hit ? "compare-swap (equal)" : "compare-swap (differs)",
+		      *word, want);
+	}
+	printf("verbs_rc: atomics ok\n");
+
+	/* inline write and send: the data is taken at post time (the source
+	 * changes right after) */
+	for (int it = 0; it < 20; it++) {
+		bool send = it & 1;
+		uint32_t l1 = rlen(64), l2 = rlen(64);
+		uint8_t src[128];
+		fill(src, sizeof(src));
+		memcpy(ref, src, l1 + l2);
+		struct ibv_sge g[2] = {{(uintptr_t)src, l1, 0}, {(uintptr_t)(src + 64), l2, 0}};
+		memcpy(ref + l1, src + 64, l2);
+		if (send)
+			post_recv(&B, 6000 + it, 700000, 128);
+		struct ibv_send_wr wr = {.wr_id = 6100 + it, .sg_list = g, .num_sge = 2,
+					 .opcode = send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE};
+		wr.wr.rdma.remote_addr = (uintptr_t)(B.buf + 700000);
+		wr.wr.rdma.rkey = B.mr->rkey;
+		post_send(&A, &wr, "inline");
+		fill(src, sizeof(src));
+		struct ibv_wc wc = wait_wc(cqa, "inline");
+		expect_wc(&wc, 6100 + it, IBV_WC_SUCCESS, send ? IBV_WC_SEND : IBV_WC_RDMA_WRITE, qa,
+			  "inline");
+		if (send) {
+			wc = wait_wc(cqbr, "inline send (responder)");
+			expect_wc(&wc, 6000 + it, IBV_WC_SUCCESS, IBV_WC_RECV, qb, "inline send");
+			CHECK(wc.byte_len == l1 + l2, "inline send: byte_len %u", wc.byte_len);
+		}
+		CHECK(!memcmp(B.buf + 700000, ref, l1 + l2), "inline: data differs");
+	}
+	struct ibv_sge big = {(uintptr_t)A.buf, 129, 0};
+	struct ibv_send_wr bw = {.wr_id = 1, .sg_list = &big, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_INLINE};
+	bw.wr.rdma.remote_addr = (uintptr_t)B.buf;
+	bw.wr.rdma.rkey = B.mr->rkey;
+	struct ibv_send_wr *bad = NULL;
+	CHECK(ibv_post_send(A.qp, &bw, &bad) == EINVAL && bad == &bw,
+	      "inline data beyond max_inline_data was not refused with EINVAL");
+	printf("verbs_rc: inline data ok\n");
+
+	/* unsignaled writes complete with the next signaled one; many laps of
+	 * the send queue */
+	for (int it = 0; it < 300; it++) {
+		struct ibv_sge g[4];
+		struct ibv_send_wr wr[4];
+		for (int k = 0; k < 4; k++) {
+			uint32_t len = rlen(2048), off = (uint32_t)(it % 8) * 8192 + (uint32_t)k * 2048;
+			fill(A.buf + 800000 + off, len);
+			g[k] = (struct ibv_sge){(uintptr_t)(A.buf + 800000 + off), len, A.mr->lkey};
+			wr[k] = (struct ibv_send_wr){.wr_id = 7000 + (uint64_t)it * 4 + k,
+						     .next = k < 3 ? &wr[k + 1] : NULL,
+						     .sg_list = &g[k], .num_sge = 1,
+						     .opcode = IBV_WR_RDMA_WRITE,
+						     .send_flags = k == 3 ? IBV_SEND_SIGNALED : 0};
+			wr[k].wr.rdma.remote_addr = (uintptr_t)(B.buf + 800000 + off);
+			wr[k].wr.rdma.rkey = B.mr->rkey;
+		}
+		post_send(&A, wr, "unsignaled");
+		struct ibv_wc wc = wait_wc(cqa, "unsignaled");
+		expect_wc(&wc, 7000 + (uint64_t)it * 4 + 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qa,
+			  "unsignaled (the signaled WR's completion only)");
+		for (int k = 0; k < 4; k++)
+			CHECK(!memcmp(B.buf + (g[k].addr - (uintptr_t)A.buf), (void *)(uintptr_t)g[k].addr,
+				      g[k].length),
+			      "unsignaled: data of WR %d differs", k);
+	}
+	no_wc(cqa, "unsignaled");
+	printf("verbs_rc: unsignaled work requests ok\n");
+
+	/* a full send queue: ENOMEM for the WR past the queue, bad_wr at it */
+	struct ibv_qp_init_attr cur;
+	struct ibv_qp_attr ca;
+	ibv_query_qp(A.qp, &ca, IBV_QP_CAP, &cur);
+	uint32_t depth = cur.cap.max_send_wr;
+	struct ibv_send_wr *wl = calloc(depth + 1, sizeof(*wl));
+	struct ibv_sge one = {(uintptr_t)A.buf, 8, A.mr->lkey};
+	for (uint32_t k = 0; k <= depth; k++) {
+		wl[k] = (struct ibv_send_wr){.wr_id = 8000 + k, .next = k < depth ? &wl[k + 1] : NULL,
+					     .sg_list = &one, .num_sge = 1,
+					     .opcode = IBV_WR_RDMA_WRITE,
+					     .send_flags = k == depth - 1 ? IBV_SEND_SIGNALED : 0};
+		wl[k].wr.rdma.remote_addr = (uintptr_t)B.buf;
+		wl[k].wr.rdma.rkey = B.mr->rkey;
+	}
+	bad = NULL;
+	int rc = ibv_post_send(A.qp, wl, &bad);
+	CHECK(rc == ENOMEM && bad == &wl[depth], "a full SQ: rc %d, bad_wr %td (expected ENOMEM at %u)",
+	      rc, bad ? bad - wl : -1, depth);
+	struct ibv_wc wc = wait_wc(cqa, "full SQ");
+	expect_wc(&wc, 8000 + depth - 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qa, "full SQ");
+	free(wl);
+	printf("verbs_rc: a full send queue ok (%u WRs)\n", depth);
+
+	/* the completion channel: armed, the fd becomes readable when a
+	 * completion arrives, and the event names the CQ */
+	struct pollfd pf = {.fd = ch->fd, .events = POLLIN};
+	CHECK(poll(&pf, 1, 0) == 0, "channel fd readable before any event");
+	int fl = fcntl(ch->fd, F_GETFL);
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	errno = 0;
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+	      "ibv_get_cq_event without an event on a non-blocking channel: errno %d", errno);
+	fcntl(ch->fd, F_SETFL, fl);
+	for (int it = 0; it < 5; it++) {
+		CHECK(ibv_req_notify_cq(cqbr, 0) == 0, "ibv_req_notify_cq");
+		usleep(20000);
+		CHECK(poll(&pf, 1, 0) == 0, "channel fd readable with no completion");
+		uint32_t len = rlen(4096);
+		fill(A.buf, len);
+		post_recv(&B, 9000 + it, 0, 4096);
+		struct ibv_sge g = {(uintptr_t)A.buf, len, A.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 9100 + it, .sg_list = &g, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+		post_send(&A, &wr, "send (channel)");
+		CHECK(poll(&pf, 1, 5000) == 1, "channel fd not readable within 5 s of a completion");
+		CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event: %s",
+		      strerror(errno));
+		CHECK(ev_cq == cqbr && ev_ctx == &cq_ctx_tag, "the event names another CQ");
+		ibv_ack_cq_events(ev_cq, 1);
+		CHECK(poll(&pf, 1, 0) == 0, "channel fd still readable after the event was read");
+		wc = wait_wc(cqbr, "channel");
+		expect_wc(&wc, 9000 + it, IBV_WC_SUCCESS, IBV_WC_RECV, qb, "channel");
+		CHECK(wc.byte_len == len && !memcmp(B.buf, A.buf, len), "channel: data");
+		wc = wait_wc(cqa, "channel (requester)");
+		expect_wc(&wc, 9100 + it, IBV_WC_SUCCESS, IBV_WC_SEND, qa, "channel (requester)");
+	}
+	printf("verbs_rc: completion channel ok\n");
+
+	/* a bad rkey: remote access error, then every WR left and the posted
+	 * receives flush, and the QP is in ERR */
+	post_recv(&A, 10000, 0, 64);
+	struct ibv_sge g2 = {(uintptr_t)A.buf, 64, A.mr->lkey};
+	struct ibv_send_wr e2 = {.wr_id = 10002, .sg_list = &g2, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	e2.wr.rdma.remote_addr = (uintptr_t)B.buf;
+	e2.wr.rdma.rkey = B.mr->rkey;
+	struct ibv_send_wr e1 = e2;
+	e1.wr_id = 10001;
+	e1.next = &e2;
+	e1.wr.rdma.rkey = B.mr->rkey ^ 0x5a5a00;
+	post_send(&A, &e1, "bad rkey");
+	struct ibv_wc w3[3];
+	for (int k = 0; k < 3; k++)
+		w3[k] = wait_wc(cqa, "bad rkey");
+	/* the receive's flush may come before or between the send completions */
+	int si = 0;
+	bool rflushed = false;
+	for (int k = 0; k < 3; k++) {
+		if (w3[k].wr_id == 10000) {
+			CHECK(w3[k].status == IBV_WC_WR_FLUSH_ERR && w3[k].qp_num == qa,
+			      "the receive: status %s", ibv_wc_status_str(w3[k].status));
+			rflushed = true;
+			continue;
+		}
+		if (si == 0)
+			expect_wc(&w3[k], 10001, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE, qa, "bad rkey");
+		else
+			expect_wc(&w3[k], 10002, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qa,
+				  "after the error");
+		si++;
+	}
+	CHECK(rflushed && si == 2, "bad rkey: completions missing");
+	CHECK(ibv_query_qp(A.qp, &qa_attr, IBV_QP_STATE, &qa_init) == 0 &&
+		      qa_attr.qp_state == IBV_QPS_ERR,
+	      "after a remote access error the QP is in state %d, not ERR", qa_attr.qp_state);
+	/* posting to a QP in ERR completes with a flush */
+	e2.wr_id = 10003;
+	e2.next = NULL;
+	post_send(&A, &e2, "post in ERR");
+	wc = wait_wc(cqa, "post in ERR");
+	expect_wc(&wc, 10003, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qa, "post in ERR");
+	printf("verbs_rc: remote access error and flushes ok\n");
+
+	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
+	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");
+	CHECK(ibv_destroy_comp_channel(ch) == EBUSY, "a channel in use was destroyed");
+	CHECK(ibv_destroy_qp(A.qp) == 0 && ibv_destroy_qp(B.qp) == 0, "ibv_destroy_qp");
+	CHECK(ibv_dereg_mr(A.mr) == 0 && ibv_dereg_mr(B.mr) == 0, "ibv_dereg_mr");
+	CHECK(ibv_destroy_cq(cqa) == 0 && ibv_destroy_cq(cqbs) == 0 && ibv_destroy_cq(cqbr) == 0,
+	      "ibv_destroy_cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel");
+	CHECK(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd");
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+	free(A.buf);
+	free(B.buf);
+	free(ref);
+	printf("verbs_rc: all passed\n");
+	return 0;
+}
