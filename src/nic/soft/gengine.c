@@ -167,6 +167,8 @@ static void settle(kinet_qp *qp)
 	s->geng_wqes += sl->n_wqes;
 	atomic_store(&s->sq_ci_pub, s->sq_ci);
 	uint32_t why = sl->why;
+	if (why < KN_GWHY__N)
+		s->geng_backs[why]++;
 	if (why != KN_GWHY_ASKED && why != KN_GWHY_IDLE)
 		/* the WQE at the consumer is the CPU engine's to execute: not
 		 * offered again before it is consumed */
@@ -392,6 +394,16 @@ void kinet_geng_release(kinet_qp *qp)
 	int i = s->gslot1 - 1;
 	recall_slot(&G.ctl->slot[i], qp->qpn);
 	settle(qp);
+	if (s->geng_wqes)
+		KLOG_INFO("qp 0x%x: the GPU engine executed %llu WQEs; given back: %llu asked, %llu "
+			  "idle, %llu error, %llu opcode, %llu host memory, %llu host atomic",
+			  qp->qpn, (unsigned long long)s->geng_wqes,
+			  (unsigned long long)s->geng_backs[KN_GWHY_ASKED],
+			  (unsigned long long)s->geng_backs[KN_GWHY_IDLE],
+			  (unsigned long long)s->geng_backs[KN_GWHY_ERROR],
+			  (unsigned long long)s->geng_backs[KN_GWHY_OP],
+			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_MEM],
+			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_ATOMIC]);
 	G.qp[i] = NULL;
 	s->gslot1 = 0;
 	bool any = false;
@@ -413,7 +425,7 @@ void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o)
 	o->gpu_wqes = s->geng_wqes;
 	if (s->gslot1 && G.ctl) {
 		struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
-		if (sl->own == KN_GOWN_GPU || sl->own == KN_GOWN_STOP)
+		if (sl->own != KN_GOWN_CPU)
 			o->gpu_wqes += sl->n_wqes; /* as of its last give-back: live
 						    * counts stay in the kernel */
 	}
