@@ -496,6 +496,64 @@ Test(shmem, fence_orders_and_quiet_completes)
 	sh_run_job(&j, NULL);
 }
 
+/* A fence orders without waiting: PE 0 puts a large buffer (rendezvous on
+ * the wire), fences, then put_signals a second rendezvous-sized block; the
+ * fence polls no completion (the queue's consumed count stays where it
+ * was, the put still outstanding) and adds one WQE, and PE 1, woken by the
+ * signal, finds both blocks whole, every round. */
+static int fence_nowait_fn(int me, int n, void *arg)
+{
+	(void)n, (void)arg;
+	uint8_t *buf = kinet_shmem_malloc(ORD_LEN), *src = kinet_shmem_malloc(ORD_LEN);
+	uint8_t *blk = kinet_shmem_malloc(FLAG_LEN), *bsrc = kinet_shmem_malloc(FLAG_LEN);
+	uint64_t *sig = kinet_shmem_calloc(2, 8);
+	SK(buf && src && blk && bsrc && sig, "malloc");
+	SK0(kinet_shmem_barrier_all());
+	const kn_shmem *sh = kinet_shmem_device_state();
+	for (int r = 1; r <= ORD_ROUNDS; r++) {
+		if (me == 0) {
+			const kn_qp *qp = &sh->peers[1].qp[knx_sh_qp_index(sh)];
+			tu_fill_random(src, ORD_LEN, sh_seed(0, 12, r));
+			tu_fill_random(bsrc, FLAG_LEN, sh_seed(0, 13, r));
+			SK0(kn_shmem_put_nbi(buf, src, ORD_LEN, 1));
+			uint64_t done0 = qp->st->done, resv0 = qp->st->resv;
+			SK0(kn_shmem_fence());
+			SK(qp->st->done == done0, "round %d: the fence polled completions (done %llu "
+			   "-> %llu)", r, (unsigned long long)done0,
+			   (unsigned long long)qp->st->done);
+			SK(qp->st->resv == resv0 + 1, "round %d: %llu WQEs posted by the fence", r,
+			   (unsigned long long)(qp->st->resv - resv0));
+			SK0(kn_shmem_put_signal_nbi(blk, bsrc, FLAG_LEN, &sig[0], (uint64_t)r,
+						    KN_SIG_SET, 1));
+			SK0(kn_shmem_quiet()); /* src reused next round */
+			SK0(kn_shmem_wait_until(&sig[1], KN_SHMEM_CMP_EQ, (uint64_t)r, 8, 0));
+		} else if (me == 1) {
+			SK0(kn_shmem_signal_wait_until(&sig[0], KN_SHMEM_CMP_EQ, (uint64_t)r, NULL));
+			uint8_t *want = malloc(ORD_LEN);
+			SK(want, "malloc");
+			tu_fill_random(want, ORD_LEN, sh_seed(0, 12, r));
+			SK(!memcmp(buf, want, ORD_LEN), "round %d: the data before the fence is late", r);
+			tu_fill_random(want, FLAG_LEN, sh_seed(0, 13, r));
+			SK(!memcmp(blk, want, FLAG_LEN), "round %d: the block before the signal", r);
+			free(want);
+			SK0(kn_shmem_p(&sig[1], (uint64_t)r, 8, 0));
+		}
+	}
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(sig));
+	SK0(kinet_shmem_free(bsrc));
+	SK0(kinet_shmem_free(blk));
+	SK0(kinet_shmem_free(src));
+	SK0(kinet_shmem_free(buf));
+	return 0;
+}
+
+Test(shmem, fence_orders_without_waiting)
+{
+	struct sh_job j = {.n = 2, .p2p = 0, .fn = fence_nowait_fn};
+	sh_run_job(&j, NULL);
+}
+
 /* ---- barriers, teams -------------------------------------------------------------------------- */
 
 #define BAR_ROUNDS 12
