@@ -40,8 +40,9 @@
  * is 32 consecutive threads of a block of kinet_shmem_host_launch).
  *
  * Ordering: operations of one thread to one PE through the NIC use one RC
- * queue and execute in order; kn_shmem_fence() orders them against what the
- * thread issues next (to every PE), kn_shmem_quiet() waits for their
+ * queue and execute in order; kn_shmem_fence() orders them, without
+ * waiting, against what the thread issues next (to every PE),
+ * kn_shmem_quiet() waits for their
  * completion (and that of load/store updates). A put_signal's signal is
  * visible only once its data is.
  *
@@ -1075,12 +1076,43 @@ KN_INLINE int kn_shmem_quiet(void)
 }
 
 /* Orders this thread's puts, signals and atomics to each PE: those issued
- * before are delivered before those issued after. The NIC's writes of one
- * queue can land out of order (rendezvous reads of the wire, relaxed
- * placement on hardware), so through the NIC a fence is a quiet. */
+ * before are delivered before those issued after; it waits for nothing.
+ * Through the NIC, on the thread's queue to every peer with work still
+ * outstanding, it posts an empty RDMA write with the fence bit
+ * (KN_WQE_CTRL_FENCE): a ConnectX holds it, and the queue behind it, until
+ * the WQEs before it have completed; the software NIC's wire executes it,
+ * and what follows it, only once the writes before it have landed (its
+ * rendezvous writes are read in parallel and could otherwise overtake each
+ * other). Load/store updates get a system-scope fence. 0, or the error of
+ * a post (a full queue past the timeout). */
 KN_INLINE int kn_shmem_fence(void)
 {
-	return kn_shmem_quiet();
+	const kn_shmem *sh = knx_sh();
+	if (!sh)
+		return -EINVAL;
+	int rc = 0;
+	uint32_t q = knx_sh_qp_index(sh);
+	for (int pe = 0; pe < sh->n_pes; pe++) {
+		const kn_shmem_peer *p = &sh->peers[pe];
+		if (!p->qp)
+			continue;
+		const kn_qp *qp = &p->qp[q];
+		if (KN_LOAD64(&qp->st->done) >= KN_LOAD64(&qp->st->resv))
+			continue; /* nothing in flight to order behind */
+		kn_ticket_t t;
+		int r = kn_sq_reserve(qp, 1, &t);
+		if (r) {
+			rc = rc ? rc : r;
+			continue;
+		}
+		void *w = kn_wqe_ptr(qp, t);
+		knx_build_rw(qp, w, t, KN_OPCODE_RDMA_WRITE, 0, 0, p->base[KN_SHMEM_HEAP_DEVICE],
+			     p->rkey[KN_SHMEM_HEAP_DEVICE], 0, 0);
+		((struct kn_wqe_ctrl_seg *)w)->fm_ce_se |= KN_WQE_CTRL_FENCE;
+		kn_sq_submit(qp, t, 1);
+	}
+	knx_sh_fence_mem();
+	return knx_sh_err(sh, rc);
 }
 
 /* ---- atomics -------------------------------------------------------------------------- */

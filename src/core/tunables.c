@@ -35,6 +35,19 @@ static const struct kt_decl decl[KT_COUNT] = {
 #undef KT_DEF
 };
 
+/* Another program's variable that sets a tunable too (tunables.def, KT_ALIAS). */
+static const struct {
+	int id;
+	const char *var;
+} alias[] = {
+#define KT_DEF(...)
+#define KT_ALIAS(n, var) {KT_ID_##n, var},
+#include "core/tunables.def"
+#undef KT_ALIAS
+#undef KT_DEF
+	{-1, NULL},
+};
+
 union kt_val {
 	long long i;
 	uint64_t u;
@@ -52,6 +65,8 @@ struct kt_ent {
 	char shown[96];  /* the environment's value as quoted in reports */
 	char why[128];   /* what is wrong with it */
 	char error[640]; /* the report (fits every part at its longest) */
+	const char *src; /* the variable the value comes from (the name, or an alias) */
+	char note[256];  /* a warning that is not an error (an alias not used) */
 };
 
 static struct kt_ent ent[KT_COUNT];
@@ -153,11 +168,21 @@ static int mul_ok(uint64_t a, uint64_t b, uint64_t *r)
 	return 0;
 }
 
+static uint64_t size_suffix(char c)
+{
+	c = (char)toupper((unsigned char)c);
+	return c == 'K' ? 1ull << 10 : c == 'M' ? 1ull << 20 : c == 'G' ? 1ull << 30
+	       : c == 'T' ? 1ull << 40 : 0;
+}
+
+/* Bytes: decimal with an optional suffix K, M, G or T (2^10 .. 2^40, any
+ * case); with a suffix, a fraction of up to 6 digits too (1.5G, as NVSHMEM
+ * reads its sizes), rounded up to a whole byte. */
 static int parse_size(const struct kt_decl *d, const char *s, union kt_val *v, char *why,
 		      size_t wl)
 {
 	bool neg;
-	uint64_t m, mult = 1;
+	uint64_t m, mult = 1, frac = 0, fden = 1;
 	const char *end;
 	if (parse_dec(s, &neg, &m, &end, why, wl))
 		return -EINVAL;
@@ -165,16 +190,34 @@ static int parse_size(const struct kt_decl *d, const char *s, union kt_val *v, c
 		snprintf(why, wl, "a size is not negative");
 		return -EINVAL;
 	}
+	if (*end == '.') {
+		const char *f = end + 1;
+		int k = 0;
+		for (; isdigit((unsigned char)*f); f++, k++) {
+			if (k == 6) {
+				snprintf(why, wl, "more than 6 digits after the point");
+				return -EINVAL;
+			}
+			frac = frac * 10 + (uint64_t)(*f - '0');
+			fden *= 10;
+		}
+		if (!k || !*f || !size_suffix(*f)) {
+			snprintf(why, wl, "a fraction needs digits and a suffix K, M, G or T");
+			return -EINVAL;
+		}
+		end = f;
+	}
 	if (*end) {
-		int c = toupper((unsigned char)*end);
-		mult = c == 'K' ? 1ull << 10 : c == 'M' ? 1ull << 20 : c == 'G' ? 1ull << 30 : 0;
+		mult = size_suffix(*end);
 		if (!mult || end[1])
 			return garbage(end, why, wl);
 	}
-	if (mul_ok(m, mult, &v->u)) {
+	uint64_t part = (frac * mult + fden - 1) / fden; /* frac < 10^6, mult <= 2^40 */
+	if (mul_ok(m, mult, &v->u) || v->u > UINT64_MAX - part) {
 		snprintf(why, wl, "too large");
 		return -EINVAL;
 	}
+	v->u += part;
 	return in_range_u(d, v->u, "bytes", why, wl);
 }
 
@@ -306,7 +349,9 @@ static int parse(const struct kt_decl *d, const char *s, union kt_val *v, int *i
 
 static void fmt_size(char *b, size_t bl, uint64_t u)
 {
-	if (u && !(u % (1ull << 30)))
+	if (u && !(u % (1ull << 40)))
+		snprintf(b, bl, "%" PRIu64 "T", u >> 40);
+	else if (u && !(u % (1ull << 30)))
 		snprintf(b, bl, "%" PRIu64 "G", u >> 30);
 	else if (u && !(u % (1ull << 20)))
 		snprintf(b, bl, "%" PRIu64 "M", u >> 20);
@@ -407,6 +452,22 @@ static void load_one(int i)
 		snprintf(e->error, sizeof(e->error), "%s: the default \"%s\" is malformed (%s)",
 			 d->name, d->def, why);
 	const char *env = getenv(d->name);
+	e->src = d->name;
+	for (int a = 0; alias[a].var; a++) {
+		const char *aenv = alias[a].id == i ? getenv(alias[a].var) : NULL;
+		if (!aenv || !*aenv)
+			continue;
+		if (!env || !*env) {
+			env = aenv;
+			e->src = alias[a].var;
+		} else if (strcmp(env, aenv)) {
+			char qa[96], qk[96];
+			quote(d, aenv, qa, sizeof(qa));
+			quote(d, env, qk, sizeof(qk));
+			snprintf(e->note, sizeof(e->note), "%s=%s is not used: %s=%s is set and wins",
+				 alias[a].var, qa, d->name, qk);
+		}
+	}
 	if (env && *env) {
 		e->pub.flags |= KINET_TUNABLE_SET;
 		char *copy = strdup(env); /* getenv's storage may change under setenv */
@@ -440,7 +501,7 @@ static void load_one(int i)
 				snprintf(instead, sizeof(instead), "using the default %s",
 					 d->def[0] ? d->def : "(not set)");
 			char err[sizeof(e->error)];
-			snprintf(err, sizeof(err), "%s=%s: %s; allowed: %s; %s", d->name, e->shown,
+			snprintf(err, sizeof(err), "%s=%s: %s; allowed: %s; %s", e->src, e->shown,
 				 e->why, e->allowed, instead);
 			memcpy(e->error, err, sizeof(err));
 		}
@@ -472,7 +533,7 @@ static void load(void)
 	int bad = 0;
 	for (int i = 0; i < KT_COUNT; i++) {
 		load_one(i);
-		bad |= ent[i].error[0] != '\0';
+		bad |= ent[i].error[0] != '\0' || ent[i].note[0] != '\0';
 	}
 #define KT_DEF(n, t, ...) vals.n = KT_GET_##t(&ent[KT_ID_##n]);
 #include "core/tunables.def"
@@ -483,11 +544,14 @@ static void load(void)
 /* Logs the reports of load() (outside pthread_once: logging reads KINET_LOG). */
 static void report(void)
 {
-	for (int i = 0; i < KT_COUNT; i++)
+	for (int i = 0; i < KT_COUNT; i++) {
 		if (ent[i].error[0])
 			kinet_log(refuser(decl[i].flags) || !ent[i].why[0] ? KINET_LOG_ERROR
 									  : KINET_LOG_WARN,
 				  "%s", ent[i].error);
+		if (ent[i].note[0])
+			kinet_log(KINET_LOG_WARN, "%s", ent[i].note);
+	}
 }
 
 const struct kinet_tun_values *kinet_tun(void)
@@ -512,7 +576,7 @@ int kinet_tun_refused(unsigned scope, const char *who)
 	for (int i = 0; i < KT_COUNT; i++) {
 		if (!(decl[i].flags & scope) || !ent[i].why[0])
 			continue;
-		KLOG_ERR("%s: refused: %s=%s is malformed (%s; allowed: %s)", who, decl[i].name,
+		KLOG_ERR("%s: refused: %s=%s is malformed (%s; allowed: %s)", who, ent[i].src,
 			 ent[i].shown, ent[i].why, ent[i].allowed);
 		rc = -EINVAL;
 	}

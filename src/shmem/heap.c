@@ -195,9 +195,20 @@ int kinet_shmem_alloc(size_t size, size_t align, int kind, unsigned flags, void 
 	if (!r.rc) {
 		r.off = block_alloc(h, size, align);
 		if (r.off == UINT64_MAX) {
-			SHLOG_ERR("alloc: %zu bytes do not fit in the %s heap (%llu bytes; "
-				  "KINET_SHMEM_%sHEAP_SIZE)", size, kind ? "host" : "device",
-				  (unsigned long long)h->len, kind ? "HOST_" : "");
+			uint64_t free_b = 0, big = 0;
+			for (const struct shm_block *b = h->blocks; b; b = b->next)
+				if (!b->used) {
+					free_b += b->len;
+					big = b->len > big ? b->len : big;
+				}
+			SHLOG_ERR("alloc: %zu bytes (aligned to %zu) do not fit in the %s heap of %llu "
+				  "bytes (%llu free, the largest free block %llu): refused (malloc returns "
+				  "NULL); raise %s", size, align, kind == KINET_SHMEM_HOST ? "host" : "device",
+				  (unsigned long long)h->len, (unsigned long long)free_b,
+				  (unsigned long long)big,
+				  kind == KINET_SHMEM_HOST ? "KINET_SHMEM_HOST_HEAP_SIZE"
+							   : "NVSHMEM_SYMMETRIC_SIZE or "
+							     "KINET_SHMEM_HEAP_SIZE (which wins)");
 			r.rc = -ENOMEM;
 		}
 	}

@@ -496,6 +496,64 @@ Test(shmem, fence_orders_and_quiet_completes)
 	sh_run_job(&j, NULL);
 }
 
+/* A fence orders without waiting: PE 0 puts a large buffer (rendezvous on
+ * the wire), fences, then put_signals a second rendezvous-sized block; the
+ * fence polls no completion (the queue's consumed count stays where it
+ * was, the put still outstanding) and adds one WQE, and PE 1, woken by the
+ * signal, finds both blocks whole, every round. */
+static int fence_nowait_fn(int me, int n, void *arg)
+{
+	(void)n, (void)arg;
+	uint8_t *buf = kinet_shmem_malloc(ORD_LEN), *src = kinet_shmem_malloc(ORD_LEN);
+	uint8_t *blk = kinet_shmem_malloc(FLAG_LEN), *bsrc = kinet_shmem_malloc(FLAG_LEN);
+	uint64_t *sig = kinet_shmem_calloc(2, 8);
+	SK(buf && src && blk && bsrc && sig, "malloc");
+	SK0(kinet_shmem_barrier_all());
+	const kn_shmem *sh = kinet_shmem_device_state();
+	for (int r = 1; r <= ORD_ROUNDS; r++) {
+		if (me == 0) {
+			const kn_qp *qp = &sh->peers[1].qp[knx_sh_qp_index(sh)];
+			tu_fill_random(src, ORD_LEN, sh_seed(0, 12, r));
+			tu_fill_random(bsrc, FLAG_LEN, sh_seed(0, 13, r));
+			SK0(kn_shmem_put_nbi(buf, src, ORD_LEN, 1));
+			uint64_t done0 = qp->st->done, resv0 = qp->st->resv;
+			SK0(kn_shmem_fence());
+			SK(qp->st->done == done0, "round %d: the fence polled completions (done %llu "
+			   "-> %llu)", r, (unsigned long long)done0,
+			   (unsigned long long)qp->st->done);
+			SK(qp->st->resv == resv0 + 1, "round %d: %llu WQEs posted by the fence", r,
+			   (unsigned long long)(qp->st->resv - resv0));
+			SK0(kn_shmem_put_signal_nbi(blk, bsrc, FLAG_LEN, &sig[0], (uint64_t)r,
+						    KN_SIG_SET, 1));
+			SK0(kn_shmem_quiet()); /* src reused next round */
+			SK0(kn_shmem_wait_until(&sig[1], KN_SHMEM_CMP_EQ, (uint64_t)r, 8, 0));
+		} else if (me == 1) {
+			SK0(kn_shmem_signal_wait_until(&sig[0], KN_SHMEM_CMP_EQ, (uint64_t)r, NULL));
+			uint8_t *want = malloc(ORD_LEN);
+			SK(want, "malloc");
+			tu_fill_random(want, ORD_LEN, sh_seed(0, 12, r));
+			SK(!memcmp(buf, want, ORD_LEN), "round %d: the data before the fence is late", r);
+			tu_fill_random(want, FLAG_LEN, sh_seed(0, 13, r));
+			SK(!memcmp(blk, want, FLAG_LEN), "round %d: the block before the signal", r);
+			free(want);
+			SK0(kn_shmem_p(&sig[1], (uint64_t)r, 8, 0));
+		}
+	}
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(sig));
+	SK0(kinet_shmem_free(bsrc));
+	SK0(kinet_shmem_free(blk));
+	SK0(kinet_shmem_free(src));
+	SK0(kinet_shmem_free(buf));
+	return 0;
+}
+
+Test(shmem, fence_orders_without_waiting)
+{
+	struct sh_job j = {.n = 2, .p2p = 0, .fn = fence_nowait_fn};
+	sh_run_job(&j, NULL);
+}
+
 /* ---- barriers, teams -------------------------------------------------------------------------- */
 
 #define BAR_ROUNDS 12
@@ -954,6 +1012,76 @@ Test(shmem, mismatched_allocations_refused)
 {
 	struct sh_job j = {.n = 3, .p2p = 0, .fn = mismatch_fn};
 	sh_run_job(&j, NULL);
+}
+
+/* The heap's size from NVSHMEM's variable (2.5G: its syntax, a fraction
+ * with a suffix): allocations up to it succeed, and the data at both ends
+ * of a block beyond 2 GiB travels; the next one is refused on every PE with
+ * NULL and a line naming the request, the heap's size and what to raise. */
+static char heap_log[8192];
+static void heap_cap(int level, const char *msg, void *user)
+{
+	(void)user;
+	size_t l = strlen(heap_log);
+	if (level == KINET_LOG_ERROR && l + strlen(msg) + 2 < sizeof(heap_log))
+		snprintf(heap_log + l, sizeof(heap_log) - l, "%s\n", msg);
+}
+
+#define BIG_LEN (5ull << 29) /* 2.5 GiB */
+static int big_heap_fn(int me, int n, void *arg)
+{
+	(void)n, (void)arg;
+	SK(kinet_tunable_int("KINET_SHMEM_HEAP_SIZE") == (long long)BIG_LEN, "heap %lld",
+	   kinet_tunable_int("KINET_SHMEM_HEAP_SIZE"));
+	kinet_log_set_callback(heap_cap, NULL);
+	uint8_t *a = kinet_shmem_malloc(1ull << 30), *b = kinet_shmem_malloc(1ull << 30);
+	SK(a && b, "two blocks of 1 GiB in a heap of 2.5 GiB");
+	heap_log[0] = '\0';
+	SK(kinet_shmem_malloc(1ull << 30) == NULL, "a third GiB does not fit");
+	SK(strstr(heap_log, "1073741824 bytes") && strstr(heap_log, "heap of 2684354560 bytes") &&
+		   strstr(heap_log, "NVSHMEM_SYMMETRIC_SIZE"),
+	   "the line names the request, the size and the variable: %s", heap_log);
+	SK(kinet_shmem_error(1) == -ENOMEM, "kept as the PE's error");
+	/* the rest, to the last byte */
+	size_t rest = (size_t)(BIG_LEN - (2ull << 30) - KN_SHMEM_RESERVED);
+	uint8_t *c = kinet_shmem_malloc(rest);
+	SK(c, "the remaining %zu bytes", rest);
+	SK(kinet_shmem_malloc(64) == NULL, "the heap is full");
+	kinet_shmem_error(1);
+	kinet_log_set_callback(NULL, NULL);
+	/* PE 0 puts random bytes (its first MiB of a) at both ends of b and c on PE 1 */
+	const size_t mib = 1u << 20;
+	uint8_t *dst[4] = {b, b + (1ull << 30) - mib, c, c + rest - mib};
+	if (me == 0) {
+		tu_fill_random(a, 4 * mib, sh_seed(0, 11, 0));
+		for (int k = 0; k < 4; k++)
+			SK0(kn_shmem_put(dst[k], a + k * mib, mib, 1));
+		SK0(kn_shmem_quiet());
+	}
+	SK0(kinet_shmem_barrier_all());
+	if (me == 1) {
+		uint8_t *want = malloc(4 * mib);
+		SK(want, "malloc");
+		tu_fill_random(want, 4 * mib, sh_seed(0, 11, 0));
+		for (int k = 0; k < 4; k++)
+			SK(!memcmp(dst[k], want + k * mib, mib), "piece %d", k);
+		free(want);
+	}
+	SK0(kinet_shmem_barrier_all());
+	SK0(kinet_shmem_free(c));
+	SK0(kinet_shmem_free(b));
+	SK0(kinet_shmem_free(a));
+	return 0;
+}
+
+Test(shmem, heap_size_from_nvshmem_symmetric_size)
+{
+	static const char *const env[] = {"NVSHMEM_SYMMETRIC_SIZE=2.5G", NULL};
+	for (int p2p = 0; p2p < 2; p2p++) {
+		struct sh_job j = {.n = 2, .p2p = p2p, .fn = big_heap_fn, .env = env,
+				   .heap = SH_HEAP_ENV};
+		sh_run_job(&j, NULL);
+	}
 }
 
 /* A PE killed mid-run: the others' operations to it fail (-EIO, the NIC's

@@ -79,13 +79,14 @@ SH_FN void sh_sleep_us(unsigned us)
  * the PE's result), an argument, extra environment ("NAME=value" entries,
  * NULL-terminated, may be NULL). */
 typedef int (*sh_fn)(int pe, int n, void *arg);
+#define SH_HEAP_ENV ((size_t)-1)
 struct sh_job {
 	int n;
 	int p2p;
 	sh_fn fn;
 	void *arg;
 	const char *const *env;
-	size_t heap;   /* device heap (0: 32 MiB) */
+	size_t heap;   /* device heap (0: 32 MiB; SH_HEAP_ENV: what the environment says) */
 	int qps;       /* KINET_SHMEM_QPS (0: the default) */
 	int expect_killed; /* a PE that kills itself: its status is not checked */
 };
@@ -136,7 +137,9 @@ static int sh_pe_main(const struct sh_job *j, int pe)
 		return rc;
 	}
 	struct kinet_shmem_attr sa = {.boot = b, .executor = KINET_SHMEM_EXEC_HOST,
-				      .heap_size = j->heap ? j->heap : (32u << 20),
+				      .heap_size = j->heap == SH_HEAP_ENV ? 0
+						   : j->heap		 ? j->heap
+									 : (32u << 20),
 				      .host_heap_size = 1u << 20,
 				      .backend = KINET_BACKEND_SOFT,
 				      .gpu = -1};

@@ -39,6 +39,7 @@ static void clean_env(void)
 	}
 	for (int i = 0; i < n; i++)
 		unsetenv(names[i]);
+	unsetenv("NVSHMEM_SYMMETRIC_SIZE"); /* an alias (KT_ALIAS) */
 }
 
 /* ---- a log callback that keeps what it is given -------------------------------- */
@@ -187,6 +188,11 @@ static struct bad bad_cases[] = {
 	{"KINET_TIMEOUT_MS", "12x", "unexpected \"x\""},
 	{"KINET_TIMEOUT_MS", "-5", "a duration is not negative"},
 	{"KINET_TIMEOUT_MS", "0", "below the minimum 1 ms"},
+	{"KINET_SHMEM_HEAP_SIZE", "1.5", "a fraction needs digits and a suffix"},
+	{"KINET_SHMEM_HEAP_SIZE", "1.G", "a fraction needs digits and a suffix"},
+	{"KINET_SHMEM_HEAP_SIZE", "1.1234567G", "more than 6 digits after the point"},
+	{"KINET_SHMEM_HEAP_SIZE", "2T", "above the maximum 1099511627776 bytes"},
+	{"KINET_SHMEM_HEAP_SIZE", "4P", "unexpected \"P\""},
 	{"KINET_TIMEOUT_MS", "1500us", "not a whole number of ms"},
 	{"KINET_TIMEOUT_MS", "2h", "unexpected \"h\""},
 	{"KINET_TIMEOUT_MS", "4294967296", "above the maximum 4294967295 ms"},
@@ -307,6 +313,10 @@ static struct good good_cases[] = {
 	{"KINET_NET_RNDV_BYTES", "32K", "32768", 32768},
 	{"KINET_NET_RNDV_BYTES", "1m", "1048576", 1048576},
 	{"KINET_NET_RNDV_BYTES", "2G", "2147483648", 2147483648LL},
+	{"KINET_NET_RNDV_BYTES", "1.5K", "1536", 1536},
+	{"KINET_NET_RNDV_BYTES", "0.000001k", "1", 1}, /* rounded up to a byte */
+	{"KINET_SHMEM_HEAP_SIZE", "1T", "1099511627776", 1099511627776LL},
+	{"KINET_SHMEM_HEAP_SIZE", "2.25g", "2415919104", 2415919104LL},
 	{"KINET_TIMEOUT_MS", "1500", "1500", 1500},
 	{"KINET_TIMEOUT_MS", "2s", "2000", 2000},
 	{"KINET_TIMEOUT_MS", "3000000us", "3000", 3000},
@@ -392,6 +402,53 @@ Test(tunables, several_malformed_each_reported_once)
 }
 
 /* The environment is read once: a later change is not seen. */
+/* NVSHMEM_SYMMETRIC_SIZE sets KINET_SHMEM_HEAP_SIZE when that is not set
+ * (NVSHMEM's syntax: a fraction with a suffix too); when both are set the
+ * kinet name wins, with a warning if they differ; a malformed value is
+ * reported under its own name and refused like the tunable's. */
+Test(tunables, nvshmem_symmetric_size_sets_the_heap)
+{
+	clean_env();
+	cr_assert_eq(setenv("NVSHMEM_SYMMETRIC_SIZE", "1.5G", 1), 0);
+	kinet_log_set_callback(capture, &cap_token);
+	const struct kinet_tunable *t = kinet_tunable_get("KINET_SHMEM_HEAP_SIZE");
+	cr_assert_null(t->error, "%s", t->error);
+	cr_assert(t->flags & KINET_TUNABLE_SET);
+	cr_assert_str_eq(t->value, "1610612736");
+	cr_assert_eq(kinet_tunable_int("KINET_SHMEM_HEAP_SIZE"), 1610612736LL);
+	cr_assert_eq(captured("NVSHMEM_SYMMETRIC_SIZE"), 0, "nothing to report");
+	cr_assert_not_null(strstr(t->desc, "NVSHMEM_SYMMETRIC_SIZE"), "the help names it");
+}
+
+Test(tunables, kinet_heap_size_wins_over_nvshmem_symmetric_size)
+{
+	clean_env();
+	cr_assert_eq(setenv("NVSHMEM_SYMMETRIC_SIZE", "4G", 1), 0);
+	cr_assert_eq(setenv("KINET_SHMEM_HEAP_SIZE", "64M", 1), 0);
+	kinet_log_set_callback(capture, &cap_token);
+	cr_assert_eq(kinet_tunable_int("KINET_SHMEM_HEAP_SIZE"), 64ll << 20);
+	read_a_lot();
+	cr_assert_eq(captured("NVSHMEM_SYMMETRIC_SIZE=4G is not used: KINET_SHMEM_HEAP_SIZE=64M is "
+			      "set and wins"), 1);
+}
+
+Test(tunables, nvshmem_symmetric_size_malformed_is_refused)
+{
+	clean_env();
+	cr_assert_eq(setenv("NVSHMEM_SYMMETRIC_SIZE", "12Q", 1), 0);
+	kinet_log_set_callback(capture, &cap_token);
+	const struct kinet_tunable *t = kinet_tunable_get("KINET_SHMEM_HEAP_SIZE");
+	cr_assert_not_null(t->error);
+	cr_assert_not_null(strstr(t->error, "NVSHMEM_SYMMETRIC_SIZE=12Q: unexpected \"Q\""), "%s",
+			   t->error);
+	cr_assert_str_eq(t->value, t->def);
+	struct kinet_ctx_attr ca = {.backend = KINET_BACKEND_SOFT};
+	kinet_ctx *ctx = NULL;
+	cr_assert_eq(kinet_open(&ca, &ctx), -EINVAL);
+	cr_assert_eq(captured("kinet_open: refused: NVSHMEM_SYMMETRIC_SIZE=12Q is malformed"), 1);
+	cr_assert_eq(captured("NVSHMEM_SYMMETRIC_SIZE=12Q: "), 1);
+}
+
 Test(tunables, read_once)
 {
 	clean_env();

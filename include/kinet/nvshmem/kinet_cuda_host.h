@@ -10,6 +10,13 @@
  * nvshmem.h includes it when the compiler is not nvcc; nvcc programs get the
  * real CUDA headers instead.
  *
+ * With CUDA's own runtime header in the translation unit (<cuda_runtime.h>
+ * included before, __CUDA_RUNTIME_H__ or CUDART_VERSION defined) this header
+ * stands aside and defines nothing: the program's CUDA names are CUDA's.
+ * nvshmem.h takes CUDA's header instead of this one whenever it is on the
+ * include path (so a host .cpp of a CUDA program may include it after
+ * nvshmem.h too), unless the program defines KINET_NVSHMEM_HOST_EXECUTOR.
+ *
  * Not provided: __shared__ (per-CTA memory; a kernel that needs it is CUDA
  * only), the atomics and intrinsics of device code, streams that run
  * anything asynchronously.
@@ -20,6 +27,8 @@
 #if defined(__CUDACC__)
 #error "kinet/nvshmem/kinet_cuda_host.h is for host-executor builds (not nvcc)"
 #endif
+
+#if !defined(__CUDA_RUNTIME_H__) && !defined(CUDART_VERSION)
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,4 +135,5 @@ static inline const char *cudaGetErrorString(cudaError_t e)
 	return e == cudaSuccess ? "no error" : "error";
 }
 
+#endif /* CUDA's runtime header is not there */
 #endif /* KINET_NVSHMEM_CUDA_HOST_H */

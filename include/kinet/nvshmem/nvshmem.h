@@ -26,7 +26,27 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__CUDACC__)
+/* The CUDA names around the calls (cudaStream_t, dim3, cudaMalloc, ...):
+ * CUDA's own runtime (KNX_NV_CUDART 1) under nvcc, or in a host file that
+ * includes <cuda_runtime.h> before this header, or when <cuda_runtime.h> is
+ * on the include path (so that a host .cpp of a CUDA program may include
+ * it after this header too); otherwise, and whenever the program defines
+ * KINET_NVSHMEM_HOST_EXECUTOR, kinet's stand-ins for host-executor builds
+ * (kinet/nvshmem/kinet_cuda_host.h). */
+#if defined(__CUDACC__) || defined(__CUDA_RUNTIME_H__) || defined(CUDART_VERSION)
+#define KNX_NV_CUDART 1
+#elif defined(KINET_NVSHMEM_HOST_EXECUTOR)
+#define KNX_NV_CUDART 0
+#elif defined(__has_include)
+#if __has_include(<cuda_runtime.h>)
+#define KNX_NV_CUDART 1
+#else
+#define KNX_NV_CUDART 0
+#endif
+#else
+#define KNX_NV_CUDART 0
+#endif
+#if KNX_NV_CUDART
 #include <cuda_runtime.h>
 #else
 #include <kinet/nvshmem/kinet_cuda_host.h>
@@ -376,7 +396,7 @@ KNX_NV_H void nvshmemx_quiet_on_stream(cudaStream_t stream)
 	kinet_shmem_quiet_on_stream((void *)stream);
 }
 
-#if !defined(__CUDACC__)
+#if !KNX_NV_CUDART
 /* The host executor's trampoline: the kernel's one pointer argument. */
 struct knx_nv_launch {
 	const void *func;
@@ -398,7 +418,7 @@ static inline void knx_nv_tramp(void *p)
 KNX_NV_H int nvshmemx_collective_launch(const void *func, dim3 grid, dim3 block, void **args,
 					size_t shared_mem, cudaStream_t stream)
 {
-#if defined(__CUDACC__)
+#if KNX_NV_CUDART
 	cudaError_t e = cudaLaunchCooperativeKernel(func, grid, block, args, shared_mem, stream);
 	return e == cudaSuccess ? NVSHMEMX_SUCCESS : NVSHMEMX_ERROR_INTERNAL;
 #else
