@@ -368,13 +368,15 @@ __device__ static int serve(struct kn_geng_ctl *ctl, int i, struct gslot *g, str
 /* The slots' kernel-side state: global memory (one kernel runs at a time). */
 static __device__ struct gslot g_gs[KN_GENG_SLOTS];
 
-/* Loads a slot the CPU just handed over (lane 0). */
+/* Loads a slot the CPU just handed over (lane 0). A slot stays loaded
+ * (active) until this kernel gives it back: the CPU takes a slot only from
+ * the kernel (STOP, then BACK), so an active slot was not taken again. */
 __device__ static void load_slot(struct kn_geng_ctl *ctl, int i, struct gslot *g)
 {
+	if (g->active)
+		return;
 	__threadfence_system();
 	uint32_t gen = ld32(&ctl->slot[i].gen);
-	if (g->active && g->gen == gen)
-		return;
 	const volatile uint64_t *src = (const volatile uint64_t *)&ctl->slot[i];
 	uint64_t *dst = (uint64_t *)&g->s;
 	for (unsigned k = 0; k < sizeof(g->s) / 8; k++)
@@ -401,13 +403,17 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 	__syncthreads();
 	uint64_t last = now_ns();
 	uint64_t idle_ns = (uint64_t)ctl->idle_us * 1000ull;
-	for (;;) {
+	uint32_t n = 0;
+	for (uint32_t pass = 0;; pass++) {
 		int work = 0;
+		/* the slots in use, again every 16 passes (a read over PCIe) */
+		if ((pass & 15) == 0) {
+			n = ld32(&ctl->nslots);
+			if (n > KN_GENG_SLOTS)
+				n = KN_GENG_SLOTS;
+		}
 		/* slots in groups of 32, one group per warp at a time: every lane
 		 * reads one slot's own word, in one round trip over PCIe */
-		uint32_t n = ld32(&ctl->nslots);
-		if (n > KN_GENG_SLOTS)
-			n = KN_GENG_SLOTS;
 		for (unsigned base = warp * 32; base < n; base += nw * 32) {
 			unsigned i = base + lane;
 			uint32_t own = i < n ? ld32(&ctl->slot[i].own) : (uint32_t)KN_GOWN_CPU;
@@ -442,8 +448,12 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 			if (sh_work)
 				last = t;
 			sh_work = 0;
-			ctl->passes = ctl->passes + 1;
-			sh_exit = ctl->stop || t - last > idle_ns;
+			sh_exit = t - last > idle_ns;
+			if ((pass & 15) == 15) {
+				/* the CPU's stop, every 16 passes (a read over PCIe) */
+				ctl->passes = pass + 1;
+				sh_exit |= ctl->stop != 0;
+			}
 		}
 		__syncthreads();
 		if (sh_exit)
