@@ -519,6 +519,20 @@ KV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
 	return refused_null("ibv_create_ah");
 }
 
+KV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, struct ibv_wc *wc,
+				  struct ibv_grh *grh, struct ibv_ah_attr *a)
+{
+	(void)ctx, (void)port, (void)wc, (void)grh, (void)a;
+	return refused("ibv_init_ah_from_wc");
+}
+
+KV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+					       struct ibv_grh *grh, uint8_t port)
+{
+	(void)pd, (void)wc, (void)grh, (void)port;
+	return refused_null("ibv_create_ah_from_wc");
+}
+
 KV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	(void)ah;
