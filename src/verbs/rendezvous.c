@@ -152,8 +152,10 @@ static int rv_write(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, cons
 		return -E2BIG;
 	struct rv_head h = {RV_MAGIC, (uint32_t)getpid(), ngid, (uint32_t)len};
 	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), gids, 16 * ngid);
-	memcpy(buf + sizeof(h) + 16 * ngid, desc, len);
+	if (ngid)
+		memcpy(buf + sizeof(h), gids, 16 * ngid);
+	if (len)
+		memcpy(buf + sizeof(h) + 16 * ngid, desc, len);
 	size_t n = sizeof(h) + 16 * ngid + len;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
