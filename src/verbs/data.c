@@ -210,7 +210,7 @@ static uint32_t build_send(struct emu_qp *q, const struct ibv_send_wr *wr, uint1
 		fm |= KN_WQE_CTRL_FENCE;
 	uint32_t imm = (op == KN_OPCODE_RDMA_WRITE_IMM || op == KN_OPCODE_SEND_IMM) ? wr->imm_data
 										    : 0;
-	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, idx, op, 0, q->qp.qp_num, fm,
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, idx, op, 0, q->sqp->qpn, fm,
 			(uint8_t)(off / 16), 0, imm);
 	return (off + KN_SEND_WQE_BB - 1) / KN_SEND_WQE_BB;
 }
@@ -367,10 +367,12 @@ static void atomic_results(struct emu_qp *q, uint64_t from, uint64_t to)
 static bool cqe_to_wc(struct emu_cq *c, const struct kn_cqe64 *e, struct ibv_wc *wc)
 {
 	uint8_t op = kn_cqe_opcode(e);
-	uint32_t qpn = kn_be32toh(e->sop_drop_qpn) & 0xffffff; /* s_wqe_opcode_qpn in errors */
+	/* the software NIC's QP number (s_wqe_opcode_qpn in errors), which is not
+	 * the verbs QP number when that is the host's (rendezvous.c) */
+	uint32_t qpn = kn_be32toh(e->sop_drop_qpn) & 0xffffff;
 	uint16_t ctr = kn_be16toh(e->wqe_counter);
 	struct emu_qp *q = c->last;
-	if (!q || q->qp.qp_num != qpn) {
+	if (!q || q->sqp->qpn != qpn) {
 		q = emu_qp_by_num(emu_dev_of(c->cq.context), qpn);
 		if (!q || !q->sq_wrid) {
 			KLOG_WARN("kinet-verbs: a CQE of QP 0x%x, which is gone: dropped", qpn);
@@ -380,7 +382,7 @@ static bool cqe_to_wc(struct emu_cq *c, const struct kn_cqe64 *e, struct ibv_wc 
 	}
 	kinet_qp *s = q->sqp;
 	memset(wc, 0, sizeof(*wc));
-	wc->qp_num = qpn;
+	wc->qp_num = q->qp.qp_num;
 	bool err = op == KN_CQE_REQ_ERR || op == KN_CQE_RESP_ERR;
 	if (err) {
 		const struct kn_err_cqe *x = (const struct kn_err_cqe *)e;
@@ -411,7 +413,9 @@ static bool cqe_to_wc(struct emu_cq *c, const struct kn_cqe64 *e, struct ibv_wc 
 	atomic_store(&q->rq_tail, tail + (uint16_t)(ctr - (uint16_t)tail) + 1);
 	wc->opcode = op == KN_CQE_RESP_WR_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	if (!err) {
-		wc->src_qp = kn_be32toh(e->flags_rqpn) & 0xffffff;
+		/* RC: the connected QP, by its verbs number (the CQE has the
+		 * software NIC's) */
+		wc->src_qp = q->attr.dest_qp_num;
 		if (op == KN_CQE_RESP_WR_IMM || op == KN_CQE_RESP_SEND_IMM) {
 			wc->wc_flags |= IBV_WC_WITH_IMM;
 			wc->imm_data = e->imm_inval_pkey; /* network order, as the CQE has it */

@@ -38,6 +38,7 @@
 #if KINET_HAVE_RDMA_HEADERS
 
 #include "verbs/emu.h"
+#include <kinet/net.h>
 
 /* A receive WQ: a raw receive queue of the software NIC's port. */
 struct emu_wq {
@@ -771,13 +772,28 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	q->qp.send_cq = ia->send_cq;
 	q->qp.recv_cq = ia->recv_cq;
 	q->qp.qp_num = q->sqp->qpn;
-	q->qp.handle = q->sqp->qpn;
+	if (cfg.host) {
+		/* kinet-verbs: a number unique on the host, which peers in other
+		 * processes find the QP by (rendezvous.c) */
+		uint32_t n;
+		if ((rc = emu_rv_alloc(&n))) {
+			kinet_qp_destroy(q->sqp);
+			free(q);
+			errno = -rc;
+			return NULL;
+		}
+		q->qp.qp_num = n;
+		q->rv = true;
+	}
+	q->qp.handle = q->qp.qp_num;
 	q->qp.state = IBV_QPS_RESET;
 	q->qp.qp_type = IBV_QPT_RC;
 	q->sqp->bf_alt = emu_bf_size(); /* the device's two registers */
 	ia->cap.max_send_wr = sq_cnt / nbb;
 	ia->cap.max_recv_wr = rq_cnt;
 	if (emu_data_qp_init(q, ia)) {
+		if (q->rv)
+			emu_rv_release(q->qp.qp_num);
 		kinet_qp_destroy(q->sqp);
 		free(q);
 		errno = ENOMEM;
@@ -811,6 +827,8 @@ static int emu_destroy_qp(struct ibv_qp *qp)
 	int rc = kinet_qp_destroy(q->sqp);
 	if (rc)
 		return -rc;
+	if (q->rv)
+		emu_rv_release(q->qp.qp_num);
 	emu_data_qp_fini(q);
 	free(q);
 	return 0;
@@ -820,7 +838,7 @@ struct emu_qp *emu_qp_by_num(struct emu_dev *d, uint32_t qpn)
 {
 	pthread_mutex_lock(&emu_lock);
 	struct emu_qp *q = all_qps;
-	while (q && (q->qp.qp_num != qpn || q->d != d))
+	while (q && ((q->sqp ? q->sqp->qpn : q->qp.qp_num) != qpn || q->d != d))
 		q = q->next;
 	pthread_mutex_unlock(&emu_lock);
 	return q;
@@ -869,6 +887,30 @@ static int required_mask(int from, int to)
 	return -1;
 }
 
+/* Publishes the software-NIC descriptor of a QP that entered INIT under its
+ * host-unique number and its device's GIDs (rendezvous.c). A QP that cannot
+ * be published still reaches QPs of its own process; peers elsewhere then
+ * fail their RTR with the reason. */
+static void rv_publish(struct emu_qp *q)
+{
+	uint8_t desc[KINET_QP_DESC_MAX], gids[EMU_RV_GIDS][16];
+	int n = kinet_qp_export(q->sqp, desc, sizeof(desc));
+	if (n < 0) {
+		KLOG_ERR("kinet-verbs: QP 0x%x cannot be reached from other processes: its "
+			 "descriptor: %s", q->qp.qp_num, strerror(-n));
+		return;
+	}
+	uint32_t ng = 0;
+	for (uint32_t i = 0; i < gid_count(q->d) && ng < EMU_RV_GIDS; i++) {
+		struct ibv_gid_entry e;
+		static const uint8_t zero[16];
+		if (gid_entry(q->d, i, &e) == 0 && memcmp(e.gid.raw, zero, 16) &&
+		    (ng == 0 || memcmp(gids[ng - 1], e.gid.raw, 16))) /* v1 and v2 alike */
+			memcpy(gids[ng++], e.gid.raw, 16);
+	}
+	emu_rv_publish(q->qp.qp_num, (const uint8_t(*)[16])gids, ng, desc, (size_t)n);
+}
+
 static int modify_fail(struct emu_qp *q, const char *what)
 {
 	KLOG_ERR("emulated modify_qp 0x%x: %s", q->qp.qp_num, what);
@@ -910,6 +952,9 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	     ((mask & IBV_QP_SQ_PSN) && a->sq_psn > 0xffffff)))
 		return modify_fail(q, "PSN wider than 24 bits");
 	struct kinet_qp_remote remote = {0};
+	uint8_t rdesc[KINET_QP_DESC_MAX];
+	struct kinet_qp_info rinfo;
+	int rc0;
 	pthread_mutex_lock(&emu_lock);
 	struct emu_qp *dest = NULL;
 	if (to == IBV_QPS_RTR) {
@@ -931,17 +976,38 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			return modify_fail(q, "address vector names no valid port");
 		}
 		dest = find_dest(q->d, ah, a->dest_qp_num);
-		if (!dest) {
+		if (!dest && q->rv && q->d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+			/* a QP of another process of this host, found by (GID, QPN)
+			 * in the rendezvous folder: connected over the wire */
+			pthread_mutex_unlock(&emu_lock);
+			int n = emu_rv_lookup(a->dest_qp_num, ah->grh.dgid.raw, rdesc,
+					      sizeof(rdesc));
+			if (n < 0) {
+				KLOG_ERR("emulated modify_qp 0x%x: no peer QP 0x%x (%s)",
+					 q->qp.qp_num, a->dest_qp_num, strerror(-n));
+				return -n;
+			}
+			if ((rc0 = kinet_qp_desc_parse(rdesc, (size_t)n, &rinfo))) {
+				KLOG_ERR("emulated modify_qp 0x%x: the entry of QP 0x%x: %s",
+					 q->qp.qp_num, a->dest_qp_num, strerror(-rc0));
+				return -rc0;
+			}
+			remote.qpn = rinfo.qpn;
+			remote.wire_addr = rdesc;
+			remote.wire_addr_len = (size_t)n;
+			pthread_mutex_lock(&emu_lock);
+		} else if (!dest) {
 			pthread_mutex_unlock(&emu_lock);
 			/* hardware would only time out later (retry exceeded) */
 			return modify_fail(q, "no QP at that destination (address, QP number)");
+		} else {
+			if (dest->has_sq_psn && dest->sq_psn != a->rq_psn) {
+				pthread_mutex_unlock(&emu_lock);
+				return modify_fail(q, "expected PSN differs from the peer's send PSN");
+			}
+			remote.local = dest->sqp;
+			remote.qpn = dest->sqp->qpn;
 		}
-		if (dest->has_sq_psn && dest->sq_psn != a->rq_psn) {
-			pthread_mutex_unlock(&emu_lock);
-			return modify_fail(q, "expected PSN differs from the peer's send PSN");
-		}
-		remote.local = dest->sqp;
-		remote.qpn = dest->qp.qp_num;
 	}
 	if (to == IBV_QPS_RTS && from == IBV_QPS_RTR && q->peer && q->peer->has_rq_psn &&
 	    q->peer->peer == q && q->peer->rq_psn != a->sq_psn) {
@@ -952,6 +1018,16 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	int rc = kinet_qp_modify(q->sqp, to, to == IBV_QPS_RTR ? &remote : NULL);
 	if (rc)
 		return -rc;
+	if (to == IBV_QPS_RTR && remote.wire_addr) {
+		/* as kinet_qp_connect_remote records its peer */
+		q->sqp->peer_node = rinfo.node;
+		q->sqp->peer_gen = rinfo.gen;
+		q->sqp->remote_connected = true;
+	}
+	if (q->rv && from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+		rv_publish(q);
+	else if (q->rv && to == IBV_QPS_RESET)
+		emu_rv_publish(q->qp.qp_num, NULL, 0, NULL, 0); /* a new generation: not yet */
 	pthread_mutex_lock(&emu_lock);
 	if (to == IBV_QPS_RTR) {
 		q->peer = dest;

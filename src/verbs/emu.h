@@ -95,7 +95,20 @@ struct emu_qp {
 	uint64_t rq_head;
 	_Atomic uint64_t rq_tail;
 	struct ibv_qp_attr attr; /* the attributes of the modifies so far (ibv_query_qp) */
+	bool rv;                 /* qp.qp_num is an entry of the host's rendezvous */
 };
+
+/* rendezvous.c: QP numbers unique on the host, and the software-NIC
+ * descriptors of QPs in INIT and later, found by (GID, QP number) from
+ * other processes (docs/verbs.md, "Addressing"). */
+#define EMU_RV_GIDS 16
+int emu_rv_alloc(uint32_t *qpn);
+int emu_rv_publish(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, const void *desc,
+		   size_t len);
+void emu_rv_release(uint32_t qpn);
+/* The descriptor of QP qpn on a device with that GID: its length, or
+ * -ENOENT (logged with the reason) after KINET_VERBS_PEER_TIMEOUT_MS. */
+int emu_rv_lookup(uint32_t qpn, const uint8_t gid[16], void *desc, size_t cap);
 
 /* data.c: the context's data-path ops, the per-QP and per-CQ state of the
  * CPU data path, completion channels. */

@@ -11,10 +11,15 @@
  * fails with EOPNOTSUPP (or NULL and errno EOPNOTSUPP) and a log line naming
  * it. docs/verbs.md says what is offered and what is refused.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* dladdr */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <string.h>
 #include <unistd.h>
 #include "nic/mlx5/ops.h"
@@ -66,8 +71,34 @@ static void *refused_null(const char *verb)
 
 /* ---- devices ------------------------------------------------------------------------ */
 
+/* Is this call made from within libfabric? The software NIC reaches QPs of
+ * other processes over libfabric, whose verbs and efa providers look for
+ * RDMA devices (through libibverbs.so.1, here kinet-verbs, directly or
+ * through librdmacm) when libfabric starts, whatever FI_PROVIDER says: they
+ * must find none, or kinet would run on itself (and wait on the context that
+ * kinet holds while it starts libfabric). */
+static bool called_from_libfabric(void)
+{
+	void *frames[48];
+	int n = backtrace(frames, 48);
+	for (int i = 1; i < n; i++) {
+		Dl_info di;
+		if (dladdr(frames[i], &di) && di.dli_fname && strstr(di.dli_fname, "libfabric.so"))
+			return true;
+	}
+	return false;
+}
+
 KV_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 {
+	if (called_from_libfabric()) {
+		struct ibv_device **none = calloc(1, sizeof(*none));
+		if (num)
+			*num = 0;
+		if (!none)
+			errno = ENOMEM;
+		return none;
+	}
 	int n = 0;
 	struct ibv_device **l = ops()->get_device_list(&n);
 	if (num)
@@ -266,10 +297,11 @@ KV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
 	return (int)n;
 }
 
-KV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+/* rdma-core's is const char *ibv_get_sysfs_path(void) (librdmacm calls it
+ * so when libfabric probes its verbs provider) */
+KV_EXPORT const char *ibv_get_sysfs_path(void)
 {
-	snprintf(buf, size, "/sys");
-	return 0;
+	return "/sys";
 }
 
 KV_EXPORT int ibv_fork_init(void)
@@ -485,6 +517,20 @@ KV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
 {
 	(void)pd, (void)a;
 	return refused_null("ibv_create_ah");
+}
+
+KV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, struct ibv_wc *wc,
+				  struct ibv_grh *grh, struct ibv_ah_attr *a)
+{
+	(void)ctx, (void)port, (void)wc, (void)grh, (void)a;
+	return refused("ibv_init_ah_from_wc");
+}
+
+KV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+					       struct ibv_grh *grh, uint8_t port)
+{
+	(void)pd, (void)wc, (void)grh, (void)port;
+	return refused_null("ibv_create_ah_from_wc");
 }
 
 KV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)

@@ -51,3 +51,61 @@ KV_EXPORT int mlx5dv_devx_general_cmd(struct ibv_context *ctx, const void *in, s
 		return EINVAL;
 	return kinet_verbs_ops()->devx_general_cmd(ctx, in, inlen, out, outlen);
 }
+
+/* Refused, but defined: perftest binds them at load (and uses them only
+ * when asked for mlx5 QPs, signature or crypto offloads). */
+static int refused(const char *verb)
+{
+	KLOG_ERR("kinet-verbs: %s is not supported (EOPNOTSUPP)", verb);
+	return EOPNOTSUPP;
+}
+
+static void *refused_null(const char *verb)
+{
+	errno = refused(verb);
+	return NULL;
+}
+
+KV_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
+					  struct mlx5dv_qp_init_attr *ma)
+{
+	(void)ctx, (void)a, (void)ma;
+	return refused_null("mlx5dv_create_qp");
+}
+
+KV_EXPORT struct mlx5dv_mkey *mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *a)
+{
+	(void)a;
+	return refused_null("mlx5dv_create_mkey");
+}
+
+KV_EXPORT int mlx5dv_destroy_mkey(struct mlx5dv_mkey *m)
+{
+	(void)m;
+	return refused("mlx5dv_destroy_mkey");
+}
+
+KV_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *q)
+{
+	(void)q;
+	return refused_null("mlx5dv_qp_ex_from_ibv_qp_ex");
+}
+
+KV_EXPORT int mlx5dv_crypto_login(struct ibv_context *ctx, struct mlx5dv_crypto_login_attr *a)
+{
+	(void)ctx, (void)a;
+	return refused("mlx5dv_crypto_login");
+}
+
+KV_EXPORT struct mlx5dv_dek *mlx5dv_dek_create(struct ibv_context *ctx,
+					       struct mlx5dv_dek_init_attr *a)
+{
+	(void)ctx, (void)a;
+	return refused_null("mlx5dv_dek_create");
+}
+
+KV_EXPORT int mlx5dv_dek_destroy(struct mlx5dv_dek *d)
+{
+	(void)d;
+	return refused("mlx5dv_dek_destroy");
+}
