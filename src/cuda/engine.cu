@@ -127,6 +127,10 @@ __device__ static void give_back(struct kn_geng_ctl *ctl, int i, struct gslot *g
 		h->n_bytes = g->s.n_bytes;
 		h->n_cqes = g->s.n_cqes;
 		h->n_doorbells = g->s.n_doorbells;
+		h->n_db_wqe = g->s.n_db_wqe;
+		h->n_db_pi = g->s.n_db_pi;
+		h->n_db_foreign = g->s.n_db_foreign;
+		h->n_dbr_only = g->s.n_dbr_only;
 		h->sq_ci_pub = g->s.sq_ci;
 	}
 	h->why = why;
@@ -151,6 +155,12 @@ __device__ static uint32_t published(struct gslot *g, uint32_t dbr, uint64_t w0,
 		s->n_doorbells++;
 		uint16_t p;
 		int k = kn_rule_db_word(w, s->qpn, &p);
+		if (k < 0)
+			s->n_db_foreign++;
+		else if (k == 0)
+			s->n_db_pi++;
+		else
+			s->n_db_wqe++;
 		if (k == 0 || (k == 1 && w != s->last_ctrl))
 			s->db_target = kn_rule_db_offer(s->db_target, ci, p, s->sq_cnt);
 	}
@@ -160,6 +170,8 @@ __device__ static uint32_t published(struct gslot *g, uint32_t dbr, uint64_t w0,
 	}
 	uint32_t a = kn_rule_db_avail(&s->dbr_target, ci, s->sq_cnt);
 	uint32_t b = kn_rule_db_avail(&s->db_target, ci, s->sq_cnt);
+	if (a > b)
+		s->n_dbr_only++; /* found through the record alone */
 	return a > b ? a : b;
 }
 

@@ -164,6 +164,14 @@ static void settle(kinet_qp *qp)
 	KINET_COUNT(qp->ctx, c_wqes, sl->n_wqes);
 	KINET_COUNT(qp->ctx, c_cqes, sl->n_cqes);
 	KINET_COUNT(qp->ctx, c_doorbells, sl->n_doorbells);
+	KINET_QCOUNT(qp, KQ_DB_WQE, sl->n_db_wqe);
+	KINET_QCOUNT(qp, KQ_DB_PI, sl->n_db_pi);
+	KINET_QCOUNT(qp, KQ_DB_FOREIGN, sl->n_db_foreign);
+	KINET_QCOUNT(qp, KQ_DBR_ONLY, sl->n_dbr_only);
+	KINET_COUNT(qp->ctx, c_db_wqe, sl->n_db_wqe);
+	KINET_COUNT(qp->ctx, c_db_pi, sl->n_db_pi);
+	KINET_COUNT(qp->ctx, c_db_foreign, sl->n_db_foreign);
+	KINET_COUNT(qp->ctx, c_dbr_only, sl->n_dbr_only);
 	s->geng_wqes += sl->n_wqes;
 	atomic_store(&s->sq_ci_pub, s->sq_ci);
 	uint32_t why = sl->why;
@@ -305,6 +313,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	sl->dbr_target = s->dbr_target;
 	sl->db_target = s->db_target;
 	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = 0;
+	sl->n_db_wqe = sl->n_db_pi = sl->n_db_foreign = sl->n_dbr_only = 0;
 	sl->sq_ci_pub = s->sq_ci;
 	sl->why = 0;
 	sl->gen++;
