@@ -4,6 +4,7 @@
  * codes of error CQEs, and endpoint states derived from the QP state and
  * the transport (docs/lifecycle.md).
  */
+#include <stdio.h>
 #include <string.h>
 #include "core/internal.h"
 
@@ -124,6 +125,10 @@ int kinet_qp_ep_info(const kinet_qp *cqp, struct kinet_ep_info *o)
 	o->outstanding = c.outstanding;
 	o->peer_qpn = qp->peer_qpn;
 	o->peer_gen = qp->peer_gen;
+	if (qp->ctx->backend == KINET_BACKEND_MLX5) {
+		o->engine = KINET_ENGINE_HW;
+		snprintf(o->engine_why, sizeof(o->engine_why), "the NIC executes the WQEs");
+	}
 	switch (c.state) {
 	case KINET_QPS_RESET: o->state = KINET_EP_IDLE; break;
 	case KINET_QPS_INIT:

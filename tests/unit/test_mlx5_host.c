@@ -841,3 +841,26 @@ Test(mlx5_host, built_without_rdma_core_headers)
 	cr_assert_eq(kinet_mlx5_probe(NULL, why, sizeof(why)), -ENODEV);
 }
 #endif
+
+/* kinet_qp_ep_info names who executes the WQEs: the NIC here, the software
+ * NIC's CPU engine (with the reason the GPU engine does not) on soft. */
+Test(mlx5_host, ep_info_names_the_engine)
+{
+	struct kinet_mlx5_emu_cfg c = defaults();
+	emulate(&c);
+	struct pair p;
+	pair_open(&p, NULL);
+	struct kinet_ep_info ei;
+	cr_assert_eq(kinet_qp_ep_info(p.a, &ei), 0);
+	cr_assert_eq(ei.engine, KINET_ENGINE_HW);
+	cr_assert(strstr(ei.engine_why, "NIC") != NULL, "%s", ei.engine_why);
+	pair_close(&p);
+
+	struct tu_pair s;
+	cr_assert_eq(tu_pair_open(&s, NULL), 0);
+	cr_assert_eq(kinet_qp_ep_info(s.a, &ei), 0);
+	cr_assert_eq(ei.engine, KINET_ENGINE_CPU);
+	cr_assert_eq(ei.gpu_wqes, 0u);
+	cr_assert(strstr(ei.engine_why, "KINET_GPU_ENGINE") != NULL, "%s", ei.engine_why);
+	tu_pair_close(&s);
+}
