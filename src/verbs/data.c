@@ -14,6 +14,10 @@
  * unsignaled WR completes silently with the next signaled one after it, as
  * on a ConnectX; after an error every WR left completes with a flush error.
  *
+ * Extended QPs (ibv_qp_ex): the wr_* builders stage ibv_send_wr lists
+ * between wr_start and wr_complete, which posts them through the same path
+ * as ibv_post_send, all or nothing, as the mlx5 provider does.
+ *
  * Completion events: ibv_req_notify_cq arms a CQ; a watcher thread (started
  * by the first arm) looks at the armed CQs every EMU_WATCH_US and queues an
  * event on the CQ's channel once the CQ holds a CQE not polled yet, which
@@ -333,9 +337,10 @@ static struct emu_qp *qpx_of(struct ibv_qp_ex *x)
 static void wrx_fail(struct emu_qp *q, int err, const char *what)
 {
 	struct emu_wrx *x = q->wrx;
+	if (x->err)
+		return; /* the batch failed already: one line for it */
 	KLOG_ERR("kinet-verbs: extended QP 0x%x: %s", q->qp.qp_num, what);
-	if (!x->err)
-		x->err = err;
+	x->err = err;
 }
 
 /* The work request being built (the last one begun), or NULL with the
@@ -492,10 +497,14 @@ static void qx_set_inline_list(struct ibv_qp_ex *ibx, size_t n, const struct ibv
 	struct ibv_send_wr *w = wrx_cur(q, "wr_set_inline_data_list");
 	if (!w)
 		return;
+	if (n && !b) {
+		wrx_fail(q, EINVAL, "wr_set_inline_data_list: no buffer list");
+		return;
+	}
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += b[i].length;
-	if ((n && !b) || total > q->cap.max_inline_data) {
+	if (total > q->cap.max_inline_data) {
 		wrx_fail(q, EINVAL, "wr_set_inline_data: more than the QP's max_inline_data");
 		return;
 	}
