@@ -14,6 +14,10 @@
  * unsignaled WR completes silently with the next signaled one after it, as
  * on a ConnectX; after an error every WR left completes with a flush error.
  *
+ * Extended QPs (ibv_qp_ex): the wr_* builders stage ibv_send_wr lists
+ * between wr_start and wr_complete, which posts them through the same path
+ * as ibv_post_send, all or nothing, as the mlx5 provider does.
+ *
  * Completion events: ibv_req_notify_cq arms a CQ; a watcher thread (started
  * by the first arm) looks at the armed CQs every EMU_WATCH_US and queues an
  * event on the CQ's channel once the CQ holds a CQE not polled yet, which
@@ -44,6 +48,24 @@ static struct emu_qp *qp_of(struct ibv_qp *qp)
 	return (struct emu_qp *)qp;
 }
 
+/* The work requests between wr_start and wr_complete, as ibv_send_wr lists
+ * (wr_complete posts them with post_list: the WQEs are built once, by
+ * build_send, as ibv_post_send builds them). Inline data is copied when it
+ * is set, as the provider does, into inl. Only the thread that called
+ * wr_start uses it until wr_complete or wr_abort (the API's contract). */
+struct emu_wrx {
+	uint64_t ops;            /* the send_ops_flags the QP was created with */
+	struct ibv_send_wr *wr;  /* wr[0..n): the work requests so far */
+	struct ibv_sge *sge;     /* nsge entries per work request */
+	uint32_t nsge;
+	size_t *inl_at;          /* per work request: its inline data's offset in inl */
+	uint32_t n, cap;
+	uint8_t *inl;            /* inline data copied */
+	size_t inl_len, inl_cap;
+	int err;                 /* the first error since wr_start (wr_complete returns it) */
+	bool open;               /* between wr_start and wr_complete/wr_abort */
+};
+
 /* ---- per-QP state ------------------------------------------------------------------- */
 
 int emu_data_qp_init(struct emu_qp *q, const struct ibv_qp_init_attr *ia)
@@ -71,6 +93,14 @@ void emu_data_qp_fini(struct emu_qp *q)
 {
 	if (!q->sq_wrid && !q->rq_wrid)
 		return; /* a DevX or raw packet QP: no CPU data path */
+	if (q->wrx) {
+		free(q->wrx->wr);
+		free(q->wrx->sge);
+		free(q->wrx->inl_at);
+		free(q->wrx->inl);
+		free(q->wrx);
+		q->wrx = NULL;
+	}
 	free(q->sq_wrid);
 	free(q->sq_wop);
 	free(q->sq_nbb);
@@ -215,9 +245,13 @@ static uint32_t build_send(struct emu_qp *q, const struct ibv_send_wr *wr, uint1
 	return (off + KN_SEND_WQE_BB - 1) / KN_SEND_WQE_BB;
 }
 
-static int emu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* Posts the list wr on q: each WQE built and rung in turn (the first that
+ * fails stops the list, *bad at it). whole: none is posted unless all fit
+ * and build (an extended QP's wr_complete, which posts all or nothing). */
+static int post_list(struct emu_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+		     bool whole)
 {
-	struct emu_qp *q = qp_of(ibqp);
+	struct ibv_qp *ibqp = &q->qp;
 	int err = 0;
 	if (ibqp->qp_type != IBV_QPT_RC || !q->sq_wrid) {
 		*bad = wr;
@@ -231,6 +265,30 @@ static int emu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv
 	kinet_qp *s = q->sqp;
 	uint8_t w[KN_MAX_WQE_BBS * KN_SEND_WQE_BB];
 	pthread_mutex_lock(&q->sq_lock);
+	if (whole) {
+		/* a dry run: every WQE builds, and all fit in the SQ together */
+		uint64_t pi = s->raw_pi, nwr = 0;
+		for (struct ibv_send_wr *x = wr; x; x = x->next, nwr++) {
+			memset(w, 0, sizeof(w));
+			uint8_t wop = 0;
+			uint32_t nbb = build_send(q, x, (uint16_t)pi, w, &err, &wop);
+			if (!nbb)
+				break;
+			pi += nbb;
+			if (q->sq_wr_head + nwr + 1 - atomic_load(&q->sq_wr_tail) >
+				    q->cap.max_send_wr ||
+			    pi - atomic_load(&q->sq_tail) > s->sq_cnt) {
+				err = post_fail(q, ENOMEM, "wr_complete: the work requests do not "
+							   "fit in the send queue");
+				break;
+			}
+		}
+		if (err) {
+			pthread_mutex_unlock(&q->sq_lock);
+			*bad = wr;
+			return err;
+		}
+	}
 	for (; wr; wr = wr->next) {
 		uint64_t pi = s->raw_pi; /* only this path posts on the QP (sq_lock) */
 		memset(w, 0, sizeof(w));
@@ -262,6 +320,368 @@ static int emu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv
 	if (err)
 		*bad = wr;
 	return err;
+}
+
+static int emu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return post_list(qp_of(ibqp), wr, bad, false);
+}
+
+/* ---- extended QPs: ibv_qp_ex's work request builders ---------------------------------- */
+
+static struct emu_qp *qpx_of(struct ibv_qp_ex *x)
+{
+	return (struct emu_qp *)x;
+}
+
+static void wrx_fail(struct emu_qp *q, int err, const char *what)
+{
+	struct emu_wrx *x = q->wrx;
+	if (x->err)
+		return; /* the batch failed already: one line for it */
+	KLOG_ERR("kinet-verbs: extended QP 0x%x: %s", q->qp.qp_num, what);
+	x->err = err;
+}
+
+/* The work request being built (the last one begun), or NULL with the
+ * error recorded when none is. */
+static struct ibv_send_wr *wrx_cur(struct emu_qp *q, const char *verb)
+{
+	struct emu_wrx *x = q->wrx;
+	if (!x->open || !x->n) {
+		char m[96];
+		snprintf(m, sizeof(m), "%s without a work request begun (wr_start, then wr_<op>)",
+			 verb);
+		wrx_fail(q, EINVAL, m);
+		return NULL;
+	}
+	return &x->wr[x->n - 1];
+}
+
+/* Begins a work request: op, with the QP's wr_id and wr_flags now. */
+static struct ibv_send_wr *wrx_begin(struct ibv_qp_ex *ibx, enum ibv_wr_opcode op, uint64_t flag,
+				     const char *verb)
+{
+	struct emu_qp *q = qpx_of(ibx);
+	struct emu_wrx *x = q->wrx;
+	char m[128];
+	if (!x->open) {
+		snprintf(m, sizeof(m), "%s outside wr_start .. wr_complete", verb);
+		wrx_fail(q, EINVAL, m);
+		return NULL;
+	}
+	if (!(x->ops & flag)) {
+		snprintf(m, sizeof(m), "%s, which the QP's send_ops_flags did not ask for", verb);
+		wrx_fail(q, EINVAL, m);
+		return NULL;
+	}
+	if (x->n == x->cap) {
+		if (x->cap >= q->cap.max_send_wr) {
+			wrx_fail(q, ENOMEM, "more work requests than the QP's max_send_wr");
+			return NULL;
+		}
+		uint32_t nc = x->cap ? x->cap * 2 : 16;
+		if (nc > q->cap.max_send_wr)
+			nc = q->cap.max_send_wr;
+		struct ibv_send_wr *w = realloc(x->wr, nc * sizeof(*w));
+		if (w)
+			x->wr = w;
+		struct ibv_sge *g = realloc(x->sge, (size_t)nc * x->nsge * sizeof(*g));
+		if (g)
+			x->sge = g;
+		size_t *ia = realloc(x->inl_at, nc * sizeof(*ia));
+		if (ia)
+			x->inl_at = ia;
+		if (!w || !g || !ia) {
+			wrx_fail(q, ENOMEM, "no memory for the work requests");
+			return NULL;
+		}
+		x->cap = nc;
+	}
+	struct ibv_send_wr *wr = &x->wr[x->n++];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = ibx->wr_id;
+	wr->opcode = op;
+	/* inline data is wr_set_inline_data's, whatever the flags say */
+	wr->send_flags = ibx->wr_flags & ~(unsigned int)IBV_SEND_INLINE;
+	x->inl_at[x->n - 1] = SIZE_MAX;
+	return wr;
+}
+
+static void qx_rdma_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr)
+{
+	struct ibv_send_wr *w =
+		wrx_begin(x, IBV_WR_RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE, "wr_rdma_write");
+	if (w)
+		w->wr.rdma.rkey = rkey, w->wr.rdma.remote_addr = raddr;
+}
+
+static void qx_rdma_write_imm(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+	struct ibv_send_wr *w = wrx_begin(x, IBV_WR_RDMA_WRITE_WITH_IMM,
+					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, "wr_rdma_write_imm");
+	if (w)
+		w->wr.rdma.rkey = rkey, w->wr.rdma.remote_addr = raddr, w->imm_data = imm;
+}
+
+static void qx_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr)
+{
+	struct ibv_send_wr *w =
+		wrx_begin(x, IBV_WR_RDMA_READ, IBV_QP_EX_WITH_RDMA_READ, "wr_rdma_read");
+	if (w)
+		w->wr.rdma.rkey = rkey, w->wr.rdma.remote_addr = raddr;
+}
+
+static void qx_send(struct ibv_qp_ex *x)
+{
+	wrx_begin(x, IBV_WR_SEND, IBV_QP_EX_WITH_SEND, "wr_send");
+}
+
+static void qx_send_imm(struct ibv_qp_ex *x, __be32 imm)
+{
+	struct ibv_send_wr *w =
+		wrx_begin(x, IBV_WR_SEND_WITH_IMM, IBV_QP_EX_WITH_SEND_WITH_IMM, "wr_send_imm");
+	if (w)
+		w->imm_data = imm;
+}
+
+static void qx_cmp_swp(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, uint64_t compare,
+		       uint64_t swap)
+{
+	struct ibv_send_wr *w = wrx_begin(x, IBV_WR_ATOMIC_CMP_AND_SWP,
+					  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, "wr_atomic_cmp_swp");
+	if (w) {
+		w->wr.atomic.rkey = rkey, w->wr.atomic.remote_addr = raddr;
+		w->wr.atomic.compare_add = compare, w->wr.atomic.swap = swap;
+	}
+}
+
+static void qx_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, uint64_t add)
+{
+	struct ibv_send_wr *w = wrx_begin(x, IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, "wr_atomic_fetch_add");
+	if (w)
+		w->wr.atomic.rkey = rkey, w->wr.atomic.remote_addr = raddr,
+		w->wr.atomic.compare_add = add;
+}
+
+static void qx_set_sge_list(struct ibv_qp_ex *ibx, size_t n, const struct ibv_sge *sg)
+{
+	struct emu_qp *q = qpx_of(ibx);
+	struct emu_wrx *x = q->wrx;
+	struct ibv_send_wr *w = wrx_cur(q, "wr_set_sge_list");
+	if (!w)
+		return;
+	if (n > x->nsge || n > q->cap.max_send_sge || (n && !sg)) {
+		wrx_fail(q, EINVAL, "wr_set_sge_list: more entries than the QP's max_send_sge");
+		return;
+	}
+	struct ibv_sge *g = &x->sge[(size_t)(x->n - 1) * x->nsge];
+	if (n)
+		memcpy(g, sg, n * sizeof(*g));
+	w->num_sge = (int)n;
+	w->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+	x->inl_at[x->n - 1] = SIZE_MAX;
+}
+
+static void qx_set_sge(struct ibv_qp_ex *ibx, uint32_t lkey, uint64_t addr, uint32_t len)
+{
+	struct ibv_sge g = {.addr = addr, .length = len, .lkey = lkey};
+	qx_set_sge_list(ibx, 1, &g);
+}
+
+static void qx_set_inline_list(struct ibv_qp_ex *ibx, size_t n, const struct ibv_data_buf *b)
+{
+	struct emu_qp *q = qpx_of(ibx);
+	struct emu_wrx *x = q->wrx;
+	struct ibv_send_wr *w = wrx_cur(q, "wr_set_inline_data_list");
+	if (!w)
+		return;
+	if (n && !b) {
+		wrx_fail(q, EINVAL, "wr_set_inline_data_list: no buffer list");
+		return;
+	}
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += b[i].length;
+	if (total > q->cap.max_inline_data) {
+		wrx_fail(q, EINVAL, "wr_set_inline_data: more than the QP's max_inline_data");
+		return;
+	}
+	if (x->inl_len + total > x->inl_cap) {
+		size_t nc = x->inl_cap ? x->inl_cap : 4096;
+		while (nc < x->inl_len + total)
+			nc *= 2;
+		uint8_t *p = realloc(x->inl, nc);
+		if (!p) {
+			wrx_fail(q, ENOMEM, "no memory for the inline data");
+			return;
+		}
+		x->inl = p, x->inl_cap = nc;
+	}
+	size_t at = x->inl_len;
+	for (size_t i = 0; i < n; i++)
+		if (b[i].length) {
+			memcpy(x->inl + x->inl_len, b[i].addr, b[i].length);
+			x->inl_len += b[i].length;
+		}
+	/* one gather entry over the copy; its address is set at wr_complete
+	 * (inl may move until then) */
+	struct ibv_sge *g = &x->sge[(size_t)(x->n - 1) * x->nsge];
+	g->length = (uint32_t)total;
+	g->lkey = 0;
+	w->num_sge = 1;
+	w->send_flags |= IBV_SEND_INLINE;
+	x->inl_at[x->n - 1] = at;
+}
+
+static void qx_set_inline(struct ibv_qp_ex *ibx, void *addr, size_t len)
+{
+	struct ibv_data_buf b = {.addr = addr, .length = len};
+	qx_set_inline_list(ibx, 1, &b);
+}
+
+static void wrx_reset(struct emu_wrx *x)
+{
+	x->n = 0;
+	x->inl_len = 0;
+	x->err = 0;
+	x->open = false;
+}
+
+static void qx_start(struct ibv_qp_ex *ibx)
+{
+	struct emu_qp *q = qpx_of(ibx);
+	wrx_reset(q->wrx);
+	q->wrx->open = true;
+}
+
+static void qx_abort(struct ibv_qp_ex *ibx)
+{
+	wrx_reset(qpx_of(ibx)->wrx);
+}
+
+static int qx_complete(struct ibv_qp_ex *ibx)
+{
+	struct emu_qp *q = qpx_of(ibx);
+	struct emu_wrx *x = q->wrx;
+	if (!x->open) {
+		wrx_fail(q, EINVAL, "wr_complete without wr_start");
+		int e = x->err;
+		x->err = 0;
+		return e;
+	}
+	int err = x->err;
+	if (!err && x->n) {
+		for (uint32_t i = 0; i < x->n; i++) {
+			struct ibv_send_wr *w = &x->wr[i];
+			w->sg_list = &x->sge[(size_t)i * x->nsge];
+			if (x->inl_at[i] != SIZE_MAX)
+				w->sg_list[0].addr = (uintptr_t)(x->inl + x->inl_at[i]);
+			w->next = i + 1 < x->n ? &x->wr[i + 1] : NULL;
+		}
+		struct ibv_send_wr *bad = NULL;
+		err = post_list(q, x->wr, &bad, true);
+	}
+	wrx_reset(x);
+	return err;
+}
+
+/* The builders of what kinet-verbs does not offer (refused at creation, so
+ * only a program that calls them anyway gets here): an error, not a crash. */
+static void qx_refuse(struct ibv_qp_ex *ibx, const char *verb)
+{
+	char m[96];
+	snprintf(m, sizeof(m), "%s is not supported", verb);
+	wrx_fail(qpx_of(ibx), EOPNOTSUPP, m);
+}
+static void qx_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bi)
+{
+	(void)mw, (void)rkey, (void)bi;
+	qx_refuse(x, "wr_bind_mw");
+}
+static void qx_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
+{
+	(void)rkey;
+	qx_refuse(x, "wr_local_inv");
+}
+static void qx_send_inv(struct ibv_qp_ex *x, uint32_t rkey)
+{
+	(void)rkey;
+	qx_refuse(x, "wr_send_inv");
+}
+static void qx_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t sz, uint16_t mss)
+{
+	(void)hdr, (void)sz, (void)mss;
+	qx_refuse(x, "wr_send_tso");
+}
+static void qx_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	(void)ah, (void)qpn, (void)qkey;
+	qx_refuse(x, "wr_set_ud_addr");
+}
+static void qx_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
+{
+	(void)srqn;
+	qx_refuse(x, "wr_set_xrc_srqn");
+}
+static void qx_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, const void *v)
+{
+	(void)rkey, (void)raddr, (void)v;
+	qx_refuse(x, "wr_atomic_write");
+}
+
+#define EMU_QPX_OPS                                                                         \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                             \
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+int emu_data_qpx_init(struct emu_qp *q, uint64_t send_ops)
+{
+	if (send_ops & ~(uint64_t)EMU_QPX_OPS) {
+		KLOG_ERR("kinet-verbs: ibv_create_qp_ex: send_ops_flags 0x%llx: only RDMA write "
+			 "(with immediate), read, send (with immediate), compare-and-swap and "
+			 "fetch-and-add are supported (EOPNOTSUPP)",
+			 (unsigned long long)send_ops);
+		return -EOPNOTSUPP;
+	}
+	struct emu_wrx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->ops = send_ops;
+	x->nsge = q->cap.max_send_sge ? q->cap.max_send_sge : 1;
+	q->wrx = x;
+	struct ibv_qp_ex *e = &q->qpx;
+	e->comp_mask = 0;
+	e->wr_atomic_cmp_swp = qx_cmp_swp;
+	e->wr_atomic_fetch_add = qx_fetch_add;
+	e->wr_bind_mw = qx_bind_mw;
+	e->wr_local_inv = qx_local_inv;
+	e->wr_rdma_read = qx_rdma_read;
+	e->wr_rdma_write = qx_rdma_write;
+	e->wr_rdma_write_imm = qx_rdma_write_imm;
+	e->wr_send = qx_send;
+	e->wr_send_imm = qx_send_imm;
+	e->wr_send_inv = qx_send_inv;
+	e->wr_send_tso = qx_send_tso;
+	e->wr_set_ud_addr = qx_ud_addr;
+	e->wr_set_xrc_srqn = qx_xrc_srqn;
+	e->wr_set_inline_data = qx_set_inline;
+	e->wr_set_inline_data_list = qx_set_inline_list;
+	e->wr_set_sge = qx_set_sge;
+	e->wr_set_sge_list = qx_set_sge_list;
+	e->wr_start = qx_start;
+	e->wr_complete = qx_complete;
+	e->wr_abort = qx_abort;
+	e->wr_atomic_write = qx_atomic_write;
+	return 0;
+}
+
+struct ibv_qp_ex *emu_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct emu_qp *q = qp_of(qp);
+	return q->wrx ? &q->qpx : NULL;
 }
 
 /* ---- ibv_post_recv ---------------------------------------------------------------------- */

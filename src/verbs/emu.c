@@ -1254,9 +1254,13 @@ static struct ibv_qp *emu_create_raw_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 }
 
 /* ibv_create_qp_ex: a raw packet QP hashing into an indirection table. */
+static struct ibv_qp *emu_create_rc_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a);
+
 static struct ibv_qp *emu_create_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a)
 {
 	called("create_qp_ex");
+	if (a && a->qp_type == IBV_QPT_RC)
+		return emu_create_rc_qp_ex(ib, a);
 	const uint32_t need = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
 			      IBV_QP_INIT_ATTR_RX_HASH;
 	if (!a || a->qp_type != IBV_QPT_RAW_PACKET || (a->comp_mask & need) != need ||
@@ -1288,6 +1292,40 @@ static struct ibv_qp *emu_create_qp_ex(struct ibv_context *ib, struct ibv_qp_ini
 	q->qp.state = IBV_QPS_RESET;
 	q->qp.qp_type = IBV_QPT_RAW_PACKET;
 	return &q->qp;
+}
+
+/* ibv_create_qp_ex of an RC QP: ibv_create_qp's QP, extended (its
+ * ibv_qp_ex builders, data.c) when send_ops_flags are given. */
+static struct ibv_qp *rc_fail(int e, const char *what)
+{
+	KLOG_ERR("kinet-verbs: %s", what);
+	errno = e;
+	return NULL;
+}
+
+static struct ibv_qp *emu_create_rc_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a)
+{
+	const uint32_t ok = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			    IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ib)
+		return rc_fail(EINVAL, "ibv_create_qp_ex: an RC QP needs a PD of this context");
+	if ((a->comp_mask & ~ok) ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && a->max_tso_header))
+		return rc_fail(EOPNOTSUPP, "ibv_create_qp_ex: an RC QP takes a PD and send_ops_flags "
+					    "only (no create flags, TSO, XRC, RSS or SRQ)");
+	bool ex = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	/* ibv_qp_init_attr is the start of ibv_qp_init_attr_ex (the caps come back there) */
+	struct ibv_qp *qp = emu_create_qp(a->pd, (struct ibv_qp_init_attr *)a);
+	if (!qp || !ex)
+		return qp;
+	int rc = emu_data_qpx_init((struct emu_qp *)qp, a->send_ops_flags);
+	if (rc) {
+		emu_destroy_qp(qp);
+		errno = -rc;
+		return NULL;
+	}
+	return qp;
 }
 
 static int emu_destroy_raw_qp(struct emu_qp *q)
@@ -2511,6 +2549,7 @@ static void ctx_ops(struct emu_ctx *c)
 	c->vc.sz = sizeof(c->vc);
 	c->vc.query_port = emu_vquery_port;
 	c->vc.query_device_ex = emu_vquery_device_ex;
+	c->vc.create_qp_ex = emu_create_qp_ex; /* ibv_create_qp_ex beyond a PD alone */
 	emu_data_ops(ib); /* poll_cq, req_notify_cq, post_send, post_recv (data.c) */
 	ib->ops.post_srq_recv = emu_post_srq_recv;
 	ib->ops.alloc_mw = emu_alloc_mw;

@@ -68,8 +68,12 @@ struct emu_cq {
 	struct emu_cq *ev_next;   /* the channel's queue of events */
 	uint32_t events_read;     /* events ibv_get_cq_event returned (cq.mutex) */
 };
+struct emu_wrx;
 struct emu_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx; /* an extended QP (ibv_qp_to_qp_ex): qpx.qp_base is qp */
+	};
 	kinet_qp *sqp;
 	struct emu_dev *d;
 	struct emu_qp *peer;
@@ -96,6 +100,7 @@ struct emu_qp {
 	_Atomic uint64_t rq_tail;
 	struct ibv_qp_attr attr; /* the attributes of the modifies so far (ibv_query_qp) */
 	bool rv;                 /* qp.qp_num is an entry of the host's rendezvous */
+	struct emu_wrx *wrx;     /* an extended QP: the work requests since wr_start */
 };
 
 /* rendezvous.c: QP numbers unique on the host, and the software-NIC
@@ -115,6 +120,10 @@ int emu_rv_lookup(uint32_t qpn, const uint8_t gid[16], void *desc, size_t cap);
 void emu_data_ops(struct ibv_context *ib);
 int emu_data_qp_init(struct emu_qp *q, const struct ibv_qp_init_attr *ia);
 void emu_data_qp_fini(struct emu_qp *q);
+/* An RC QP of ibv_create_qp_ex with these send_ops_flags: its ibv_qp_ex
+ * functions (wr_start .. wr_complete); 0 or a negative errno. */
+int emu_data_qpx_init(struct emu_qp *q, uint64_t send_ops);
+struct ibv_qp_ex *emu_qp_to_qp_ex(struct ibv_qp *qp);
 void emu_data_qp_reset(struct emu_qp *q);
 void emu_data_cq_init(struct emu_cq *c, struct ibv_comp_channel *ch);
 void emu_data_cq_fini(struct emu_cq *c);

@@ -481,10 +481,19 @@ KV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	return qp ? ops()->destroy_qp(qp) : EINVAL;
 }
 
+/* As rdma-core's: the extended QP of one created by ibv_create_qp_ex with
+ * send_ops_flags, NULL for any other (errno EOPNOTSUPP and a log line). */
 KV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	return refused_null("ibv_qp_to_qp_ex (the work request API)");
+	if (!qp) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct ibv_qp_ex *x = emu_qp_to_qp_ex(qp);
+	if (!x)
+		return refused_null("ibv_qp_to_qp_ex of a QP not created by ibv_create_qp_ex "
+				    "with send_ops_flags");
+	return x;
 }
 
 /* ---- refused families: SRQ, AH, multicast ------------------------------------------------ */

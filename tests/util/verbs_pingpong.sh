@@ -6,15 +6,20 @@
 #   verbs_pingpong.sh KINET_RUN            ibv_rc_pingpong -c
 #   verbs_pingpong.sh KINET_RUN write_bw   perftest's ib_write_bw
 #   verbs_pingpong.sh KINET_RUN write_lat  perftest's ib_write_lat
-# (perftest with --use_old_post_send: kinet-verbs has no extended QPs yet.)
+#   verbs_pingpong.sh KINET_RUN read_bw    perftest's ib_read_bw
+#   verbs_pingpong.sh KINET_RUN send_bw    perftest's ib_send_bw
+# perftest posts through extended QPs (the ibv_wr_* API, which it must say
+# it used); with a third argument "old", through ibv_post_send
+# (--use_old_post_send).
 # Both must exit 0 and print their results; everything runs under a
 # timeout. Exits 77 (skipped) when the program is not installed.
 set -eu
 run=$1
 mode=${2:-pingpong}
+old=${3:-}
 case $mode in
 pingpong) prog=ibv_rc_pingpong pkg="Debian's ibverbs-utils" ;;
-write_bw | write_lat) prog=ib_$mode pkg="Debian's perftest" ;;
+write_bw | write_lat | read_bw | send_bw) prog=ib_$mode pkg="Debian's perftest" ;;
 *) echo "verbs_pingpong: unknown mode $mode" >&2; exit 2 ;;
 esac
 if ! command -v "$prog" >/dev/null 2>&1; then
@@ -37,7 +42,8 @@ n=${PINGPONG_ITERS:-200}
 if [ "$mode" = pingpong ]; then
 	set -- ibv_rc_pingpong -d kinet0 -g 1 -c -p "$port" -n "$n"
 else
-	set -- "$prog" -d kinet0 -x 1 -p "$port" -n "$n" --use_old_post_send
+	set -- "$prog" -d kinet0 -x 1 -p "$port" -n "$n"
+	[ "$old" != old ] || set -- "$@" --use_old_post_send
 fi
 timeout -s KILL 30 "$run" "$@" >"$tmp/server" 2>"$tmp/server.err" &
 srv=$!
@@ -67,7 +73,7 @@ for s in server client; do
 		grep -qE "^$n iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" "$tmp/$s" ||
 			fail "$s printed no iteration line"
 		;;
-	write_bw)
+	write_bw | read_bw | send_bw)
 		grep -qE "^ 65536[[:space:]]+$n([[:space:]]+[0-9.]+){3}" "$tmp/$s" ||
 			fail "$s printed no bandwidth line"
 		;;
@@ -78,4 +84,10 @@ for s in server client; do
 		;;
 	esac
 done
-echo "verbs_pingpong: $prog, $n iterations, server and client passed"
+if [ "$mode" != pingpong ]; then
+	api=ON
+	[ "$old" != old ] || api=OFF
+	grep -qE "^ ibv_wr\* API[[:space:]]+: $api" "$tmp/client" ||
+		fail "the client did not say ibv_wr* API: $api"
+fi
+echo "verbs_pingpong: $prog${old:+ (old post send)}, $n iterations, server and client passed"

@@ -7,7 +7,8 @@
  * (the other QP's GID, QP number and PSN), through the CPU data path:
  * RDMA write, write with immediate, read, send, send with immediate, both
  * atomics, inline data, unsignaled work requests, a full send queue, a
- * completion channel, and a bad rkey (remote access error, then flushes).
+ * completion channel, a bad rkey (remote access error, then flushes), and
+ * extended QPs (ibv_create_qp_ex, ibv_qp_to_qp_ex, every ibv_wr_* builder).
  * Data is random and checked byte for byte, every work completion's fields
  * are checked. Without a kinet device (the system's rdma-core) it fails.
  */
@@ -111,7 +112,8 @@ static void expect_wc(const struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_statu
 	CHECK(wc->qp_num == qpn, "%s: qp_num 0x%x, expected 0x%x", what, wc->qp_num, qpn);
 }
 
-static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
+/* ops: 0 for ibv_create_qp, else ibv_create_qp_ex with these send_ops_flags */
+static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq, uint64_t ops)
 {
 	s->buf = aligned_alloc(4096, BUF);
 	CHECK(s->buf, "no memory");
@@ -129,8 +131,22 @@ static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
 			.max_recv_sge = 1, .max_inline_data = 128},
 		.qp_type = IBV_QPT_RC,
 	};
-	s->qp = ibv_create_qp(pd, &ia);
-	CHECK(s->qp, "ibv_create_qp: %s", strerror(errno));
+	if (ops) {
+		struct ibv_qp_init_attr_ex ix = {
+			.send_cq = scq,
+			.recv_cq = rcq,
+			.cap = ia.cap,
+			.qp_type = IBV_QPT_RC,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = pd,
+			.send_ops_flags = ops,
+		};
+		s->qp = ibv_create_qp_ex(ctx, &ix);
+		CHECK(s->qp, "ibv_create_qp_ex: %s", strerror(errno));
+	} else {
+		s->qp = ibv_create_qp(pd, &ia);
+		CHECK(s->qp, "ibv_create_qp: %s", strerror(errno));
+	}
 	s->psn = (uint32_t)rnd() & 0xffffff;
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr qi;
@@ -144,6 +160,11 @@ static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
 	      qi.cap.max_inline_data);
 	CHECK(qi.send_cq == scq && qi.recv_cq == rcq && qi.qp_type == IBV_QPT_RC,
 	      "ibv_query_qp: CQs or type");
+}
+
+static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
+{
+	make_side_ops(s, scq, rcq, 0);
 }
 
 /* INIT, RTR toward the peer (its GID, QP number, PSN), RTS. */
@@ -213,6 +234,273 @@ static void post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len
 static uint32_t rlen(uint32_t max)
 {
 	return 1 + (uint32_t)(rnd() % max);
+}
+
+/* Extended QPs (ibv_create_qp_ex with send_ops_flags, ibv_qp_to_qp_ex):
+ * every wr_* builder on random data, checked byte for byte, with the
+ * completions' fields; several WRs in one wr_start .. wr_complete, wr_abort,
+ * and a batch that fails whole. */
+static void test_qpx(void)
+{
+	const uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	struct ibv_cq *cc = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	struct ibv_cq *cd = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	CHECK(cc && cd, "ibv_create_cq: %s", strerror(errno));
+	/* an operation kinet-verbs does not offer is refused at creation */
+	struct ibv_qp_init_attr_ex bx = {
+		.send_cq = cc, .recv_cq = cc, .qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd, .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW,
+	};
+	errno = 0;
+	CHECK(!ibv_create_qp_ex(ctx, &bx) && errno == EOPNOTSUPP,
+	      "ibv_create_qp_ex with bind MW: not refused with EOPNOTSUPP (errno %d)", errno);
+	struct side C, D;
+	make_side_ops(&C, cc, cc, ops);
+	make_side_ops(&D, cd, cd, ops);
+	uint32_t qc = C.qp->qp_num, qd = D.qp->qp_num;
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(C.qp), *y = ibv_qp_to_qp_ex(D.qp);
+	CHECK(x && y && &x->qp_base == C.qp && &y->qp_base == D.qp,
+	      "ibv_qp_to_qp_ex of an extended QP: %s", strerror(errno));
+	connect_to(&C, &D);
+	connect_to(&D, &C);
+	to_rts(&C);
+	to_rts(&D);
+	uint8_t *ref = malloc(BUF);
+	CHECK(ref, "no memory");
+
+	for (int it = 0; it < 40; it++) {
+		int op = it % 10;
+		uint32_t l1 = rlen(30000), l2 = rlen(30000), l3 = rlen(3000);
+		uint32_t src = (uint32_t)(rnd() % 4096), dst = (uint32_t)(rnd() % 4096);
+		uint64_t id = 20000 + (uint64_t)it;
+		uint32_t imm = (uint32_t)rnd();
+		fill(C.buf + src, l1 + l2 + l3 + 300);
+		fill(D.buf, 200000);
+		struct ibv_sge g[3] = {
+			{(uintptr_t)(C.buf + src), l1, C.mr->lkey},
+			{(uintptr_t)(C.buf + src + l1 + 100), l2, C.mr->lkey},
+			{(uintptr_t)(C.buf + src + l1 + l2 + 200), l3, C.mr->lkey},
+		};
+		memcpy(ref, (void *)(uintptr_t)g[0].addr, l1);
+		memcpy(ref + l1, (void *)(uintptr_t)g[1].addr, l2);
+		memcpy(ref + l1 + l2, (void *)(uintptr_t)g[2].addr, l3);
+		uint32_t len = l1 + l2 + l3;
+		uint64_t *word = (uint64_t *)(D.buf + 300000 + 8 * (rnd() % 100));
+		uint64_t *old = (uint64_t *)(C.buf + 600000);
+		uint64_t before = *word, arg = rnd(), swp = rnd();
+		uint8_t inl[128];
+		uint32_t il1 = rlen(60), il2 = rlen(60);
+		fill(inl, sizeof(inl));
+		enum ibv_wc_opcode wop = IBV_WC_RDMA_WRITE;
+		bool recv = false;
+		if (op == 3 || op == 4 || op == 9)
+			post_recv(&D, id + 100000, 0, 100000), recv = true;
+		if (op == 1)
+			post_recv(&D, id + 100000, 0, 16), recv = true;
+		*old = rnd();
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		switch (op) {
+		case 0: /* write, a gather list */
+			ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)(D.buf + dst));
+			ibv_wr_set_sge_list(x, 3, g);
+			break;
+		case 1: /* write with immediate, one entry */
+			ibv_wr_rdma_write_imm(x, D.mr->rkey, (uintptr_t)(D.buf + 100000 + dst),
+					      htonl(imm));
+			ibv_wr_set_sge(x, g[0].lkey, g[0].addr, l1);
+			len = l1;
+			break;
+		case 2: /* read from D into C's two entries */
+			ibv_wr_rdma_read(x, D.mr->rkey, (uintptr_t)(D.buf + dst));
+			g[0].addr = (uintptr_t)(C.buf + 200000);
+			g[1].addr = (uintptr_t)(C.buf + 400000);
+			ibv_wr_set_sge_list(x, 2, g);
+			len = l1 + l2;
+			wop = IBV_WC_RDMA_READ;
+			break;
+		case 3: /* send, a gather list */
+			ibv_wr_send(x);
+			ibv_wr_set_sge_list(x, 3, g);
+			wop = IBV_WC_SEND;
+			break;
+		case 4: /* send with immediate */
+			ibv_wr_send_imm(x, htonl(imm));
+			ibv_wr_set_sge(x, g[1].lkey, g[1].addr, l2);
+			memcpy(ref, (void *)(uintptr_t)g[1].addr, l2);
+			len = l2;
+			wop = IBV_WC_SEND;
+			break;
+		case 5: /* compare-and-swap that matches */
+		case 6: /* one that does not */
+			ibv_wr_atomic_cmp_swp(x, D.mr->rkey, (uintptr_t)word,
+					      op == 5 ? before : before ^ 1, swp);
+			ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)old, 8);
+			len = 8;
+			wop = IBV_WC_COMP_SWAP;
+			break;
+		case 7: /* fetch-and-add */
+			ibv_wr_atomic_fetch_add(x, D.mr->rkey, (uintptr_t)word, arg);
+			ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)old, 8);
+			len = 8;
+			wop = IBV_WC_FETCH_ADD;
+			break;
+		case 8: /* inline write: the data is copied when set */
+			ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)(D.buf + dst));
+			ibv_wr_set_inline_data(x, inl, il1);
+			memcpy(ref, inl, il1);
+			len = il1;
+			break;
+		default: /* inline send from a list of two buffers */
+		{
+			struct ibv_data_buf b[2] = {{inl, il1}, {inl + 64, il2}};
+			ibv_wr_send(x);
+			ibv_wr_set_inline_data_list(x, 2, b);
+			memcpy(ref, inl, il1);
+			memcpy(ref + il1, inl + 64, il2);
+			len = il1 + il2;
+			wop = IBV_WC_SEND;
+		}
+		}
+		fill(inl, sizeof(inl)); /* inline data was taken already */
+		int rc = ibv_wr_complete(x);
+		CHECK(rc == 0, "qpx op %d: ibv_wr_complete: %s", op, strerror(rc));
+		struct ibv_wc wc = wait_wc(cc, "qpx");
+		expect_wc(&wc, id, IBV_WC_SUCCESS, wop, qc, "qpx");
+		if (op == 2 || wop == IBV_WC_COMP_SWAP || wop == IBV_WC_FETCH_ADD)
+			CHECK(wc.byte_len == len, "qpx op %d: byte_len %u, expected %u", op,
+			      wc.byte_len, len);
+		if (recv) {
+			wc = wait_wc(cd, "qpx (responder)");
+			expect_wc(&wc, id + 100000, IBV_WC_SUCCESS,
+				  op == 1 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, qd,
+				  "qpx (responder)");
+			CHECK(wc.byte_len == len && wc.src_qp == qc,
+			      "qpx op %d (responder): byte_len %u (%u), src_qp 0x%x", op, wc.byte_len,
+			      len, wc.src_qp);
+			bool wimm = op == 1 || op == 4;
+			CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == wimm &&
+				      (!wimm || ntohl(wc.imm_data) == imm),
+			      "qpx op %d: immediate flag 0x%x, imm 0x%x (0x%x)", op, wc.wc_flags,
+			      ntohl(wc.imm_data), imm);
+		}
+		switch (op) {
+		case 0:
+		case 8: CHECK(!memcmp(D.buf + dst, ref, len), "qpx op %d: data differs", op); break;
+		case 1:
+			CHECK(!memcmp(D.buf + 100000 + dst, ref, len), "qpx write imm: data differs");
+			break;
+		case 2:
+			CHECK(!memcmp(C.buf + 200000, D.buf + dst, l1) &&
+				      !memcmp(C.buf + 400000, D.buf + dst + l1, l2),
+			      "qpx read: data differs");
+			break;
+		case 3:
+		case 4:
+		case 9: CHECK(!memcmp(D.buf, ref, len), "qpx send op %d: data differs", op); break;
+		default: {
+			uint64_t want = op == 7 ? before + arg : op == 5 ? swp : before;
+			CHECK(*old == before && *word == want,
+			      "qpx atomic op %d: old 0x%" PRIx64 " (0x%" PRIx64 "), word 0x%" PRIx64
+			      " (0x%" PRIx64 ")",
+			      op, *old, before, *word, want);
+		}
+		}
+	}
+	printf("verbs_rc: extended QP, every wr_* builder ok\n");
+
+	/* several WRs in one batch: unsignaled ones complete with the last */
+	for (int it = 0; it < 50; it++) {
+		uint32_t len[6], off[6];
+		ibv_wr_start(x);
+		for (int k = 0; k < 6; k++) {
+			len[k] = rlen(4096), off[k] = 800000 + (uint32_t)k * 4096;
+			fill(C.buf + off[k], len[k]);
+			x->wr_id = 30000 + (uint64_t)it * 6 + k;
+			x->wr_flags = k == 5 ? IBV_SEND_SIGNALED : 0;
+			ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)(D.buf + off[k]));
+			ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)(C.buf + off[k]), len[k]);
+		}
+		int rc = ibv_wr_complete(x);
+		CHECK(rc == 0, "qpx batch: ibv_wr_complete: %s", strerror(rc));
+		struct ibv_wc wc = wait_wc(cc, "qpx batch");
+		expect_wc(&wc, 30000 + (uint64_t)it * 6 + 5, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qc,
+			  "qpx batch");
+		for (int k = 0; k < 6; k++)
+			CHECK(!memcmp(D.buf + off[k], C.buf + off[k], len[k]),
+			      "qpx batch: data of WR %d differs", k);
+	}
+	no_wc(cc, "qpx batch");
+	printf("verbs_rc: extended QP, batches ok\n");
+
+	/* wr_abort: nothing posted; a batch with a bad WR fails whole
+	 * (EINVAL) and posts none of it; more WRs than the SQ holds: ENOMEM */
+	fill(C.buf, 4096);
+	memcpy(ref, D.buf, 4096);
+	ibv_wr_start(x);
+	x->wr_id = 40000;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)D.buf);
+	ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)C.buf, 4096);
+	ibv_wr_abort(x);
+	ibv_wr_start(x);
+	x->wr_id = 40001;
+	ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)D.buf);
+	ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)C.buf, 4096);
+	x->wr_id = 40002;
+	ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)D.buf);
+	struct ibv_sge many[5] = {{(uintptr_t)C.buf, 8, C.mr->lkey}};
+	for (int k = 1; k < 5; k++)
+		many[k] = many[0];
+	ibv_wr_set_sge_list(x, 5, many); /* max_send_sge is 4 */
+	int rc = ibv_wr_complete(x);
+	CHECK(rc == EINVAL, "qpx: a WR with too many SGEs: wr_complete %d, expected EINVAL", rc);
+	/* caught when the WQEs are built (an atomic's local buffer is 8 bytes) */
+	ibv_wr_start(x);
+	x->wr_id = 40003;
+	ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)D.buf);
+	ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)C.buf, 4096);
+	x->wr_id = 40004;
+	ibv_wr_atomic_fetch_add(x, D.mr->rkey, (uintptr_t)(D.buf + 8192), 1);
+	ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)(C.buf + 8192), 4);
+	rc = ibv_wr_complete(x);
+	CHECK(rc == EINVAL, "qpx: an atomic with a 4-byte buffer: wr_complete %d, expected EINVAL",
+	      rc);
+	ibv_wr_start(x);
+	for (int k = 0; k <= 4 * DEPTH; k++) {
+		x->wr_id = 41000 + (uint64_t)k;
+		ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)D.buf);
+		ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)C.buf, 4096);
+	}
+	rc = ibv_wr_complete(x);
+	CHECK(rc == ENOMEM, "qpx: more WRs than the SQ holds: wr_complete %d, expected ENOMEM",
+	      rc);
+	no_wc(cc, "qpx abort and failed batches");
+	CHECK(!memcmp(D.buf, ref, 4096), "qpx: an aborted or failed batch wrote data");
+	/* the QP still works */
+	ibv_wr_start(x);
+	x->wr_id = 42000;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, D.mr->rkey, (uintptr_t)D.buf);
+	ibv_wr_set_sge(x, C.mr->lkey, (uintptr_t)C.buf, 4096);
+	CHECK(ibv_wr_complete(x) == 0, "qpx after failed batches: wr_complete");
+	struct ibv_wc wc = wait_wc(cc, "qpx after failed batches");
+	expect_wc(&wc, 42000, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qc, "qpx after failed batches");
+	CHECK(!memcmp(D.buf, C.buf, 4096), "qpx after failed batches: data differs");
+	printf("verbs_rc: extended QP, abort and failed batches ok\n");
+
+	CHECK(ibv_destroy_qp(C.qp) == 0 && ibv_destroy_qp(D.qp) == 0, "ibv_destroy_qp (qpx)");
+	CHECK(ibv_dereg_mr(C.mr) == 0 && ibv_dereg_mr(D.mr) == 0, "ibv_dereg_mr (qpx)");
+	CHECK(ibv_destroy_cq(cc) == 0 && ibv_destroy_cq(cd) == 0, "ibv_destroy_cq (qpx)");
+	free(C.buf);
+	free(D.buf);
+	free(ref);
 }
 
 int main(void)
@@ -576,6 +864,12 @@ int main(void)
 	wc = wait_wc(cqa, "post in ERR");
 	expect_wc(&wc, 10003, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qa, "post in ERR");
 	printf("verbs_rc: remote access error and flushes ok\n");
+
+	/* a QP of ibv_create_qp has no extended form */
+	errno = 0;
+	CHECK(!ibv_qp_to_qp_ex(A.qp) && errno == EOPNOTSUPP,
+	      "ibv_qp_to_qp_ex of a QP of ibv_create_qp: not NULL with EOPNOTSUPP");
+	test_qpx();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
 	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");
