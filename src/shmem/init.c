@@ -743,6 +743,11 @@ kinet_ctx *kinet_shmem_ctx(void)
 	return shm_g.up ? shm_g.ctx : NULL;
 }
 
+kinet_pd *kinet_shmem_pd(void)
+{
+	return shm_g.up ? shm_g.pd : NULL;
+}
+
 const struct kn_shmem *kinet_shmem_device_state(void)
 {
 	return shm_g.up ? shm_g.dev : NULL;
