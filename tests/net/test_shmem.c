@@ -1038,7 +1038,8 @@ static int raw_reserved_fn(int me, int n, void *arg)
 	SK0(kinet_qp_destroy(b));
 	/* over the wire: PE 0 to PE 1's counter through the QP its thread does not use */
 	const kn_shmem_peer *p1 = &st->peers[1];
-	if (me == 0 && p1->qp && st->nqp > 1) {
+	if (me == 0 && kinet_shmem_pe_mapped(1) == 0) {
+		SK(p1->qp && st->nqp > 1, "PE 1 is reached through %u QPs", st->nqp);
 		const kn_qp *q = &p1->qp[(kinet_shmem_host_qp_index() + 1) % st->nqp];
 		SK0(raw_put(q, p1->base[KN_SHMEM_HEAP_DEVICE], p1->rkey[KN_SHMEM_HEAP_DEVICE], src,
 			    lkey, 8, "wire: PE 1's counter"));
