@@ -974,8 +974,8 @@ Test(shmem, reserved_area_unreachable_and_barriers_hold)
  * one process); over the wire, PE 0 also writes PE 1's through the layer's
  * QP that its own thread does not use. Each gets an error CQE, remote
  * access error, reason out of bounds; the counters keep their values and
- * the next barrier still waits for the late PE 0. A write just past the
- * reserved area with the same key lands (the key is the heap's). */
+ * the next barrier still waits for the late PE 0. A write to a block of the
+ * heap with the same key lands (the key is the heap's user part). */
 static int raw_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
 		   uint32_t lkey, uint32_t len, const char *what)
 {
