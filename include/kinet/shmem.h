@@ -91,6 +91,10 @@ int kinet_shmem_error(int clear);
 
 /* The context the layer opened (for counters, kinet_ctx_backend), or NULL. */
 kinet_ctx *kinet_shmem_ctx(void);
+/* The protection domain of the heaps' regions, or NULL: QPs a program
+ * creates in it to post its own WQEs reach the heaps with the keys in
+ * kinet_shmem_device_state() (the user parts only: docs/shmem.md). */
+kinet_pd *kinet_shmem_pd(void);
 
 /* ---- the node ---------------------------------------------------------------------- */
 

@@ -62,7 +62,11 @@
 #define KN_SHMEM_MAX_REGS 16    /* kinet_shmem_buffer_register ranges */
 #define KN_SHMEM_RING 1024      /* result slots (fetching atomics, g) per PE */
 /* Bytes at the start of the device heap that the layer keeps for itself
- * (barrier counters, result slots): the same on every PE. */
+ * (barrier counters, result slots): the same on every PE. They are a
+ * region of their own (keys rkey_own, lkey_own below, used only by the
+ * layer's barriers, fences and result slots); the heap's rkey and lkey
+ * cover the rest of the heap, so a WQE with them aimed at these bytes fails
+ * at the target's NIC (remote access error, out of the region's bounds). */
 #define KN_SHMEM_RESERVED 65536u
 
 /* The two heaps of a PE. */
@@ -93,9 +97,12 @@ enum kn_shmem_qp_map {
 
 /* How this PE reaches one peer. */
 typedef struct kn_shmem_peer {
-	uint64_t base[2];   /* the peer's heaps, as its NIC addresses them */
-	uint32_t rkey[2];
+	uint64_t base[2];   /* the peer's heaps, as its NIC addresses them (the
+			       device heap's start, reserved bytes included) */
+	uint32_t rkey[2];   /* the user parts: [base + KN_SHMEM_RESERVED, end) of
+			       the device heap, the whole host heap */
 	uint32_t local;     /* 1: load/store through map[] */
+	uint32_t rkey_own;  /* the device heap's reserved bytes (the layer's) */
 	uint8_t *map[2];    /* the peer's heaps mapped here, or NULL */
 	kn_qp *qp;          /* nqp QP descriptors (NULL: self, or load/store) */
 } kn_shmem_peer;
@@ -130,9 +137,9 @@ typedef struct kn_shmem {
 	uint32_t qp_map;     /* enum kn_shmem_qp_map */
 	uint8_t *heap[2];    /* this PE's heaps, as device code addresses them */
 	uint64_t heap_len[2];
-	uint32_t lkey[2];
+	uint32_t lkey[2];    /* the user parts, as kn_shmem_peer.rkey */
 	uint32_t nregs;
-	uint32_t pad;
+	uint32_t lkey_own;   /* the device heap's reserved bytes (result slots) */
 	uint64_t timeout_ns; /* bound on every wait */
 	kn_shmem_peer *peers; /* n_pes entries */
 	kn_shmem_dyn *dyn;
@@ -243,6 +250,14 @@ KN_INLINE int knx_sh_heap(const kn_shmem *sh, const void *p, uint64_t len, uint6
 	return -1;
 }
 
+/* True when [off, off+len) of heap h touches the layer's own bytes (the
+ * first KN_SHMEM_RESERVED of the device heap): no user operation reaches
+ * them, on any PE. */
+KN_INLINE int knx_sh_reserved(int h, uint64_t off)
+{
+	return h == KN_SHMEM_HEAP_DEVICE && off < KN_SHMEM_RESERVED;
+}
+
 /* The lkey of a local buffer (a heap, or a registered range): 0 with *lkey,
  * or -EINVAL. */
 KN_INLINE int knx_sh_lkey(const kn_shmem *sh, const void *p, uint64_t len, uint32_t *lkey)
@@ -250,6 +265,8 @@ KN_INLINE int knx_sh_lkey(const kn_shmem *sh, const void *p, uint64_t len, uint3
 	uint64_t off;
 	int h = knx_sh_heap(sh, p, len, &off);
 	if (h >= 0) {
+		if (knx_sh_reserved(h, off))
+			return -EINVAL; /* the layer's: not in the heap's user region */
 		*lkey = sh->lkey[h];
 		return 0;
 	}
@@ -262,14 +279,6 @@ KN_INLINE int knx_sh_lkey(const kn_shmem *sh, const void *p, uint64_t len, uint3
 		}
 	}
 	return -EINVAL;
-}
-
-/* True when [off, off+len) of heap h touches the layer's own bytes (the
- * first KN_SHMEM_RESERVED of the device heap): no user operation reaches
- * them, on any PE. */
-KN_INLINE int knx_sh_reserved(int h, uint64_t off)
-{
-	return h == KN_SHMEM_HEAP_DEVICE && off < KN_SHMEM_RESERVED;
 }
 
 /* The peer pe, or NULL for a PE out of range. */
@@ -353,7 +362,8 @@ KN_INLINE int knx_sh_route_in(const void *dest, uint64_t len, int pe, int own, k
 		return knx_sh_err(sh, -EINVAL);
 	r->qp = &p->qp[knx_sh_qp_index(sh)];
 	r->raddr = p->base[h] + off;
-	r->rkey = p->rkey[h];
+	/* the layer's own operations on its bytes: their region's key */
+	r->rkey = knx_sh_reserved(h, off) ? p->rkey_own : p->rkey[h];
 	return 0;
 }
 
@@ -739,7 +749,7 @@ KN_INLINE int kn_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out)
 	if (rc)
 		return knx_sh_err(r.sh, rc);
 	kn_ticket_t t;
-	rc = kn_get(r.qp, slot, r.sh->lkey[KN_SHMEM_HEAP_DEVICE], r.raddr, r.rkey, size, &t);
+	rc = kn_get(r.qp, slot, r.sh->lkey_own, r.raddr, r.rkey, size, &t);
 	if (!rc)
 		rc = kn_wait(r.qp, t);
 	if (!rc) {
@@ -1107,7 +1117,7 @@ KN_INLINE int kn_shmem_fence(void)
 		}
 		void *w = kn_wqe_ptr(qp, t);
 		knx_build_rw(qp, w, t, KN_OPCODE_RDMA_WRITE, 0, 0, p->base[KN_SHMEM_HEAP_DEVICE],
-			     p->rkey[KN_SHMEM_HEAP_DEVICE], 0, 0);
+			     p->rkey_own, 0, 0);
 		((struct kn_wqe_ctrl_seg *)w)->fm_ce_se |= KN_WQE_CTRL_FENCE;
 		kn_sq_submit(qp, t, 1);
 	}
@@ -1151,8 +1161,8 @@ KN_INLINE int kn_shmem_atomic(void *dest, int amo, uint32_t size, uint64_t value
 	rc = knx_sh_slot_get(r.sh, &slot, &idx);
 	if (rc)
 		return knx_sh_err(r.sh, rc);
-	rc = kn_atomic(r.qp, amo, size, r.raddr, r.rkey, value, compare, slot,
-		       r.sh->lkey[KN_SHMEM_HEAP_DEVICE], old);
+	rc = kn_atomic(r.qp, amo, size, r.raddr, r.rkey, value, compare, slot, r.sh->lkey_own,
+		       old);
 	knx_sh_slot_put(r.sh, idx);
 	return knx_sh_err(r.sh, rc);
 }

@@ -33,7 +33,7 @@
 struct shm_state shm_g;
 
 #define INFO_MAGIC 0x4b4e5348u /* "KNSH" */
-#define INFO_VERSION 1u
+#define INFO_VERSION 2u /* 2: the reserved bytes are a region of their own */
 
 /* What every PE tells the others at init (fixed size, little-endian hosts). */
 struct pe_info {
@@ -43,7 +43,8 @@ struct pe_info {
 	char host[64];
 	char boot_id[40];
 	char shm_name[2][64];
-	uint8_t mr[2][KINET_MR_DESC_SIZE];
+	uint8_t mr[2][KINET_MR_DESC_SIZE]; /* the user parts */
+	uint8_t mr_own[KINET_MR_DESC_SIZE]; /* the device heap's reserved bytes */
 	uint8_t ipc[SHM_IPC_HANDLE];
 };
 
@@ -169,9 +170,20 @@ static int heaps_create(size_t dev_len, size_t host_len)
 		rc = shm_cuda_host_register(h->base, host_len);
 	if (rc)
 		return rc;
+	/* The device heap is two regions: the layer's reserved bytes, whose keys
+	 * only its own operations use, and the user part, whose keys every user
+	 * operation and export carries. A WQE with the user key aimed at the
+	 * reserved bytes is then out of its region's bounds at the target's NIC
+	 * (the API refuses such addresses before that: knx_sh_reserved). */
+	rc = kinet_mr_reg(shm_g.pd, d->base, KN_SHMEM_RESERVED, KINET_ACCESS_ALL, &d->mr_own);
+	if (rc) {
+		SHLOG_ERR("registering the device heap's reserved bytes: %s", kinet_strerror(rc));
+		return rc;
+	}
 	for (int i = 0; i < 2; i++) {
-		rc = kinet_mr_reg(shm_g.pd, shm_g.heap[i].base, shm_g.heap[i].len, KINET_ACCESS_ALL,
-				  &shm_g.heap[i].mr);
+		size_t skip = i == KN_SHMEM_HEAP_DEVICE ? KN_SHMEM_RESERVED : 0;
+		rc = kinet_mr_reg(shm_g.pd, shm_g.heap[i].base + skip, shm_g.heap[i].len - skip,
+				  KINET_ACCESS_ALL, &shm_g.heap[i].mr);
 		if (rc) {
 			SHLOG_ERR("registering the %s heap (%zu bytes): %s", i ? "host" : "device",
 				  (size_t)shm_g.heap[i].len, kinet_strerror(rc));
@@ -218,6 +230,10 @@ static int fill_info(struct pe_info *pi)
 		if (n < 0)
 			return n;
 	}
+	int n = kinet_mr_export(shm_g.heap[KN_SHMEM_HEAP_DEVICE].mr_own, pi->mr_own,
+				sizeof(pi->mr_own));
+	if (n < 0)
+		return n;
 	if (shm_g.exec == KINET_SHMEM_EXEC_CUDA)
 		return shm_cuda_ipc_get(shm_g.heap[0].base, pi->ipc);
 	return 0;
@@ -293,6 +309,18 @@ static int peers_setup(const struct pe_info *all)
 			sp->base[h] = mi.addr;
 			sp->rkey[h] = mi.rkey;
 		}
+		/* the device heap starts at its reserved bytes, the user region after them */
+		struct kinet_mr_info mo;
+		int rc = kinet_mr_desc_parse(all[p].mr_own, sizeof(all[p].mr_own), &mo);
+		if (!rc && (mo.addr + KN_SHMEM_RESERVED != sp->base[KN_SHMEM_HEAP_DEVICE] ||
+			    mo.len != KN_SHMEM_RESERVED))
+			rc = -EPROTO;
+		if (rc) {
+			SHLOG_ERR("PE %d's reserved region descriptor: %s", p, kinet_strerror(rc));
+			return rc;
+		}
+		sp->base[KN_SHMEM_HEAP_DEVICE] = mo.addr;
+		sp->rkey_own = mo.rkey;
 		if (p == me || sp->node != shm_g.node || !shm_g.p2p)
 			continue;
 		sp->local = true;
@@ -416,6 +444,7 @@ static int state_build(void)
 		s->heap_len[h] = shm_g.heap[h].len;
 		s->lkey[h] = kinet_mr_lkey(shm_g.heap[h].mr);
 	}
+	s->lkey_own = kinet_mr_lkey(shm_g.heap[KN_SHMEM_HEAP_DEVICE].mr_own);
 	/* the QP descriptors, by value, and the peers */
 	size_t cnt = (size_t)n * (size_t)k;
 	kn_qp *qps = calloc(cnt, sizeof(*qps));
@@ -428,6 +457,7 @@ static int state_build(void)
 			peers[p].rkey[h] = sp->rkey[h];
 			peers[p].map[h] = sp->map[h];
 		}
+		peers[p].rkey_own = sp->rkey_own;
 		peers[p].local = sp->local;
 		if (!sp->qps)
 			continue;
@@ -547,6 +577,8 @@ static void teardown(void)
 		struct shm_heap *hp = &shm_g.heap[h];
 		if (hp->mr)
 			kinet_mr_dereg(hp->mr);
+		if (hp->mr_own)
+			kinet_mr_dereg(hp->mr_own);
 		shm_heap_fini(hp);
 		if (hp->base && hp->kind == KINET_MEM_CUDA) {
 			shm_cuda_free(hp->base);
@@ -741,6 +773,11 @@ int kinet_shmem_executor(void)
 kinet_ctx *kinet_shmem_ctx(void)
 {
 	return shm_g.up ? shm_g.ctx : NULL;
+}
+
+kinet_pd *kinet_shmem_pd(void)
+{
+	return shm_g.up ? shm_g.pd : NULL;
 }
 
 const struct kn_shmem *kinet_shmem_device_state(void)

@@ -36,7 +36,8 @@ struct shm_block {
 struct shm_heap {
 	uint8_t *base;     /* as device code addresses it (UVA: the host too) */
 	uint64_t len;
-	kinet_mr *mr;
+	kinet_mr *mr;      /* the user part: the device heap past KN_SHMEM_RESERVED */
+	kinet_mr *mr_own;  /* the device heap's reserved bytes (NULL: host heap) */
 	int kind;          /* enum kinet_mem_kind of its memory */
 	char shm_name[64]; /* shared memory object backing it ("" : none) */
 	bool shm_unlinked;
@@ -59,8 +60,9 @@ struct shm_peer {
 	size_t map_len[2];
 	bool host_registered; /* CUDA: map[1] registered with the CUDA runtime */
 	kinet_qp **qps;    /* nqp, NULL: none */
-	uint64_t base[2];
-	uint32_t rkey[2];
+	uint64_t base[2];  /* the heaps' starts */
+	uint32_t rkey[2];  /* their user parts */
+	uint32_t rkey_own; /* the device heap's reserved bytes */
 };
 
 struct shm_reg {

@@ -966,6 +966,109 @@ Test(shmem, reserved_area_unreachable_and_barriers_hold)
 	sh_both(2, reserved_fn, NULL);
 }
 
+/* The same bytes through WQEs a program posts itself, with the user heap's
+ * key (kinet_shmem_device_state's rkey[KN_SHMEM_HEAP_DEVICE]): the reserved
+ * area is a region of its own, so the target's NIC refuses the write as out
+ * of the user region's bounds. Every PE writes its own world counter
+ * through a loopback pair of QPs in the layer's PD (the software NIC within
+ * one process); over the wire, PE 0 also writes PE 1's through the layer's
+ * QP that its own thread does not use. Each gets an error CQE, remote
+ * access error, reason out of bounds; the counters keep their values and
+ * the next barrier still waits for the late PE 0. A write to a block of the
+ * heap with the same key lands (the key is the heap's user part). */
+static int raw_put(const kn_qp *qp, uint64_t raddr, uint32_t rkey, const void *src,
+		   uint32_t lkey, uint32_t len, const char *what)
+{
+	kn_ticket_t t;
+	uint32_t why = 0;
+	SK0(kn_put(qp, raddr, rkey, src, lkey, len, &t));
+	int rc = kn_wait(qp, t);
+	uint32_t synd = kn_qp_error(qp, &why);
+	SK(rc == -EIO && synd == KN_SYND_REMOTE_ACCESS_ERR && why == KINET_REASON_OUT_OF_BOUNDS,
+	   "%s: wait %d, syndrome 0x%x, reason %u (%s)", what, rc, synd, why,
+	   kinet_reason_str((int)why));
+	return 0;
+}
+
+static int raw_reserved_fn(int me, int n, void *arg)
+{
+	(void)arg;
+	const kn_shmem *st = kinet_shmem_device_state();
+	uint64_t *flag = kinet_shmem_calloc(1, 8), *src = kinet_shmem_malloc(64);
+	SK(st && flag && src, "malloc");
+	uint8_t *heap = st->heap[KN_SHMEM_HEAP_DEVICE];
+	volatile uint64_t *ctr = (volatile uint64_t *)(void *)heap; /* world team, round 0 */
+	uint64_t big = 1ull << 40;
+	uint32_t lkey = st->lkey[KN_SHMEM_HEAP_DEVICE];
+	for (int i = 0; i < 8; i++)
+		src[i] = big;
+	SK0(kinet_shmem_barrier_all());
+	/* one process: a loopback pair in the layer's PD */
+	kinet_pd *pd = kinet_shmem_pd();
+	SK(pd, "the layer's PD");
+	struct kinet_qp_attr qa = {.sq_depth = 16};
+	kinet_qp *a, *b;
+	kn_qp *da;
+	SK0(kinet_qp_create(pd, &qa, &a));
+	SK0(kinet_qp_create(pd, &qa, &b));
+	SK0(kinet_qp_connect_local(a, b));
+	SK0(kinet_qp_device(a, &da));
+	uint64_t before = *ctr;
+	uint32_t urkey = st->peers[me].rkey[KN_SHMEM_HEAP_DEVICE];
+	uint64_t mine = (uint64_t)(uintptr_t)heap;
+	SK0(raw_put(da, mine, urkey, src, lkey, 8, "loopback: the counter"));
+	SK0(kinet_qp_modify(a, KINET_QPS_RESET, NULL));
+	SK0(kinet_qp_modify(b, KINET_QPS_RESET, NULL));
+	SK0(kinet_qp_connect_local(a, b));
+	SK0(raw_put(da, mine + KN_SHMEM_RESERVED - 8, urkey, src, lkey, 16,
+		    "loopback: across the reserved area's end"));
+	SK(*ctr == before, "the loopback write reached the counter: %llx",
+	   (unsigned long long)*ctr);
+	SK0(kinet_qp_modify(a, KINET_QPS_RESET, NULL));
+	SK0(kinet_qp_modify(b, KINET_QPS_RESET, NULL));
+	SK0(kinet_qp_connect_local(a, b));
+	/* the user part with the same key: allowed */
+	uint64_t *land = kinet_shmem_calloc(1, 8);
+	SK(land, "malloc");
+	kn_ticket_t t;
+	SK0(kn_put(da, (uint64_t)(uintptr_t)land, urkey, src, lkey, 8, &t));
+	SK0(kn_wait(da, t));
+	SK(*land == big, "a raw write to the user part");
+	SK0(kinet_qp_destroy(a));
+	SK0(kinet_qp_destroy(b));
+	/* over the wire: PE 0 to PE 1's counter through the QP its thread does not use */
+	const kn_shmem_peer *p1 = &st->peers[1];
+	if (me == 0 && kinet_shmem_pe_mapped(1) == 0) {
+		SK(p1->qp && st->nqp > 1, "PE 1 is reached through %u QPs", st->nqp);
+		const kn_qp *q = &p1->qp[(kinet_shmem_host_qp_index() + 1) % st->nqp];
+		SK0(raw_put(q, p1->base[KN_SHMEM_HEAP_DEVICE], p1->rkey[KN_SHMEM_HEAP_DEVICE], src,
+			    lkey, 8, "wire: PE 1's counter"));
+	}
+	SK0(kinet_shmem_barrier_all()); /* the bootstrap's barrier, not the counters */
+	SK(*ctr == before, "a raw write reached the counter: %llx", (unsigned long long)*ctr);
+	if (me == 0) {
+		sh_sleep_us(300000);
+		for (int p = 1; p < n; p++)
+			SK0(kn_shmem_p(flag, 1, 8, p));
+		SK0(kn_shmem_quiet());
+	}
+	SK0(kn_shmem_barrier_all());
+	SK(me == 0 || *flag == 1, "the device barrier returned before PE 0 arrived");
+	SK0(kn_shmem_barrier_all());
+	SK0(kinet_shmem_free(land));
+	SK0(kinet_shmem_free(src));
+	SK0(kinet_shmem_free(flag));
+	return 0;
+}
+
+Test(shmem, reserved_area_refused_by_the_nic)
+{
+	for (int p2p = 0; p2p < 2; p2p++) {
+		struct sh_job j = {.n = 2, .p2p = p2p, .fn = raw_reserved_fn, .qps = 2};
+		sh_run_job(&j, NULL);
+	}
+}
+
 /* ---- failures ---------------------------------------------------------------------------------- */
 
 /* Allocations the PEs disagree on are refused on every PE, and the heap
