@@ -12,6 +12,9 @@ struct hx_arg {
 static void *hx_main(void *p)
 {
 	struct hx_arg *a = p;
+	if (a->tid > 0)
+		/* named here too: the creator's naming may come after fn has started */
+		kinet_thread_name(pthread_self(), "kn-host%d", a->tid);
 	a->rc = a->fn(a->tid, a->n, a->arg);
 	return NULL;
 }

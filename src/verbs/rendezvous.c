@@ -103,11 +103,12 @@ static void rv_sweep(void)
 	if (!dir)
 		return;
 	struct dirent *e;
-	char path[600];
+	char path[sizeof(rv_dir) + 16];
 	while ((e = readdir(dir))) {
 		if (strncmp(e->d_name, "qp-", 3) || strlen(e->d_name) != 9)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", rv_dir, e->d_name);
+		/* a name of 9 characters (checked above) */
+		snprintf(path, sizeof(path), "%s/%.9s", rv_dir, e->d_name);
 		struct rv_head h;
 		if (rv_read(path, &h, NULL, 0, NULL) == 0 && !pid_alive(h.pid))
 			rv_remove_dead(path);
