@@ -1013,7 +1013,6 @@ static int raw_reserved_fn(int me, int n, void *arg)
 	SK0(kinet_qp_create(pd, &qa, &b));
 	SK0(kinet_qp_connect_local(a, b));
 	SK0(kinet_qp_device(a, &da));
-	uint64_t before = *ctr;
 	uint32_t urkey = st->peers[me].rkey[KN_SHMEM_HEAP_DEVICE];
 	uint64_t mine = (uint64_t)(uintptr_t)heap;
 	SK0(raw_put(da, mine, urkey, src, lkey, 8, "loopback: the counter"));
@@ -1022,8 +1021,9 @@ static int raw_reserved_fn(int me, int n, void *arg)
 	SK0(kinet_qp_connect_local(a, b));
 	SK0(raw_put(da, mine + KN_SHMEM_RESERVED - 8, urkey, src, lkey, 16,
 		    "loopback: across the reserved area's end"));
-	SK(*ctr == before, "the loopback write reached the counter: %llx",
-	   (unsigned long long)*ctr);
+	/* the raw writes carry 2^40, which no count of barrier arrivals reaches
+	 * (the other PE's arrivals may move the counter meanwhile) */
+	SK(*ctr < big, "the loopback write reached the counter: %llx", (unsigned long long)*ctr);
 	SK0(kinet_qp_modify(a, KINET_QPS_RESET, NULL));
 	SK0(kinet_qp_modify(b, KINET_QPS_RESET, NULL));
 	SK0(kinet_qp_connect_local(a, b));
@@ -1045,7 +1045,7 @@ static int raw_reserved_fn(int me, int n, void *arg)
 			    lkey, 8, "wire: PE 1's counter"));
 	}
 	SK0(kinet_shmem_barrier_all()); /* the bootstrap's barrier, not the counters */
-	SK(*ctr == before, "a raw write reached the counter: %llx", (unsigned long long)*ctr);
+	SK(*ctr < big, "a raw write reached the counter: %llx", (unsigned long long)*ctr);
 	if (me == 0) {
 		sh_sleep_us(300000);
 		for (int p = 1; p < n; p++)
