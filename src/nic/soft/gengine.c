@@ -384,16 +384,6 @@ void kinet_geng_recall(kinet_ctx *ctx, kinet_qp *qp, bool settle_own)
 	pthread_mutex_unlock(&G.lock);
 }
 
-void kinet_geng_settle(kinet_qp *qp)
-{
-	struct soft_qp *s = soft_qp(qp);
-	if (!s->gslot1 || !G.ctl)
-		return;
-	pthread_mutex_lock(&G.lock);
-	settle(qp);
-	pthread_mutex_unlock(&G.lock);
-}
-
 void kinet_geng_release(kinet_qp *qp)
 {
 	struct soft_qp *s = soft_qp(qp);

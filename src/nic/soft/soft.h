@@ -163,7 +163,6 @@ void kinet_geng_launch(void);
  * NULL), or qp and the QPs whose peer it is; settle_own: the caller serves
  * ctx's QPs (holds its engines' pass locks) and settles them. */
 void kinet_geng_recall(kinet_ctx *ctx, kinet_qp *qp, bool settle_own);
-void kinet_geng_settle(kinet_qp *qp);
 /* Takes qp back and frees its slot (destroy). */
 void kinet_geng_release(kinet_qp *qp);
 /* sq_ci published by the kernel while it serves qp (*on). */
