@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include "../util/testutil.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -58,27 +59,12 @@
 static char ns_a[32], ns_b[32], if_a[16], if_b[16], ip_a[32], ip_b[32], mac_b[32];
 static int ns_made;
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512], full[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "%s >/dev/null 2>&1", cmd);
-	int rc = system(full);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
 static void ns_down(void)
 {
 	if (!ns_made)
 		return;
-	sh("ip netns del %s", ns_a);
-	sh("ip netns del %s", ns_b);
+	tu_sh("ip netns del %s", ns_a);
+	tu_sh("ip netns del %s", ns_b);
 	ns_made = 0;
 }
 
@@ -198,20 +184,20 @@ static void ns_up(void)
 	snprintf(ip_a, sizeof(ip_a), "10.235.%d.1", x);
 	snprintf(ip_b, sizeof(ip_b), "10.235.%d.2", x);
 	ns_made = 1;
-	int rc = sh("ip netns add %s", ns_a) || sh("ip netns add %s", ns_b) ||
-		 sh("ip link add %s type veth peer name %s", if_a, if_b) ||
-		 sh("ip link set %s netns %s", if_a, ns_a) ||
-		 sh("ip link set %s netns %s", if_b, ns_b) ||
+	int rc = tu_sh("ip netns add %s", ns_a) || tu_sh("ip netns add %s", ns_b) ||
+		 tu_sh("ip link add %s type veth peer name %s", if_a, if_b) ||
+		 tu_sh("ip link set %s netns %s", if_a, ns_a) ||
+		 tu_sh("ip link set %s netns %s", if_b, ns_b) ||
 		 /* no IPv6: no router solicitations or MLD reports in the counts */
-		 sh("ip netns exec %s sysctl -qw net.ipv6.conf.all.disable_ipv6=1", ns_a) ||
-		 sh("ip netns exec %s sysctl -qw net.ipv6.conf.all.disable_ipv6=1", ns_b) ||
-		 sh("ip -n %s addr add %s/30 dev %s", ns_a, ip_a, if_a) ||
-		 sh("ip -n %s addr add %s/30 dev %s", ns_b, ip_b, if_b) ||
-		 sh("ip -n %s link set lo up", ns_a) || sh("ip -n %s link set lo up", ns_b) ||
-		 sh("ip -n %s link set %s up", ns_a, if_a) ||
-		 sh("ip -n %s link set %s up", ns_b, if_b);
+		 tu_sh("ip netns exec %s sysctl -qw net.ipv6.conf.all.disable_ipv6=1", ns_a) ||
+		 tu_sh("ip netns exec %s sysctl -qw net.ipv6.conf.all.disable_ipv6=1", ns_b) ||
+		 tu_sh("ip -n %s addr add %s/30 dev %s", ns_a, ip_a, if_a) ||
+		 tu_sh("ip -n %s addr add %s/30 dev %s", ns_b, ip_b, if_b) ||
+		 tu_sh("ip -n %s link set lo up", ns_a) || tu_sh("ip -n %s link set lo up", ns_b) ||
+		 tu_sh("ip -n %s link set %s up", ns_a, if_a) ||
+		 tu_sh("ip -n %s link set %s up", ns_b, if_b);
 	if (rc) {
-		sh("ip link del %s", if_a);
+		tu_sh("ip link del %s", if_a);
 		ns_down();
 		cr_assert_fail("could not build the two namespaces");
 	}
@@ -535,12 +521,12 @@ Test(eth_netns, interface_missing_down_or_without_carrier_said)
 	cr_assert_eq(run(ns_a, argv, NULL, out, sizeof(out)), 0, "%s", out);
 	cr_assert_null(strstr(out, "is down"), "%s", out);
 	cr_assert_null(strstr(out, "no carrier"), "%s", out);
-	cr_assert_eq(sh("ip -n %s link set %s down", ns_a, if_a), 0);
+	cr_assert_eq(tu_sh("ip -n %s link set %s down", ns_a, if_a), 0);
 	cr_assert_eq(run(ns_a, argv, NULL, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "the interface is down"), "%s", out);
 	cr_assert(strstr(out, "ip link set"), "%s", out);
-	cr_assert_eq(sh("ip -n %s link set %s up", ns_a, if_a), 0);
-	cr_assert_eq(sh("ip -n %s link set %s down", ns_b, if_b), 0);
+	cr_assert_eq(tu_sh("ip -n %s link set %s up", ns_a, if_a), 0);
+	cr_assert_eq(tu_sh("ip -n %s link set %s down", ns_b, if_b), 0);
 	cr_assert_eq(run(ns_a, argv, NULL, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "no carrier"), "%s", out);
 }

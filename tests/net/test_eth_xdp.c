@@ -53,21 +53,6 @@ static char ns_a[32], ns_b[32], if_a[16], if_b[16];
 static uint8_t ip_a[4], ip_b[4], mac_b[6];
 static int ns_made, fd_home = -1;
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512], full[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "%s >/dev/null 2>&1", cmd);
-	int rc = system(full);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-	return rc;
-}
-
 static void ns_down(void)
 {
 	if (fd_home >= 0) {
@@ -77,8 +62,8 @@ static void ns_down(void)
 	}
 	if (!ns_made)
 		return;
-	sh("ip netns del %s", ns_a);
-	sh("ip netns del %s", ns_b);
+	tu_sh("ip netns del %s", ns_a);
+	tu_sh("ip netns del %s", ns_b);
 	ns_made = 0;
 }
 
@@ -118,16 +103,16 @@ static void ns_up(void)
 	snprintf(sa, sizeof(sa), "10.236.%d.1", x);
 	snprintf(sb, sizeof(sb), "10.236.%d.2", x);
 	ns_made = 1;
-	int rc = sh("ip netns add %s", ns_a) || sh("ip netns add %s", ns_b) ||
-		 sh("ip link add %s type veth peer name %s", if_a, if_b) ||
-		 sh("ip link set %s netns %s", if_a, ns_a) ||
-		 sh("ip link set %s netns %s", if_b, ns_b) ||
-		 sh("ip -n %s addr add %s/30 dev %s", ns_a, sa, if_a) ||
-		 sh("ip -n %s addr add %s/30 dev %s", ns_b, sb, if_b) ||
-		 sh("ip -n %s link set %s up", ns_a, if_a) ||
-		 sh("ip -n %s link set %s up", ns_b, if_b);
+	int rc = tu_sh("ip netns add %s", ns_a) || tu_sh("ip netns add %s", ns_b) ||
+		 tu_sh("ip link add %s type veth peer name %s", if_a, if_b) ||
+		 tu_sh("ip link set %s netns %s", if_a, ns_a) ||
+		 tu_sh("ip link set %s netns %s", if_b, ns_b) ||
+		 tu_sh("ip -n %s addr add %s/30 dev %s", ns_a, sa, if_a) ||
+		 tu_sh("ip -n %s addr add %s/30 dev %s", ns_b, sb, if_b) ||
+		 tu_sh("ip -n %s link set %s up", ns_a, if_a) ||
+		 tu_sh("ip -n %s link set %s up", ns_b, if_b);
 	if (rc) {
-		sh("ip link del %s", if_a);
+		tu_sh("ip link del %s", if_a);
 		ns_down();
 		cr_assert_fail("could not build the two namespaces");
 	}

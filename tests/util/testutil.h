@@ -19,6 +19,9 @@ const char *tu_ask_child(const char *(*fn)(void));
 
 /* Deterministic pseudo-random bytes (xorshift), never all zero. */
 void tu_fill_random(void *buf, size_t n, uint64_t seed);
+/* Runs a shell command (printf format), its output discarded: its status,
+ * the command printed on stderr when it failed. */
+int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t tu_rand64(uint64_t *state);
 
 /* A buffer with inaccessible guard pages on both sides: any write outside
