@@ -63,6 +63,16 @@ if(KINET_WITH_MPI)
   endif()
 endif()
 
+# PMIx (bootstrap when launched by a PMIx server: srun --mpi=pmix, prterun,
+# Open MPI's mpirun)
+set(KINET_HAVE_PMIX 0)
+if(KINET_WITH_PMIX AND PkgConfig_FOUND)
+  pkg_check_modules(PMIX IMPORTED_TARGET pmix)
+  if(PMIX_FOUND)
+    set(KINET_HAVE_PMIX 1)
+  endif()
+endif()
+
 # Criterion (tests)
 set(KINET_HAVE_CRITERION 0)
 if(PkgConfig_FOUND)

@@ -7,7 +7,7 @@ required=(cmake make gcc pkg-config libcriterion-dev)
 # g++ and clang: the strict-mode compile checks of the public headers (C++17 and
 # a second C compiler); a check whose compiler is missing is skipped.
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
-          openmpi-bin libopenmpi-dev libjson-c-dev g++ clang
+          openmpi-bin libopenmpi-dev libpmix-dev libjson-c-dev g++ clang
           python3-matplotlib groff-base man-db libc6-dev-arm64-cross
           libxdp-dev libbpf-dev xdp-tools iputils-ping ibverbs-utils perftest)
 # python3-matplotlib: kinet-plot (and its test) and scripts/trace_png.py; groff-base, man-db: rendering

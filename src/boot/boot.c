@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The bootstrap API (kinet/boot.h): argument checks, the choice of transport
- * from the environment, and dispatch to tcp.c / the MPI module (mpi.c,
- * loaded by mpi_load.c only when MPI is chosen). */
+ * from the environment, and dispatch to tcp.c / the MPI module (mpi.c) / the
+ * PMIx module (pmix.c), each loaded by mpi_load.c only when chosen. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,68 +71,122 @@ static int parse_int(const char *s, int *v)
 	return 0;
 }
 
+/* A bootstrap on a launcher module's table (MPI or PMIx). */
+static int module_boot(int transport, const struct kboot_mpi_ops *ops, kinet_boot **out)
+{
+	kinet_boot *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->transport = transport;
+	b->timeout_ms = default_timeout_ms();
+	b->mpi_ops = ops;
+	int rc = ops->init(b->timeout_ms, &b->mpi, &b->rank, &b->size);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	kinet_log_set_rank(b->rank);
+	KLOG_DBG("boot: rank %d of %d through %s", b->rank, b->size, kinet_boot_transport(b));
+	*out = b;
+	return 0;
+}
+
+/* The rank and size a launcher put in the environment, the first found of
+ * Open MPI's, Slurm's, and the PMI-1 names (MPICH's Hydra, Intel MPI); PMIx
+ * gives the rank only (PMIX_RANK: the size is the server's). Launcher
+ * variables are not kinet's: read as they are, not through the registry of
+ * KINET_* tunables. false when none is set. */
+static bool launcher_vars(const char **rank, const char **size, const char **who)
+{
+	static const struct {
+		const char *rank, *size, *who;
+	} l[] = {
+		{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun"},
+		{"SLURM_PROCID", "SLURM_NTASKS", "srun"},
+		{"PMI_RANK", "PMI_SIZE", "a PMI launcher"},
+		{"PMIX_RANK", NULL, "a PMIx server"},
+	};
+	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+		const char *r = getenv(l[i].rank), *z = l[i].size ? getenv(l[i].size) : NULL;
+		if (r && *r) {
+			*rank = r;
+			*size = z && *z ? z : "";
+			*who = l[i].who;
+			return true;
+		}
+	}
+	return false;
+}
+
 int kinet_boot_init_env(kinet_boot **out)
 {
 	if (!out)
 		return -EINVAL;
 	if (kinet_tun_refused(KT_BOOT, "kinet_boot_init_env"))
 		return -EINVAL;
-	const char *mode = KT(BOOT_MODE); /* auto, tcp or mpi: tunables.def */
-	bool want_mpi = !strcmp(mode, "mpi"), want_tcp = !strcmp(mode, "tcp");
-	/* Open MPI's launcher variables are not kinet's: read as they are, not
-	 * through the registry of KINET_* tunables */
+	const char *mode = KT(BOOT_MODE); /* auto, tcp, mpi or pmix: tunables.def */
+	bool want_mpi = !strcmp(mode, "mpi"),
+	     want_pmix = !strcmp(mode, "pmix"), autom = !strcmp(mode, "auto");
 	const char *orank = getenv("OMPI_COMM_WORLD_RANK");
 	const char *osize = getenv("OMPI_COMM_WORLD_SIZE");
-	bool launched = orank && *orank && osize && *osize;
+	bool ompi = orank && *orank && osize && *osize;
+	const char *prank = getenv("PMIX_RANK"), *pns = getenv("PMIX_NAMESPACE");
+	bool pmix = prank && *prank && pns && *pns;
+	const char *lrank = "", *lsize = "", *who = "";
+	bool launched = launcher_vars(&lrank, &lsize, &who);
 	const char *addr = KT(BOOT_ADDR);
 	const char *rs = KT_STR(BOOT_RANK); /* "" or a checked decimal */
 	const char *ss = KT_STR(BOOT_SIZE);
+	const struct kboot_mpi_ops *ops;
+	const char *why_mpi = NULL, *why_pmix = NULL;
+	int lrc = 0;
 
-	if (want_mpi || (launched && !want_tcp)) {
-		const struct kboot_mpi_ops *ops;
-		const char *why;
-		int lrc = kboot_mpi_load(&ops, &why);
-		if (!lrc) {
-			kinet_boot *b = calloc(1, sizeof(*b));
-			if (!b)
-				return -ENOMEM;
-			b->transport = KBOOT_MPI;
-			b->timeout_ms = default_timeout_ms();
-			b->mpi_ops = ops;
-			int rc = ops->init(b->timeout_ms, &b->mpi, &b->rank, &b->size);
-			if (rc) {
-				free(b);
-				return rc;
-			}
-			kinet_log_set_rank(b->rank);
-			KLOG_DBG("boot: rank %d of %d through MPI", b->rank, b->size);
-			*out = b;
-			return 0;
-		}
+	/* Open MPI's mpirun: MPI first (its collectives), then PMIx (its
+	 * server), then TCP with its numbering */
+	if (want_mpi || (ompi && autom)) {
+		lrc = kboot_mpi_load(&ops, &why_mpi);
+		if (!lrc)
+			return module_boot(KBOOT_MPI, ops, out);
 		if (want_mpi) {
 			KLOG_ERR("boot: KINET_BOOT_MODE=mpi but the MPI bootstrap is not "
-				 "available: %s", why);
+				 "available: %s", why_mpi);
 			return lrc;
 		}
+	}
+	if (want_pmix || (pmix && autom)) {
+		lrc = kboot_pmix_load(&ops, &why_pmix);
+		if (!lrc)
+			return module_boot(KBOOT_PMIX, ops, out);
+		if (want_pmix) {
+			KLOG_ERR("boot: KINET_BOOT_MODE=pmix but the PMIx bootstrap is not "
+				 "available: %s", why_pmix);
+			return lrc;
+		}
+	}
+	if (launched && autom && (why_mpi || why_pmix)) {
+		char whys[1200];
+		snprintf(whys, sizeof(whys), "%s%s%s", why_mpi ? why_mpi : "",
+			 why_mpi && why_pmix ? "; " : "", why_pmix ? why_pmix : "");
+		const char *what = why_mpi && why_pmix ? "neither the MPI nor the PMIx bootstrap is"
+				   : why_mpi		  ? "the MPI bootstrap is not"
+							  : "the PMIx bootstrap is not";
 		if (!*addr) {
-			KLOG_ERR("boot: launched by mpirun (rank %s of %s) but the MPI "
-				 "bootstrap is not available: %s. Set KINET_BOOT_ADDR=host:port "
-				 "(rank 0's host and a free port; and KINET_BOOT_SECRET, passed "
-				 "with mpirun -x) to use the TCP bootstrap", orank, osize, why);
+			KLOG_ERR("boot: launched by %s (rank %s of %s) but %s available: %s. Set "
+				 "KINET_BOOT_ADDR=host:port (rank 0's host and a free port; and "
+				 "KINET_BOOT_SECRET, passed by the launcher) to use the TCP bootstrap",
+				 who, lrank, *lsize ? lsize : "?", what, whys);
 			return lrc;
 		}
-		/* auto mode under mpirun: documented (docs/multiprocess.md) */
-		KLOG_WARN("boot: launched by mpirun but the MPI bootstrap is not available "
-			  "(%s): TCP bootstrap through %s with the launcher's rank and size", why,
-			  addr);
-		rs = orank;
-		ss = osize;
-	} else if (launched) {
-		/* KINET_BOOT_MODE=tcp under mpirun: the launcher's numbering unless set */
+		/* auto mode under a launcher: documented (docs/multiprocess.md) */
+		KLOG_WARN("boot: launched by %s but %s available (%s): TCP bootstrap through %s "
+			  "with the launcher's rank and size", who, what, whys, addr);
+	}
+	if (launched && !want_mpi && !want_pmix) {
+		/* the launcher's numbering unless KINET_BOOT_RANK/SIZE say otherwise */
 		if (!*rs)
-			rs = orank;
+			rs = lrank;
 		if (!*ss)
-			ss = osize;
+			ss = lsize;
 	}
 
 	struct kinet_boot_attr attr = {0};
@@ -172,7 +226,7 @@ const char *kinet_boot_addr(const kinet_boot *b)
 
 const char *kinet_boot_transport(const kinet_boot *b)
 {
-	static const char *names[] = {"single", "tcp", "mpi"};
+	static const char *names[] = {"single", "tcp", "mpi", "pmix"};
 	return b ? names[b->transport] : "";
 }
 
@@ -182,7 +236,8 @@ int kinet_boot_allgather(kinet_boot *b, const void *mine, void *all, size_t len)
 		return -EINVAL;
 	if (b->err)
 		return b->err;
-	if (len > KBOOT_MAX_GATHER / (size_t)b->size && b->transport != KBOOT_MPI)
+	if (len > KBOOT_MAX_GATHER / (size_t)b->size && b->transport != KBOOT_MPI &&
+	    b->transport != KBOOT_PMIX)
 		return -E2BIG;
 	int rc;
 	switch (b->transport) {
@@ -211,7 +266,7 @@ int kinet_boot_barrier(kinet_boot *b)
 {
 	if (!b)
 		return -EINVAL;
-	if (b->transport != KBOOT_MPI)
+	if (b->transport != KBOOT_MPI && b->transport != KBOOT_PMIX)
 		return kinet_boot_allgather(b, NULL, NULL, 0);
 	if (b->err)
 		return b->err;
@@ -227,7 +282,7 @@ int kinet_boot_close(kinet_boot *b)
 		return 0;
 	if (b->transport == KBOOT_TCP)
 		kboot_tcp_close(b);
-	else if (b->transport == KBOOT_MPI)
+	else if (b->transport == KBOOT_MPI || b->transport == KBOOT_PMIX)
 		b->mpi_ops->close(b->mpi, b->err != 0);
 	free(b);
 	return 0;

@@ -57,7 +57,8 @@ enum kboot_type {
 #define KBOOT_RESPONSE_LEN (8 + KBOOT_NONCE_LEN + KBOOT_TAG_LEN)
 #define KBOOT_ACCEPT_LEN KBOOT_TAG_LEN
 
-enum kboot_transport { KBOOT_SINGLE, KBOOT_TCP, KBOOT_MPI };
+/* KBOOT_MPI and KBOOT_PMIX: a launcher module's table (mpi_module.h) */
+enum kboot_transport { KBOOT_SINGLE, KBOOT_TCP, KBOOT_MPI, KBOOT_PMIX };
 
 struct kboot_mpi_ops; /* mpi_module.h */
 
@@ -74,7 +75,7 @@ struct kinet_boot {
 	 * the others one, fds[0], the connection to rank 0 */
 	int *fds;
 	int nfds;
-	/* mpi: the module's table and handle (mpi_module.h) */
+	/* mpi, pmix: the module's table and handle (mpi_module.h) */
 	const struct kboot_mpi_ops *mpi_ops;
 	void *mpi;
 };

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mpi_module.h - the interface between libkinet and its MPI module,
- * libkinet_mpi.so (built from mpi.c when the build has MPI).
+ * mpi_module.h - the interface between libkinet and its launcher modules:
+ * libkinet_mpi.so (built from mpi.c when the build has MPI) and
+ * libkinet_pmix.so (built from pmix.c when the build has PMIx). Both export
+ * the same table.
  *
  * libkinet never links MPI: the MPI transport of the bootstrap lives in the
  * module, which links libmpi, and libkinet loads it (mpi_load.c) only for a
@@ -44,10 +46,17 @@ struct kboot_mpi_ops {
 
 typedef const struct kboot_mpi_ops *(*kboot_mpi_entry_fn)(void);
 
+/* The PMIx module: the same table (init joins the job's PMIx namespace:
+ * PMIx_Init, rank and PMIX_JOB_SIZE; the collectives are fences). */
+#define KBOOT_PMIX_MODULE "libkinet_pmix.so"
+#define KBOOT_PMIX_ENTRY "kinet_pmix_module_ops"
+
 /* The module's table (mpi_load.c): 0; -ENOSYS when this build has no MPI;
  * -ELIBACC when the module cannot be used (not installed, a library it
  * needs such as libmpi missing, not a kinet module or of another version).
  * *why says which. Loaded once per process, never unloaded. */
 int kboot_mpi_load(const struct kboot_mpi_ops **ops, const char **why);
+/* The same for the PMIx module (-ENOSYS: this build has no PMIx). */
+int kboot_pmix_load(const struct kboot_mpi_ops **ops, const char **why);
 
 #endif

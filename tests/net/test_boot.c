@@ -923,8 +923,9 @@ Test(boot, mpirun_np2_tcp_transport)
 
 Test(boot, mpirun_without_mpi_in_build_uses_tcp_with_addr)
 {
-	if (KINET_HAVE_MPI)
-		cr_skip_test("this build has MPI (see mpirun_np2_tcp_transport for the TCP path)");
+	if (KINET_HAVE_MPI || KINET_HAVE_PMIX)
+		cr_skip_test("this build has MPI or PMIx (see mpirun_np2_tcp_transport for the TCP "
+			     "path)");
 	if (!have_mpirun())
 		cr_skip_test("mpirun (Open MPI) is not installed");
 	char addr[64];
@@ -939,8 +940,8 @@ Test(boot, mpirun_without_mpi_in_build_uses_tcp_with_addr)
 
 Test(boot, mpirun_without_mpi_in_build_and_no_addr_fails)
 {
-	if (KINET_HAVE_MPI)
-		cr_skip_test("this build has MPI");
+	if (KINET_HAVE_MPI || KINET_HAVE_PMIX)
+		cr_skip_test("this build has MPI or PMIx");
 	if (!have_mpirun())
 		cr_skip_test("mpirun (Open MPI) is not installed");
 	char *env[] = {"KINET_BOOT_ADDR=", "KINET_BOOT_MODE=auto", "KINET_BOOT_RANK=",
@@ -948,6 +949,111 @@ Test(boot, mpirun_without_mpi_in_build_and_no_addr_fails)
 	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
 			KINET_BOOT_PEER, "any", NULL};
 	cr_assert_neq(run_prog(argv, env, true), 0);
+}
+#endif
+
+/* ---- PMIx and other launchers ------------------------------------------------------ */
+
+Test(boot, pmix_module_missing_is_a_clear_error, .fini = module_teardown)
+{
+	module_dir(NULL); /* a libkinet with neither module beside it */
+	char *argv[] = {KINET_BOOT_PEER, "any", NULL};
+	char *env[] = {"KINET_BOOT_MODE=pmix", "KINET_BOOT_ADDR=", NULL};
+	cr_assert_eq(run_with_module(argv, env), 1);
+	cr_assert(log_has("KINET_BOOT_MODE=pmix but the PMIx bootstrap is not available"));
+	cr_assert(log_has(KINET_HAVE_PMIX ? "libkinet_pmix.so is not installed" : "libpmix-dev"));
+	/* started by a PMIx server (as far as the environment says), auto mode,
+	 * no address for TCP: the same, and what to set */
+	char *env2[] = {"KINET_BOOT_MODE=auto", "KINET_BOOT_ADDR=", "PMIX_RANK=0",
+			"PMIX_NAMESPACE=kinet-test", NULL};
+	cr_assert_eq(run_with_module(argv, env2), 1);
+	cr_assert(log_has("launched by a PMIx server") && log_has("KINET_BOOT_ADDR"));
+}
+
+/* Slurm's variables number the TCP bootstrap when no module applies. */
+Test(boot, slurm_variables_number_the_tcp_bootstrap)
+{
+	char addr[64];
+	snprintf(addr, sizeof(addr), "KINET_BOOT_ADDR=127.0.0.1:%d", free_port());
+	char *argv[] = {KINET_BOOT_PEER, "tcp", "2", "no-mpi-mapped", NULL};
+	char *env0[] = {addr, "KINET_BOOT_RANK=", "KINET_BOOT_SIZE=", "SLURM_PROCID=0",
+			"SLURM_NTASKS=2", "KINET_BOOT_SECRET=s1", "KINET_BOOT_MODE=auto", NULL};
+	char *env1[] = {addr, "KINET_BOOT_RANK=", "KINET_BOOT_SIZE=", "SLURM_PROCID=1",
+			"SLURM_NTASKS=2", "KINET_BOOT_SECRET=s1", "KINET_BOOT_MODE=auto", NULL};
+	pid_t p0 = start_prog(argv, env0);
+	cr_assert_eq(run_prog(argv, env1, false), 0);
+	cr_assert(wait_one(p0));
+}
+
+#if KINET_HAVE_PMIX
+static char *pmix_env[] = {"OMPI_MCA_btl_vader_single_copy_mechanism=none",
+			   "ASAN_OPTIONS=detect_leaks=0", "KINET_BOOT_ADDR=", "KINET_BOOT_RANK=",
+			   "KINET_BOOT_SIZE=", NULL};
+
+Test(boot, mpirun_np3_pmix_transport)
+{
+	if (!have_mpirun())
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	/* mpirun is the PMIx server; the PMIx module is loaded, libmpi is not */
+	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3",
+			"-x", "KINET_BOOT_MODE=pmix", KINET_BOOT_PEER, "pmix", "3", "pmix-mapped",
+			NULL};
+	cr_assert_eq(run_prog(argv, pmix_env, true), 0, "mpirun -np 3 boot_peer (pmix) failed");
+}
+
+Test(boot, pmix_server_without_open_mpi_variables_chooses_pmix)
+{
+	if (!have_mpirun())
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	/* what srun --mpi=pmix or prterun give: PMIx variables, no Open MPI ones */
+	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+			"-x", "KINET_BOOT_MODE=auto", "env", "-u", "OMPI_COMM_WORLD_RANK",
+			"-u", "OMPI_COMM_WORLD_SIZE", KINET_BOOT_PEER, "pmix", "2", "pmix-mapped",
+			NULL};
+	cr_assert_eq(run_prog(argv, pmix_env, true), 0);
+}
+
+Test(boot, nvshmem_bootstrap_variable_chooses_the_transport)
+{
+	if (!have_mpirun())
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	/* NVSHMEM's own variable, as NVSHMEM's users set it: PMI under mpirun
+	 * is PMIx, and not MPI although Open MPI's variables are there */
+	char *argv[] = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+			"-x", "KINET_BOOT_MODE=", "-x", "NVSHMEM_BOOTSTRAP=PMI", KINET_BOOT_PEER,
+			"pmix", "2", "pmix-mapped", NULL};
+	cr_assert_eq(run_prog(argv, pmix_env, true), 0);
+}
+
+Test(boot, pmix_fence_times_out_when_a_rank_is_late)
+{
+	if (!have_mpirun())
+		cr_skip_test("mpirun (Open MPI) is not installed");
+	/* rank 1 comes 8 s late; rank 0's first allgather gives up at 1 s with
+	 * -ETIMEDOUT and says why, rather than waiting */
+	char log[64], cmd[1024];
+	snprintf(log, sizeof(log), "/tmp/kinet-pmix-late-%d.log", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "mpirun --allow-run-as-root --oversubscribe -np 2 -x KINET_BOOT_MODE=pmix "
+		 "-x KINET_BOOT_TIMEOUT_MS=1000 -x BOOT_PEER_STALL_PMIX_RANK=1 "
+		 "-x BOOT_PEER_STALL_MS=8000 %s pmix 2 >%s 2>&1",
+		 KINET_BOOT_PEER, log);
+	char *argv[] = {"sh", "-c", cmd, NULL};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_neq(run_prog(argv, pmix_env, true), 0, "a late rank went unnoticed");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	FILE *f = fopen(log, "r");
+	char text[16384];
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = 0;
+	unlink(log);
+	cr_assert(strstr(text, "did not complete within 1000 ms"), "no timeout message: %s", text);
+	cr_assert(strstr(text, "allgather: ") && strstr(text, "timed out"),
+		  "rank 0 did not report -ETIMEDOUT: %s", text);
+	(void)t1;
 }
 #endif
 

@@ -5,16 +5,18 @@
  * KINET_BOOT_* set. Does allgathers of random payloads, verifies every
  * rank's bytes, a barrier, and exits 0 on success.
  *
- *   boot_peer TRANSPORT [SIZE [MAPS]]   TRANSPORT: tcp, mpi, single or any;
+ *   boot_peer TRANSPORT [SIZE [MAPS]]   TRANSPORT: tcp, mpi, pmix, single or any;
  *                SIZE: the job size to expect (0: any); MAPS: "mpi-mapped"
- *                or "no-mpi-mapped", what /proc/self/maps must show at the
- *                end (libmpi and the MPI module mapped, or neither)
+ *                "no-mpi-mapped" or "pmix-mapped", what /proc/self/maps must
+ *                show at the end (libmpi and the MPI module mapped, or
+ *                neither; pmix-mapped: neither, and the PMIx module mapped)
  */
 #include <kinet/boot.h>
 #include <kinet/kinet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "../../util/testutil.h"
 
 /* Whether a library whose name contains `name` is mapped in this process. */
@@ -39,11 +41,22 @@ static uint64_t seed_of(int rank, int round)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s tcp|mpi|single|any [size [mpi-mapped|no-mpi-mapped]]\n",
+		fprintf(stderr, "usage: %s tcp|mpi|pmix|single|any [size [mpi-mapped|no-mpi-mapped|pmix-mapped]]\n",
 			argv[0]);
 		return 2;
 	}
 	int want_size = argc > 2 ? atoi(argv[2]) : 0;
+	/* a rank that comes late (the PMIx timeout test): the one whose
+	 * PMIX_RANK is BOOT_PEER_STALL_PMIX_RANK sleeps BOOT_PEER_STALL_MS first */
+	const char *stall = getenv("BOOT_PEER_STALL_PMIX_RANK"), *me = getenv("PMIX_RANK");
+	if (stall && me && !strcmp(stall, me)) {
+		const char *ms = getenv("BOOT_PEER_STALL_MS");
+		struct timespec ts = {0, 0};
+		long v = ms ? atol(ms) : 0;
+		ts.tv_sec = v / 1000;
+		ts.tv_nsec = (v % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+	}
 	kinet_boot *b = NULL;
 	int rc = kinet_boot_init_env(&b);
 	if (rc) {
@@ -96,11 +109,14 @@ int main(int argc, char **argv)
 	const char *maps = argc > 3 ? argv[3] : NULL;
 	if (!bad && maps) {
 		int want = !strcmp(maps, "mpi-mapped");
+		int wantp = !strcmp(maps, "pmix-mapped");
 		int mpi = mapped("/libmpi.so"), mod = mapped("/libkinet_mpi.so");
-		if (mpi != want || mod != want) {
-			fprintf(stderr, "boot_peer: rank %d: libmpi %s, libkinet_mpi %s (expected "
-				"%s)\n", rank, mpi ? "mapped" : "not mapped",
-				mod ? "mapped" : "not mapped", maps);
+		int pmod = mapped("/libkinet_pmix.so");
+		if (mpi != want || mod != want || (wantp && !pmod)) {
+			fprintf(stderr, "boot_peer: rank %d: libmpi %s, libkinet_mpi %s, "
+				"libkinet_pmix %s (expected %s)\n", rank,
+				mpi ? "mapped" : "not mapped", mod ? "mapped" : "not mapped",
+				pmod ? "mapped" : "not mapped", maps);
 			bad = 1;
 		}
 	}
