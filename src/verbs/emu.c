@@ -84,7 +84,7 @@ static const char *call_names[] = {
 	"modify_qp",       "destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
 	"devx_obj_create", "devx_obj_modify", "devx_obj_destroy", "devx_umem_reg",
 	"devx_umem_reg_dmabuf", "devx_alloc_uar", "devx_general_cmd", "create_wq", "create_flow",
-	"create_qp_ex", "create_rwq_ind_table",
+	"create_qp_ex", "create_rwq_ind_table", "devx_obj_query",
 };
 #define NCALLS ((int)(sizeof(call_names) / sizeof(call_names[0])))
 static _Atomic unsigned call_count[NCALLS];
@@ -1870,6 +1870,7 @@ struct emu_umem {
 	struct emu_dev *d;
 	uint8_t *addr;
 	size_t size;
+	int refs; /* DevX objects whose queues or records lie in it (emu_lock) */
 	struct emu_umem *next;
 };
 
@@ -1879,6 +1880,9 @@ struct emu_uar {
 	uint8_t *page;
 	struct emu_uar *next;
 };
+
+#define KINET_EMU_QPC_BYTES 232 /* the QP context: 0x740 bits */
+#define KINET_EMU_QPC_AT 24      /* its byte offset in CREATE_QP, modify and QUERY_QP */
 
 /* Completes rdma-core's opaque type for the objects of the emulation. */
 struct mlx5dv_devx_obj {
@@ -1893,6 +1897,9 @@ struct mlx5dv_devx_obj {
 	uint8_t *orig_sq, *orig_rq;
 	volatile uint8_t *orig_db;
 	volatile uint32_t *orig_qdbr;
+	struct emu_umem *um[2]; /* the umems of its queue and of its doorbell record */
+	/* QP: its context as created and as the modifies so far set it (QUERY_QP) */
+	uint8_t qpc0[KINET_EMU_QPC_BYTES], qpc[KINET_EMU_QPC_BYTES];
 	struct mlx5dv_devx_obj *next;
 };
 
@@ -1953,6 +1960,18 @@ static struct mlx5dv_devx_umem *emu_umem_reg(struct ibv_context *ib, void *addr,
 	(void)access;
 	if (!devx_ctx(ib) || !addr || !size) {
 		errno = !devx_ctx(ib) ? EOPNOTSUPP : EINVAL;
+		KLOG_ERR("DevX umem_reg: %s", !devx_ctx(ib) ? "the context was not opened for DevX"
+							   : "no address or no size");
+		return NULL;
+	}
+	if (cfg.host && kinet_cudrv_mem_kind(addr) == KINET_MEM_CUDA) {
+		/* kinet-verbs: the software NIC's CPU engine reads queues and
+		 * doorbell records with the CPU, and the GPU engine takes a QP
+		 * over only from it; neither reads a queue in GPU memory */
+		KLOG_ERR("kinet-verbs: mlx5dv_devx_umem_reg: %p is GPU memory; the software NIC "
+			 "serves DevX queues and doorbell records in host memory only (EOPNOTSUPP)",
+			 addr);
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (emu_mem_kind(addr) == KINET_MEM_CUDA && !emu_peermem_loaded()) {
@@ -1996,6 +2015,12 @@ static int emu_umem_dereg(struct mlx5dv_devx_umem *um)
 {
 	struct emu_umem *u = (struct emu_umem *)um;
 	pthread_mutex_lock(&emu_lock);
+	if (u->refs) {
+		pthread_mutex_unlock(&emu_lock);
+		KLOG_ERR("DevX umem_dereg: umem 0x%x holds the queues of %d object(s) (EBUSY)",
+			 u->u.umem_id, u->refs);
+		return EBUSY;
+	}
 	for (struct emu_umem **pp = &umems; *pp; pp = &(*pp)->next)
 		if (*pp == u) {
 			*pp = u->next;
@@ -2052,11 +2077,14 @@ static void emu_free_uar(struct mlx5dv_devx_uar *uar)
 }
 
 /* Lookups (emu_lock held). */
-static uint8_t *umem_at(struct emu_dev *d, uint64_t id, uint64_t off, size_t len)
+static uint8_t *umem_at(struct emu_dev *d, uint64_t id, uint64_t off, size_t len,
+		       struct emu_umem **um)
 {
 	for (struct emu_umem *u = umems; u; u = u->next)
-		if (u->u.umem_id == id && u->d == d)
+		if (u->u.umem_id == id && u->d == d) {
+			*um = u;
 			return off <= u->size && len <= u->size - off ? u->addr + off : NULL;
+		}
 	return NULL;
 }
 
@@ -2168,6 +2196,16 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 }
 
 
+static void umem_unref(struct emu_umem *a, struct emu_umem *b)
+{
+	pthread_mutex_lock(&emu_lock);
+	if (a)
+		a->refs--;
+	if (b)
+		b->refs--;
+	pthread_mutex_unlock(&emu_lock);
+}
+
 static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void *in,
 					      void *out, size_t outlen)
 {
@@ -2181,30 +2219,40 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 	    !GET(kinet_prm_create_cq_in, in, "cq_context.dbr_umem_valid"))
 		return cmd_fail(out, outlen, "CREATE_CQ: bad CQ context (size, CQE size, EQ, umems)");
 	uint32_t cnt = 1u << lg;
+	struct emu_umem *ub = NULL, *ud = NULL;
 	pthread_mutex_lock(&emu_lock);
 	uint8_t *buf = umem_at(d, GET(kinet_prm_create_cq_in, in, "cq_umem_id"),
 			       GET(kinet_prm_create_cq_in, in, "cq_umem_offset"),
-			       (size_t)cnt * KN_CQE_SIZE);
+			       (size_t)cnt * KN_CQE_SIZE, &ub);
 	uint8_t *dbr = umem_at(d, GET(kinet_prm_create_cq_in, in, "cq_context.dbr_umem_id"),
-			       GET(kinet_prm_create_cq_in, in, "cq_context.dbr_addr"), 8);
+			       GET(kinet_prm_create_cq_in, in, "cq_context.dbr_addr"), 8, &ud);
 	struct emu_uar *uar = uar_of(d, GET(kinet_prm_create_cq_in, in, "cq_context.uar_page"));
+	if (buf && dbr && uar) {
+		ub->refs++; /* held until the CQ is destroyed */
+		ud->refs++;
+	}
 	pthread_mutex_unlock(&emu_lock);
 	(void)L;
 	if (!buf || !dbr || !uar)
-		return cmd_fail(out, outlen, "CREATE_CQ: buffer, doorbell record or UAR unknown");
+		return cmd_fail(out, outlen, "CREATE_CQ: buffer, doorbell record or UAR unknown "
+					     "(or the buffer is beyond its umem)");
 	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
 	struct kinet_cq_attr ca = {.depth = cnt};
 	if (GET(kinet_prm_create_cq_in, in, "cq_context.oi")) {
 		if (cfg.no_cq_oi) {
 			free(o);
+			umem_unref(ub, ud);
 			return cmd_fail(out, outlen, "CREATE_CQ: overrun ignore is not supported");
 		}
 		ca.flags = KINET_CQ_OVERRUN_IGNORE;
 	}
 	if (!o || kinet_cq_create_ex(d->soft, &ca, &o->scq)) {
 		free(o);
+		umem_unref(ub, ud);
 		return cmd_fail(out, outlen, "CREATE_CQ: no resources");
 	}
+	o->um[0] = ub;
+	o->um[1] = ud;
 	/* the software NIC writes its CQEs into the umem (initialised by the user) */
 	o->orig_buf = o->scq->buf;
 	o->orig_dbrec = o->scq->dbrec;
@@ -2242,19 +2290,26 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	uint32_t sq_cnt = 1u << Q("qpc.log_sq_size");
 	uint32_t rq_cnt = rq_type == KINET_PRM_QPC_RQ_REGULAR ? 1u << Q("qpc.log_rq_size") : 0;
 	size_t rq_bytes = (size_t)rq_cnt * 16;
+	struct emu_umem *uw = NULL, *ud = NULL;
 	pthread_mutex_lock(&emu_lock);
 	uint8_t *wq = umem_at(d, Q("wq_umem_id"), Q("wq_umem_offset"),
-			      rq_bytes + (size_t)sq_cnt * KN_SEND_WQE_BB);
-	uint8_t *dbr = umem_at(d, Q("qpc.dbr_umem_id"), Q("qpc.dbr_addr"), 64);
+			      rq_bytes + (size_t)sq_cnt * KN_SEND_WQE_BB, &uw);
+	uint8_t *dbr = umem_at(d, Q("qpc.dbr_umem_id"), Q("qpc.dbr_addr"), 8, &ud);
 	struct emu_uar *uar = uar_of(d, Q("qpc.uar_page"));
 	struct emu_pd *pd = pd_of(d, Q("qpc.pd"));
 	struct mlx5dv_devx_obj *scq = cq_of(d, Q("qpc.cqn_snd"));
 	struct mlx5dv_devx_obj *rcq = rq_cnt ? cq_of(d, Q("qpc.cqn_rcv")) : scq;
+	bool ok = wq && dbr && uar && pd && scq && rcq;
+	if (ok) {
+		uw->refs++; /* held until the QP is destroyed */
+		ud->refs++;
+	}
 	pthread_mutex_unlock(&emu_lock);
 #undef Q
-	if (!wq || !dbr || !uar || !pd || !scq || !rcq)
+	if (!ok)
 		return cmd_fail(out, outlen,
-				"CREATE_QP: work queue, doorbell record, UAR, PD or CQ unknown");
+				"CREATE_QP: work queue, doorbell record, UAR, PD or CQ unknown (or "
+				"the queue is beyond its umem)");
 	struct emu_qp *q = calloc(1, sizeof(*q));
 	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
 	struct kinet_qp_attr a = {
@@ -2265,10 +2320,37 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		.db_mode = KN_DB_GPU,
 		.rnr_retry = 7,
 	};
-	if (!q || !o || kinet_qp_create(pd->spd, &a, &q->sqp)) {
+	int rc = !q || !o ? -ENOMEM : kinet_qp_create(pd->spd, &a, &q->sqp);
+	if (!rc && cfg.host) {
+		/* kinet-verbs: the program writes this number into its WQEs and
+		 * gives it to its peer, which finds the QP by it in the host's
+		 * rendezvous folder: the software NIC's number must be free on the
+		 * host. Numbers other processes hold are skipped by keeping their
+		 * QPs until one is free, then dropping them. */
+		kinet_qp *held[64];
+		int nheld = 0;
+		while ((rc = emu_rv_claim(q->sqp->qpn)) == -EEXIST && nheld < 64) {
+			held[nheld++] = q->sqp;
+			if ((rc = kinet_qp_create(pd->spd, &a, &q->sqp))) {
+				q->sqp = NULL;
+				break;
+			}
+		}
+		if (rc && q->sqp)
+			kinet_qp_destroy(q->sqp);
+		while (nheld)
+			kinet_qp_destroy(held[--nheld]);
+		q->rv = rc == 0;
+		if (rc == -EEXIST)
+			rc = -ENOSPC;
+	}
+	if (rc) {
 		free(q);
 		free(o);
-		return cmd_fail(out, outlen, "CREATE_QP: no resources");
+		umem_unref(uw, ud);
+		KLOG_ERR("emulated DevX CREATE_QP: %s", strerror(-rc));
+		return cmd_fail(out, outlen, "CREATE_QP: no resources (or no QP number free on "
+					     "the host)");
 	}
 	kinet_qp *s = q->sqp;
 	/* the QP is in RESET: its engine does not look at it yet */
@@ -2284,6 +2366,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	q->d = d;
 	q->qp.context = ib;
 	q->qp.qp_num = s->qpn;
+	q->qp.handle = s->qpn;
 	q->qp.state = IBV_QPS_RESET;
 	q->qp.qp_type = IBV_QPT_RC;
 	o->type = 2;
@@ -2291,6 +2374,10 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	o->ib = ib;
 	o->q = q;
 	o->num = s->qpn;
+	o->um[0] = uw;
+	o->um[1] = ud;
+	memcpy(o->qpc0, (const uint8_t *)in + KINET_EMU_QPC_AT, KINET_EMU_QPC_BYTES);
+	memcpy(o->qpc, o->qpc0, KINET_EMU_QPC_BYTES);
 	pthread_mutex_lock(&emu_lock);
 	q->next = all_qps;
 	all_qps = q;
@@ -2341,18 +2428,24 @@ static int emu_resolve_l2(struct ibv_context *ib, struct ibv_ah_attr *ah, uint8_
 
 /* Modify QP commands become the verbs transition of the same QP, so the
  * emulation checks both paths the same way. */
+static void qpc_record(struct mlx5dv_devx_obj *o, uint64_t op, const void *in);
+
 static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t inlen,
 			       void *out, size_t outlen)
 {
 	called("devx_obj_modify");
+	if (!o || !in || !out) {
+		errno = EINVAL;
+		return EINVAL;
+	}
 	if (o->type != 2 || inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16) {
 		cmd_fail(out, outlen, "modify: not a QP, or a short command");
-		return EINVAL;
+		return EREMOTEIO;
 	}
 	uint64_t op = GET(kinet_prm_qpn_in, in, "opcode");
 	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num) {
 		cmd_fail(out, outlen, "modify: the command names another QP");
-		return EINVAL;
+		return EREMOTEIO;
 	}
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
@@ -2377,7 +2470,7 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 			break;
 		if (P("qpc.log_msg_max") == 0 || P("qpc.log_msg_max") > emu_log_max_msg()) {
 			cmd_fail(out, outlen, "INIT2RTR: log_msg_max beyond the device's log_max_msg");
-			return EINVAL;
+			return EREMOTEIO;
 		}
 		a.qp_state = IBV_QPS_RTR;
 		a.path_mtu = (enum ibv_mtu)P("qpc.mtu");
@@ -2392,7 +2485,9 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 		a.ah_attr.grh.hop_limit = (uint8_t)P("qpc.primary_address_path.hop_limit");
 		kinet_prm_get_bytes(M, in, "qpc.primary_address_path.rgid_rip",
 				    a.ah_attr.grh.dgid.raw, 16);
-		if (o->d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+		/* kinet-verbs (cfg.host) finds the peer by GID and QP number
+		 * alone, whatever next hop's MAC the program resolved */
+		if (o->d->link_layer == IBV_LINK_LAYER_ETHERNET && !cfg.host) {
 			uint8_t mac[6], want[6];
 			uint64_t hi = P("qpc.primary_address_path.rmac_47_32");
 			uint64_t lo = P("qpc.primary_address_path.rmac_31_0");
@@ -2405,7 +2500,7 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 			    !P("qpc.primary_address_path.udp_sport")) {
 				cmd_fail(out, outlen, "INIT2RTR: RoCE needs the next hop's MAC and a "
 						      "UDP source port");
-				return EINVAL;
+				return EREMOTEIO;
 			}
 		}
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -2428,26 +2523,112 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 	case KINET_PRM_OP_2RST_QP: a.qp_state = IBV_QPS_RESET; break;
 	default:
 		cmd_fail(out, outlen, "modify: unsupported opcode");
-		return EINVAL;
+		return EREMOTEIO;
 	}
 #undef P
 	if (a.qp_state == IBV_QPS_RESET && op != KINET_PRM_OP_2RST_QP) {
 		cmd_fail(out, outlen, "modify: truncated command");
-		return EINVAL;
+		return EREMOTEIO;
 	}
 	int rc = emu_modify_qp(&o->q->qp, &a, mask);
 	memset(out, 0, outlen);
 	if (rc) {
 		cmd_fail(out, outlen, "modify: the transition was refused");
-		return rc;
+		return cfg.host ? EREMOTEIO : rc;
 	}
+	qpc_record(o, op, in);
+	return 0;
+}
+
+/* What QUERY_QP reports: the context as created, with what each transition
+ * set since (the fields of its command), and the state the NIC holds. */
+static void qpc_copy(struct mlx5dv_devx_obj *o, const uint8_t *qpc, const char *const *names)
+{
+	for (; *names; names++) {
+		uint64_t v = 0;
+		kinet_prm_get(&kinet_prm_qpc, qpc, *names, &v);
+		kinet_prm_set(&kinet_prm_qpc, o->qpc, *names, v);
+	}
+}
+
+static void qpc_record(struct mlx5dv_devx_obj *o, uint64_t op, const void *in)
+{
+	static const char *const init[] = {
+		"rwe", "rre", "rae", "atomic_mode", "primary_address_path.vhca_port_num",
+		"primary_address_path.pkey_index", NULL};
+	static const char *const rtr[] = {
+		"mtu", "log_msg_max", "remote_qpn", "next_rcv_psn", "log_rra_max", "min_rnr_nak", NULL};
+	static const char *const rts[] = {
+		"next_send_psn", "primary_address_path.ack_timeout", "retry_count", "rnr_retry",
+		"log_sra_max", NULL};
+	const uint8_t *qpc = (const uint8_t *)in + KINET_EMU_QPC_AT;
+	uint32_t at, w;
+	pthread_mutex_lock(&emu_lock);
+	switch (op) {
+	case KINET_PRM_OP_RST2INIT_QP: qpc_copy(o, qpc, init); break;
+	case KINET_PRM_OP_INIT2RTR_QP:
+		/* the whole primary address path (GID, MAC, UDP port, ...) */
+		if (kinet_prm_find(&kinet_prm_qpc, "primary_address_path", &at, &w) == 0)
+			memcpy(o->qpc + at / 8, qpc + at / 8, w / 8);
+		qpc_copy(o, qpc, rtr);
+		break;
+	case KINET_PRM_OP_RTR2RTS_QP: qpc_copy(o, qpc, rts); break;
+	case KINET_PRM_OP_2RST_QP: memcpy(o->qpc, o->qpc0, sizeof(o->qpc)); break;
+	default: break;
+	}
+	pthread_mutex_unlock(&emu_lock);
+}
+
+static int emu_devx_obj_query(struct mlx5dv_devx_obj *o, const void *in, size_t inlen,
+			      void *out, size_t outlen)
+{
+	called("devx_obj_query");
+	if (!o || !in || !out) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	if (inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16) {
+		cmd_fail(out, outlen, "query: a short command or output");
+		return EREMOTEIO;
+	}
+	uint64_t op = GET(kinet_prm_qpn_in, in, "opcode");
+	if (o->type != 2 || op != KINET_PRM_OP_QUERY_QP) {
+		cmd_fail(out, outlen, "query: only QUERY_QP of a QP object");
+		return EREMOTEIO;
+	}
+	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num) {
+		cmd_fail(out, outlen, "QUERY_QP: the command names another QP");
+		return EREMOTEIO;
+	}
+	if (outlen < kinet_prm_bytes(&kinet_prm_query_qp_out)) {
+		cmd_fail(out, outlen, "QUERY_QP: the output is shorter than the QP context");
+		return EREMOTEIO;
+	}
+	memset(out, 0, outlen);
+	uint8_t *qpc = (uint8_t *)out + KINET_EMU_QPC_AT;
+	pthread_mutex_lock(&emu_lock);
+	memcpy(qpc, o->qpc, KINET_EMU_QPC_BYTES);
+	pthread_mutex_unlock(&emu_lock);
+	/* the state the NIC holds: an error CQE moves the QP to ERR on its own
+	 * (KINET_QPS_* are the PRM's qpc.state values) */
+	kinet_prm_set(&kinet_prm_qpc, qpc, "state", (uint64_t)kinet_qp_get_state(o->q->sqp));
 	return 0;
 }
 
 static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 {
 	called("devx_obj_destroy");
+	if (!o) {
+		errno = EINVAL;
+		return EINVAL;
+	}
 	pthread_mutex_lock(&emu_lock);
+	if (o->type == 1 && atomic_load(&o->scq->refs) > 0) {
+		pthread_mutex_unlock(&emu_lock);
+		KLOG_ERR("emulated DevX: CQ 0x%x is the CQ of a QP: destroy the QP first (EBUSY)",
+			 o->num);
+		return EBUSY;
+	}
 	for (struct mlx5dv_devx_obj **pp = &dobjs; *pp; pp = &(*pp)->next)
 		if (*pp == o) {
 			*pp = o->next;
@@ -2460,6 +2641,7 @@ static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 		int rc = kinet_cq_destroy(o->scq);
 		if (rc)
 			return -rc;
+		umem_unref(o->um[0], o->um[1]);
 	} else {
 		kinet_qp *s = o->q->sqp;
 		/* quiesce the QP before its queues go back to their owner */
@@ -2471,6 +2653,7 @@ static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 		int rc = emu_destroy_qp(&o->q->qp);
 		if (rc)
 			return rc;
+		umem_unref(o->um[0], o->um[1]);
 	}
 	free(o);
 	return 0;
@@ -2602,6 +2785,7 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.devx_obj_create = emu_devx_obj_create,
 	.devx_obj_modify = emu_devx_obj_modify,
 	.devx_obj_destroy = emu_devx_obj_destroy,
+	.devx_obj_query = emu_devx_obj_query,
 	.devx_query_eqn = emu_devx_query_eqn,
 	.devx_general_cmd = emu_devx_general_cmd,
 	.resolve_eth_l2_from_gid = emu_resolve_l2,

@@ -108,6 +108,9 @@ struct emu_qp {
  * other processes (docs/verbs.md, "Addressing"). */
 #define EMU_RV_GIDS 16
 int emu_rv_alloc(uint32_t *qpn);
+/* Reserves that very number (a DevX QP's, which its WQEs carry): 0, or
+ * -EEXIST when a living process holds it. */
+int emu_rv_claim(uint32_t qpn);
 int emu_rv_publish(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, const void *desc,
 		   size_t len);
 void emu_rv_release(uint32_t qpn);

@@ -173,29 +173,27 @@ static int rv_write(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, cons
 	return rc;
 }
 
-int emu_rv_alloc(uint32_t *qpn)
+/* Reserves number n: 0, -EEXIST when a living process holds it (an entry of
+ * an ended one is removed, and n taken), or another negative errno. */
+static int rv_try(uint32_t n)
 {
-	pthread_once(&rv_once, rv_init);
-	if (rv_err)
-		return rv_err;
-	uint32_t span = RV_QPN_MAX - RV_QPN_MIN + 1, r = 0;
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
 	char path[600];
-	for (uint32_t i = 0; i < 4096; i++) {
-		uint32_t n = RV_QPN_MIN + (r + i * 7919u) % span;
-		rv_path(path, sizeof(path), n);
+	rv_path(path, sizeof(path), n);
+	for (int tries = 0; tries < 2; tries++) {
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			if (errno != EEXIST) {
+				int e = errno;
 				KLOG_ERR("kinet-verbs: cannot reserve a QP number in %s: %s", rv_dir,
-					 strerror(errno));
-				return -errno;
+					 strerror(e));
+				return -e;
 			}
 			struct rv_head h;
-			if (rv_read(path, &h, NULL, 0, NULL) == 0 && !pid_alive(h.pid))
-				rv_remove_dead(path); /* taken by an ended process: free later */
-			continue;
+			if (rv_read(path, &h, NULL, 0, NULL) == 0 && !pid_alive(h.pid)) {
+				rv_remove_dead(path); /* taken by an ended process */
+				continue;
+			}
+			return -EEXIST;
 		}
 		struct rv_head h = {RV_MAGIC, (uint32_t)getpid(), 0, 0};
 		ssize_t w = write(fd, &h, sizeof(h));
@@ -204,11 +202,40 @@ int emu_rv_alloc(uint32_t *qpn)
 			unlink(path);
 			return -EIO;
 		}
-		*qpn = n;
 		return 0;
+	}
+	return -EEXIST;
+}
+
+int emu_rv_alloc(uint32_t *qpn)
+{
+	pthread_once(&rv_once, rv_init);
+	if (rv_err)
+		return rv_err;
+	uint32_t span = RV_QPN_MAX - RV_QPN_MIN + 1, r = 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
+	for (uint32_t i = 0; i < 4096; i++) {
+		uint32_t n = RV_QPN_MIN + (r + i * 7919u) % span;
+		int rc = rv_try(n);
+		if (rc == -EEXIST)
+			continue;
+		if (rc == 0)
+			*qpn = n;
+		return rc;
 	}
 	KLOG_ERR("kinet-verbs: no free QP number in %s", rv_dir);
 	return -ENOSPC;
+}
+
+int emu_rv_claim(uint32_t qpn)
+{
+	pthread_once(&rv_once, rv_init);
+	if (rv_err)
+		return rv_err;
+	if (qpn < RV_QPN_MIN || qpn > RV_QPN_MAX)
+		return -ERANGE;
+	return rv_try(qpn);
 }
 
 int emu_rv_publish(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, const void *desc,

@@ -205,6 +205,16 @@ static const struct kinet_prm_field modify_qp_in_f[] = {
 };
 LAYOUT(kinet_prm_modify_qp_in, "modify_qp_in", 0x880, modify_qp_in_f);
 
+/* QUERY_QP output: the QP context as the device holds it. */
+static const struct kinet_prm_field query_qp_out_f[] = {
+	F("status", 0x00, 8),
+	F("syndrome", 0x20, 32),
+	F("opt_param_mask", 0x80, 32),
+	F("ece", 0xa0, 32),
+	S("qpc", 0xc0, kinet_prm_qpc),
+};
+LAYOUT(kinet_prm_query_qp_out, "query_qp_out", 0x880, query_qp_out_f);
+
 static const struct kinet_prm_field qpn_in_f[] = {
 	IN_HDR,
 	F("qpn", 0x48, 24),
@@ -273,6 +283,7 @@ const struct kinet_prm_layout *const kinet_prm_layouts[] = {
 	&kinet_prm_modify_qp_in,  &kinet_prm_qpn_in,        &kinet_prm_alloc_uar_in,
 	&kinet_prm_alloc_uar_out, &kinet_prm_hca_cap,       &kinet_prm_roce_cap,
 	&kinet_prm_query_hca_cap_in, &kinet_prm_query_hca_cap_out, &kinet_prm_query_roce_cap_out,
+	&kinet_prm_query_qp_out,
 	NULL,
 };
 

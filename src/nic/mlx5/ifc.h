@@ -42,6 +42,13 @@ enum {
 	KINET_PRM_QPC_PM_MIGRATED = 0x3,
 	KINET_PRM_QPC_RQ_REGULAR = 0x0,
 	KINET_PRM_QPC_RQ_ZERO_SIZE = 0x3,
+	/* qpc.state */
+	KINET_PRM_QPC_STATE_RST = 0x0,
+	KINET_PRM_QPC_STATE_INIT = 0x1,
+	KINET_PRM_QPC_STATE_RTR = 0x2,
+	KINET_PRM_QPC_STATE_RTS = 0x3,
+	KINET_PRM_QPC_STATE_SQER = 0x4,
+	KINET_PRM_QPC_STATE_ERR = 0x6,
 	KINET_PRM_CQE_SIZE_64 = 0x0,
 	KINET_PRM_ATOMIC_MODE_IB = 0x1, /* 8-byte IB atomics (qpc.atomic_mode) */
 	/* qpc.ts_format */
@@ -84,7 +91,8 @@ extern const struct kinet_prm_layout kinet_prm_destroy_cq_in;
 extern const struct kinet_prm_layout kinet_prm_create_qp_in;
 extern const struct kinet_prm_layout kinet_prm_create_qp_out;
 extern const struct kinet_prm_layout kinet_prm_modify_qp_in; /* RST2INIT, INIT2RTR, RTR2RTS */
-extern const struct kinet_prm_layout kinet_prm_qpn_in;       /* 2ERR, 2RST, DESTROY_QP */
+extern const struct kinet_prm_layout kinet_prm_qpn_in;       /* 2ERR, 2RST, DESTROY_QP, QUERY_QP */
+extern const struct kinet_prm_layout kinet_prm_query_qp_out;
 extern const struct kinet_prm_layout kinet_prm_alloc_uar_in;
 extern const struct kinet_prm_layout kinet_prm_alloc_uar_out;
 extern const struct kinet_prm_layout kinet_prm_hca_cap;   /* general capabilities */

@@ -228,6 +228,7 @@ static void real_load(void)
 	MAY(m, devx_obj_create, "mlx5dv_devx_obj_create");
 	MAY(m, devx_obj_modify, "mlx5dv_devx_obj_modify");
 	MAY(m, devx_obj_destroy, "mlx5dv_devx_obj_destroy");
+	MAY(m, devx_obj_query, "mlx5dv_devx_obj_query");
 	MAY(m, devx_query_eqn, "mlx5dv_devx_query_eqn");
 	MAY(m, devx_general_cmd, "mlx5dv_devx_general_cmd");
 	real.gpu_count = kinet_cudrv_gpu_count;

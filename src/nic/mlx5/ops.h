@@ -105,6 +105,8 @@ struct kinet_mlx5_ops {
 	int (*devx_obj_modify)(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
 			       void *out, size_t outlen);
 	int (*devx_obj_destroy)(struct mlx5dv_devx_obj *obj);
+	int (*devx_obj_query)(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
+			      void *out, size_t outlen);
 	int (*devx_query_eqn)(struct ibv_context *ib, uint32_t vector, uint32_t *eqn);
 	int (*devx_general_cmd)(struct ibv_context *ib, const void *in, size_t inlen, void *out,
 				size_t outlen);
