@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_devx.c - a GPU-initiated stack's host side, as NVSHMEM's IBGDA
+ * transport or GPUNetIO's host library does it, written against rdma-core's
+ * verbs.h and mlx5dv.h (no kinet header) and the PRM's command layouts,
+ * linked with the system's libibverbs and libmlx5 and run under kinet-run
+ * (test_verbs_devx): a DevX context on kinet0; CQs and RC QPs made with
+ * CREATE_CQ and CREATE_QP over umem in host memory (queue buffers and
+ * doorbell records); a UAR; RST2INIT, INIT2RTR (remote QP number and GID
+ * in the QP context's address path), RTR2RTS; QUERY_QP. The program writes
+ * its mlx5 WQEs itself (RDMA write, read, compare-and-swap, fetch-and-add),
+ * rings the doorbell record and the UAR register, and polls the CQEs from
+ * the CQ buffer, moving the CQ's doorbell record; data is random and checked
+ * byte for byte, over many laps of the queues. Bad commands must fail as
+ * rdma-core reports a firmware refusal (errno EREMOTEIO, a status and
+ * syndrome in the output mailbox) with a log line; umem in use and a CQ of
+ * a QP must be EBUSY; a bad rkey gives an error CQE and QUERY_QP says ERR.
+ *
+ * Two modes: no argument, two QPs of this process; "fork", the same
+ * between a parent and a child process, whose QPs find each other from
+ * (GID, QP number) alone. Without a kinet device it fails.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/wait.h>
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+static const char *who = "verbs_devx";
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: FAIL: ", who);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+#define CHECK(c, ...)                                                                          \
+	do {                                                                                   \
+		if (!(c))                                                                      \
+			fail(__VA_ARGS__);                                                     \
+	} while (0)
+
+static uint64_t rng;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+static void fill(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)rnd();
+}
+
+/* ---- PRM fields: big-endian bit streams, bit 0 the top bit of byte 0 ---------- */
+
+static void prm_set(void *buf, unsigned off, unsigned width, uint64_t v)
+{
+	uint8_t *b = buf;
+	for (unsigned i = 0; i < width; i++) {
+		unsigned bit = off + width - 1 - i; /* the field's bit i, from the right */
+		uint8_t m = (uint8_t)(0x80u >> (bit % 8));
+		if ((v >> i) & 1)
+			b[bit / 8] |= m;
+		else
+			b[bit / 8] &= (uint8_t)~m;
+	}
+}
+static uint64_t prm_get(const void *buf, unsigned off, unsigned width)
+{
+	const uint8_t *b = buf;
+	uint64_t v = 0;
+	for (unsigned i = 0; i < width; i++)
+		v = v << 1 | ((b[(off + i) / 8] >> (7 - (off + i) % 8)) & 1);
+	return v;
+}
+
+/* Command layouts (bit offsets, mlx5_ifc): the header, CQ and QP contexts. */
+#define OPCODE 0x00, 16
+#define OP_MOD 0x30, 16
+#define OUT_STATUS 0x00, 8
+#define OUT_SYNDROME 0x20, 32
+#define OBJ_NUM 0x48, 24 /* cqn / qpn, in and out */
+enum {
+	OP_QUERY_HCA_CAP = 0x100, OP_CREATE_CQ = 0x400, OP_CREATE_QP = 0x500,
+	OP_RST2INIT = 0x502, OP_INIT2RTR = 0x503, OP_RTR2RTS = 0x504, OP_2ERR = 0x507,
+	OP_2RST = 0x50a, OP_QUERY_QP = 0x50b, OP_INIT2INIT = 0x50e,
+};
+#define CMD_BYTES 272   /* CREATE_CQ, CREATE_QP, modify and QUERY_QP: 0x880 bits */
+#define CQC 0x80        /* cq_context in CREATE_CQ */
+#define QPC 0xc0        /* qpc in CREATE_QP, the modifies and QUERY_QP's output */
+#define ADS (QPC + 0xc0) /* qpc.primary_address_path */
+/* cqc */
+#define CQC_DBR_UMEM_VALID CQC + 0x06, 1
+#define CQC_DBR_UMEM_ID CQC + 0x20, 32
+#define CQC_LOG_SIZE CQC + 0x63, 5
+#define CQC_UAR_PAGE CQC + 0x68, 24
+#define CQC_EQN CQC + 0xa0, 32
+#define CQC_DBR_ADDR CQC + 0x1c0, 64
+#define CQ_UMEM_OFFSET 0x280, 64
+#define CQ_UMEM_ID 0x2c0, 32
+#define CQ_UMEM_VALID 0x2e0, 1
+/* qpc */
+#define QPC_STATE QPC + 0x00, 4
+#define QPC_ST QPC + 0x08, 8
+#define QPC_PM_STATE QPC + 0x13, 2
+#define QPC_PD QPC + 0x28, 24
+#define QPC_MTU QPC + 0x40, 3
+#define QPC_LOG_MSG_MAX QPC + 0x43, 5
+#define QPC_LOG_SQ_SIZE QPC + 0x51, 4
+#define QPC_TS_FORMAT QPC + 0x58, 2
+#define QPC_UAR_PAGE QPC + 0x68, 24
+#define QPC_REMOTE_QPN QPC + 0xa8, 24
+#define QPC_LOG_SRA_MAX QPC + 0x388, 3
+#define QPC_RETRY_COUNT QPC + 0x38d, 3
+#define QPC_RNR_RETRY QPC + 0x390, 3
+#define QPC_NEXT_SEND_PSN QPC + 0x3c8, 24
+#define QPC_CQN_SND QPC + 0x3e8, 24
+#define QPC_LOG_RRA_MAX QPC + 0x488, 3
+#define QPC_ATOMIC_MODE QPC + 0x48c, 4
+#define QPC_RRE QPC + 0x490, 1
+#define QPC_RWE QPC + 0x491, 1
+#define QPC_RAE QPC + 0x492, 1
+#define QPC_MIN_RNR_NAK QPC + 0x4a3, 5
+#define QPC_NEXT_RCV_PSN QPC + 0x4a8, 24
+#define QPC_CQN_RCV QPC + 0x4e8, 24
+#define QPC_DBR_ADDR QPC + 0x500, 64
+#define QPC_RQ_TYPE QPC + 0x565, 3
+#define QPC_DBR_UMEM_VALID QPC + 0x683, 1
+#define QPC_DBR_UMEM_ID QPC + 0x720, 32
+#define WQ_UMEM_OFFSET 0x800, 64
+#define WQ_UMEM_ID 0x840, 32
+#define WQ_UMEM_VALID 0x860, 1
+/* qpc.primary_address_path */
+#define ADS_PKEY_INDEX ADS + 0x10, 16
+#define ADS_GRH ADS + 0x28, 1
+#define ADS_ACK_TIMEOUT ADS + 0x40, 5
+#define ADS_SRC_ADDR_INDEX ADS + 0x48, 8
+#define ADS_HOP_LIMIT ADS + 0x58, 8
+#define ADS_RGID_BYTE ((ADS + 0x80) / 8)
+#define ADS_UDP_SPORT ADS + 0x110, 16
+#define ADS_VHCA_PORT ADS + 0x128, 8
+#define ADS_RMAC_47_32 ADS + 0x130, 16
+#define ADS_RMAC_31_0 ADS + 0x140, 32
+/* QUERY_HCA_CAP's general capabilities, after the 0x80-bit header */
+#define CAP_LOG_MAX_QP_SZ 0x80 + 0x88, 8
+#define CAP_LOG_MAX_MSG 0x80 + 0x1c3, 5
+#define CAP_RC 0x80 + 0x23f, 1
+
+/* ---- one side: a DevX CQ and RC QP with queues in one umem ------------------- */
+
+#define LOG_SQ 6 /* 64 WQEBBs */
+#define LOG_CQ 6
+#define NSQ (1u << LOG_SQ)
+#define NCQ (1u << LOG_CQ)
+#define CQ_AT 0
+#define SQ_AT (NCQ * 64)
+#define DBR_AT (SQ_AT + NSQ * 64) /* CQ record, then (64 bytes on) the QP's */
+#define QMEM (DBR_AT + 128)
+#define BUF (1 << 20)
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	uint32_t pdn;
+	struct mlx5dv_devx_uar *uar;
+	uint32_t eqn;
+	uint8_t *qmem;
+	struct mlx5dv_devx_umem *umem;
+	struct mlx5dv_devx_obj *cq, *qp;
+	uint32_t cqn, qpn;
+	uint8_t *cqb, *sq;
+	volatile uint32_t *cq_dbr, *qp_dbr;
+	uint32_t ci; /* CQEs consumed */
+	uint32_t pi; /* WQEBBs posted */
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	union ibv_gid gid;
+	int gid_index;
+	uint32_t psn;
+};
+
+/* What a peer needs: its QP number, GID, PSN, buffer and rkey. */
+struct peer_info {
+	uint32_t qpn, psn, rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+static struct ibv_context *open_kinet0(void)
+{
+	int n = 0;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	CHECK(l && n > 0, "no RDMA device (run under kinet-run)");
+	struct ibv_device *dev = NULL;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), "kinet0"))
+			dev = l[i];
+	CHECK(dev, "no kinet0 (run under kinet-run)");
+	CHECK(mlx5dv_is_supported(dev), "kinet0 is not an mlx5 device");
+	struct mlx5dv_context_attr a = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
+	struct ibv_context *ctx = mlx5dv_open_device(dev, &a);
+	CHECK(ctx, "mlx5dv_open_device(DEVX): %s", strerror(errno));
+	ibv_free_device_list(l);
+	return ctx;
+}
+
+/* A RoCE v2 GID of port 1. */
+static int roce_gid(struct ibv_context *ctx, union ibv_gid *gid)
+{
+	for (int i = 0; i < 16; i++) {
+		struct ibv_gid_entry e;
+		if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0) == 0 &&
+		    e.gid_type == IBV_GID_TYPE_ROCE_V2) {
+			*gid = e.gid;
+			return i;
+		}
+	}
+	fail("no RoCE v2 GID on kinet0");
+	return -1;
+}
+
+static void cmd_ok(int rc, const uint8_t *out, const char *what)
+{
+	CHECK(rc == 0, "%s: %s (status 0x%x, syndrome 0x%x)", what, strerror(rc),
+	      (unsigned)prm_get(out, OUT_STATUS), (unsigned)prm_get(out, OUT_SYNDROME));
+	CHECK(prm_get(out, OUT_STATUS) == 0, "%s: status 0x%x", what,
+	      (unsigned)prm_get(out, OUT_STATUS));
+}
+
+static void side_open(struct side *s)
+{
+	s->ctx = open_kinet0();
+	s->pd = ibv_alloc_pd(s->ctx);
+	CHECK(s->pd, "ibv_alloc_pd");
+	struct mlx5dv_pd dpd;
+	struct mlx5dv_obj o = {.pd = {.in = s->pd, .out = &dpd}};
+	CHECK(mlx5dv_init_obj(&o, MLX5DV_OBJ_PD) == 0, "mlx5dv_init_obj(PD)");
+	s->pdn = dpd.pdn;
+	s->gid_index = roce_gid(s->ctx, &s->gid);
+
+	/* QUERY_HCA_CAP (general, current): RC, message and queue sizes */
+	uint8_t in[16] = {0}, cap[0x1010] = {0};
+	prm_set(in, OPCODE, OP_QUERY_HCA_CAP);
+	prm_set(in, OP_MOD, 0 << 1 | 1);
+	cmd_ok(mlx5dv_devx_general_cmd(s->ctx, in, sizeof(in), cap, sizeof(cap)), cap,
+	       "QUERY_HCA_CAP");
+	CHECK(prm_get(cap, CAP_RC) == 1, "QUERY_HCA_CAP: no RC");
+	CHECK(prm_get(cap, CAP_LOG_MAX_QP_SZ) >= LOG_SQ, "QUERY_HCA_CAP: log_max_qp_sz %u",
+	      (unsigned)prm_get(cap, CAP_LOG_MAX_QP_SZ));
+	CHECK(prm_get(cap, CAP_LOG_MAX_MSG) >= 20, "QUERY_HCA_CAP: log_max_msg");
+
+	CHECK(mlx5dv_devx_query_eqn(s->ctx, 0, &s->eqn) == 0, "mlx5dv_devx_query_eqn");
+	s->uar = mlx5dv_devx_alloc_uar(s->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	CHECK(s->uar && s->uar->reg_addr, "mlx5dv_devx_alloc_uar: %s", strerror(errno));
+
+	CHECK(posix_memalign((void **)&s->qmem, 4096, QMEM) == 0, "memory");
+	memset(s->qmem, 0, QMEM);
+	s->umem = mlx5dv_devx_umem_reg(s->ctx, s->qmem, QMEM, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(s->umem, "mlx5dv_devx_umem_reg: %s", strerror(errno));
+	s->cqb = s->qmem + CQ_AT;
+	s->sq = s->qmem + SQ_AT;
+	s->cq_dbr = (volatile uint32_t *)(s->qmem + DBR_AT);
+	s->qp_dbr = (volatile uint32_t *)(s->qmem + DBR_AT + 64);
+	for (uint32_t i = 0; i < NCQ; i++) /* invalid, hardware-owned: nothing on lap 0 */
+		((struct mlx5_cqe64 *)(s->cqb + 64 * i))->op_own = MLX5_CQE_INVALID << 4 | 1;
+
+	uint8_t cin[CMD_BYTES] = {0}, out[CMD_BYTES] = {0};
+	prm_set(cin, OPCODE, OP_CREATE_CQ);
+	prm_set(cin, CQC_LOG_SIZE, LOG_CQ);
+	prm_set(cin, CQC_UAR_PAGE, s->uar->page_id);
+	prm_set(cin, CQC_EQN, s->eqn);
+	prm_set(cin, CQC_DBR_UMEM_VALID, 1);
+	prm_set(cin, CQC_DBR_UMEM_ID, s->umem->umem_id);
+	prm_set(cin, CQC_DBR_ADDR, DBR_AT);
+	prm_set(cin, CQ_UMEM_VALID, 1);
+	prm_set(cin, CQ_UMEM_ID, s->umem->umem_id);
+	prm_set(cin, CQ_UMEM_OFFSET, CQ_AT);
+	s->cq = mlx5dv_devx_obj_create(s->ctx, cin, sizeof(cin), out, sizeof(out));
+	CHECK(s->cq, "CREATE_CQ: %s (status 0x%x)", strerror(errno),
+	      (unsigned)prm_get(out, OUT_STATUS));
+	s->cqn = (uint32_t)prm_get(out, OBJ_NUM);
+
+	uint8_t qin[CMD_BYTES] = {0};
+	memset(out, 0, sizeof(out));
+	prm_set(qin, OPCODE, OP_CREATE_QP);
+	prm_set(qin, QPC_ST, 0x0); /* RC */
+	prm_set(qin, QPC_PM_STATE, 0x3);
+	prm_set(qin, QPC_PD, s->pdn);
+	prm_set(qin, QPC_UAR_PAGE, s->uar->page_id);
+	prm_set(qin, QPC_LOG_SQ_SIZE, LOG_SQ);
+	prm_set(qin, QPC_RQ_TYPE, 0x3); /* zero-size receive queue */
+	prm_set(qin, QPC_TS_FORMAT, 0x1);
+	prm_set(qin, QPC_CQN_SND, s->cqn);
+	prm_set(qin, QPC_CQN_RCV, s->cqn);
+	prm_set(qin, QPC_DBR_UMEM_VALID, 1);
+	prm_set(qin, QPC_DBR_UMEM_ID, s->umem->umem_id);
+	prm_set(qin, QPC_DBR_ADDR, DBR_AT + 64);
+	prm_set(qin, WQ_UMEM_VALID, 1);
+	prm_set(qin, WQ_UMEM_ID, s->umem->umem_id);
+	prm_set(qin, WQ_UMEM_OFFSET, SQ_AT);
+	s->qp = mlx5dv_devx_obj_create(s->ctx, qin, sizeof(qin), out, sizeof(out));
+	CHECK(s->qp, "CREATE_QP: %s (status 0x%x)", strerror(errno),
+	      (unsigned)prm_get(out, OUT_STATUS));
+	s->qpn = (uint32_t)prm_get(out, OBJ_NUM);
+	CHECK(s->qpn > 0 && s->qpn <= 0xffffff, "CREATE_QP: QP number 0x%x", s->qpn);
+
+	s->buf = aligned_alloc(4096, BUF);
+	CHECK(s->buf, "memory");
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(s->mr, "ibv_reg_mr: %s", strerror(errno));
+	s->psn = (uint32_t)rnd() & 0xffffff;
+}
+
+static struct peer_info side_info(const struct side *s)
+{
+	struct peer_info p = {s->qpn, s->psn, s->mr->rkey, (uint64_t)(uintptr_t)s->buf, s->gid};
+	return p;
+}
+
+static void modify(struct side *s, uint8_t *in, uint16_t op, const char *what)
+{
+	uint8_t out[16] = {0xff};
+	prm_set(in, OPCODE, op);
+	prm_set(in, OBJ_NUM, s->qpn);
+	cmd_ok(mlx5dv_devx_obj_modify(s->qp, in, CMD_BYTES, out, sizeof(out)), out, what);
+}
+
+/* The QP's state as QUERY_QP reports it; the context into qpc (CMD_BYTES). */
+static unsigned query_qp(struct side *s, uint8_t *out)
+{
+	uint8_t in[16] = {0};
+	prm_set(in, OPCODE, OP_QUERY_QP);
+	prm_set(in, OBJ_NUM, s->qpn);
+	memset(out, 0xa5, CMD_BYTES);
+	cmd_ok(mlx5dv_devx_obj_query(s->qp, in, sizeof(in), out, CMD_BYTES), out, "QUERY_QP");
+	return (unsigned)prm_get(out, QPC_STATE);
+}
+
+/* RST2INIT, INIT2RTR to the peer (its QP number and GID in the address
+ * path), RTR2RTS, checking QUERY_QP after each. */
+static void side_connect(struct side *s, const struct peer_info *p)
+{
+	uint8_t in[CMD_BYTES], q[CMD_BYTES];
+	CHECK(query_qp(s, q) == 0, "QUERY_QP: a new QP is not in RESET");
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC_RWE, 1);
+	prm_set(in, QPC_RRE, 1);
+	prm_set(in, QPC_RAE, 1);
+	prm_set(in, QPC_ATOMIC_MODE, 0x1);
+	prm_set(in, ADS_VHCA_PORT, 1);
+	prm_set(in, ADS_PKEY_INDEX, 0);
+	modify(s, in, OP_RST2INIT, "RST2INIT");
+	CHECK(query_qp(s, q) == 1, "QUERY_QP: not INIT after RST2INIT");
+	CHECK(prm_get(q, QPC_RWE) == 1 && prm_get(q, QPC_RAE) == 1, "QUERY_QP: access bits");
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC_MTU, IBV_MTU_1024);
+	prm_set(in, QPC_LOG_MSG_MAX, 30);
+	prm_set(in, QPC_REMOTE_QPN, p->qpn);
+	prm_set(in, QPC_NEXT_RCV_PSN, p->psn);
+	prm_set(in, QPC_LOG_RRA_MAX, 4);
+	prm_set(in, QPC_MIN_RNR_NAK, 12);
+	prm_set(in, ADS_GRH, 1);
+	memcpy(in + ADS_RGID_BYTE, p->gid.raw, 16);
+	prm_set(in, ADS_SRC_ADDR_INDEX, (uint64_t)s->gid_index);
+	prm_set(in, ADS_HOP_LIMIT, 64);
+	prm_set(in, ADS_UDP_SPORT, 0xc000 | (s->qpn & 0x3fff));
+	prm_set(in, ADS_VHCA_PORT, 1);
+	prm_set(in, ADS_RMAC_47_32, 0x02aa);
+	prm_set(in, ADS_RMAC_31_0, 0xbbccddee);
+	modify(s, in, OP_INIT2RTR, "INIT2RTR");
+	CHECK(query_qp(s, q) == 2, "QUERY_QP: not RTR after INIT2RTR");
+	CHECK(prm_get(q, QPC_REMOTE_QPN) == p->qpn, "QUERY_QP: remote_qpn 0x%x, want 0x%x",
+	      (unsigned)prm_get(q, QPC_REMOTE_QPN), p->qpn);
+	CHECK(!memcmp(q + ADS_RGID_BYTE, p->gid.raw, 16), "QUERY_QP: remote GID");
+	CHECK(prm_get(q, QPC_NEXT_RCV_PSN) == p->psn, "QUERY_QP: next_rcv_psn");
+
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC_NEXT_SEND_PSN, s->psn);
+	prm_set(in, ADS_ACK_TIMEOUT, 14);
+	prm_set(in, QPC_RETRY_COUNT, 7);
+	prm_set(in, QPC_RNR_RETRY, 7);
+	prm_set(in, QPC_LOG_SRA_MAX, 4);
+	modify(s, in, OP_RTR2RTS, "RTR2RTS");
+	CHECK(query_qp(s, q) == 3, "QUERY_QP: not RTS after RTR2RTS");
+	CHECK(prm_get(q, QPC_NEXT_SEND_PSN) == s->psn, "QUERY_QP: next_send_psn");
+	CHECK(prm_get(q, QPC_CQN_SND) == s->cqn && prm_get(q, QPC_PD) == s->pdn,
+	      "QUERY_QP: CQ or PD of the context");
+}
+
+/* ---- the data path, as a GPU-initiated stack writes it ----------------------- */
+
+/* One WQE: ctrl, remote address, [atomic], one data segment; signaled. */
+static void post(struct side *s, uint8_t opcode, uint64_t laddr, uint32_t len, uint64_t raddr,
+		 uint32_t rkey, uint64_t swap_add, uint64_t cmp)
+{
+	uint8_t *w = s->sq + (s->pi & (NSQ - 1)) * 64;
+	memset(w, 0, 64);
+	bool atomic = opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA;
+	uint8_t ds = atomic ? 4 : 3;
+	struct mlx5_wqe_ctrl_seg *c = (void *)w;
+	mlx5dv_set_ctrl_seg(c, (uint16_t)s->pi, opcode, 0, s->qpn, MLX5_WQE_CTRL_CQ_UPDATE, ds, 0,
+			    0);
+	struct mlx5_wqe_raddr_seg *r = (void *)(w + 16);
+	r->raddr = htobe64(raddr);
+	r->rkey = htobe32(rkey);
+	struct mlx5_wqe_data_seg *d = (void *)(w + 32);
+	if (atomic) {
+		struct mlx5_wqe_atomic_seg *a = (void *)(w + 32);
+		a->swap_add = htobe64(swap_add);
+		a->compare = htobe64(cmp);
+		d = (void *)(w + 48);
+	}
+	mlx5dv_set_data_seg(d, len, s->mr->lkey, laddr);
+	s->pi++;
+	/* the record, then the register: the WQE before either */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	s->qp_dbr[MLX5_SND_DBR] = htobe32(s->pi & 0xffff);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	uint64_t word;
+	memcpy(&word, w, 8);
+	*(volatile uint64_t *)s->uar->reg_addr = word;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The next CQE within 5 s: its opcode; wqe_counter and syndrome out. */
+static uint8_t poll_cqe(struct side *s, uint16_t *wqe_counter, uint8_t *syndrome)
+{
+	struct mlx5_cqe64 *e = (void *)(s->cqb + (s->ci & (NCQ - 1)) * 64);
+	uint8_t lap = (s->ci >> LOG_CQ) & 1;
+	uint64_t end = now_ns() + 5000000000ull;
+	for (;;) {
+		uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
+		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == lap)
+			break;
+		CHECK(now_ns() < end, "no CQE %u within 5 s (QP 0x%x, %u WQEBBs posted)", s->ci,
+		      s->qpn, s->pi);
+	}
+	uint8_t op = mlx5dv_get_cqe_opcode(e);
+	*wqe_counter = be16toh(e->wqe_counter);
+	*syndrome = op == MLX5_CQE_REQ_ERR ? ((struct mlx5_err_cqe *)e)->syndrome : 0;
+	s->ci++;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*s->cq_dbr = htobe32(s->ci & 0xffffff); /* the slot is the NIC's again */
+	return op;
+}
+
+static void expect_ok(struct side *s, const char *what)
+{
+	uint16_t wc;
+	uint8_t syn;
+	uint8_t op = poll_cqe(s, &wc, &syn);
+	CHECK(op == MLX5_CQE_REQ, "%s: CQE opcode 0x%x (syndrome 0x%x)", what, op, syn);
+	CHECK(wc == (uint16_t)(s->ci - 1), "%s: wqe_counter %u, want %u", what, wc,
+	      (uint16_t)(s->ci - 1));
+}
+
+/* Writes, reads and atomics from s into the peer's buffer, over laps of both
+ * queues; peer_buf is the peer's buffer when it is readable here (one
+ * process), else NULL: the data then comes back with reads. Each buffer is
+ * four quarters: the peer writes into the first (and its atomic word is
+ * there), the second holds what this side sends, the third what it reads
+ * back, the fourth atomic results. */
+#define QTR (BUF / 4)
+static void traffic(struct side *s, const struct peer_info *p, uint8_t *peer_buf, uint32_t rounds)
+{
+	uint8_t *src = s->buf + QTR, *back = s->buf + 2 * QTR;
+	for (uint32_t round = 0; round < rounds; round++) {
+		uint32_t len = 1 + (uint32_t)(rnd() % 4096);
+		uint32_t lo = (uint32_t)(rnd() % (QTR - len));
+		uint32_t ro = (uint32_t)(rnd() % (QTR / 2 - len)); /* the atomic word is above */
+		fill(src + lo, len);
+		post(s, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)(src + lo), len, p->addr + ro,
+		     p->rkey, 0, 0);
+		expect_ok(s, "RDMA write");
+		/* read it back, and compare */
+		memset(back + lo, 0, len);
+		post(s, MLX5_OPCODE_RDMA_READ, (uint64_t)(uintptr_t)(back + lo), len, p->addr + ro,
+		     p->rkey, 0, 0);
+		expect_ok(s, "RDMA read");
+		CHECK(!memcmp(src + lo, back + lo, len), "RDMA write/read: data differ (round %u, "
+		      "%u bytes)", round, len);
+		if (peer_buf)
+			CHECK(!memcmp(peer_buf + ro, src + lo, len), "RDMA write: target differs "
+			      "(round %u, %u bytes)", round, len);
+	}
+	/* a large write and read, 128 KiB */
+	const uint32_t big = QTR / 2;
+	fill(src, big);
+	post(s, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)src, big, p->addr, p->rkey, 0, 0);
+	expect_ok(s, "RDMA write 128 KiB");
+	memset(back, 0, big);
+	post(s, MLX5_OPCODE_RDMA_READ, (uint64_t)(uintptr_t)back, big, p->addr, p->rkey, 0, 0);
+	expect_ok(s, "RDMA read 128 KiB");
+	CHECK(!memcmp(src, back, big), "128 KiB write/read: data differ");
+
+	/* atomics on an 8-byte word of the peer, in host byte order (the
+	 * device's atomics are the host's, IBV_ATOMIC_HCA); the old value
+	 * lands big-endian, as the PRM's responder returns it */
+	const uint64_t at = p->addr + QTR - 64;
+	uint64_t v = rnd();
+	uint64_t *res = (uint64_t *)(s->buf + 3 * QTR);
+	uint64_t *word = (uint64_t *)src;
+	*word = v;
+	post(s, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)word, 8, at, p->rkey, 0, 0);
+	expect_ok(s, "RDMA write of the atomic word");
+	for (int i = 0; i < 64; i++) {
+		uint64_t add = rnd();
+		*res = 0;
+		post(s, MLX5_OPCODE_ATOMIC_FA, (uint64_t)(uintptr_t)res, 8, at, p->rkey, add, 0);
+		expect_ok(s, "fetch-and-add");
+		CHECK(be64toh(*res) == v, "fetch-and-add: old value 0x%" PRIx64 ", want 0x%" PRIx64,
+		      be64toh(*res), v);
+		v += add;
+		uint64_t swap = rnd();
+		bool hit = rnd() & 1;
+		*res = 0;
+		post(s, MLX5_OPCODE_ATOMIC_CS, (uint64_t)(uintptr_t)res, 8, at, p->rkey, swap,
+		     hit ? v : ~v);
+		expect_ok(s, "compare-and-swap");
+		CHECK(be64toh(*res) == v, "compare-and-swap: old value 0x%" PRIx64 ", want 0x%" PRIx64,
+		      be64toh(*res), v);
+		if (hit)
+			v = swap;
+	}
+	*res = 0;
+	post(s, MLX5_OPCODE_RDMA_READ, (uint64_t)(uintptr_t)res, 8, at, p->rkey, 0, 0);
+	expect_ok(s, "RDMA read of the atomic word");
+	CHECK(*res == v, "atomics: final value 0x%" PRIx64 ", want 0x%" PRIx64, *res, v);
+	if (peer_buf)
+		CHECK(*(uint64_t *)(peer_buf + QTR - 64) == v, "atomics: the target's word");
+}
+
+/* A bad rkey: an error CQE (remote access), and QUERY_QP says ERR. */
+static void bad_rkey(struct side *s, const struct peer_info *p)
+{
+	post(s, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)s->buf, 64, p->addr, p->rkey ^ 0x5500,
+	     0, 0);
+	uint16_t wc;
+	uint8_t syn;
+	uint8_t op = poll_cqe(s, &wc, &syn);
+	CHECK(op == MLX5_CQE_REQ_ERR, "bad rkey: CQE opcode 0x%x, want an error CQE", op);
+	CHECK(syn == MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "bad rkey: syndrome 0x%x", syn);
+	uint8_t q[CMD_BYTES];
+	CHECK(query_qp(s, q) == 6, "QUERY_QP: not ERR after an error CQE");
+}
+
+/* ---- bad commands ------------------------------------------------------------ */
+
+/* Runs f with stderr in a file: what it logged. */
+static char logbuf[8192];
+static const char *logged(void (*f)(struct side *), struct side *s)
+{
+	fflush(stderr);
+	FILE *t = tmpfile();
+	CHECK(t, "tmpfile");
+	int saved = dup(2);
+	dup2(fileno(t), 2);
+	f(s);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(t);
+	size_t n = fread(logbuf, 1, sizeof(logbuf) - 1, t);
+	logbuf[n] = 0;
+	fclose(t);
+	return logbuf;
+}
+
+static void refused(int rc, int err, const uint8_t *out, const char *what)
+{
+	CHECK(rc == EREMOTEIO && err == EREMOTEIO, "%s: rc %d errno %d, want EREMOTEIO", what, rc,
+	      err);
+	CHECK(prm_get(out, OUT_STATUS) != 0 && prm_get(out, OUT_SYNDROME) != 0,
+	      "%s: no status and syndrome in the output", what);
+}
+
+static void bad_commands(struct side *s)
+{
+	uint8_t in[CMD_BYTES] = {0}, out[CMD_BYTES];
+
+	/* CREATE_QP of a UD QP: refused by the "firmware" */
+	prm_set(in, OPCODE, OP_CREATE_QP);
+	prm_set(in, QPC_ST, 0x2);
+	prm_set(in, QPC_PM_STATE, 0x3);
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	struct mlx5dv_devx_obj *o = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
+	CHECK(!o, "CREATE_QP of a UD QP succeeded");
+	refused(EREMOTEIO, errno, out, "CREATE_QP (UD)");
+
+	/* CREATE_CQ over a umem that does not exist */
+	memset(in, 0, sizeof(in));
+	prm_set(in, OPCODE, OP_CREATE_CQ);
+	prm_set(in, CQC_LOG_SIZE, LOG_CQ);
+	prm_set(in, CQC_UAR_PAGE, s->uar->page_id);
+	prm_set(in, CQC_EQN, s->eqn);
+	prm_set(in, CQC_DBR_UMEM_VALID, 1);
+	prm_set(in, CQC_DBR_UMEM_ID, 0xdead);
+	prm_set(in, CQ_UMEM_VALID, 1);
+	prm_set(in, CQ_UMEM_ID, 0xdead);
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	o = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
+	CHECK(!o, "CREATE_CQ over an unknown umem succeeded");
+	refused(EREMOTEIO, errno, out, "CREATE_CQ (unknown umem)");
+
+	/* a modify the device does not have; one naming another QP */
+	memset(in, 0, sizeof(in));
+	prm_set(in, OPCODE, OP_INIT2INIT);
+	prm_set(in, OBJ_NUM, s->qpn);
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	int rc = mlx5dv_devx_obj_modify(s->qp, in, sizeof(in), out, sizeof(out));
+	refused(rc, errno, out, "INIT2INIT");
+	memset(in, 0, sizeof(in));
+	prm_set(in, OPCODE, OP_QUERY_QP);
+	prm_set(in, OBJ_NUM, s->qpn ^ 1);
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	rc = mlx5dv_devx_obj_query(s->qp, in, 16, out, sizeof(out));
+	refused(rc, errno, out, "QUERY_QP of another QP");
+	/* INIT2RTR without a message size */
+	memset(in, 0, sizeof(in));
+	prm_set(in, OPCODE, OP_INIT2RTR);
+	prm_set(in, OBJ_NUM, s->qpn);
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	rc = mlx5dv_devx_obj_modify(s->qp, in, sizeof(in), out, sizeof(out));
+	refused(rc, errno, out, "INIT2RTR with log_msg_max 0");
+
+	/* objects in use; bad arguments */
+	CHECK(mlx5dv_devx_umem_dereg(s->umem) == EBUSY, "umem_dereg of a umem in use: not EBUSY");
+	CHECK(mlx5dv_devx_obj_destroy(s->cq) == EBUSY, "destroy of a QP's CQ: not EBUSY");
+	errno = 0;
+	CHECK(!mlx5dv_devx_umem_reg(s->ctx, NULL, 4096, 0) && errno == EINVAL,
+	      "umem_reg of NULL: not EINVAL");
+}
+
+static void check_bad_commands(struct side *s)
+{
+	const char *log = logged(bad_commands, s);
+	static const char *const want[] = {
+		"CREATE_QP", "CREATE_CQ", "unsupported opcode", "another QP", "log_msg_max",
+		"EBUSY", "umem_reg",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strstr(log, want[i]), "no log line about \"%s\"; the log:\n%s", want[i], log);
+}
+
+static void side_close(struct side *s)
+{
+	CHECK(mlx5dv_devx_obj_destroy(s->qp) == 0, "destroy QP");
+	CHECK(mlx5dv_devx_obj_destroy(s->cq) == 0, "destroy CQ");
+	CHECK(mlx5dv_devx_umem_dereg(s->umem) == 0, "umem_dereg");
+	mlx5dv_devx_free_uar(s->uar);
+	CHECK(ibv_dereg_mr(s->mr) == 0, "ibv_dereg_mr");
+	CHECK(ibv_dealloc_pd(s->pd) == 0, "ibv_dealloc_pd");
+	CHECK(ibv_close_device(s->ctx) == 0, "ibv_close_device");
+	free(s->buf);
+	free(s->qmem);
+}
+
+static void one_process(void)
+{
+	struct side a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	side_open(&a);
+	side_open(&b);
+	CHECK(a.qpn != b.qpn, "two QPs with one number");
+	struct peer_info pa = side_info(&a), pb = side_info(&b);
+	side_connect(&a, &pb);
+	side_connect(&b, &pa);
+	traffic(&a, &pb, b.buf, 5 * NSQ);
+	traffic(&b, &pa, a.buf, 5 * NSQ);
+	check_bad_commands(&a);
+	bad_rkey(&a, &pb);
+	/* 2RST, and the QP is in RESET with its context as created */
+	uint8_t in[CMD_BYTES] = {0}, q[CMD_BYTES];
+	modify(&a, in, OP_2RST, "2RST");
+	CHECK(query_qp(&a, q) == 0 && prm_get(q, QPC_REMOTE_QPN) == 0, "QUERY_QP after 2RST");
+	side_close(&a);
+	side_close(&b);
+	printf("%s: one process: DevX QPs 0x%x and 0x%x: writes, reads, atomics over %u laps, "
+	       "bad commands, error CQE: ok\n", who, pa.qpn, pb.qpn, 2 * 5 * NSQ / NSQ);
+}
+
+/* Parent and child: each a DevX QP; they swap peer_info over pipes, connect
+ * from (GID, QP number) alone, and each runs the traffic into the other. */
+static void two_processes(void)
+{
+	int up[2], down[2];
+	CHECK(pipe(up) == 0 && pipe(down) == 0, "pipe");
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	bool child = pid == 0;
+	if (child)
+		who = "verbs_devx(child)";
+	rng ^= child ? 0x9e3779b97f4a7c15ull : 0;
+	struct side s;
+	memset(&s, 0, sizeof(s));
+	side_open(&s);
+	struct peer_info me = side_info(&s), peer;
+	int wfd = child ? up[1] : down[1], rfd = child ? down[0] : up[0];
+	CHECK(write(wfd, &me, sizeof(me)) == (ssize_t)sizeof(me), "pipe write");
+	CHECK(read(rfd, &peer, sizeof(peer)) == (ssize_t)sizeof(peer), "pipe read");
+	side_connect(&s, &peer);
+	/* both in RTS before traffic: a byte each way */
+	char c = 1;
+	CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1, "pipe sync");
+	traffic(&s, &peer, NULL, NSQ); /* two laps of the queues */
+	/* the peer's QP must stay until both are done */
+	CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1, "pipe sync");
+	side_close(&s);
+	if (child)
+		_exit(0);
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (status 0x%x)", st);
+	printf("%s: two processes: DevX QPs 0x%x and 0x%x: writes, reads, atomics: ok\n", who,
+	       me.qpn, peer.qpn);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	rng = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)getpid();
+	if (!rng)
+		rng = 1;
+	printf("%s: seed 0x%" PRIx64 "\n", who, rng);
+	if (argc > 1 && !strcmp(argv[1], "fork"))
+		two_processes();
+	else
+		one_process();
+	return 0;
+}
