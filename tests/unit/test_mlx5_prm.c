@@ -37,7 +37,7 @@ Test(mlx5_prm, layouts_are_well_formed)
 	int n = 0;
 	for (const struct kinet_prm_layout *const *l = kinet_prm_layouts; *l; l++, n++)
 		cr_assert_eq(kinet_prm_check(*l, why, sizeof(why)), 0, "%s", why);
-	cr_assert_eq(n, 18);
+	cr_assert_eq(n, 19);
 	/* sizes of the contexts and commands (bytes) */
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_ads), 44u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_qpc), 232u);
@@ -45,6 +45,7 @@ Test(mlx5_prm, layouts_are_well_formed)
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_create_qp_in), 272u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_create_cq_in), 272u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_modify_qp_in), 272u);
+	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_qp_out), 272u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_qpn_in), 16u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_create_qp_out), 16u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_hca_cap_in), 16u);
@@ -351,6 +352,10 @@ Test(mlx5_prm, capabilities_known_bits)
 	one_bitfield(o, "capability.rq_ts_format", 0x80 + 0x442, 2);
 	one_bitfield(&kinet_prm_query_roce_cap_out, "capability.qp_ts_format", 0x80 + 0x1e, 2);
 	one_bitfield(&kinet_prm_create_qp_in, "qpc.ts_format", 0xc0 + 0x58, 2);
+	/* QUERY_QP's output: the QP context at 0xc0, as in the modify commands */
+	one_bitfield(&kinet_prm_query_qp_out, "qpc.state", 0xc0, 4);
+	one_bitfield(&kinet_prm_query_qp_out, "qpc.remote_qpn", 0xc0 + 0xa8, 24);
+	one_bitfield(&kinet_prm_query_qp_out, "qpc.next_send_psn", 0xc0 + 0x3c8, 24);
 	/* QUERY_HCA_CAP input: opcode 0x100, op_mod = type << 1 | current */
 	uint8_t in[16];
 	cr_assert_eq(kinet_prm_build_query_hca_cap(in, sizeof(in), KINET_PRM_CAP_ROCE, 1), 0);
