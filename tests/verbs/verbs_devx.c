@@ -159,6 +159,9 @@ enum {
 /* QUERY_HCA_CAP's general capabilities, after the 0x80-bit header */
 #define CAP_LOG_MAX_QP_SZ 0x80 + 0x88, 8
 #define CAP_LOG_MAX_MSG 0x80 + 0x1c3, 5
+#define CAP_PORT_TYPE 0x80 + 0x1b6, 2
+#define CAP_NUM_PORTS 0x80 + 0x1b8, 8
+#define CAP_LOG_BF_REG_SIZE 0x80 + 0x26b, 5
 #define CAP_RC 0x80 + 0x23f, 1
 
 /* ---- one side: a DevX CQ and RC QP with queues in one umem ------------------- */
@@ -263,6 +266,11 @@ static void side_open(struct side *s)
 	CHECK(prm_get(cap, CAP_LOG_MAX_QP_SZ) >= LOG_SQ, "QUERY_HCA_CAP: log_max_qp_sz %u",
 	      (unsigned)prm_get(cap, CAP_LOG_MAX_QP_SZ));
 	CHECK(prm_get(cap, CAP_LOG_MAX_MSG) >= 20, "QUERY_HCA_CAP: log_max_msg");
+	/* what IBGDA and GPUNetIO read: a RoCE port, the UAR's two registers */
+	CHECK(prm_get(cap, CAP_PORT_TYPE) == 1 && prm_get(cap, CAP_NUM_PORTS) == 1,
+	      "QUERY_HCA_CAP: port_type %u num_ports %u, want one Ethernet port",
+	      (unsigned)prm_get(cap, CAP_PORT_TYPE), (unsigned)prm_get(cap, CAP_NUM_PORTS));
+	CHECK(prm_get(cap, CAP_LOG_BF_REG_SIZE) >= 8, "QUERY_HCA_CAP: log_bf_reg_size");
 
 	CHECK(mlx5dv_devx_query_eqn(s->ctx, 0, &s->eqn) == 0, "mlx5dv_devx_query_eqn");
 	s->uar = mlx5dv_devx_alloc_uar(s->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);

@@ -236,6 +236,8 @@ LAYOUT(kinet_prm_alloc_uar_out, "alloc_uar_out", 0x80, alloc_uar_out_f);
 static const struct kinet_prm_field hca_cap_f[] = {
 	F("log_max_qp_sz", 0x88, 8),
 	F("log_max_cq_sz", 0xc8, 8),
+	F("port_type", 0x1b6, 2), /* 0 InfiniBand, 1 Ethernet (RoCE) */
+	F("num_ports", 0x1b8, 8),
 	F("log_max_msg", 0x1c3, 5),
 	F("cq_oi", 0x220, 1),
 	F("rc", 0x23f, 1),
