@@ -16,9 +16,12 @@
  * syndrome in the output mailbox) with a log line; umem in use and a CQ of
  * a QP must be EBUSY; a bad rkey gives an error CQE and QUERY_QP says ERR.
  *
- * Two modes: no argument, two QPs of this process; "fork", the same
+ * Three modes: no argument, two QPs of this process; "fork", the same
  * between a parent and a child process, whose QPs find each other from
- * (GID, QP number) alone. Without a kinet device it fails.
+ * (GID, QP number) alone; "gpu", a umem of GPU memory (cuMemAlloc through
+ * the CUDA driver, loaded at run time) must be refused with EOPNOTSUPP and a
+ * log line (exit 77, skipped, without a CUDA driver or GPU). Without a kinet
+ * device it fails.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
@@ -753,6 +757,55 @@ static void two_processes(void)
 	       me.qpn, peer.qpn);
 }
 
+/* GPU memory cannot hold DevX queues on the software NIC: refused. */
+static void gpu_umem(struct side *s)
+{
+	void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (!cu) {
+		printf("%s: gpu: no CUDA driver: skipped\n", who);
+		exit(77);
+	}
+	int (*init)(unsigned) = (int (*)(unsigned))dlsym(cu, "cuInit");
+	int (*dev_get)(int *, int) = (int (*)(int *, int))dlsym(cu, "cuDeviceGet");
+	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(cu, "cuDevicePrimaryCtxRetain");
+	int (*set)(void *) = (int (*)(void *))dlsym(cu, "cuCtxSetCurrent");
+	int (*alloc)(unsigned long long *, size_t) =
+		(int (*)(unsigned long long *, size_t))dlsym(cu, "cuMemAlloc_v2");
+	int (*release)(unsigned long long) = (int (*)(unsigned long long))dlsym(cu, "cuMemFree_v2");
+	int dev = 0;
+	void *cctx = NULL;
+	unsigned long long p = 0;
+	if (!init || !dev_get || !retain || !set || !alloc || !release || init(0) ||
+	    dev_get(&dev, 0)) {
+		printf("%s: gpu: no GPU: skipped\n", who);
+		exit(77);
+	}
+	CHECK(retain(&cctx, dev) == 0 && set(cctx) == 0 && alloc(&p, 1 << 16) == 0,
+	      "cuMemAlloc of 64 KiB");
+	errno = 0;
+	struct mlx5dv_devx_umem *u = mlx5dv_devx_umem_reg(s->ctx, (void *)(uintptr_t)p, 1 << 16,
+							  IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!u && errno == EOPNOTSUPP, "umem_reg of GPU memory: %s, want EOPNOTSUPP",
+	      u ? "accepted" : strerror(errno));
+	release(p);
+}
+
+static void gpu_mode(void)
+{
+	struct side s;
+	memset(&s, 0, sizeof(s));
+	s.ctx = open_kinet0();
+	const char *log = logged(gpu_umem, &s);
+	CHECK(strstr(log, "GPU memory"), "no log line about GPU memory; the log:\n%s", log);
+	/* host memory still registers */
+	void *h = aligned_alloc(4096, 4096);
+	struct mlx5dv_devx_umem *u = mlx5dv_devx_umem_reg(s.ctx, h, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(u && mlx5dv_devx_umem_dereg(u) == 0, "umem of host memory");
+	free(h);
+	CHECK(ibv_close_device(s.ctx) == 0, "ibv_close_device");
+	printf("%s: gpu: a umem of GPU memory is refused (EOPNOTSUPP): ok\n", who);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -762,6 +815,8 @@ int main(int argc, char **argv)
 	printf("%s: seed 0x%" PRIx64 "\n", who, rng);
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		two_processes();
+	else if (argc > 1 && !strcmp(argv[1], "gpu"))
+		gpu_mode();
 	else
 		one_process();
 	return 0;
