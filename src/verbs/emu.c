@@ -1878,6 +1878,8 @@ struct emu_uar {
 	struct mlx5dv_devx_uar u;
 	struct emu_dev *d;
 	uint8_t *page;
+	int refs;   /* QPs whose doorbell register it is (emu_lock) */
+	bool freed; /* mlx5dv_devx_free_uar came while QPs used it */
 	struct emu_uar *next;
 };
 
@@ -1898,6 +1900,7 @@ struct mlx5dv_devx_obj {
 	volatile uint8_t *orig_db;
 	volatile uint32_t *orig_qdbr;
 	struct emu_umem *um[2]; /* the umems of its queue and of its doorbell record */
+	struct emu_uar *uar;    /* QP: the UAR of its doorbell register */
 	/* QP: its context as created and as the modifies so far set it (QUERY_QP) */
 	uint8_t qpc0[KINET_EMU_QPC_BYTES], qpc[KINET_EMU_QPC_BYTES];
 	struct mlx5dv_devx_obj *next;
@@ -2071,9 +2074,31 @@ static void emu_free_uar(struct mlx5dv_devx_uar *uar)
 			*pp = u->next;
 			break;
 		}
+	int refs = u->refs;
+	u->freed = refs > 0;
 	pthread_mutex_unlock(&emu_lock);
+	if (refs) {
+		/* the software NIC reads the register while the QPs live: the
+		 * page goes with the last of them (no command names it now) */
+		KLOG_WARN("emulated DevX: UAR page 0x%x freed while %d QP(s) ring it; it stays "
+			  "until they are destroyed", u->u.page_id, refs);
+		return;
+	}
 	kinet_queue_free(u->page, KN_UAR_PAGE_SIZE);
 	free(u);
+}
+
+static void uar_unref(struct emu_uar *u)
+{
+	if (!u)
+		return;
+	pthread_mutex_lock(&emu_lock);
+	bool last = --u->refs == 0 && u->freed;
+	pthread_mutex_unlock(&emu_lock);
+	if (last) {
+		kinet_queue_free(u->page, KN_UAR_PAGE_SIZE);
+		free(u);
+	}
 }
 
 /* Lookups (emu_lock held). */
@@ -2307,6 +2332,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	if (ok) {
 		uw->refs++; /* held until the QP is destroyed */
 		ud->refs++;
+		uar->refs++;
 	}
 	pthread_mutex_unlock(&emu_lock);
 #undef Q
@@ -2352,6 +2378,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		free(q);
 		free(o);
 		umem_unref(uw, ud);
+		uar_unref(uar);
 		KLOG_ERR("emulated DevX CREATE_QP: %s", strerror(-rc));
 		return cmd_fail(out, outlen, "CREATE_QP: no resources (or no QP number free on "
 					     "the host)");
@@ -2380,6 +2407,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	o->num = s->qpn;
 	o->um[0] = uw;
 	o->um[1] = ud;
+	o->uar = uar;
 	memcpy(o->qpc0, (const uint8_t *)in + KINET_EMU_QPC_AT, KINET_EMU_QPC_BYTES);
 	memcpy(o->qpc, o->qpc0, KINET_EMU_QPC_BYTES);
 	pthread_mutex_lock(&emu_lock);
@@ -2658,6 +2686,7 @@ static int emu_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 		if (rc)
 			return rc;
 		umem_unref(o->um[0], o->um[1]);
+		uar_unref(o->uar);
 	}
 	free(o);
 	return 0;

@@ -683,6 +683,15 @@ static void check_bad_commands(struct side *s)
 		CHECK(strstr(log, want[i]), "no log line about \"%s\"; the log:\n%s", want[i], log);
 }
 
+/* The UAR freed while its QP is in RTS: the NIC still reads the register,
+ * so the page must stay until the QP goes (no crash), and a line says so. */
+static void free_uar_early(struct side *s)
+{
+	mlx5dv_devx_free_uar(s->uar);
+	s->uar = NULL;
+	usleep(100 * 1000); /* engine passes over the QP, reading its register */
+}
+
 static void side_close(struct side *s)
 {
 	CHECK(mlx5dv_devx_obj_destroy(s->qp) == 0, "destroy QP");
@@ -710,6 +719,9 @@ static void one_process(void)
 	traffic(&a, &pb, b.buf, 5 * NSQ);
 	traffic(&b, &pa, a.buf, 5 * NSQ);
 	check_bad_commands(&a);
+	const char *log = logged(free_uar_early, &b);
+	CHECK(strstr(log, "freed while"), "no log line about a UAR freed in use; the log:\n%s",
+	      log);
 	bad_rkey(&a, &pb);
 	/* 2RST, and the QP is in RESET with its context as created */
 	uint8_t in[CMD_BYTES] = {0}, q[CMD_BYTES];
