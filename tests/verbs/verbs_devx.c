@@ -14,7 +14,9 @@
  * byte for byte, over many laps of the queues. Bad commands must fail as
  * rdma-core reports a firmware refusal (errno EREMOTEIO, a status and
  * syndrome in the output mailbox) with a log line; umem in use and a CQ of
- * a QP must be EBUSY; a bad rkey gives an error CQE and QUERY_QP says ERR.
+ * a QP must be EBUSY; a UAR freed under a live QP must not crash; a bad
+ * rkey gives an error CQE and QUERY_QP says ERR; a DevX QP and a verbs QP
+ * connect to each other.
  *
  * Three modes: no argument, two QPs of this process; "fork", the same
  * between a parent and a child process, whose QPs find each other from
@@ -705,6 +707,74 @@ static void side_close(struct side *s)
 	free(s->qmem);
 }
 
+/* A verbs QP (ibv_create_qp, ibv_modify_qp) as the peer of a DevX QP: the
+ * two kinds find each other by QP number and GID alike. */
+static void devx_to_verbs(void)
+{
+	struct side d;
+	memset(&d, 0, sizeof(d));
+	side_open(&d);
+	struct ibv_context *ctx = open_kinet0();
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	CHECK(cq, "verbs peer: PD and CQ");
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "verbs peer: ibv_create_qp: %s", strerror(errno));
+	uint8_t *buf = aligned_alloc(4096, BUF);
+	struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, BUF,
+					     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						     IBV_ACCESS_REMOTE_READ |
+						     IBV_ACCESS_REMOTE_ATOMIC)
+				: NULL;
+	CHECK(mr, "verbs peer: ibv_reg_mr");
+	union ibv_gid gid;
+	int gi = roce_gid(ctx, &gid);
+	uint32_t psn = (uint32_t)rnd() & 0xffffff;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						   IBV_ACCESS_REMOTE_ATOMIC};
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					     IBV_QP_ACCESS_FLAGS), "verbs peer: INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = d.qpn;
+	a.rq_psn = d.psn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = d.gid;
+	a.ah_attr.grh.sgid_index = (uint8_t)gi;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					     IBV_QP_MIN_RNR_TIMER),
+	      "verbs peer: RTR to the DevX QP 0x%x", d.qpn);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					     IBV_QP_MAX_QP_RD_ATOMIC), "verbs peer: RTS");
+	struct peer_info pv = {qp->qp_num, psn, mr->rkey, (uint64_t)(uintptr_t)buf, gid};
+	side_connect(&d, &pv);
+	traffic(&d, &pv, buf, NSQ);
+	CHECK(!ibv_destroy_qp(qp) && !ibv_destroy_cq(cq) && !ibv_dereg_mr(mr) &&
+	      !ibv_dealloc_pd(pd) && !ibv_close_device(ctx), "verbs peer: cleanup");
+	free(buf);
+	side_close(&d);
+	printf("%s: one process: DevX QP 0x%x with verbs QP 0x%x: ok\n", who, d.qpn, pv.qpn);
+}
+
 static void one_process(void)
 {
 	struct side a, b;
@@ -729,6 +799,7 @@ static void one_process(void)
 	CHECK(query_qp(&a, q) == 0 && prm_get(q, QPC_REMOTE_QPN) == 0, "QUERY_QP after 2RST");
 	side_close(&a);
 	side_close(&b);
+	devx_to_verbs();
 	printf("%s: one process: DevX QPs 0x%x and 0x%x: writes, reads, atomics over %u laps, "
 	       "bad commands, error CQE: ok\n", who, pa.qpn, pb.qpn, 2 * 5 * NSQ / NSQ);
 }
