@@ -2214,6 +2214,16 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 		kinet_prm_set(L, out, "capability.log_bf_reg_size", lbf);
 		kinet_prm_set(L, out, "capability.sq_ts_format", emu_ts_cap());
 		kinet_prm_set(L, out, "capability.rq_ts_format", emu_ts_cap());
+	} else if (type == KINET_PRM_CAP_ATOMIC) {
+		/* what the software NIC executes on RC QPs: compare-and-swap and
+		 * fetch-and-add, plain and masked, of 4 and 8 bytes, on words in
+		 * host byte order (IBV_ATOMIC_HCA); no DC transport */
+		const struct kinet_prm_layout *A = &kinet_prm_query_atomic_cap_out;
+		kinet_prm_set(A, out, "capability.atomic_operations", 0xf);
+		kinet_prm_set(A, out, "capability.atomic_size_qp", 0x4 | 0x8);
+		kinet_prm_set(A, out, "capability.atomic_size_dc", 0);
+		kinet_prm_set(A, out, "capability.supported_atomic_req_8B_endianness_mode_1", 1);
+		kinet_prm_set(A, out, "capability.atomic_req_8B_endianness_mode", 1);
 	} else if (type == KINET_PRM_CAP_ROCE) {
 		kinet_prm_set(&kinet_prm_query_roce_cap_out, out, "capability.qp_ts_format",
 			      emu_ts_cap());

@@ -37,7 +37,7 @@ Test(mlx5_prm, layouts_are_well_formed)
 	int n = 0;
 	for (const struct kinet_prm_layout *const *l = kinet_prm_layouts; *l; l++, n++)
 		cr_assert_eq(kinet_prm_check(*l, why, sizeof(why)), 0, "%s", why);
-	cr_assert_eq(n, 19);
+	cr_assert_eq(n, 21);
 	/* sizes of the contexts and commands (bytes) */
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_ads), 44u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_qpc), 232u);
@@ -354,6 +354,13 @@ Test(mlx5_prm, capabilities_known_bits)
 	one_bitfield(o, "capability.rq_ts_format", 0x80 + 0x442, 2);
 	one_bitfield(&kinet_prm_query_roce_cap_out, "capability.qp_ts_format", 0x80 + 0x1e, 2);
 	one_bitfield(&kinet_prm_create_qp_in, "qpc.ts_format", 0xc0 + 0x58, 2);
+	/* the atomic capabilities */
+	const struct kinet_prm_layout *a = &kinet_prm_query_atomic_cap_out;
+	one_bitfield(a, "capability.atomic_req_8B_endianness_mode", 0x80 + 0x40, 2);
+	one_bitfield(a, "capability.supported_atomic_req_8B_endianness_mode_1", 0x80 + 0x46, 1);
+	one_bitfield(a, "capability.atomic_operations", 0x80 + 0x90, 16);
+	one_bitfield(a, "capability.atomic_size_qp", 0x80 + 0xb0, 16);
+	one_bitfield(a, "capability.atomic_size_dc", 0x80 + 0xd0, 16);
 	/* QUERY_QP's output: the QP context at 0xc0, as in the modify commands */
 	one_bitfield(&kinet_prm_query_qp_out, "qpc.state", 0xc0, 4);
 	one_bitfield(&kinet_prm_query_qp_out, "qpc.remote_qpn", 0xc0 + 0xa8, 24);

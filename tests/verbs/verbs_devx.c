@@ -168,6 +168,12 @@ enum {
 #define CAP_PORT_TYPE 0x80 + 0x1b6, 2
 #define CAP_NUM_PORTS 0x80 + 0x1b8, 8
 #define CAP_LOG_BF_REG_SIZE 0x80 + 0x26b, 5
+/* QUERY_HCA_CAP's atomic capabilities (op_mod 3 << 1 | 1) */
+#define ATOMIC_ENDIANNESS 0x80 + 0x40, 2
+#define ATOMIC_ENDIANNESS_SUP 0x80 + 0x46, 1
+#define ATOMIC_OPS 0x80 + 0x90, 16
+#define ATOMIC_SIZE_QP 0x80 + 0xb0, 16
+#define ATOMIC_SIZE_DC 0x80 + 0xd0, 16
 #define CAP_RC 0x80 + 0x23f, 1
 
 /* ---- one side: a DevX CQ and RC QP with queues in one umem ------------------- */
@@ -277,6 +283,19 @@ static void side_open(struct side *s)
 	      "QUERY_HCA_CAP: port_type %u num_ports %u, want one Ethernet port",
 	      (unsigned)prm_get(cap, CAP_PORT_TYPE), (unsigned)prm_get(cap, CAP_NUM_PORTS));
 	CHECK(prm_get(cap, CAP_LOG_BF_REG_SIZE) >= 8, "QUERY_HCA_CAP: log_bf_reg_size");
+	/* the atomic capabilities, as IBGDA reads them: every RC atomic of 4 and
+	 * 8 bytes, host byte order (IBV_ATOMIC_HCA), no DC */
+	memset(cap, 0, sizeof(cap));
+	prm_set(in, OP_MOD, 3 << 1 | 1);
+	cmd_ok(mlx5dv_devx_general_cmd(s->ctx, in, sizeof(in), cap, sizeof(cap)), cap,
+	       "QUERY_HCA_CAP (atomic)");
+	CHECK(prm_get(cap, ATOMIC_OPS) == 0xf && prm_get(cap, ATOMIC_SIZE_QP) == 0xc &&
+		      prm_get(cap, ATOMIC_SIZE_DC) == 0,
+	      "atomic caps: operations 0x%x, sizes 0x%x (QP) 0x%x (DC)",
+	      (unsigned)prm_get(cap, ATOMIC_OPS), (unsigned)prm_get(cap, ATOMIC_SIZE_QP),
+	      (unsigned)prm_get(cap, ATOMIC_SIZE_DC));
+	CHECK(prm_get(cap, ATOMIC_ENDIANNESS) == 1 && prm_get(cap, ATOMIC_ENDIANNESS_SUP) == 1,
+	      "atomic caps: not host byte order");
 
 	CHECK(mlx5dv_devx_query_eqn(s->ctx, 0, &s->eqn) == 0, "mlx5dv_devx_query_eqn");
 	s->uar = mlx5dv_devx_alloc_uar(s->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);

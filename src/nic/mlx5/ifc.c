@@ -254,6 +254,16 @@ static const struct kinet_prm_field roce_cap_f[] = {
 };
 LAYOUT(kinet_prm_roce_cap, "roce_cap", 0x800, roce_cap_f);
 
+/* The atomic capabilities (atomic_caps): operations, sizes, endianness. */
+static const struct kinet_prm_field atomic_cap_f[] = {
+	F("atomic_req_8B_endianness_mode", 0x40, 2), /* 1: host byte order */
+	F("supported_atomic_req_8B_endianness_mode_1", 0x46, 1),
+	F("atomic_operations", 0x90, 16), /* 1 CAS, 2 FA, 4 masked CAS, 8 masked FA */
+	F("atomic_size_qp", 0xb0, 16),    /* bit n: 2^n bytes */
+	F("atomic_size_dc", 0xd0, 16),
+};
+LAYOUT(kinet_prm_atomic_cap, "atomic_caps", 0x800, atomic_cap_f);
+
 static const struct kinet_prm_field query_hca_cap_in_f[] = {
 	IN_HDR,
 	F("other_function", 0x40, 1),
@@ -278,6 +288,13 @@ static const struct kinet_prm_field query_roce_cap_out_f[] = {
 };
 LAYOUT(kinet_prm_query_roce_cap_out, "query_roce_cap_out", 0x8080, query_roce_cap_out_f);
 
+static const struct kinet_prm_field query_atomic_cap_out_f[] = {
+	F("status", 0x00, 8),
+	F("syndrome", 0x20, 32),
+	S("capability", 0x80, kinet_prm_atomic_cap),
+};
+LAYOUT(kinet_prm_query_atomic_cap_out, "query_atomic_cap_out", 0x8080, query_atomic_cap_out_f);
+
 const struct kinet_prm_layout *const kinet_prm_layouts[] = {
 	&kinet_prm_ads,           &kinet_prm_qpc,           &kinet_prm_cqc,
 	&kinet_prm_cmd_out,       &kinet_prm_create_cq_in,  &kinet_prm_create_cq_out,
@@ -285,7 +302,7 @@ const struct kinet_prm_layout *const kinet_prm_layouts[] = {
 	&kinet_prm_modify_qp_in,  &kinet_prm_qpn_in,        &kinet_prm_alloc_uar_in,
 	&kinet_prm_alloc_uar_out, &kinet_prm_hca_cap,       &kinet_prm_roce_cap,
 	&kinet_prm_query_hca_cap_in, &kinet_prm_query_hca_cap_out, &kinet_prm_query_roce_cap_out,
-	&kinet_prm_query_qp_out,
+	&kinet_prm_query_qp_out, &kinet_prm_atomic_cap, &kinet_prm_query_atomic_cap_out,
 	NULL,
 };
 

@@ -61,6 +61,7 @@ enum {
 	KINET_PRM_TS_CAP_BOTH = 0x2,
 	/* QUERY_HCA_CAP op_mod: capability type << 1 | current */
 	KINET_PRM_CAP_GENERAL = 0x0,
+	KINET_PRM_CAP_ATOMIC = 0x3,
 	KINET_PRM_CAP_ROCE = 0x4,
 };
 
@@ -100,6 +101,8 @@ extern const struct kinet_prm_layout kinet_prm_roce_cap;  /* RoCE capabilities *
 extern const struct kinet_prm_layout kinet_prm_query_hca_cap_in;
 extern const struct kinet_prm_layout kinet_prm_query_hca_cap_out;  /* general */
 extern const struct kinet_prm_layout kinet_prm_query_roce_cap_out; /* the same bytes, RoCE */
+extern const struct kinet_prm_layout kinet_prm_atomic_cap;
+extern const struct kinet_prm_layout kinet_prm_query_atomic_cap_out; /* the same, atomics */
 
 /* Every layout above, for tests and tools (NULL-terminated). */
 extern const struct kinet_prm_layout *const kinet_prm_layouts[];
