@@ -2208,6 +2208,7 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 		kinet_prm_set(L, out, "capability.port_type",
 			      dev_of(ib)->link_layer == IBV_LINK_LAYER_ETHERNET ? 1 : 0);
 		kinet_prm_set(L, out, "capability.num_ports", 1);
+		kinet_prm_set(L, out, "capability.cqe_version", 1); /* IBGDA requires 1 */
 		kinet_prm_set(L, out, "capability.cq_oi", cfg.no_cq_oi ? 0 : 1);
 		kinet_prm_set(L, out, "capability.rc", 1);
 		kinet_prm_set(L, out, "capability.bf", 1);

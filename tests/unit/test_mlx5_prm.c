@@ -346,6 +346,7 @@ Test(mlx5_prm, capabilities_known_bits)
 	one_bitfield(o, "capability.log_max_msg", 0x80 + 0x1c3, 5);
 	one_bitfield(o, "capability.port_type", 0x80 + 0x1b6, 2);
 	one_bitfield(o, "capability.num_ports", 0x80 + 0x1b8, 8);
+	one_bitfield(o, "capability.cqe_version", 0x80 + 0x1fc, 4);
 	one_bitfield(o, "capability.cq_oi", 0x80 + 0x220, 1);
 	one_bitfield(o, "capability.rc", 0x80 + 0x23f, 1);
 	one_bitfield(o, "capability.bf", 0x80 + 0x260, 1);

@@ -167,6 +167,7 @@ enum {
 #define CAP_LOG_MAX_MSG 0x80 + 0x1c3, 5
 #define CAP_PORT_TYPE 0x80 + 0x1b6, 2
 #define CAP_NUM_PORTS 0x80 + 0x1b8, 8
+#define CAP_CQE_VERSION 0x80 + 0x1fc, 4
 #define CAP_LOG_BF_REG_SIZE 0x80 + 0x26b, 5
 /* QUERY_HCA_CAP's atomic capabilities (op_mod 3 << 1 | 1) */
 #define ATOMIC_ENDIANNESS 0x80 + 0x40, 2
@@ -283,6 +284,8 @@ static void side_open(struct side *s)
 	      "QUERY_HCA_CAP: port_type %u num_ports %u, want one Ethernet port",
 	      (unsigned)prm_get(cap, CAP_PORT_TYPE), (unsigned)prm_get(cap, CAP_NUM_PORTS));
 	CHECK(prm_get(cap, CAP_LOG_BF_REG_SIZE) >= 8, "QUERY_HCA_CAP: log_bf_reg_size");
+	CHECK(prm_get(cap, CAP_CQE_VERSION) == 1, "QUERY_HCA_CAP: cqe_version %u, IBGDA needs 1",
+	      (unsigned)prm_get(cap, CAP_CQE_VERSION));
 	/* the atomic capabilities, as IBGDA reads them: every RC atomic of 4 and
 	 * 8 bytes, host byte order (IBV_ATOMIC_HCA), no DC */
 	memset(cap, 0, sizeof(cap));

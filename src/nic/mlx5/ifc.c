@@ -239,6 +239,7 @@ static const struct kinet_prm_field hca_cap_f[] = {
 	F("port_type", 0x1b6, 2), /* 0 InfiniBand, 1 Ethernet (RoCE) */
 	F("num_ports", 0x1b8, 8),
 	F("log_max_msg", 0x1c3, 5),
+	F("cqe_version", 0x1fc, 4),
 	F("cq_oi", 0x220, 1),
 	F("rc", 0x23f, 1),
 	F("bf", 0x260, 1),
