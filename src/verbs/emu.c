@@ -2252,9 +2252,13 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 	struct emu_dev *d = dev_of(ib);
 	const struct kinet_prm_layout *L = &kinet_prm_create_cq_in;
 	uint64_t lg = GET(kinet_prm_create_cq_in, in, "cq_context.log_cq_size");
+	/* log_page_size (the umem's pages as a NIC translates them) is not
+	 * looked at: the software NIC reads the program's virtual addresses */
+	if (GET(kinet_prm_create_cq_in, in, "cq_context.cc"))
+		return cmd_fail(out, outlen, "CREATE_CQ: collapsed CQs (cc) are not supported: "
+					     "the software NIC writes every CQE to its own slot");
 	if (GET(kinet_prm_create_cq_in, in, "cq_context.cqe_sz") != KINET_PRM_CQE_SIZE_64 ||
 	    lg > 22 || GET(kinet_prm_create_cq_in, in, "cq_context.c_eqn") != EMU_EQN ||
-	    GET(kinet_prm_create_cq_in, in, "cq_context.log_page_size") != 0 ||
 	    !GET(kinet_prm_create_cq_in, in, "cq_umem_valid") ||
 	    !GET(kinet_prm_create_cq_in, in, "cq_context.dbr_umem_valid"))
 		return cmd_fail(out, outlen, "CREATE_CQ: bad CQ context (size, CQE size, EQ, umems)");
@@ -2317,7 +2321,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	struct emu_dev *d = dev_of(ib);
 #define Q(name) GET(kinet_prm_create_qp_in, in, name)
 	if (Q("qpc.st") != KINET_PRM_QPC_ST_RC || Q("qpc.pm_state") != KINET_PRM_QPC_PM_MIGRATED ||
-	    Q("qpc.log_page_size") != 0 || !Q("wq_umem_valid") || !Q("qpc.dbr_umem_valid"))
+	    !Q("wq_umem_valid") || !Q("qpc.dbr_umem_valid"))
 		return cmd_fail(out, outlen, "CREATE_QP: not an RC QP with umem queues");
 	uint64_t rq_type = Q("qpc.rq_type");
 	if (rq_type != KINET_PRM_QPC_RQ_REGULAR && rq_type != KINET_PRM_QPC_RQ_ZERO_SIZE)

@@ -113,6 +113,8 @@ enum {
 /* cqc */
 #define CQC_DBR_UMEM_VALID CQC + 0x06, 1
 #define CQC_DBR_UMEM_ID CQC + 0x20, 32
+#define CQC_CC CQC + 0x0b, 1
+#define CQC_LOG_PAGE_SIZE CQC + 0xc3, 5
 #define CQC_LOG_SIZE CQC + 0x63, 5
 #define CQC_UAR_PAGE CQC + 0x68, 24
 #define CQC_EQN CQC + 0xa0, 32
@@ -320,6 +322,7 @@ static void side_open(struct side *s)
 	prm_set(cin, CQC_LOG_SIZE, LOG_CQ);
 	prm_set(cin, CQC_UAR_PAGE, s->uar->page_id);
 	prm_set(cin, CQC_EQN, s->eqn);
+	prm_set(cin, CQC_LOG_PAGE_SIZE, 4); /* 64 KiB pages, as IBGDA asks */
 	prm_set(cin, CQC_DBR_UMEM_VALID, 1);
 	prm_set(cin, CQC_DBR_UMEM_ID, s->umem->umem_id);
 	prm_set(cin, CQC_DBR_ADDR, DBR_AT);
@@ -664,6 +667,23 @@ static void bad_commands(struct side *s)
 	CHECK(!o, "CREATE_CQ over an unknown umem succeeded");
 	refused(EREMOTEIO, errno, out, "CREATE_CQ (unknown umem)");
 
+	/* a collapsed CQ (every CQE in slot 0): not something the NIC does */
+	memset(in, 0, sizeof(in));
+	prm_set(in, OPCODE, OP_CREATE_CQ);
+	prm_set(in, CQC_CC, 1);
+	prm_set(in, CQC_LOG_SIZE, LOG_CQ);
+	prm_set(in, CQC_UAR_PAGE, s->uar->page_id);
+	prm_set(in, CQC_EQN, s->eqn);
+	prm_set(in, CQC_DBR_UMEM_VALID, 1);
+	prm_set(in, CQC_DBR_UMEM_ID, s->umem->umem_id);
+	prm_set(in, CQ_UMEM_VALID, 1);
+	prm_set(in, CQ_UMEM_ID, s->umem->umem_id);
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	o = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
+	CHECK(!o, "CREATE_CQ of a collapsed CQ succeeded");
+	refused(EREMOTEIO, errno, out, "CREATE_CQ (collapsed)");
+
 	/* a modify the device does not have; one naming another QP */
 	memset(in, 0, sizeof(in));
 	prm_set(in, OPCODE, OP_INIT2INIT);
@@ -700,7 +720,7 @@ static void check_bad_commands(struct side *s)
 {
 	const char *log = logged(bad_commands, s);
 	static const char *const want[] = {
-		"CREATE_QP", "CREATE_CQ", "unsupported opcode", "another QP", "log_msg_max",
+		"CREATE_QP", "CREATE_CQ", "collapsed", "unsupported opcode", "another QP", "log_msg_max",
 		"EBUSY", "umem_reg",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
