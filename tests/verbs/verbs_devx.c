@@ -41,9 +41,12 @@
 #include <infiniband/mlx5dv.h>
 
 static const char *who = "verbs_devx";
+static int saved_stderr = -1; /* stderr, while logged() captures it */
 
 static void fail(const char *fmt, ...)
 {
+	if (saved_stderr >= 0) /* say it where it is seen */
+		dup2(saved_stderr, 2);
 	va_list ap;
 	va_start(ap, fmt);
 	fprintf(stderr, "%s: FAIL: ", who);
@@ -616,12 +619,13 @@ static const char *logged(void (*f)(struct side *), struct side *s)
 	fflush(stderr);
 	FILE *t = tmpfile();
 	CHECK(t, "tmpfile");
-	int saved = dup(2);
+	saved_stderr = dup(2);
 	dup2(fileno(t), 2);
 	f(s);
 	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	saved_stderr = -1;
 	rewind(t);
 	size_t n = fread(logbuf, 1, sizeof(logbuf) - 1, t);
 	logbuf[n] = 0;
