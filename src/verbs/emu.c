@@ -1989,7 +1989,13 @@ static struct mlx5dv_devx_umem *emu_umem_reg_ex(struct ibv_context *ib,
 {
 	if (!(in->comp_mask & MLX5DV_UMEM_MASK_DMABUF))
 		return emu_umem_reg(ib, in->addr, in->size, in->access);
-	if (!devx_ctx(ib)) {
+	if (!devx_ctx(ib) || cfg.host) {
+		/* kinet-verbs: a dma-buf is GPU memory, whose queues the
+		 * software NIC cannot read (emu_umem_reg) */
+		KLOG_ERR("DevX umem_reg_ex: %s (EOPNOTSUPP)",
+			 !devx_ctx(ib) ? "the context was not opened for DevX"
+				       : "a dma-buf umem: the software NIC serves DevX queues and "
+					 "doorbell records in host memory only");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -2186,6 +2192,8 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 {
 	called("devx_general_cmd");
 	if (!devx_ctx(ib) || inlen < 16) {
+		KLOG_ERR("DevX general_cmd: %s (EINVAL)",
+			 !devx_ctx(ib) ? "the context was not opened for DevX" : "a short command");
 		errno = EINVAL;
 		return EINVAL;
 	}
@@ -2441,6 +2449,8 @@ static struct mlx5dv_devx_obj *emu_devx_obj_create(struct ibv_context *ib, const
 {
 	called("devx_obj_create");
 	if (!devx_ctx(ib)) {
+		KLOG_ERR("DevX obj_create: the context was not opened for DevX "
+			 "(mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX) (EOPNOTSUPP)");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

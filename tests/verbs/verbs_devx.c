@@ -718,6 +718,14 @@ static void bad_commands(struct side *s)
 	errno = 0;
 	CHECK(!mlx5dv_devx_umem_reg(s->ctx, NULL, 4096, 0) && errno == EINVAL,
 	      "umem_reg of NULL: not EINVAL");
+	/* a dma-buf umem is GPU memory: refused */
+	struct mlx5dv_devx_umem_in uin = {
+		.addr = s->qmem, .size = 4096, .access = IBV_ACCESS_LOCAL_WRITE,
+		.comp_mask = MLX5DV_UMEM_MASK_DMABUF, .dmabuf_fd = 0,
+	};
+	errno = 0;
+	CHECK(!mlx5dv_devx_umem_reg_ex(s->ctx, &uin) && errno == EOPNOTSUPP,
+	      "umem_reg_ex of a dma-buf: not EOPNOTSUPP");
 }
 
 static void check_bad_commands(struct side *s)
@@ -725,7 +733,7 @@ static void check_bad_commands(struct side *s)
 	const char *log = logged(bad_commands, s);
 	static const char *const want[] = {
 		"CREATE_QP", "CREATE_CQ", "collapsed", "unsupported opcode", "another QP", "log_msg_max",
-		"EBUSY", "umem_reg",
+		"EBUSY", "umem_reg", "dma-buf",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		CHECK(strstr(log, want[i]), "no log line about \"%s\"; the log:\n%s", want[i], log);
