@@ -621,27 +621,27 @@ KNX_NV_D void nvshmemx_getmem_nbi_block(void *dest, const void *source, size_t n
 
 /* nvshmem_putSIZE and friends: nelems elements of SIZE bits. */
 #define KNX_NV_SIZED(BITS)                                                                      \
-	KNX_NV_HD void nvshmem_put##BITS(void *dest, const void *source, size_t nelems, int pe)  \
+	KNX_NV_HD void nvshmem_put##BITS(void *dest, const void *source, size_t nelems, int pe) \
 	{                                                                                       \
-		(void)KNX_NV_DUAL(kn_shmem_put(dest, source, nelems * (BITS / 8), pe),                 \
-				  kinet_shmem_put(dest, source, nelems * (BITS / 8), pe));                            \
+		(void)KNX_NV_DUAL(kn_shmem_put(dest, source, nelems * (BITS / 8), pe),          \
+				  kinet_shmem_put(dest, source, nelems * (BITS / 8), pe));      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,    \
+	KNX_NV_HD void nvshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,   \
 					      int pe)                                           \
 	{                                                                                       \
-		(void)KNX_NV_DUAL(kn_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe),             \
-				  kinet_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe));                        \
+		(void)KNX_NV_DUAL(kn_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe),      \
+				  kinet_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe));  \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_get##BITS(void *dest, const void *source, size_t nelems, int pe)  \
+	KNX_NV_HD void nvshmem_get##BITS(void *dest, const void *source, size_t nelems, int pe) \
 	{                                                                                       \
-		(void)KNX_NV_DUAL(kn_shmem_get(dest, source, nelems * (BITS / 8), pe),                 \
-				  kinet_shmem_get(dest, source, nelems * (BITS / 8), pe));                            \
+		(void)KNX_NV_DUAL(kn_shmem_get(dest, source, nelems * (BITS / 8), pe),          \
+				  kinet_shmem_get(dest, source, nelems * (BITS / 8), pe));      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,    \
+	KNX_NV_HD void nvshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,   \
 					      int pe)                                           \
 	{                                                                                       \
-		(void)KNX_NV_DUAL(kn_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe),             \
-				  kinet_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe));                        \
+		(void)KNX_NV_DUAL(kn_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe),      \
+				  kinet_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe));  \
 	}
 KNX_NV_SIZED(8)
 KNX_NV_SIZED(16)
@@ -723,7 +723,7 @@ KNX_NV_SIZED(128)
 		TYPE v_;                                                                        \
 		(void)KNX_NV_DUAL(kn_shmem_g(source, sizeof(TYPE), pe, &w_),                    \
 				  kinet_shmem_g(source, sizeof(TYPE), pe, &w_));                \
-		memcpy((void *)&v_, &w_, sizeof(TYPE));                                            \
+		memcpy((void *)&v_, &w_, sizeof(TYPE));                                         \
 		return v_;                                                                      \
 	}                                                                                       \
 	KNX_NV_D void nvshmem_##NAME##_put_signal(TYPE *dest, const TYPE *source, size_t nelems, \
@@ -1172,7 +1172,7 @@ KNX_NV_SIZED_ON_STREAM(128)
 		uint64_t w_ = 0;                                                                \
 		TYPE v_;                                                                        \
 		kinet_shmem_g_on_stream(src, sizeof(TYPE), pe, &w_, (void *)s);                 \
-		memcpy((void *)&v_, &w_, sizeof(TYPE));                                            \
+		memcpy((void *)&v_, &w_, sizeof(TYPE));                                         \
 		return v_;                                                                      \
 	}                                                                                       \
 	KNX_NV_H void nvshmemx_##NAME##_put_signal_on_stream(                                   \
@@ -1241,17 +1241,17 @@ KNX_NV_HD uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value
 	memcpy(&r_, &o_, sizeof(TYPE))
 
 #define KNX_NV_AMO_EXT(NAME, TYPE)                                                              \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch(const TYPE *source, int pe)                 \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch(const TYPE *source, int pe)                \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, source, KN_AMO_FETCH, (TYPE)0, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_SWAP, value, (TYPE)0, pe, 0);                \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe)              \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe)             \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_SWAP, value, (TYPE)0, pe, 1);                \
 		return r_;                                                                      \
@@ -1259,28 +1259,28 @@ KNX_NV_HD uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value
 KNX_NV_AMO_EXT_TYPES(KNX_NV_AMO_EXT)
 
 #define KNX_NV_AMO_STD(NAME, TYPE)                                                              \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value,   \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value,  \
 							   int pe)                              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_COMPARE_SWAP, value, cond, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe)                     \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe)                    \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, (TYPE)1, (TYPE)0, pe, 1);         \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_atomic_inc(TYPE *dest, int pe)                           \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_inc(TYPE *dest, int pe)                          \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, (TYPE)1, (TYPE)0, pe, 0);         \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe)         \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe)        \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, value, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, value, (TYPE)0, pe, 0);           \
 		(void)r_;                                                                       \
@@ -1288,32 +1288,32 @@ KNX_NV_AMO_EXT_TYPES(KNX_NV_AMO_EXT)
 KNX_NV_AMO_TYPES(KNX_NV_AMO_STD)
 
 #define KNX_NV_AMO_BIT(NAME, TYPE)                                                              \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_and(TYPE *dest, TYPE value, int pe)         \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_and(TYPE *dest, TYPE value, int pe)        \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_AND, value, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_atomic_and(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_and(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_AND, value, (TYPE)0, pe, 0);           \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_or(TYPE *dest, TYPE value, int pe)          \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_or(TYPE *dest, TYPE value, int pe)         \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_OR, value, (TYPE)0, pe, 1);            \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_atomic_or(TYPE *dest, TYPE value, int pe)                \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_or(TYPE *dest, TYPE value, int pe)               \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_OR, value, (TYPE)0, pe, 0);            \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_xor(TYPE *dest, TYPE value, int pe)         \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_xor(TYPE *dest, TYPE value, int pe)        \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_XOR, value, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_atomic_xor(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_xor(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_XOR, value, (TYPE)0, pe, 0);           \
 		(void)r_;                                                                       \
