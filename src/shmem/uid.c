@@ -104,7 +104,8 @@ int kinet_shmem_uniqueid(unsigned char id[KINET_SHMEM_UNIQUEID_LEN])
 	}
 	char host[48];
 	host_addr(host, sizeof(host));
-	snprintf(u.addr, sizeof(u.addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+	snprintf(u.addr, sizeof(u.addr), strchr(host, ':') && host[0] != '[' ? "[%s]:%d" : "%s:%d",
+		 host, port);
 	memcpy(&made[nmade++ % MAX_MADE], u.nonce, sizeof(u.nonce));
 	memset(id, 0, KINET_SHMEM_UNIQUEID_LEN);
 	memcpy(id, &u, sizeof(u));
