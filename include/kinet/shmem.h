@@ -306,6 +306,10 @@ int kinet_shmem_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig
 /* Waits (in stream order) until the local signal word compares true. */
 int kinet_shmem_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t value,
 					    void *stream);
+/* Waits (in stream order) until the local word ivar of size 1, 2, 4 or 8
+ * bytes (signed when sgn) compares true with value (kn_shmem_wait_until). */
+int kinet_shmem_wait_until_on_stream(void *ivar, int cmp, uint64_t value, uint32_t size, int sgn,
+				     void *stream);
 /* A team's barrier (quiet, then sync) and sync; collective over the team. */
 int kinet_shmem_barrier_on_stream(kinet_shmem_team team, void *stream);
 int kinet_shmem_team_sync_on_stream(kinet_shmem_team team, void *stream);

@@ -28,6 +28,7 @@ enum shm_op_kind {
 	SHM_OP_SIGNAL_WAIT,
 	SHM_OP_BARRIER,   /* team: quiet, then sync */
 	SHM_OP_TEAM_SYNC, /* team */
+	SHM_OP_WAIT,      /* a local word of size bytes, signed (amo 1) or not */
 };
 
 struct shm_op {
@@ -95,6 +96,8 @@ KN_INLINE int shm_op_run(const struct shm_op *op, uint64_t *out)
 		return kn_shmem_barrier(op->team);
 	case SHM_OP_TEAM_SYNC:
 		return kn_shmem_team_sync(op->team);
+	case SHM_OP_WAIT:
+		return kn_shmem_wait_until(op->dest, op->cmp, op->value, op->size, op->amo);
 	default:
 		return -EINVAL;
 	}

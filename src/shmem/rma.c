@@ -17,8 +17,8 @@ static const char *op_name(int kind)
 	static const char *const n[] = {"?",        "put",        "get",       "p",
 					"g",        "atomic",     "quiet",     "fence",
 					"put_signal", "signal_op", "signal_wait_until", "barrier",
-					"team_sync"};
-	return kind > 0 && kind <= SHM_OP_TEAM_SYNC ? n[kind] : n[0];
+					"team_sync", "wait_until"};
+	return kind > 0 && kind <= SHM_OP_WAIT ? n[kind] : n[0];
 }
 
 /* The local buffer of a host-initiated NIC or load/store operation run by
@@ -201,6 +201,14 @@ int kinet_shmem_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_
 					    void *stream)
 {
 	struct shm_op op = {.kind = SHM_OP_SIGNAL_WAIT, .cmp = cmp, .sig = sig_addr, .value = value};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_wait_until_on_stream(void *ivar, int cmp, uint64_t value, uint32_t size, int sgn,
+				     void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_WAIT, .cmp = cmp, .amo = !!sgn, .size = size,
+			    .dest = ivar, .value = value};
 	return run_on(&op, stream, 0, NULL);
 }
 

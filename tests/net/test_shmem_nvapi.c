@@ -319,10 +319,17 @@ static int stream_fn(int me, int n, void *arg)
 	SK(!memcmp(buf + len, want, len), "putmem_signal_on_stream from PE %d", from);
 	nvshmemx_int_put_nbi_on_stream(&iv[0], &iv[3], 1, to, s);
 	nvshmemx_int_p_on_stream(&iv[1], 1000 + me, to, s);
+	nvshmemx_int_p_on_stream(&iv[2], -7, to, s);
+	/* waits in stream order: for the left neighbour's p, then (signed) for both */
+	nvshmemx_int_wait_until_on_stream(&iv[1], NVSHMEM_CMP_EQ, 1000 + from, s);
+	nvshmemx_int_wait_until_all_on_stream(&iv[1], 2, NULL, NVSHMEM_CMP_NE, 0, s);
+	int cmpv[2] = {1001 + from, 0};
+	nvshmemx_int_wait_until_all_vector_on_stream(&iv[1], 2, NULL, NVSHMEM_CMP_LT, cmpv, s);
+	SK0(kinet_shmem_error(0));
 	nvshmemx_signal_op_on_stream(&sig[1], (uint64_t)me + 1, NVSHMEM_SIGNAL_ADD, to, s);
 	nvshmemx_quiet_on_stream(s);
 	SK(nvshmemx_barrier_on_stream(NVSHMEM_TEAM_WORLD, s) == 0, "barrier_on_stream");
-	SK(iv[1] == 1000 + from, "p_on_stream: %d", iv[1]);
+	SK(iv[1] == 1000 + from && iv[2] == -7, "p_on_stream: %d %d", iv[1], iv[2]);
 	SK(sig[1] == (uint64_t)from + 1, "signal_op_on_stream: %llu", (unsigned long long)sig[1]);
 	nvshmemx_getmem_on_stream(buf + 2 * len, buf + len, len, to, s);
 	nvshmemx_getmem_nbi_on_stream(buf + 2 * len, buf + len, 7, to, s);

@@ -1035,6 +1035,39 @@ KNX_NV_D uint64_t nvshmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_
 	}
 KNX_NV_SYNC_TYPES(KNX_NV_SYNC)
 
+/* The wait calls in stream order (host calls): a kernel of one thread per
+ * variable waits (the host executor: at once); the _all forms wait for each
+ * variable not excluded by status, one after the other, which ends when all
+ * compare true. */
+#define KNX_NV_SYNC_ON_STREAM(NAME, TYPE, SGN)                                                  \
+	KNX_NV_H void nvshmemx_##NAME##_wait_until_on_stream(TYPE *ivar, int cmp,               \
+							     TYPE cmp_value, cudaStream_t s)    \
+	{                                                                                       \
+		kinet_shmem_wait_until_on_stream(ivar, cmp, (uint64_t)cmp_value, sizeof(TYPE),  \
+						 SGN, (void *)s);                               \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_wait_until_all_on_stream(                               \
+		TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value,         \
+		cudaStream_t s)                                                                 \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]))                                            \
+				kinet_shmem_wait_until_on_stream(&ivars[i_], cmp,               \
+								 (uint64_t)cmp_value,           \
+								 sizeof(TYPE), SGN, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_wait_until_all_vector_on_stream(                        \
+		TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_value,        \
+		cudaStream_t s)                                                                 \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]))                                            \
+				kinet_shmem_wait_until_on_stream(&ivars[i_], cmp,               \
+								 (uint64_t)cmp_value[i_],       \
+								 sizeof(TYPE), SGN, (void *)s); \
+	}
+KNX_NV_SYNC_TYPES(KNX_NV_SYNC_ON_STREAM)
+
 /* ---- host-initiated and stream-ordered RMA ------------------------------------------------ */
 
 /* nvshmemx_*_on_stream: the operation enqueued on a CUDA stream (a kernel of
