@@ -250,6 +250,113 @@ int kinet_shmem_barrier_all_on_stream(void *stream);
 int kinet_shmem_sync_all_on_stream(void *stream);
 int kinet_shmem_quiet_on_stream(void *stream);
 
+
+/* ---- host-initiated operations ------------------------------------------------------------ */
+
+/* The device operations of kinet/shmem_device.h called from host code
+ * (NVSHMEM's nvshmem_putmem, _getmem, typed put/get/p/g, quiet, fence and
+ * atomics in a host function). With the host executor they run on the
+ * calling thread at once (the CPU posts into this PE's QPs, or copies
+ * through the mapping). With the CUDA executor the operation runs as a
+ * kernel of one thread on a stream of the layer's own, and the call returns
+ * once it has completed; its local buffer (the source of a put, the
+ * destination of a get) must be one the GPU reaches: a heap, GPU memory, or
+ * host memory pinned or registered with CUDA (pageable memory: -EINVAL, with
+ * a line that says so). put and get return once their buffer may be reused
+ * (get: the data is there); the _nbi forms at once (kinet_shmem_quiet
+ * completes them). The rules of the device calls apply (symmetric
+ * addresses, registration of local buffers, the reserved bytes); errors are
+ * returned and kept as the PE's first error. -EINVAL when not initialised.
+ * One thread at a time calls the host API. */
+int kinet_shmem_put(void *dest, const void *src, size_t len, int pe);
+int kinet_shmem_put_nbi(void *dest, const void *src, size_t len, int pe);
+int kinet_shmem_get(void *dest, const void *src, size_t len, int pe);
+int kinet_shmem_get_nbi(void *dest, const void *src, size_t len, int pe);
+/* One value of size 1, 2, 4 or 8 bytes (its bytes the low ones of value). */
+int kinet_shmem_p(void *dest, uint64_t value, uint32_t size, int pe);
+int kinet_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out);
+/* kn_shmem_atomic from the host: amo is enum kn_amo, old (may be NULL)
+ * receives the previous value of the fetching ones. */
+int kinet_shmem_atomic(void *dest, int amo, uint32_t size, uint64_t value, uint64_t compare,
+		       int pe, uint64_t *old);
+int kinet_shmem_quiet(void);
+int kinet_shmem_fence(void);
+
+/* ---- stream-ordered operations ------------------------------------------------------------ */
+
+/* The same operations, and put_signal, signal_op, signal_wait_until and
+ * team barriers, enqueued on a CUDA stream (cudaStream_t; NULL: the default
+ * stream): a kernel of one thread runs the device call when the stream
+ * reaches it (the call returns at once; errors of the operation itself are
+ * kept as the PE's first error, kinet_shmem_error). The host executor runs
+ * the operation at once on the calling thread and returns its result.
+ * nbi: 1 for the _nbi forms (completed by kinet_shmem_quiet_on_stream).
+ * kinet_shmem_g_on_stream waits for the stream (its value is returned).
+ * -ENOSYS: the library was built without CUDA and the executor is CUDA. */
+int kinet_shmem_put_on_stream(void *dest, const void *src, size_t len, int pe, int nbi,
+			      void *stream);
+int kinet_shmem_get_on_stream(void *dest, const void *src, size_t len, int pe, int nbi,
+			      void *stream);
+int kinet_shmem_p_on_stream(void *dest, uint64_t value, uint32_t size, int pe, void *stream);
+int kinet_shmem_g_on_stream(const void *src, uint32_t size, int pe, uint64_t *out, void *stream);
+int kinet_shmem_put_signal_on_stream(void *dest, const void *src, size_t len, uint64_t *sig_addr,
+				     uint64_t signal, int sig_op, int pe, int nbi, void *stream);
+int kinet_shmem_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+				    void *stream);
+/* Waits (in stream order) until the local signal word compares true. */
+int kinet_shmem_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t value,
+					    void *stream);
+/* Waits (in stream order) until the local word ivar of size 1, 2, 4 or 8
+ * bytes (signed when sgn) compares true with value (kn_shmem_wait_until). */
+int kinet_shmem_wait_until_on_stream(void *ivar, int cmp, uint64_t value, uint32_t size, int sgn,
+				     void *stream);
+/* A team's barrier (quiet, then sync) and sync; collective over the team. */
+int kinet_shmem_barrier_on_stream(kinet_shmem_team team, void *stream);
+int kinet_shmem_team_sync_on_stream(kinet_shmem_team team, void *stream);
+
+/* ---- init with a unique id ------------------------------------------------------------------- */
+
+/* A job's unique id: rank 0's bootstrap address (this host's address and a
+ * free TCP port) and a random job secret, opaque to the caller. One process,
+ * the one that will be rank 0, makes it (kinet_shmem_uniqueid); the program
+ * hands it to the others (e.g. MPI_Bcast), and each calls
+ * kinet_shmem_init_uniqueid with its rank and the job's size: the TCP
+ * bootstrap of kinet/boot.h (KINET_BOOT_TIMEOUT_MS bounds the join). The
+ * address is this host's first IPv4 address of an interface that is up
+ * (not loopback), else 127.0.0.1; KINET_BOOT_ADDR's host, when set, wins
+ * (its port is ignored). */
+#define KINET_SHMEM_UNIQUEID_LEN 124
+int kinet_shmem_uniqueid(unsigned char id[KINET_SHMEM_UNIQUEID_LEN]);
+/* kinet_shmem_init with the job of id (collective over the nranks
+ * processes). -EINVAL: not an id of kinet_shmem_uniqueid, rank outside
+ * [0, nranks), attr->boot set, or rank 0 that is not the process that made
+ * the id (it must listen where the id points); else what kinet_boot_init
+ * and kinet_shmem_init return. The bootstrap is the layer's (closed by
+ * kinet_shmem_finalize). */
+int kinet_shmem_init_uniqueid(const struct kinet_shmem_attr *attr,
+			      const unsigned char id[KINET_SHMEM_UNIQUEID_LEN], int rank,
+			      int nranks);
+
+/* ---- what kinet-shmem does not do, said clearly -------------------------------------------- */
+
+/* NVSHMEM's nvshmemx_buffer_register_symmetric maps a buffer the program
+ * allocated into every PE's symmetric space. kinet's heaps are allocated
+ * whole at init and not extended: this returns NULL, with a line that says
+ * so and -ENOTSUP kept as the PE's error (allocate with kinet_shmem_malloc
+ * instead); unregister returns -ENOTSUP. */
+void *kinet_shmem_buffer_register_symmetric(void *addr, size_t len, int flags);
+int kinet_shmem_buffer_unregister_symmetric(void *addr, size_t len);
+
+/* A CUDA module loaded with the driver API (cuModuleLoad*: a CUmodule)
+ * whose code includes kinet/shmem_device.h: its copy of the state pointer is
+ * set now and at every later init and finalize (as the modules of
+ * kinet_shmem_register_module). -EINVAL: NULL, or a module without kinet's
+ * device code; -ENOTSUP: not the CUDA executor (a host-executor program has
+ * no CUDA modules), -ENOSPC: 64 modules at once. kinet_shmem_cumodule_finalize
+ * sets it to NULL and forgets the module (before it is unloaded). */
+int kinet_shmem_cumodule_init(void *module);
+int kinet_shmem_cumodule_finalize(void *module);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include "shmem/shmem_int.h"
+#include "shmem/op.h"
 
 #if KINET_SHMEM_CUDA
 #include <cuda_runtime_api.h>
@@ -126,6 +127,100 @@ void shm_cuda_host_unregister(void *p)
 		cudaHostUnregister(p);
 }
 
+/* ---- modules loaded with the driver API (kinet_shmem_cumodule_init) ---- */
+
+/* The state pointer of kinet/shmem_device.h in a module: a static
+ * __device__ variable of each translation unit, by its mangled name. */
+#define CUMOD_SYMBOL "_ZL13knx_shmem_dev"
+#define MAX_CUMODULES 64
+typedef int (*cu_get_global_fn)(unsigned long long *dptr, size_t *bytes, void *mod,
+				const char *name);
+static void *cumods[MAX_CUMODULES];
+static int ncumods;
+
+static cu_get_global_fn cu_get_global(void)
+{
+	static cu_get_global_fn fn;
+	if (fn)
+		return fn;
+	void *f = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+#if CUDART_VERSION >= 12050
+	cudaError_t e = cudaGetDriverEntryPointByVersion("cuModuleGetGlobal", &f, 12000,
+							 cudaEnableDefault, &q);
+#else
+	cudaError_t e = cudaGetDriverEntryPoint("cuModuleGetGlobal", &f, cudaEnableDefault, &q);
+#endif
+	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !f) {
+		SHLOG_ERR("cuda: the driver's cuModuleGetGlobal cannot be found: %s",
+			  cudaGetErrorString(e));
+		return NULL;
+	}
+	fn = (cu_get_global_fn)f;
+	return fn;
+}
+
+/* Sets mod's state pointer: 0, -EINVAL (no such symbol), -EIO. */
+static int cumod_set(void *mod, const void *state)
+{
+	cu_get_global_fn get = cu_get_global();
+	if (!get)
+		return -EIO;
+	unsigned long long d = 0;
+	size_t n = 0;
+	int r = get(&d, &n, mod, CUMOD_SYMBOL);
+	if (r || n != sizeof(state)) {
+		SHLOG_ERR("cumodule_init: module %p has no kinet device state (%s not found, "
+			  "error %d): was it compiled from code that includes "
+			  "kinet/shmem_device.h (or nvshmem.h)?", mod, CUMOD_SYMBOL, r);
+		return -EINVAL;
+	}
+	return cu_err(cudaMemcpy((void *)(uintptr_t)d, &state, sizeof(state),
+				 cudaMemcpyHostToDevice), "setting a module's state pointer");
+}
+
+void shm_cuda_cumodules_set(const void *state)
+{
+	for (int i = 0; i < ncumods; i++)
+		cumod_set(cumods[i], state);
+}
+
+int kinet_shmem_cumodule_init(void *module)
+{
+	if (!module) {
+		SHLOG_ERR("cumodule_init: no module (NULL)");
+		return -EINVAL;
+	}
+	if (!shm_g.up || shm_g.exec != KINET_SHMEM_EXEC_CUDA) {
+		SHLOG_ERR("cumodule_init: %s", shm_g.up ? "not the CUDA executor: a host-executor "
+				"program has no CUDA modules" : "the layer is not initialised");
+		return shm_g.up ? -ENOTSUP : -EINVAL;
+	}
+	for (int i = 0; i < ncumods; i++)
+		if (cumods[i] == module)
+			return cumod_set(module, shm_g.dev);
+	if (ncumods == MAX_CUMODULES) {
+		SHLOG_ERR("cumodule_init: %d modules already", MAX_CUMODULES);
+		return -ENOSPC;
+	}
+	int rc = cumod_set(module, shm_g.dev);
+	if (!rc)
+		cumods[ncumods++] = module;
+	return rc;
+}
+
+int kinet_shmem_cumodule_finalize(void *module)
+{
+	for (int i = 0; i < ncumods; i++)
+		if (cumods[i] == module) {
+			cumod_set(module, NULL);
+			cumods[i] = cumods[--ncumods];
+			return 0;
+		}
+	SHLOG_ERR("cumodule_finalize: module %p was not initialised", module);
+	return -EINVAL;
+}
+
 #else /* no CUDA in this build */
 
 int shm_cuda_usable(int gpu)
@@ -187,10 +282,31 @@ void shm_cuda_host_unregister(void *p)
 {
 	(void)p;
 }
-int shm_cuda_stream_op(void *stream, int op)
+int shm_cuda_op(const struct shm_op *op, void *stream, int own, int sync, uint64_t *out)
 {
-	(void)stream, (void)op;
+	(void)op, (void)stream, (void)own, (void)sync, (void)out;
 	return -ENOSYS;
+}
+int shm_cuda_reachable(const void *p, uint64_t len)
+{
+	(void)p, (void)len;
+	return -ENOSYS;
+}
+void shm_cuda_cumodules_set(const void *state)
+{
+	(void)state;
+}
+int kinet_shmem_cumodule_init(void *module)
+{
+	SHLOG_ERR("cumodule_init: %s", module ? "libkinet_shmem was built without CUDA: there "
+		  "are no CUDA modules to set up" : "no module (NULL)");
+	return module ? -ENOTSUP : -EINVAL;
+}
+int kinet_shmem_cumodule_finalize(void *module)
+{
+	(void)module;
+	SHLOG_ERR("cumodule_finalize: libkinet_shmem was built without CUDA");
+	return -ENOTSUP;
 }
 
 #endif

@@ -217,34 +217,17 @@ int kinet_shmem_host_qp_index(void)
 
 /* ---- device work on a stream ----------------------------------------------------------- */
 
-static int stream_op(void *stream, int op)
-{
-	if (!shm_g.up)
-		return -EINVAL;
-	if (shm_g.exec == KINET_SHMEM_EXEC_CUDA)
-		return shm_cuda_stream_op(stream, op);
-	/* the host executor: the device code on this thread, now */
-	switch (op) {
-	case 0:
-		return kn_shmem_barrier_all();
-	case 1:
-		return kn_shmem_sync_all();
-	default:
-		return kn_shmem_quiet();
-	}
-}
-
 int kinet_shmem_barrier_all_on_stream(void *stream)
 {
-	return stream_op(stream, 0);
+	return shm_stream_op(stream, 0);
 }
 
 int kinet_shmem_sync_all_on_stream(void *stream)
 {
-	return stream_op(stream, 1);
+	return shm_stream_op(stream, 1);
 }
 
 int kinet_shmem_quiet_on_stream(void *stream)
 {
-	return stream_op(stream, 2);
+	return shm_stream_op(stream, 2);
 }

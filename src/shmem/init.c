@@ -535,6 +535,7 @@ static void teardown(void)
 {
 	bool cuda = shm_g.exec == KINET_SHMEM_EXEC_CUDA;
 	shm_modules_set(NULL);
+	shm_cuda_cumodules_set(NULL);
 	shm_teams_fini();
 	if (shm_g.peers) {
 		for (int p = 0; p < shm_g.n; p++) {
@@ -622,22 +623,35 @@ int shm_all_ok(int rc)
 
 int kinet_shmem_init(const struct kinet_shmem_attr *attr)
 {
+	return shm_init_with(attr, NULL);
+}
+
+int shm_init_with(const struct kinet_shmem_attr *attr, kinet_boot *own)
+{
 	struct kinet_shmem_attr a;
 	memset(&a, 0, sizeof(a));
 	a.gpu = -1;
 	if (attr)
 		a = *attr;
+	int rc = 0;
 	if (shm_g.up)
-		return -EALREADY;
-	if (tunables_ok())
-		return -EINVAL;
-	if (a.executor < KINET_SHMEM_EXEC_AUTO || a.executor > KINET_SHMEM_EXEC_CUDA) {
+		rc = -EALREADY;
+	else if (tunables_ok())
+		rc = -EINVAL;
+	else if (a.executor < KINET_SHMEM_EXEC_AUTO || a.executor > KINET_SHMEM_EXEC_CUDA) {
 		SHLOG_ERR("init: unknown executor %d", a.executor);
-		return -EINVAL;
+		rc = -EINVAL;
+	}
+	if (rc) {
+		if (own)
+			kinet_boot_close(own);
+		return rc;
 	}
 	memset(&shm_g, 0, sizeof(shm_g));
-	int rc = 0;
-	if (a.boot) {
+	if (own) {
+		shm_g.boot = own;
+		shm_g.own_boot = true;
+	} else if (a.boot) {
 		shm_g.boot = a.boot;
 	} else {
 		rc = kinet_boot_init_env(&shm_g.boot);
@@ -729,6 +743,7 @@ int kinet_shmem_init(const struct kinet_shmem_attr *attr)
 		goto fail;
 	shm_g.up = true;
 	shm_modules_set(shm_g.dev);
+	shm_cuda_cumodules_set(shm_g.dev);
 	SHLOG_INFO("PE %d of %d ready: %s executor, heaps %zu + %zu bytes, %u QP(s) per remote peer",
 		   shm_g.me, shm_g.n, exec == KINET_SHMEM_EXEC_CUDA ? "CUDA" : "host", dev_len,
 		   host_len, shm_g.nqp);

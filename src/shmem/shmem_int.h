@@ -102,6 +102,9 @@ struct shm_state {
 extern struct shm_state shm_g;
 
 /* ---- init.c ---- */
+/* kinet_shmem_init; own: a bootstrap the layer takes (closed by finalize,
+ * and on failure). */
+int shm_init_with(const struct kinet_shmem_attr *attr, kinet_boot *own);
 /* Copies the host image of the device state where device code reads it. */
 int shm_push_state(void);
 /* Every PE's result of a step: 0 when all succeeded, else this PE's error or
@@ -134,8 +137,12 @@ int shm_cuda_ipc_open(const uint8_t handle[SHM_IPC_HANDLE], void **out);
 void shm_cuda_ipc_close(void *p);
 int shm_cuda_host_register(void *p, size_t len);
 void shm_cuda_host_unregister(void *p);
-/* kernels (stream.cu): a one-thread kernel running op (0 barrier_all, 1
- * sync_all, 2 quiet) on stream. */
-int shm_cuda_stream_op(void *stream, int op);
+/* Modules of kinet_shmem_cumodule_init: set to the device state (NULL:
+ * none) at init and finalize. */
+void shm_cuda_cumodules_set(const void *state);
+
+/* ---- rma.c ---- */
+/* barrier_all (0), sync_all (1), quiet (2) on a stream. */
+int shm_stream_op(void *stream, int op);
 
 #endif /* KINET_SHMEM_INT_H */

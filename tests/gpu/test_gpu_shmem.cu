@@ -344,6 +344,79 @@ Test(gpu_shmem, every_operation_4_pes_ipc_and_wire)
 	run_job(4, 0, ops_pe);
 }
 
+/* ---- host-initiated and stream-ordered calls ------------------------------------------------- */
+
+#define HC_LEN 65537u
+
+/* The CUDA executor runs host-called operations as one-thread kernels:
+ * put, get, p, g and an atomic from the PEs' main threads, a put_signal and
+ * its wait on a stream, team barriers on a stream, and a pageable buffer
+ * refused. */
+static int host_calls_pe(int me, int n)
+{
+	int to = (me + 1) % n, from = (me + n - 1) % n;
+	uint8_t *buf = (uint8_t *)kinet_shmem_malloc(3 * (size_t)HC_LEN);
+	uint64_t *sig = (uint64_t *)kinet_shmem_calloc(4, sizeof(uint64_t));
+	uint8_t *h = (uint8_t *)malloc(HC_LEN), *w = (uint8_t *)malloc(HC_LEN);
+	PK(buf && sig && h && w, "malloc");
+	tu_fill_random(h, HC_LEN, seed_of(me, 40));
+	PCU(cudaMemcpy(buf, h, HC_LEN, cudaMemcpyHostToDevice));
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	PK(kinet_shmem_put(buf + HC_LEN, buf, HC_LEN, to) == 0, "host put");
+	PK(kinet_shmem_p(&sig[0], 0x1234 + (uint64_t)me, 8, to) == 0, "host p");
+	uint64_t old = 0;
+	PK(kinet_shmem_atomic(&sig[1], KN_AMO_FETCH_ADD, 8, (uint64_t)me + 1, 0, 0, &old) == 0,
+	   "host atomic");
+	PK(kinet_shmem_quiet() == 0, "host quiet");
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	PCU(cudaMemcpy(w, buf + HC_LEN, HC_LEN, cudaMemcpyDeviceToHost));
+	tu_fill_random(h, HC_LEN, seed_of(from, 40));
+	PK(!memcmp(w, h, HC_LEN), "host put from PE %d", from);
+	uint64_t g = 0;
+	PK(kinet_shmem_g(&sig[0], 8, to, &g) == 0 && g == 0x1234 + (uint64_t)me, "host g: %llx",
+	   (unsigned long long)g);
+	PK(kinet_shmem_g(&sig[1], 8, 0, &g) == 0 && g == (uint64_t)n * (n + 1) / 2,
+	   "the counter: %llu", (unsigned long long)g);
+	PK(kinet_shmem_get(buf + 2 * HC_LEN, buf + HC_LEN, HC_LEN, to) == 0, "host get");
+	PCU(cudaMemcpy(w, buf + 2 * HC_LEN, HC_LEN, cudaMemcpyDeviceToHost));
+	tu_fill_random(h, HC_LEN, seed_of(me, 40));
+	PK(!memcmp(w, h, HC_LEN), "host get at PE %d", to);
+	/* pageable host memory: refused, nothing done */
+	PK(kinet_shmem_put(buf, h, 64, to) == -EINVAL, "a pageable source");
+	PK(kinet_shmem_error(1) == -EINVAL, "its error kept");
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	/* on a stream: put_signal, the target waits on its stream */
+	cudaStream_t s;
+	PCU(cudaStreamCreate(&s));
+	PCU(cudaMemsetAsync(buf + HC_LEN, 0, HC_LEN, s));
+	PK(kinet_shmem_barrier_on_stream(KINET_SHMEM_TEAM_WORLD, s) == 0, "barrier_on_stream");
+	PK(kinet_shmem_put_signal_on_stream(buf + HC_LEN, buf, HC_LEN, &sig[2], 9, KN_SIG_SET, to, 0,
+					    s) == 0, "put_signal_on_stream");
+	PK(kinet_shmem_signal_wait_until_on_stream(&sig[2], KN_SHMEM_CMP_EQ, 9, s) == 0, "wait");
+	PK(kinet_shmem_team_sync_on_stream(KINET_SHMEM_TEAM_WORLD, s) == 0, "team_sync_on_stream");
+	PCU(cudaStreamSynchronize(s));
+	PCU(cudaMemcpy(w, buf + HC_LEN, HC_LEN, cudaMemcpyDeviceToHost));
+	tu_fill_random(h, HC_LEN, seed_of(from, 40));
+	PK(!memcmp(w, h, HC_LEN), "put_signal_on_stream from PE %d", from);
+	PK(kinet_shmem_g_on_stream(&sig[0], 8, to, &g, s) == 0 && g == 0x1234 + (uint64_t)me,
+	   "g_on_stream");
+	PK(kinet_shmem_error(0) == 0, "no error kept: %d", kinet_shmem_error(0));
+	PCU(cudaStreamDestroy(s));
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	free(w);
+	free(h);
+	kinet_shmem_free(sig);
+	kinet_shmem_free(buf);
+	return 0;
+}
+
+Test(gpu_shmem, host_initiated_and_stream_calls)
+{
+	run_job(2, 1, host_calls_pe);
+	run_job(2, 0, host_calls_pe);
+	run_job(4, 1, host_calls_pe);
+}
+
 /* ---- the examples' CUDA builds ------------------------------------------------------------- */
 
 static void example_job(const char *prog, int n)

@@ -17,6 +17,9 @@
  * include path (so a host .cpp of a CUDA program may include it after
  * nvshmem.h too), unless the program defines KINET_NVSHMEM_HOST_EXECUTOR.
  *
+ * Also half and __nv_bfloat16 (2-byte stand-ins with their float
+ * conversions) and CUmodule, unless CUDA's own headers for them came first.
+ *
  * Not provided: __shared__ (per-CTA memory; a kernel that needs it is CUDA
  * only), the atomics and intrinsics of device code, streams that run
  * anything asynchronously.
@@ -30,6 +33,7 @@
 
 #if !defined(__CUDA_RUNTIME_H__) && !defined(CUDART_VERSION)
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <kinet/shmem.h>
@@ -134,6 +138,104 @@ static inline const char *cudaGetErrorString(cudaError_t e)
 {
 	return e == cudaSuccess ? "no error" : "error";
 }
+
+/* A module of the driver API (nvshmemx_cumodule_init); the host executor
+ * has none. */
+typedef struct CUmod_st *CUmodule;
+
+/* ---- the 16-bit floating-point types ---------------------------------------------------------- */
+
+/* half (__half) and __nv_bfloat16 as their 2 bytes (what RMA moves), with
+ * the conversions a program needs to make and read them (round to nearest,
+ * ties to even, as CUDA's __float2half_rn and __float2bfloat16_rn). Only
+ * where CUDA's own <cuda_fp16.h> / <cuda_bf16.h> have not come first. */
+#if !defined(__CUDA_FP16_H__) && !defined(KINET_CUDA_HOST_HALF)
+#define KINET_CUDA_HOST_HALF 1
+typedef struct __half {
+	unsigned short __x;
+} __half;
+typedef __half half;
+
+static inline __half __float2half(float f)
+{
+	uint32_t x, ax, sign, h;
+	memcpy(&x, &f, sizeof(x));
+	sign = (x >> 16) & 0x8000u;
+	ax = x & 0x7fffffffu;
+	if (ax > 0x7f800000u) {
+		h = 0x7e00u; /* NaN */
+	} else if (ax >= 0x47800000u) {
+		h = 0x7c00u; /* infinity, or too large */
+	} else if (ax < 0x38800000u) { /* below the smallest normal: a subnormal */
+		if (ax <= 0x33000000u) {
+			h = 0; /* at most half the smallest subnormal: zero (a tie goes to even) */
+		} else {
+			uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, sh = 126u - e;
+			uint32_t rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);
+			h = m >> sh;
+			if (rem > mid || (rem == mid && (h & 1u)))
+				h++;
+		}
+	} else {
+		uint32_t rem = ax & 0x1fffu;
+		h = (ax >> 13) - (112u << 10);
+		if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+			h++; /* may carry into the exponent, up to infinity */
+	}
+	__half r;
+	r.__x = (unsigned short)(sign | h);
+	return r;
+}
+
+static inline float __half2float(__half a)
+{
+	uint32_t h = a.__x, sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+	if (e == 0x1fu) {
+		x = sign | 0x7f800000u | (m << 13);
+	} else if (e) {
+		x = sign | ((e + 112u) << 23) | (m << 13);
+	} else if (!m) {
+		x = sign;
+	} else {
+		e = 113u;
+		while (!(m & 0x400u)) {
+			m <<= 1;
+			e--;
+		}
+		x = sign | (e << 23) | ((m & 0x3ffu) << 13);
+	}
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+#endif
+
+#if !defined(__CUDA_BF16_H__) && !defined(KINET_CUDA_HOST_BF16)
+#define KINET_CUDA_HOST_BF16 1
+typedef struct __nv_bfloat16 {
+	unsigned short __x;
+} __nv_bfloat16;
+
+static inline __nv_bfloat16 __float2bfloat16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	__nv_bfloat16 r;
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		r.__x = (unsigned short)((x >> 16) | 0x40u); /* NaN stays NaN */
+	else
+		r.__x = (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+	return r;
+}
+
+static inline float __bfloat162float(__nv_bfloat16 a)
+{
+	uint32_t x = (uint32_t)a.__x << 16;
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+#endif
 
 #endif /* CUDA's runtime header is not there */
 #endif /* KINET_NVSHMEM_CUDA_HOST_H */

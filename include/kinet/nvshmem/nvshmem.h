@@ -22,6 +22,7 @@
 #ifndef KINET_NVSHMEM_H
 #define KINET_NVSHMEM_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +49,9 @@
 #endif
 #if KNX_NV_CUDART
 #include <cuda_runtime.h>
+#include <cuda.h>      /* CUmodule */
+#include <cuda_fp16.h> /* half */
+#include <cuda_bf16.h> /* __nv_bfloat16 */
 #else
 #include <kinet/nvshmem/kinet_cuda_host.h>
 #endif
@@ -74,6 +78,18 @@
 #define KNX_NV_ON_DEVICE() 0
 #else
 #define KNX_NV_ON_DEVICE() (kinet_shmem_host_self()->in_launch)
+#endif
+
+/* A call NVSHMEM offers to host and device code: the device operation
+ * (dev) where device code runs, the library's host-initiated one (host)
+ * elsewhere (kinet/shmem.h: the CPU posts with the host executor, a kernel
+ * of one thread runs it with the CUDA executor). Both return an int. */
+#if defined(__CUDA_ARCH__)
+#define KNX_NV_DUAL(dev, host) (dev)
+#elif defined(__CUDACC__)
+#define KNX_NV_DUAL(dev, host) (host)
+#else
+#define KNX_NV_DUAL(dev, host) (KNX_NV_ON_DEVICE() ? (dev) : (host))
 #endif
 
 /* ---- constants ------------------------------------------------------------------------ */
@@ -116,12 +132,35 @@ typedef struct {
 #define NVSHMEMX_INIT_WITH_MPI_COMM (1 << 1)
 #define NVSHMEMX_INIT_WITH_SHMEM (1 << 2)
 #define NVSHMEMX_INIT_WITH_UNIQUEID (1 << 3)
+/* The unique id of a job (nvshmemx_get_uniqueid; kinet_shmem_uniqueid: rank
+ * 0's bootstrap address and the job secret) and where init finds it. */
 typedef struct {
+	int version;
+	char internal[KINET_SHMEM_UNIQUEID_LEN];
+} nvshmemx_uniqueid_v1;
+typedef nvshmemx_uniqueid_v1 nvshmemx_uniqueid_t;
+#define NVSHMEMX_UNIQUEID_INITIALIZER {1, {0}}
+typedef struct {
+	int version;
+	nvshmemx_uniqueid_v1 *id;
+	int myrank;
+	int nranks;
+} nvshmemx_uniqueid_args_v1;
+typedef nvshmemx_uniqueid_args_v1 nvshmemx_uniqueid_args_t;
+#define NVSHMEMX_UNIQUEID_ARGS_INITIALIZER {1, NULL, -1, -1}
+typedef struct {
+	int version;
+	nvshmemx_uniqueid_args_t uid_args;
+	int cuda_device_id; /* kinet: the GPU of the CUDA executor (-1: the current one) */
+} nvshmemx_init_args_t;
+typedef struct {
+	int version;
 	void *mpi_comm; /* MPI_Comm *: must span MPI_COMM_WORLD (kinet's MPI
 			   bootstrap works on a duplicate of it) */
+	nvshmemx_init_args_t args; /* the unique id (nvshmemx_set_attr_uniqueid_args) */
 	size_t heap_size; /* kinet: the device heap (0: KINET_SHMEM_HEAP_SIZE) */
 } nvshmemx_init_attr_t;
-#define NVSHMEMX_INIT_ATTR_INITIALIZER {0, 0}
+#define NVSHMEMX_INIT_ATTR_INITIALIZER {1, NULL, {1, NVSHMEMX_UNIQUEID_ARGS_INITIALIZER, -1}, 0}
 
 /* return codes of the nvshmemx calls that have one */
 #define NVSHMEMX_SUCCESS 0
@@ -152,17 +191,60 @@ KNX_NV_H int nvshmem_init_thread(int requested, int *provided)
 }
 
 /* With NVSHMEMX_INIT_WITH_MPI_COMM the job is mpirun's (kinet_boot_init_env
- * chooses MPI under mpirun); without flags, the environment's. */
+ * chooses MPI under mpirun); with NVSHMEMX_INIT_WITH_UNIQUEID the job of the
+ * unique id that nvshmemx_set_attr_uniqueid_args put in attr
+ * (kinet_shmem_init_uniqueid: kinet's TCP bootstrap); without flags, the
+ * environment's. NVSHMEMX_INIT_WITH_SHMEM: NVSHMEMX_ERROR_NOT_SUPPORTED. */
 KNX_NV_H int nvshmemx_init_attr(unsigned int flags, nvshmemx_init_attr_t *attr)
 {
-	if (flags & ~(unsigned)(NVSHMEMX_INIT_WITH_MPI_COMM | NVSHMEMX_INIT_THREAD_PES))
+	if (flags & ~(unsigned)(NVSHMEMX_INIT_WITH_MPI_COMM | NVSHMEMX_INIT_THREAD_PES |
+				NVSHMEMX_INIT_WITH_UNIQUEID))
 		return NVSHMEMX_ERROR_NOT_SUPPORTED;
 	struct kinet_shmem_attr a;
 	memset(&a, 0, sizeof(a));
 	a.gpu = -1;
-	if (attr)
+	if (attr) {
 		a.heap_size = attr->heap_size;
-	return kinet_shmem_init(&a) ? NVSHMEMX_ERROR_INTERNAL : NVSHMEMX_SUCCESS;
+		if (attr->args.cuda_device_id >= 0)
+			a.gpu = attr->args.cuda_device_id;
+	}
+	int rc;
+	if (flags & NVSHMEMX_INIT_WITH_UNIQUEID) {
+		const nvshmemx_uniqueid_args_t *u = attr ? &attr->args.uid_args
+							 : (const nvshmemx_uniqueid_args_t *)0;
+		rc = kinet_shmem_init_uniqueid(
+			&a, u && u->id ? (const unsigned char *)u->id->internal : (const unsigned char *)0,
+			u ? u->myrank : -1, u ? u->nranks : 0);
+		if (rc == -EINVAL)
+			return NVSHMEMX_ERROR_INVALID_VALUE;
+	} else {
+		rc = kinet_shmem_init(&a);
+	}
+	return rc ? NVSHMEMX_ERROR_INTERNAL : NVSHMEMX_SUCCESS;
+}
+
+/* A unique id for the job (made by the process that will be PE 0, handed to
+ * the others by the program). */
+KNX_NV_H int nvshmemx_get_uniqueid(nvshmemx_uniqueid_t *uniqueid)
+{
+	if (!uniqueid)
+		return NVSHMEMX_ERROR_INVALID_VALUE;
+	uniqueid->version = 1;
+	return kinet_shmem_uniqueid((unsigned char *)uniqueid->internal) ? NVSHMEMX_ERROR_INTERNAL
+									   : NVSHMEMX_SUCCESS;
+}
+
+KNX_NV_H int nvshmemx_set_attr_uniqueid_args(const int myrank, const int nranks,
+					     const nvshmemx_uniqueid_t *uniqueid,
+					     nvshmemx_init_attr_t *attr)
+{
+	if (!attr || !uniqueid || nranks < 1 || myrank < 0 || myrank >= nranks)
+		return NVSHMEMX_ERROR_INVALID_VALUE;
+	attr->args.uid_args.version = 1;
+	attr->args.uid_args.id = (nvshmemx_uniqueid_v1 *)uniqueid;
+	attr->args.uid_args.myrank = myrank;
+	attr->args.uid_args.nranks = nranks;
+	return NVSHMEMX_SUCCESS;
 }
 
 KNX_NV_H int nvshmemx_init_status(void)
@@ -246,6 +328,32 @@ KNX_NV_H int nvshmemx_buffer_unregister(void *addr)
 	return kinet_shmem_buffer_unregister(addr) ? NVSHMEMX_ERROR_INTERNAL : 0;
 }
 
+/* Not done by kinet (its heaps are fixed at init): NULL and
+ * NVSHMEMX_ERROR_NOT_SUPPORTED, with a line in the log. */
+KNX_NV_H void *nvshmemx_buffer_register_symmetric(void *buf_ptr, size_t size, int flags)
+{
+	return kinet_shmem_buffer_register_symmetric(buf_ptr, size, flags);
+}
+KNX_NV_H int nvshmemx_buffer_unregister_symmetric(void *mmap_ptr, size_t size)
+{
+	return kinet_shmem_buffer_unregister_symmetric(mmap_ptr, size) ? NVSHMEMX_ERROR_NOT_SUPPORTED
+									: 0;
+}
+
+/* A module loaded with cuModuleLoad* whose code uses these headers. */
+KNX_NV_H int nvshmemx_cumodule_init(CUmodule module)
+{
+	int rc = kinet_shmem_cumodule_init((void *)module);
+	return !rc ? NVSHMEMX_SUCCESS : rc == -ENOTSUP ? NVSHMEMX_ERROR_NOT_SUPPORTED
+			 : rc == -EINVAL ? NVSHMEMX_ERROR_INVALID_VALUE : NVSHMEMX_ERROR_INTERNAL;
+}
+KNX_NV_H int nvshmemx_cumodule_finalize(CUmodule module)
+{
+	int rc = kinet_shmem_cumodule_finalize((void *)module);
+	return !rc ? NVSHMEMX_SUCCESS : rc == -ENOTSUP ? NVSHMEMX_ERROR_NOT_SUPPORTED
+			 : NVSHMEMX_ERROR_INVALID_VALUE;
+}
+
 /* ---- teams ---------------------------------------------------------------------------- */
 
 KNX_NV_HD int nvshmem_team_my_pe(nvshmem_team_t team)
@@ -296,12 +404,12 @@ KNX_NV_H void nvshmem_team_destroy(nvshmem_team_t team)
 
 KNX_NV_HD void nvshmem_fence(void)
 {
-	kn_shmem_fence();
+	(void)KNX_NV_DUAL(kn_shmem_fence(), kinet_shmem_fence());
 }
 
 KNX_NV_HD void nvshmem_quiet(void)
 {
-	kn_shmem_quiet();
+	(void)KNX_NV_DUAL(kn_shmem_quiet(), kinet_shmem_quiet());
 }
 
 /* barrier_all and sync_all: the device barrier in device code (a host
@@ -429,23 +537,54 @@ KNX_NV_H int nvshmemx_collective_launch(const void *func, dim3 grid, dim3 block,
 #endif
 }
 
+/* The largest grid nvshmemx_collective_launch takes for func with blocks of
+ * blockDims (every CTA resident at once): CUDA, the occupancy of func on
+ * the current device times its multiprocessors; the host executor, its
+ * thread limit (4096 threads) over the block's threads. */
+KNX_NV_H int nvshmemx_collective_launch_query_gridsize(const void *func, dim3 blockDims,
+						       void **args, size_t sharedMem,
+						       int *gridsize)
+{
+	(void)args;
+	if (!gridsize || !func)
+		return NVSHMEMX_ERROR_INVALID_VALUE;
+	unsigned long long nthr =
+		(unsigned long long)blockDims.x * blockDims.y * blockDims.z;
+	*gridsize = 0;
+	if (!nthr)
+		return NVSHMEMX_ERROR_INVALID_VALUE;
+#if KNX_NV_CUDART
+	int dev = 0, sms = 0, per_sm = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+	    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, func, (int)nthr, sharedMem) !=
+		    cudaSuccess)
+		return NVSHMEMX_ERROR_INTERNAL;
+	*gridsize = per_sm * sms;
+#else
+	(void)sharedMem;
+	*gridsize = nthr > 4096 ? 0 : (int)(4096 / nthr);
+#endif
+	return *gridsize ? NVSHMEMX_SUCCESS : NVSHMEMX_ERROR_INVALID_VALUE;
+}
+
 /* ---- RMA: bytes ----------------------------------------------------------------------------- */
 
-KNX_NV_D void nvshmem_putmem(void *dest, const void *source, size_t nelems, int pe)
+KNX_NV_HD void nvshmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
-	kn_shmem_put(dest, source, nelems, pe);
+	(void)KNX_NV_DUAL(kn_shmem_put(dest, source, nelems, pe), kinet_shmem_put(dest, source, nelems, pe));
 }
-KNX_NV_D void nvshmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)
+KNX_NV_HD void nvshmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)
 {
-	kn_shmem_put_nbi(dest, source, nelems, pe);
+	(void)KNX_NV_DUAL(kn_shmem_put_nbi(dest, source, nelems, pe), kinet_shmem_put_nbi(dest, source, nelems, pe));
 }
-KNX_NV_D void nvshmem_getmem(void *dest, const void *source, size_t nelems, int pe)
+KNX_NV_HD void nvshmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
-	kn_shmem_get(dest, source, nelems, pe);
+	(void)KNX_NV_DUAL(kn_shmem_get(dest, source, nelems, pe), kinet_shmem_get(dest, source, nelems, pe));
 }
-KNX_NV_D void nvshmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe)
+KNX_NV_HD void nvshmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe)
 {
-	kn_shmem_get_nbi(dest, source, nelems, pe);
+	(void)KNX_NV_DUAL(kn_shmem_get_nbi(dest, source, nelems, pe), kinet_shmem_get_nbi(dest, source, nelems, pe));
 }
 KNX_NV_D void nvshmemx_putmem_warp(void *dest, const void *source, size_t nelems, int pe)
 {
@@ -482,23 +621,27 @@ KNX_NV_D void nvshmemx_getmem_nbi_block(void *dest, const void *source, size_t n
 
 /* nvshmem_putSIZE and friends: nelems elements of SIZE bits. */
 #define KNX_NV_SIZED(BITS)                                                                      \
-	KNX_NV_D void nvshmem_put##BITS(void *dest, const void *source, size_t nelems, int pe)  \
+	KNX_NV_HD void nvshmem_put##BITS(void *dest, const void *source, size_t nelems, int pe) \
 	{                                                                                       \
-		kn_shmem_put(dest, source, nelems * (BITS / 8), pe);                            \
+		(void)KNX_NV_DUAL(kn_shmem_put(dest, source, nelems * (BITS / 8), pe),          \
+				  kinet_shmem_put(dest, source, nelems * (BITS / 8), pe));      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,    \
+	KNX_NV_HD void nvshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,   \
 					      int pe)                                           \
 	{                                                                                       \
-		kn_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe);                        \
+		(void)KNX_NV_DUAL(kn_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe),      \
+				  kinet_shmem_put_nbi(dest, source, nelems * (BITS / 8), pe));  \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_get##BITS(void *dest, const void *source, size_t nelems, int pe)  \
+	KNX_NV_HD void nvshmem_get##BITS(void *dest, const void *source, size_t nelems, int pe) \
 	{                                                                                       \
-		kn_shmem_get(dest, source, nelems * (BITS / 8), pe);                            \
+		(void)KNX_NV_DUAL(kn_shmem_get(dest, source, nelems * (BITS / 8), pe),          \
+				  kinet_shmem_get(dest, source, nelems * (BITS / 8), pe));      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,    \
+	KNX_NV_HD void nvshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,   \
 					      int pe)                                           \
 	{                                                                                       \
-		kn_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe);                        \
+		(void)KNX_NV_DUAL(kn_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe),      \
+				  kinet_shmem_get_nbi(dest, source, nelems * (BITS / 8), pe));  \
 	}
 KNX_NV_SIZED(8)
 KNX_NV_SIZED(16)
@@ -543,36 +686,44 @@ KNX_NV_SIZED(128)
 	} while (0)
 
 #define KNX_NV_RMA(NAME, TYPE)                                                                  \
-	KNX_NV_D void nvshmem_##NAME##_put(TYPE *dest, const TYPE *source, size_t nelems, int pe) \
+	KNX_NV_HD void nvshmem_##NAME##_put(TYPE *dest, const TYPE *source, size_t nelems,      \
+					    int pe)                                             \
 	{                                                                                       \
-		kn_shmem_put(dest, source, nelems * sizeof(TYPE), pe);                          \
+		(void)KNX_NV_DUAL(kn_shmem_put(dest, source, nelems * sizeof(TYPE), pe),        \
+				  kinet_shmem_put(dest, source, nelems * sizeof(TYPE), pe));    \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_put_nbi(TYPE *dest, const TYPE *source, size_t nelems,   \
-					       int pe)                                          \
+	KNX_NV_HD void nvshmem_##NAME##_put_nbi(TYPE *dest, const TYPE *source, size_t nelems,  \
+						int pe)                                         \
 	{                                                                                       \
-		kn_shmem_put_nbi(dest, source, nelems * sizeof(TYPE), pe);                      \
+		(void)KNX_NV_DUAL(kn_shmem_put_nbi(dest, source, nelems * sizeof(TYPE), pe),    \
+				  kinet_shmem_put_nbi(dest, source, nelems * sizeof(TYPE), pe)); \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_get(TYPE *dest, const TYPE *source, size_t nelems, int pe) \
+	KNX_NV_HD void nvshmem_##NAME##_get(TYPE *dest, const TYPE *source, size_t nelems,      \
+					    int pe)                                             \
 	{                                                                                       \
-		kn_shmem_get(dest, source, nelems * sizeof(TYPE), pe);                          \
+		(void)KNX_NV_DUAL(kn_shmem_get(dest, source, nelems * sizeof(TYPE), pe),        \
+				  kinet_shmem_get(dest, source, nelems * sizeof(TYPE), pe));    \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_get_nbi(TYPE *dest, const TYPE *source, size_t nelems,   \
-					       int pe)                                          \
+	KNX_NV_HD void nvshmem_##NAME##_get_nbi(TYPE *dest, const TYPE *source, size_t nelems,  \
+						int pe)                                         \
 	{                                                                                       \
-		kn_shmem_get_nbi(dest, source, nelems * sizeof(TYPE), pe);                      \
+		(void)KNX_NV_DUAL(kn_shmem_get_nbi(dest, source, nelems * sizeof(TYPE), pe),    \
+				  kinet_shmem_get_nbi(dest, source, nelems * sizeof(TYPE), pe)); \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_p(TYPE *dest, TYPE value, int pe)                        \
+	KNX_NV_HD void nvshmem_##NAME##_p(TYPE *dest, TYPE value, int pe)                       \
 	{                                                                                       \
 		uint64_t w_;                                                                    \
 		KNX_NV_BITS(TYPE, value, w_);                                                   \
-		kn_shmem_p(dest, w_, sizeof(TYPE), pe);                                         \
+		(void)KNX_NV_DUAL(kn_shmem_p(dest, w_, sizeof(TYPE), pe),                       \
+				  kinet_shmem_p(dest, w_, sizeof(TYPE), pe));                   \
 	}                                                                                       \
-	KNX_NV_D TYPE nvshmem_##NAME##_g(const TYPE *source, int pe)                            \
+	KNX_NV_HD TYPE nvshmem_##NAME##_g(const TYPE *source, int pe)                           \
 	{                                                                                       \
 		uint64_t w_ = 0;                                                                \
 		TYPE v_;                                                                        \
-		kn_shmem_g(source, sizeof(TYPE), pe, &w_);                                      \
-		memcpy(&v_, &w_, sizeof(TYPE));                                                 \
+		(void)KNX_NV_DUAL(kn_shmem_g(source, sizeof(TYPE), pe, &w_),                    \
+				  kinet_shmem_g(source, sizeof(TYPE), pe, &w_));                \
+		memcpy((void *)&v_, &w_, sizeof(TYPE));                                         \
 		return v_;                                                                      \
 	}                                                                                       \
 	KNX_NV_D void nvshmem_##NAME##_put_signal(TYPE *dest, const TYPE *source, size_t nelems, \
@@ -658,6 +809,18 @@ KNX_NV_SIZED(128)
 					      signal, sig_op, pe);                              \
 	}
 KNX_NV_RMA_TYPES(KNX_NV_RMA)
+
+/* ---- RMA: the 16-bit floating-point types ------------------------------------------------ */
+
+/* NVSHMEM's standard RMA types also hold half and bfloat16 (every RMA form,
+ * put_signal and the warp and block forms; no wait or test: those are
+ * integer types only). Their values move as their 2 bytes: CUDA's types
+ * with CUDA (<cuda_fp16.h>, <cuda_bf16.h>), the 16-bit stand-ins of
+ * kinet/nvshmem/kinet_cuda_host.h on the host executor. */
+#define KNX_NV_RMA_TYPES_F16(X)                                                                 \
+	X(half, half)                                                                           \
+	X(bfloat16, __nv_bfloat16)
+KNX_NV_RMA_TYPES_F16(KNX_NV_RMA)
 
 /* ---- signals ------------------------------------------------------------------------------- */
 
@@ -872,6 +1035,196 @@ KNX_NV_D uint64_t nvshmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_
 	}
 KNX_NV_SYNC_TYPES(KNX_NV_SYNC)
 
+/* The wait calls in stream order (host calls): a kernel of one thread per
+ * variable waits (the host executor: at once); the _all forms wait for each
+ * variable not excluded by status, one after the other, which ends when all
+ * compare true. */
+#define KNX_NV_SYNC_ON_STREAM(NAME, TYPE, SGN)                                                  \
+	KNX_NV_H void nvshmemx_##NAME##_wait_until_on_stream(TYPE *ivar, int cmp,               \
+							     TYPE cmp_value, cudaStream_t s)    \
+	{                                                                                       \
+		kinet_shmem_wait_until_on_stream(ivar, cmp, (uint64_t)cmp_value, sizeof(TYPE),  \
+						 SGN, (void *)s);                               \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_wait_until_all_on_stream(                               \
+		TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value,         \
+		cudaStream_t s)                                                                 \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]))                                            \
+				kinet_shmem_wait_until_on_stream(&ivars[i_], cmp,               \
+								 (uint64_t)cmp_value,           \
+								 sizeof(TYPE), SGN, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_wait_until_all_vector_on_stream(                        \
+		TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_value,        \
+		cudaStream_t s)                                                                 \
+	{                                                                                       \
+		for (size_t i_ = 0; i_ < nelems; i_++)                                          \
+			if (!(status && status[i_]))                                            \
+				kinet_shmem_wait_until_on_stream(&ivars[i_], cmp,               \
+								 (uint64_t)cmp_value[i_],       \
+								 sizeof(TYPE), SGN, (void *)s); \
+	}
+KNX_NV_SYNC_TYPES(KNX_NV_SYNC_ON_STREAM)
+
+/* ---- host-initiated and stream-ordered RMA ------------------------------------------------ */
+
+/* nvshmemx_*_on_stream: the operation enqueued on a CUDA stream (a kernel of
+ * one thread runs the device call when the stream reaches it; the host
+ * executor does it at once). The operation's errors are kept as the PE's
+ * first error (kinet_shmem_error). The host-initiated forms (nvshmem_putmem
+ * and the others above, called from host code) are kinet_shmem_put and its
+ * siblings (kinet/shmem.h). */
+KNX_NV_H void nvshmemx_putmem_on_stream(void *dest, const void *source, size_t bytes, int pe,
+				       cudaStream_t cstrm)
+{
+	kinet_shmem_put_on_stream(dest, source, bytes, pe, 0, (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_putmem_nbi_on_stream(void *dest, const void *source, size_t bytes, int pe,
+					   cudaStream_t cstrm)
+{
+	kinet_shmem_put_on_stream(dest, source, bytes, pe, 1, (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_getmem_on_stream(void *dest, const void *source, size_t bytes, int pe,
+				       cudaStream_t cstrm)
+{
+	kinet_shmem_get_on_stream(dest, source, bytes, pe, 0, (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_getmem_nbi_on_stream(void *dest, const void *source, size_t bytes, int pe,
+					   cudaStream_t cstrm)
+{
+	kinet_shmem_get_on_stream(dest, source, bytes, pe, 1, (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_putmem_signal_on_stream(void *dest, const void *source, size_t bytes,
+					      uint64_t *sig_addr, uint64_t signal, int sig_op,
+					      int pe, cudaStream_t cstrm)
+{
+	kinet_shmem_put_signal_on_stream(dest, source, bytes, sig_addr, signal, sig_op, pe, 0,
+					 (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_putmem_signal_nbi_on_stream(void *dest, const void *source, size_t bytes,
+						  uint64_t *sig_addr, uint64_t signal, int sig_op,
+						  int pe, cudaStream_t cstrm)
+{
+	kinet_shmem_put_signal_on_stream(dest, source, bytes, sig_addr, signal, sig_op, pe, 1,
+					 (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+					  cudaStream_t cstrm)
+{
+	kinet_shmem_signal_op_on_stream(sig_addr, signal, sig_op, pe, (void *)cstrm);
+}
+KNX_NV_H void nvshmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
+						  uint64_t cmp_value, cudaStream_t cstream)
+{
+	kinet_shmem_signal_wait_until_on_stream(sig_addr, cmp, cmp_value, (void *)cstream);
+}
+KNX_NV_H int nvshmemx_barrier_on_stream(nvshmem_team_t team, cudaStream_t stream)
+{
+	return kinet_shmem_barrier_on_stream(team, (void *)stream) ? -1 : 0;
+}
+KNX_NV_H int nvshmemx_team_sync_on_stream(nvshmem_team_t team, cudaStream_t stream)
+{
+	return kinet_shmem_team_sync_on_stream(team, (void *)stream) ? -1 : 0;
+}
+
+/* nvshmemx_putSIZE_on_stream and friends: nelems elements of SIZE bits. */
+#define KNX_NV_SIZED_ON_STREAM(BITS)                                                            \
+	KNX_NV_H void nvshmemx_put##BITS##_on_stream(void *dest, const void *source,            \
+						     size_t nelems, int pe, cudaStream_t s)     \
+	{                                                                                       \
+		kinet_shmem_put_on_stream(dest, source, nelems * (BITS / 8), pe, 0, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_put##BITS##_nbi_on_stream(void *dest, const void *source,        \
+							 size_t nelems, int pe, cudaStream_t s) \
+	{                                                                                       \
+		kinet_shmem_put_on_stream(dest, source, nelems * (BITS / 8), pe, 1, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_get##BITS##_on_stream(void *dest, const void *source,            \
+						     size_t nelems, int pe, cudaStream_t s)     \
+	{                                                                                       \
+		kinet_shmem_get_on_stream(dest, source, nelems * (BITS / 8), pe, 0, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_get##BITS##_nbi_on_stream(void *dest, const void *source,        \
+							 size_t nelems, int pe, cudaStream_t s) \
+	{                                                                                       \
+		kinet_shmem_get_on_stream(dest, source, nelems * (BITS / 8), pe, 1, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_put##BITS##_signal_on_stream(                                    \
+		void *dest, const void *source, size_t nelems, uint64_t *sig_addr,              \
+		uint64_t signal, int sig_op, int pe, cudaStream_t s)                            \
+	{                                                                                       \
+		kinet_shmem_put_signal_on_stream(dest, source, nelems * (BITS / 8), sig_addr,   \
+						 signal, sig_op, pe, 0, (void *)s);             \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_put##BITS##_signal_nbi_on_stream(                                \
+		void *dest, const void *source, size_t nelems, uint64_t *sig_addr,              \
+		uint64_t signal, int sig_op, int pe, cudaStream_t s)                            \
+	{                                                                                       \
+		kinet_shmem_put_signal_on_stream(dest, source, nelems * (BITS / 8), sig_addr,   \
+						 signal, sig_op, pe, 1, (void *)s);             \
+	}
+KNX_NV_SIZED_ON_STREAM(8)
+KNX_NV_SIZED_ON_STREAM(16)
+KNX_NV_SIZED_ON_STREAM(32)
+KNX_NV_SIZED_ON_STREAM(64)
+KNX_NV_SIZED_ON_STREAM(128)
+
+/* The typed forms, every standard RMA type (half and bfloat16 included). */
+#define KNX_NV_RMA_ON_STREAM(NAME, TYPE)                                                        \
+	KNX_NV_H void nvshmemx_##NAME##_put_on_stream(TYPE *dest, const TYPE *source,           \
+						      size_t nelems, int pe, cudaStream_t s)    \
+	{                                                                                       \
+		kinet_shmem_put_on_stream(dest, source, nelems * sizeof(TYPE), pe, 0, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_put_nbi_on_stream(TYPE *dest, const TYPE *source,       \
+							  size_t nelems, int pe, cudaStream_t s) \
+	{                                                                                       \
+		kinet_shmem_put_on_stream(dest, source, nelems * sizeof(TYPE), pe, 1, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_get_on_stream(TYPE *dest, const TYPE *source,           \
+						      size_t nelems, int pe, cudaStream_t s)    \
+	{                                                                                       \
+		kinet_shmem_get_on_stream(dest, source, nelems * sizeof(TYPE), pe, 0, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_get_nbi_on_stream(TYPE *dest, const TYPE *source,       \
+							  size_t nelems, int pe, cudaStream_t s) \
+	{                                                                                       \
+		kinet_shmem_get_on_stream(dest, source, nelems * sizeof(TYPE), pe, 1, (void *)s); \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_p_on_stream(TYPE *dest, const TYPE value, int pe,       \
+						    cudaStream_t s)                             \
+	{                                                                                       \
+		uint64_t w_;                                                                    \
+		KNX_NV_BITS(TYPE, value, w_);                                                   \
+		kinet_shmem_p_on_stream(dest, w_, sizeof(TYPE), pe, (void *)s);                 \
+	}                                                                                       \
+	KNX_NV_H TYPE nvshmemx_##NAME##_g_on_stream(const TYPE *src, int pe, cudaStream_t s)    \
+	{                                                                                       \
+		uint64_t w_ = 0;                                                                \
+		TYPE v_;                                                                        \
+		kinet_shmem_g_on_stream(src, sizeof(TYPE), pe, &w_, (void *)s);                 \
+		memcpy((void *)&v_, &w_, sizeof(TYPE));                                         \
+		return v_;                                                                      \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_put_signal_on_stream(                                   \
+		TYPE *dest, const TYPE *source, size_t nelems, uint64_t *sig_addr,              \
+		uint64_t signal, int sig_op, int pe, cudaStream_t s)                            \
+	{                                                                                       \
+		kinet_shmem_put_signal_on_stream(dest, source, nelems * sizeof(TYPE), sig_addr, \
+						 signal, sig_op, pe, 0, (void *)s);             \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_put_signal_nbi_on_stream(                               \
+		TYPE *dest, const TYPE *source, size_t nelems, uint64_t *sig_addr,              \
+		uint64_t signal, int sig_op, int pe, cudaStream_t s)                            \
+	{                                                                                       \
+		kinet_shmem_put_signal_on_stream(dest, source, nelems * sizeof(TYPE), sig_addr, \
+						 signal, sig_op, pe, 1, (void *)s);             \
+	}
+KNX_NV_RMA_TYPES(KNX_NV_RMA_ON_STREAM)
+KNX_NV_RMA_TYPES_F16(KNX_NV_RMA_ON_STREAM)
+
 /* ---- atomics --------------------------------------------------------------------------------- */
 
 /* The standard AMO types; the extended ones add float and double (fetch,
@@ -901,11 +1254,13 @@ KNX_NV_SYNC_TYPES(KNX_NV_SYNC)
 
 /* One atomic: value and compare as the bytes of their type (size bytes);
  * the old value's bytes back (fetch), or 0. */
-KNX_NV_D uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value, uint64_t cond,
-			     int pe, int fetch)
+KNX_NV_HD uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value, uint64_t cond,
+			      int pe, int fetch)
 {
 	uint64_t o = 0;
-	kn_shmem_atomic(dest, amo, size, value, cond, pe, fetch ? &o : (uint64_t *)0);
+	(void)KNX_NV_DUAL(
+		kn_shmem_atomic(dest, amo, size, value, cond, pe, fetch ? &o : (uint64_t *)0),
+		kinet_shmem_atomic(dest, amo, size, value, cond, pe, fetch ? &o : (uint64_t *)0));
 	return o;
 }
 
@@ -919,17 +1274,17 @@ KNX_NV_D uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value,
 	memcpy(&r_, &o_, sizeof(TYPE))
 
 #define KNX_NV_AMO_EXT(NAME, TYPE)                                                              \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch(const TYPE *source, int pe)                 \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch(const TYPE *source, int pe)                \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, source, KN_AMO_FETCH, (TYPE)0, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_SWAP, value, (TYPE)0, pe, 0);                \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe)              \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe)             \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_SWAP, value, (TYPE)0, pe, 1);                \
 		return r_;                                                                      \
@@ -937,28 +1292,28 @@ KNX_NV_D uint64_t knx_nv_amo(void *dest, int amo, uint32_t size, uint64_t value,
 KNX_NV_AMO_EXT_TYPES(KNX_NV_AMO_EXT)
 
 #define KNX_NV_AMO_STD(NAME, TYPE)                                                              \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value,   \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value,  \
 							   int pe)                              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_COMPARE_SWAP, value, cond, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe)                     \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe)                    \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, (TYPE)1, (TYPE)0, pe, 1);         \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_atomic_inc(TYPE *dest, int pe)                           \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_inc(TYPE *dest, int pe)                          \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, (TYPE)1, (TYPE)0, pe, 0);         \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe)         \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe)        \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, value, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_ADD, value, (TYPE)0, pe, 0);           \
 		(void)r_;                                                                       \
@@ -966,32 +1321,32 @@ KNX_NV_AMO_EXT_TYPES(KNX_NV_AMO_EXT)
 KNX_NV_AMO_TYPES(KNX_NV_AMO_STD)
 
 #define KNX_NV_AMO_BIT(NAME, TYPE)                                                              \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_and(TYPE *dest, TYPE value, int pe)         \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_and(TYPE *dest, TYPE value, int pe)        \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_AND, value, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_atomic_and(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_and(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_AND, value, (TYPE)0, pe, 0);           \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_or(TYPE *dest, TYPE value, int pe)          \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_or(TYPE *dest, TYPE value, int pe)         \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_OR, value, (TYPE)0, pe, 1);            \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_atomic_or(TYPE *dest, TYPE value, int pe)                \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_or(TYPE *dest, TYPE value, int pe)               \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_OR, value, (TYPE)0, pe, 0);            \
 		(void)r_;                                                                       \
 	}                                                                                       \
-	KNX_NV_D TYPE nvshmem_##NAME##_atomic_fetch_xor(TYPE *dest, TYPE value, int pe)         \
+	KNX_NV_HD TYPE nvshmem_##NAME##_atomic_fetch_xor(TYPE *dest, TYPE value, int pe)        \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_XOR, value, (TYPE)0, pe, 1);           \
 		return r_;                                                                      \
 	}                                                                                       \
-	KNX_NV_D void nvshmem_##NAME##_atomic_xor(TYPE *dest, TYPE value, int pe)               \
+	KNX_NV_HD void nvshmem_##NAME##_atomic_xor(TYPE *dest, TYPE value, int pe)              \
 	{                                                                                       \
 		KNX_NV_AMO_CALL(TYPE, dest, KN_AMO_FETCH_XOR, value, (TYPE)0, pe, 0);           \
 		(void)r_;                                                                       \

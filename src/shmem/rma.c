@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rma.c - device operations that host code asks for: host-initiated
+ * (kinet_shmem_put, _get, _p, _g, _atomic, _quiet, _fence) and
+ * stream-ordered (kinet_shmem_*_on_stream). The host executor runs them on
+ * the calling thread, now; the CUDA executor as a kernel of one thread
+ * (stream.cu), on the layer's own stream and waited for (host-initiated),
+ * or on the caller's stream (stream-ordered).
+ */
+#include <errno.h>
+#include <string.h>
+#include "shmem/shmem_int.h"
+#include "shmem/op.h"
+
+static const char *op_name(int kind)
+{
+	static const char *const n[] = {"?",        "put",        "get",       "p",
+					"g",        "atomic",     "quiet",     "fence",
+					"put_signal", "signal_op", "signal_wait_until", "barrier",
+					"team_sync", "wait_until"};
+	return kind > 0 && kind <= SHM_OP_WAIT ? n[kind] : n[0];
+}
+
+/* The local buffer of a host-initiated NIC or load/store operation run by
+ * a GPU thread must be one the GPU reaches. */
+static int check_local(const struct shm_op *op)
+{
+	const void *p = NULL;
+	if (op->kind == SHM_OP_PUT || op->kind == SHM_OP_PUT_SIGNAL)
+		p = op->src;
+	else if (op->kind == SHM_OP_GET)
+		p = op->dest;
+	if (!p || !op->len)
+		return 0;
+	int r = shm_cuda_reachable(p, op->len);
+	if (r < 0)
+		return r;
+	if (!r) {
+		SHLOG_ERR("%s from the host: the local buffer %p (%llu bytes) is pageable host "
+			  "memory, which the GPU running the operation cannot reach: use a heap "
+			  "(kinet_shmem_malloc), GPU memory, or host memory pinned "
+			  "(cudaMallocHost) or registered (cudaHostRegister)",
+			  op_name(op->kind), p, (unsigned long long)op->len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Kept as the PE's first error too (device code keeps its own errors). */
+static int keep(int rc)
+{
+	if (rc && shm_g.up && !shm_g.host_error)
+		shm_g.host_error = rc;
+	return rc;
+}
+
+/* Host-initiated: done (or, nbi, posted) when this returns. */
+static int run_now(const struct shm_op *op, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!shm_g.up) {
+		SHLOG_ERR("%s from the host: the layer is not initialised", op_name(op->kind));
+		return -EINVAL;
+	}
+	int rc;
+	if (shm_g.exec == KINET_SHMEM_EXEC_HOST) {
+		rc = shm_op_run(op, &v);
+	} else {
+		rc = check_local(op);
+		if (!rc)
+			rc = shm_cuda_op(op, NULL, 1, 1, &v);
+	}
+	if (out)
+		*out = v;
+	return keep(rc);
+}
+
+/* Stream-ordered: enqueued on stream (CUDA), or done now (host executor). */
+static int run_on(const struct shm_op *op, void *stream, int sync, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!shm_g.up) {
+		SHLOG_ERR("%s_on_stream: the layer is not initialised", op_name(op->kind));
+		return -EINVAL;
+	}
+	int rc = shm_g.exec == KINET_SHMEM_EXEC_HOST ? shm_op_run(op, &v)
+						     : shm_cuda_op(op, stream, 0, sync, &v);
+	if (out)
+		*out = v;
+	return keep(rc);
+}
+
+/* ---- host-initiated ---------------------------------------------------------------------- */
+
+static int rma(int kind, void *dest, const void *src, size_t len, int pe, int nbi)
+{
+	struct shm_op op = {.kind = kind, .pe = pe, .nbi = nbi, .dest = dest, .src = src,
+			    .len = len};
+	return run_now(&op, NULL);
+}
+
+int kinet_shmem_put(void *dest, const void *src, size_t len, int pe)
+{
+	return rma(SHM_OP_PUT, dest, src, len, pe, 0);
+}
+
+int kinet_shmem_put_nbi(void *dest, const void *src, size_t len, int pe)
+{
+	return rma(SHM_OP_PUT, dest, src, len, pe, 1);
+}
+
+int kinet_shmem_get(void *dest, const void *src, size_t len, int pe)
+{
+	return rma(SHM_OP_GET, dest, src, len, pe, 0);
+}
+
+int kinet_shmem_get_nbi(void *dest, const void *src, size_t len, int pe)
+{
+	return rma(SHM_OP_GET, dest, src, len, pe, 1);
+}
+
+int kinet_shmem_p(void *dest, uint64_t value, uint32_t size, int pe)
+{
+	struct shm_op op = {.kind = SHM_OP_P, .pe = pe, .size = size, .dest = dest, .value = value};
+	return run_now(&op, NULL);
+}
+
+int kinet_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out)
+{
+	struct shm_op op = {.kind = SHM_OP_G, .pe = pe, .size = size, .src = src};
+	return run_now(&op, out);
+}
+
+int kinet_shmem_atomic(void *dest, int amo, uint32_t size, uint64_t value, uint64_t compare,
+		       int pe, uint64_t *old)
+{
+	struct shm_op op = {.kind = SHM_OP_ATOMIC, .pe = pe, .amo = amo, .size = size,
+			    .dest = dest, .value = value, .compare = compare};
+	return run_now(&op, old);
+}
+
+int kinet_shmem_quiet(void)
+{
+	struct shm_op op = {.kind = SHM_OP_QUIET};
+	return run_now(&op, NULL);
+}
+
+int kinet_shmem_fence(void)
+{
+	struct shm_op op = {.kind = SHM_OP_FENCE};
+	return run_now(&op, NULL);
+}
+
+/* ---- stream-ordered -------------------------------------------------------------------------- */
+
+int kinet_shmem_put_on_stream(void *dest, const void *src, size_t len, int pe, int nbi,
+			      void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_PUT, .pe = pe, .nbi = !!nbi, .dest = dest, .src = src,
+			    .len = len};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_get_on_stream(void *dest, const void *src, size_t len, int pe, int nbi,
+			      void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_GET, .pe = pe, .nbi = !!nbi, .dest = dest, .src = src,
+			    .len = len};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_p_on_stream(void *dest, uint64_t value, uint32_t size, int pe, void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_P, .pe = pe, .size = size, .dest = dest, .value = value};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_g_on_stream(const void *src, uint32_t size, int pe, uint64_t *out, void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_G, .pe = pe, .size = size, .src = src};
+	return run_on(&op, stream, 1, out);
+}
+
+int kinet_shmem_put_signal_on_stream(void *dest, const void *src, size_t len, uint64_t *sig_addr,
+				     uint64_t signal, int sig_op, int pe, int nbi, void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_PUT_SIGNAL, .pe = pe, .nbi = !!nbi, .sig_op = sig_op,
+			    .dest = dest, .src = src, .len = len, .sig = sig_addr, .value = signal};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+				    void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_SIGNAL_OP, .pe = pe, .sig_op = sig_op, .sig = sig_addr,
+			    .value = signal};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t value,
+					    void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_SIGNAL_WAIT, .cmp = cmp, .sig = sig_addr, .value = value};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_wait_until_on_stream(void *ivar, int cmp, uint64_t value, uint32_t size, int sgn,
+				     void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_WAIT, .cmp = cmp, .amo = !!sgn, .size = size,
+			    .dest = ivar, .value = value};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_barrier_on_stream(kinet_shmem_team team, void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_BARRIER, .team = team};
+	return run_on(&op, stream, 0, NULL);
+}
+
+int kinet_shmem_team_sync_on_stream(kinet_shmem_team team, void *stream)
+{
+	struct shm_op op = {.kind = SHM_OP_TEAM_SYNC, .team = team};
+	return run_on(&op, stream, 0, NULL);
+}
+
+/* The three older stream calls (host.c) go the same way. */
+int shm_stream_op(void *stream, int op)
+{
+	struct shm_op o = {.kind = op == 2 ? SHM_OP_QUIET : op == 1 ? SHM_OP_TEAM_SYNC
+								      : SHM_OP_BARRIER,
+			   .team = KINET_SHMEM_TEAM_WORLD};
+	return run_on(&o, stream, 0, NULL);
+}
+
+/* ---- symmetric registration of the program's buffers: not done --------------------------- */
+
+void *kinet_shmem_buffer_register_symmetric(void *addr, size_t len, int flags)
+{
+	(void)flags;
+	SHLOG_ERR("buffer_register_symmetric(%p, %zu bytes): not supported: kinet's symmetric "
+		  "heaps are allocated whole at init and cannot take in a buffer of the program; "
+		  "allocate it with nvshmem_malloc (kinet_shmem_malloc) instead", addr, len);
+	keep(-ENOTSUP);
+	return NULL;
+}
+
+int kinet_shmem_buffer_unregister_symmetric(void *addr, size_t len)
+{
+	SHLOG_ERR("buffer_unregister_symmetric(%p, %zu bytes): not supported (nothing is ever "
+		  "registered symmetrically)", addr, len);
+	return keep(-ENOTSUP);
+}
