@@ -18,6 +18,12 @@
  * KINET_GPU_ENGINE_IDLE_US without work: an idle process holds no SM, and
  * cudaDeviceSynchronize returns. A QP given back for an opcode or memory the
  * GPU engine leaves to the CPU stays with the CPU engine.
+ *
+ * KINET_GPU_ENGINE=host runs the kernel's code (geng_exec.h) on a CPU
+ * thread instead (geng_host.c), for testing without a GPU: the same
+ * control block, protocol and eligibility, no CUDA module needed; the GPU's
+ * address of host memory is its own address, and kinet_qp_ep_info reports
+ * the engine as KINET_ENGINE_GPU_HOST.
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,11 +56,40 @@ static void refuse(struct soft_qp *s, const char *why)
 	snprintf(s->geng_why, sizeof(s->geng_why), "%s", why);
 }
 
+bool kinet_geng_host(void)
+{
+	return !strcmp(KT(GPU_ENGINE), "host");
+}
+
+/* The executor's hooks: the CUDA module's, or the host thread's. */
+static int eng_launch(void *ctl, unsigned warps)
+{
+	if (kinet_geng_host())
+		return kinet_geng_host_launch(ctl);
+	return kinet_cuda->engine_launch(ctl, warps);
+}
+
+static int eng_query(void)
+{
+	if (kinet_geng_host())
+		return kinet_geng_host_query();
+	return kinet_cuda->engine_query ? kinet_cuda->engine_query() : 0;
+}
+
+static int eng_wait(void)
+{
+	if (kinet_geng_host())
+		return kinet_geng_host_wait();
+	return kinet_cuda->engine_wait();
+}
+
 static uint64_t dev(const volatile void *p)
 {
 	void *d = NULL;
 	if (!p)
 		return 0;
+	if (kinet_geng_host())
+		return (uint64_t)(uintptr_t)p; /* the executor's own address space */
 	if (kinet_cuda->dev_addr((const void *)(uintptr_t)p, &d) || !d)
 		return 0;
 	return (uint64_t)(uintptr_t)d;
@@ -62,6 +97,8 @@ static uint64_t dev(const volatile void *p)
 
 const char *kinet_geng_unavailable(void)
 {
+	if (kinet_geng_host())
+		return NULL;
 	if (strcmp(KT(GPU_ENGINE), "on"))
 		return "KINET_GPU_ENGINE is off";
 	if (!kinet_cuda_load() || !kinet_cuda->engine_launch || !kinet_cuda->dev_addr)
@@ -132,7 +169,9 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 	if (slot < 0)
 		return refuse(s, "every GPU engine slot is in use");
 	s->geng = 1;
-	snprintf(s->geng_why, sizeof(s->geng_why), "eligible: same process, GPU-reachable queues");
+	snprintf(s->geng_why, sizeof(s->geng_why), "%s",
+		 kinet_geng_host() ? "eligible: same process (the GPU engine's code on a CPU thread)"
+				   : "eligible: same process, GPU-reachable queues");
 }
 
 /* Takes a slot's state back (BACK -> CPU). Caller serves the QP (its
@@ -223,7 +262,7 @@ static void launch(void)
 {
 	if (G.failed || G.ctl->running)
 		return;
-	int q = kinet_cuda->engine_query ? kinet_cuda->engine_query() : 0;
+	int q = eng_query();
 	if (q < 0) {
 		G.failed = true;
 		KLOG_ERR("soft: the GPU engine failed: every QP stays on the CPU engine");
@@ -234,7 +273,7 @@ static void launch(void)
 	G.ctl->stop = 0;
 	G.ctl->idle_us = (uint32_t)KT(GPU_ENGINE_IDLE_US);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (kinet_cuda->engine_launch(G.ctl, (unsigned)KT(GPU_ENGINE_WARPS))) {
+	if (eng_launch(G.ctl, (unsigned)KT(GPU_ENGINE_WARPS))) {
 		G.failed = true;
 		KLOG_ERR("soft: the GPU engine did not launch: every QP stays on the CPU engine");
 		return;
@@ -324,7 +363,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	if (!G.ctl->running) {
 		/* the kernel is exiting: its last sweep gives the slot back, or it
 		 * never saw it; either way it is ours once the kernel is gone */
-		kinet_cuda->engine_wait();
+		eng_wait();
 		if (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_GPU) {
 			sl->own = KN_GOWN_CPU;
 			s->geng_on = false;
@@ -347,7 +386,7 @@ static void recall_slot(struct kn_geng_slot *sl, uint32_t qpn)
 	while (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_STOP) {
 		if (!G.ctl->running) {
 			/* exiting: its last sweep answers, or it is gone */
-			kinet_cuda->engine_wait();
+			eng_wait();
 			if (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_STOP) {
 				KLOG_ERR("qp 0x%x: the GPU engine is gone without giving it back",
 					 qpn);
@@ -412,7 +451,7 @@ void kinet_geng_release(kinet_qp *qp)
 		/* the last QP: the kernel exits now */
 		G.ctl->stop = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		kinet_cuda->engine_wait();
+		eng_wait();
 	}
 	pthread_mutex_unlock(&G.lock);
 }
@@ -420,7 +459,9 @@ void kinet_geng_release(kinet_qp *qp)
 void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o)
 {
 	struct soft_qp *s = soft_qp(qp);
-	o->engine = s->geng_on ? KINET_ENGINE_GPU : KINET_ENGINE_CPU;
+	o->engine = !s->geng_on ? KINET_ENGINE_CPU
+		    : kinet_geng_host() ? KINET_ENGINE_GPU_HOST
+					: KINET_ENGINE_GPU;
 	o->gpu_wqes = s->geng_wqes;
 	if (s->gslot1 && G.ctl) {
 		struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
