@@ -321,6 +321,15 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 		pthread_mutex_unlock(&G.lock);
 		return;
 	}
+	/* a state change of qp or of its peer in progress (soft_qp_modify: it
+	 * recalls them under G.lock, then changes the state): the state read
+	 * above may be the old one */
+	if (__atomic_load_n(&s->geng_hold, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&soft_qp(peer)->geng_hold, __ATOMIC_SEQ_CST) ||
+	    atomic_load(&qp->state) != KINET_QPS_RTS) {
+		pthread_mutex_unlock(&G.lock);
+		return;
+	}
 	struct kinet_keytab *k0 = &soft_ctx(qp->ctx)->keys, *k1 = &soft_ctx(peer->ctx)->keys;
 	if (!k0->view || !k1->view || k0->vcap != k0->cap || k1->vcap != k1->cap) {
 		pthread_mutex_unlock(&G.lock);
@@ -459,16 +468,21 @@ void kinet_geng_release(kinet_qp *qp)
 void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o)
 {
 	struct soft_qp *s = soft_qp(qp);
-	o->engine = !s->geng_on ? KINET_ENGINE_CPU
-		    : kinet_geng_host() ? KINET_ENGINE_GPU_HOST
-					: KINET_ENGINE_GPU;
+	bool on = s->geng_on;
 	o->gpu_wqes = s->geng_wqes;
 	if (s->gslot1 && G.ctl) {
 		struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
-		if (sl->own != KN_GOWN_CPU)
+		uint32_t own = __atomic_load_n(&sl->own, __ATOMIC_ACQUIRE);
+		if (own != KN_GOWN_CPU)
 			o->gpu_wqes += sl->n_wqes; /* as of its last give-back: live
 						    * counts stay in the kernel */
+		/* given back and not settled yet (the CPU engine's next pass):
+		 * the CPU engine's already */
+		on &= own == KN_GOWN_GPU || own == KN_GOWN_STOP;
 	}
+	o->engine = !on ? KINET_ENGINE_CPU
+		    : kinet_geng_host() ? KINET_ENGINE_GPU_HOST
+					: KINET_ENGINE_GPU;
 	snprintf(o->engine_why, sizeof(o->engine_why), "%s",
 		 s->geng_why[0] ? s->geng_why : "KINET_GPU_ENGINE is off");
 }

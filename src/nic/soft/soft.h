@@ -94,6 +94,7 @@ struct soft_qp {
 	bool geng_on;      /* the GPU engine has it now */
 	uint64_t geng_wqes; /* WQEs it executed, as of its last give-back */
 	uint64_t geng_skip; /* bit 63 | sq_ci of a WQE it gave back: the CPU's to run */
+	uint32_t geng_hold; /* state changes of it in progress: not offered (atomic) */
 	uint64_t geng_backs[8]; /* give-backs by enum kn_geng_why (logged at destroy) */
 	char geng_why[96];
 };
