@@ -139,6 +139,7 @@ KN_GX void kn_gx_give_back(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g,
 		h->n_bytes = g->s.n_bytes;
 		h->n_cqes = g->s.n_cqes;
 		h->n_doorbells = g->s.n_doorbells;
+		h->n_moved = g->s.n_moved;
 		h->n_db_wqe = g->s.n_db_wqe;
 		h->n_db_pi = g->s.n_db_pi;
 		h->n_db_foreign = g->s.n_db_foreign;
@@ -427,6 +428,8 @@ KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, stru
 			g->s.sq_ci += w->d.nbb;
 			g->s.n_wqes++;
 			g->s.n_bytes += w->d.total;
+			if (w->d.opcode == KN_OPCODE_RDMA_WRITE || w->d.opcode == KN_OPCODE_RDMA_READ)
+				g->s.n_moved += w->d.total;
 		}
 		KN_GX_SYNC();
 		avail -= w->d.nbb;

@@ -201,6 +201,11 @@ static void settle(kinet_qp *qp)
 	KINET_QCOUNT(qp, KQ_CQES, sl->n_cqes);
 	KINET_QCOUNT(qp, KQ_DOORBELLS, sl->n_doorbells);
 	KINET_COUNT(qp->ctx, c_wqes, sl->n_wqes);
+	/* the bytes of writes and reads count against the target's context,
+	 * as the CPU engine's (resp.c); moved with loads and stores: direct */
+	kinet_ctx *tctx = s->peer ? s->peer->ctx : qp->ctx;
+	KINET_COUNT(tctx, c_bytes, sl->n_moved);
+	KINET_COUNT(tctx, c_direct, sl->n_moved);
 	KINET_COUNT(qp->ctx, c_cqes, sl->n_cqes);
 	KINET_COUNT(qp->ctx, c_doorbells, sl->n_doorbells);
 	KINET_QCOUNT(qp, KQ_DB_WQE, sl->n_db_wqe);
@@ -360,7 +365,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	sl->dbr_seen = s->dbr_seen;
 	sl->dbr_target = s->dbr_target;
 	sl->db_target = s->db_target;
-	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = 0;
+	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = sl->n_moved = 0;
 	sl->n_db_wqe = sl->n_db_pi = sl->n_db_foreign = sl->n_dbr_only = 0;
 	sl->sq_ci_pub = s->sq_ci;
 	sl->why = 0;
