@@ -194,8 +194,6 @@ static void settle(kinet_qp *qp)
 	s->dbr_seen = sl->dbr_seen;
 	s->dbr_target = sl->dbr_target;
 	s->db_target = sl->db_target;
-	KINET_QCOUNT(qp, KQ_POSTED, sl->n_wqes);
-	KINET_QCOUNT(qp, KQ_COMPLETED, sl->n_wqes);
 	KINET_QCOUNT(qp, KQ_BYTES, sl->n_bytes);
 	KINET_QCOUNT(qp, KQ_DIRECT, sl->n_bytes);
 	KINET_QCOUNT(qp, KQ_CQES, sl->n_cqes);
@@ -216,6 +214,9 @@ static void settle(kinet_qp *qp)
 	KINET_COUNT(qp->ctx, c_db_pi, sl->n_db_pi);
 	KINET_COUNT(qp->ctx, c_db_foreign, sl->n_db_foreign);
 	KINET_COUNT(qp->ctx, c_dbr_only, sl->n_dbr_only);
+	/* posted and completed last: a reader that sees them sees the rest */
+	KINET_QCOUNT(qp, KQ_POSTED, sl->n_wqes);
+	KINET_QCOUNT(qp, KQ_COMPLETED, sl->n_wqes);
 	s->geng_wqes += sl->n_wqes;
 	atomic_store(&s->sq_ci_pub, s->sq_ci);
 	uint32_t why = sl->why;
