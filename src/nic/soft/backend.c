@@ -91,7 +91,9 @@ static void soft_mem_route(kinet_ctx *c, int mem_kind, bool gpu_mapped, const ch
 			   const char **path)
 {
 	(void)c;
-	bool geng = kinet_geng_unavailable() == NULL;
+	/* the host executor (KINET_GPU_ENGINE=host) moves nothing a CPU engine
+	 * would not: the report stays the CPU engine's */
+	bool geng = kinet_geng_unavailable() == NULL && !kinet_geng_host();
 	bool staging = KT(ALLOW_HOST_STAGING);
 	if (mem_kind == KINET_MEM_CUDA && geng) {
 		*engine = "GPU engine";
