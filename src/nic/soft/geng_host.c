@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/geng_exec.h"
 
@@ -43,7 +44,7 @@ static void *host_main(void *arg)
 	KN_GX_FENCE();
 	uint64_t last = kn_now_ns();
 	uint64_t idle_ns = (uint64_t)ctl->idle_us * 1000ull;
-	uint32_t n = 0;
+	uint32_t n = 0, idle = 0;
 	for (uint32_t pass = 0;; pass++) {
 		int work = 0;
 		if ((pass & 15) == 0) {
@@ -69,8 +70,16 @@ static void *host_main(void *arg)
 		}
 		if (exit)
 			break;
-		if (!work)
-			sched_yield(); /* a CPU shared with the engines and the application */
+		/* a CPU shared with the engines and the application: idle, it
+		 * yields, then sleeps a little per pass (as an idle CPU engine) */
+		if (work) {
+			idle = 0;
+		} else if (++idle < 256) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 20000};
+			nanosleep(&ts, NULL);
+		}
 	}
 	KN_GX_ST32(&ctl->running, 0u);
 	KN_GX_FENCE();

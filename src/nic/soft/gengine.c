@@ -106,6 +106,8 @@ const char *kinet_geng_unavailable(void)
 	return NULL;
 }
 
+static void launch(void);
+
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 {
 	struct soft_qp *s = soft_qp(qp);
@@ -172,6 +174,14 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 	snprintf(s->geng_why, sizeof(s->geng_why), "%s",
 		 kinet_geng_host() ? "eligible: same process (the GPU engine's code on a CPU thread)"
 				   : "eligible: same process, GPU-reachable queues");
+	if (kinet_geng_host()) {
+		/* the host executor starts now (a thread, not a kernel): the QP's
+		 * first pass in RTS hands it over, so its WQEs run through the GPU
+		 * engine's code from the first one */
+		pthread_mutex_lock(&G.lock);
+		launch();
+		pthread_mutex_unlock(&G.lock);
+	}
 }
 
 /* Takes a slot's state back (BACK -> CPU). Caller serves the QP (its
@@ -447,7 +457,10 @@ void kinet_geng_release(kinet_qp *qp)
 	int i = s->gslot1 - 1;
 	recall_slot(&G.ctl->slot[i], qp->qpn);
 	settle(qp);
-	if (s->geng_wqes)
+	uint64_t backs = 0;
+	for (int k = 0; k < KN_GWHY__N; k++)
+		backs += s->geng_backs[k];
+	if (s->geng_wqes || backs)
 		KLOG_INFO("qp 0x%x: the GPU engine executed %llu WQEs; given back: %llu asked, %llu "
 			  "idle, %llu error, %llu opcode, %llu host memory, %llu host atomic",
 			  qp->qpn, (unsigned long long)s->geng_wqes,
