@@ -21,7 +21,8 @@
  *
  * KINET_GPU_ENGINE=host runs the kernel's code (geng_exec.h) on a CPU
  * thread instead (geng_host.c), for testing without a GPU: the same
- * control block, protocol and eligibility, no CUDA module needed; the GPU's
+ * control block, protocol and eligibility, no CUDA module needed (it starts
+ * when an eligible QP connects, not at its first busy pass); the GPU's
  * address of host memory is its own address, and kinet_qp_ep_info reports
  * the engine as KINET_ENGINE_GPU_HOST.
  */
