@@ -701,8 +701,15 @@ struct kinet_ep_info {
 	char engine_why[96];  /* why that engine: the GPU engine's eligibility or refusal */
 };
 /* Who executes a QP's WQEs: a ConnectX, the software NIC's CPU engine
- * (threads), or its GPU engine (a kernel; KINET_GPU_ENGINE, docs/architecture.md). */
-enum kinet_engine { KINET_ENGINE_CPU = 0, KINET_ENGINE_GPU = 1, KINET_ENGINE_HW = 2 };
+ * (threads), or its GPU engine (a kernel; KINET_GPU_ENGINE, docs/architecture.md);
+ * GPU_HOST: the GPU engine's code on a CPU thread (KINET_GPU_ENGINE=host, for
+ * testing without a GPU). */
+enum kinet_engine {
+	KINET_ENGINE_CPU = 0,
+	KINET_ENGINE_GPU = 1,
+	KINET_ENGINE_HW = 2,
+	KINET_ENGINE_GPU_HOST = 3
+};
 int kinet_qp_ep_info(const kinet_qp *qp, struct kinet_ep_info *out);
 
 /* ---- fault injection (software NIC) ------------------------------------------------ */

@@ -369,11 +369,15 @@ static void fz_new_qps(struct fz *f)
 	uint32_t depth = kinet_cq_depth(p->acq);
 	cr_assert_eq(kinet_qp_destroy(p->a), 0);
 	cr_assert_eq(kinet_qp_destroy(p->b), 0);
-	cr_assert_eq(kinet_cq_destroy(p->acq), 0);
-	cr_assert_eq(kinet_cq_create(p->ctx, depth, &p->acq), 0);
-	struct kinet_qp_attr aa = {.sq_depth = depth, .send_cq = p->acq};
+	if (!p->own_acq) {
+		cr_assert_eq(kinet_cq_destroy(p->acq), 0);
+		cr_assert_eq(kinet_cq_create(p->ctx, depth, &p->acq), 0);
+	}
+	struct kinet_qp_attr aa = {.sq_depth = depth, .send_cq = p->own_acq ? NULL : p->acq};
 	struct kinet_qp_attr ba = {.sq_depth = depth, .rq_depth = RQ};
 	cr_assert_eq(kinet_qp_create(p->pd, &aa, &p->a), 0);
+	if (p->own_acq)
+		p->acq = kinet_qp_send_cq(p->a);
 	cr_assert_eq(kinet_qp_create(p->pd, &ba, &p->b), 0);
 	cr_assert_eq(kinet_qp_connect_local(p->a, p->b), 0);
 	cr_assert_eq(kinet_qp_device(p->b, &p->db), 0);

@@ -3,12 +3,17 @@
  * The software NIC's rules (src/nic/soft/rules.h), the code both engines run
  * (the CPU engine compiled here, the GPU engine by nvcc): the order of the
  * region checks, the key view, the WQE decoder on well-formed and malformed
- * WQEs built with kinet's own builders, and the doorbell words.
+ * WQEs built with kinet's own builders, and the doorbell words. Then the GPU
+ * engine's executor (src/nic/soft/geng_exec.h, the kernel's per-slot code,
+ * compiled here as for KINET_GPU_ENGINE=host) over a control block and queues
+ * of its own: what it executes, the CQEs it writes, the doorbell forms it
+ * counts, a full CQ, and what it gives back to the CPU engine and why.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <kinet/device.h>
 #include "nic/soft/rules.h"
+#include "nic/soft/geng_exec.h"
 #include "../util/testutil.h"
 
 Test(rules, region_checks_in_order)
@@ -190,4 +195,215 @@ Test(rules, doorbell_words)
 	/* across the 16-bit wrap */
 	t = kn_rule_db_offer(0, 65534, 2, 64);
 	cr_assert_eq(kn_rule_db_avail(&t, 65534, 64), 4u);
+}
+
+/* ---- the GPU engine's executor (geng_exec.h), compiled for the host -------- */
+
+#define GX_SQ 16
+#define GX_CQ 8
+
+static struct {
+	struct kn_geng_ctl ctl;
+	uint8_t sq[GX_SQ * KN_SEND_WQE_BB] __attribute__((aligned(64)));
+	uint32_t dbrec[2];
+	uint64_t db[2];
+	struct kn_cqe64 cq[GX_CQ];
+	uint32_t cq_dbrec[2];
+	struct kn_keyent keys[4];
+	uint8_t src[4096] __attribute__((aligned(64)));
+	uint8_t dst[4096] __attribute__((aligned(64)));
+	uint8_t orig[4096];
+	struct kn_gx_slot g;
+	struct kn_gx_warp w;
+} X;
+
+#define GX_LKEY ((1u << 8) | 5)
+#define GX_RKEY ((2u << 8) | 9)
+
+static void gx_setup(uint64_t seed)
+{
+	memset(&X, 0, sizeof(X));
+	tu_fill_random(X.src, sizeof(X.src), seed);
+	tu_fill_random(X.dst, sizeof(X.dst), seed + 1);
+	memcpy(X.orig, X.dst, sizeof(X.dst));
+	X.keys[1] = (struct kn_keyent){.base = tu_addr(X.src), .len = sizeof(X.src),
+				       .gbase = tu_addr(X.src), .pd = 7, .key = GX_LKEY,
+				       .access = KINET_ACCESS_LOCAL_WRITE};
+	X.keys[2] = (struct kn_keyent){.base = tu_addr(X.dst), .len = sizeof(X.dst),
+				       .gbase = tu_addr(X.dst), .pd = 7, .key = GX_RKEY,
+				       .access = KINET_ACCESS_ALL};
+	struct kn_geng_slot *s = &X.ctl.slot[0];
+	s->qpn = 0x42;
+	s->sq_cnt = GX_SQ;
+	s->cq_cnt = GX_CQ;
+	s->sq = tu_addr(X.sq);
+	s->dbrec = tu_addr(X.dbrec);
+	s->db0 = tu_addr(&X.db[0]);
+	s->nregs = 1;
+	s->cq = tu_addr(X.cq);
+	s->cq_dbrec = tu_addr(X.cq_dbrec);
+	s->keys = s->peer_keys = tu_addr(X.keys);
+	s->keys_cap = s->peer_keys_cap = 4;
+	s->pd = s->peer_pd = 7;
+	s->gen = 1;
+	s->own = KN_GOWN_GPU;
+	X.ctl.nslots = 1;
+	kn_gx_load_slot(&X.ctl, 0, &X.g);
+	cr_assert_eq(X.g.active, 1u);
+}
+
+/* The write at index idx: len bytes from src + 64 * idx to dst + 64 * idx. */
+static uint8_t *gx_write(uint16_t idx, uint32_t len, uint32_t rkey)
+{
+	uint8_t *w = X.sq + (idx % GX_SQ) * KN_SEND_WQE_BB;
+	tu_wqe_write(w, idx, 0x42, tu_addr(X.src + 64 * idx), GX_LKEY, tu_addr(X.dst + 64 * idx),
+		     rkey, len, 1);
+	return w;
+}
+
+static void gx_ring_record(uint16_t pi) { X.dbrec[KN_SND_DBR] = kn_htobe32(pi); }
+
+static void gx_expect_cqe(uint64_t n, uint16_t idx, uint32_t len)
+{
+	const struct kn_cqe64 *c = &X.cq[n % GX_CQ];
+	cr_assert_eq(c->op_own, (uint8_t)((KN_CQE_REQ << 4) | ((n / GX_CQ) & 1)), "CQE %llu: op_own",
+		     (unsigned long long)n);
+	cr_assert_eq(kn_be16toh(c->wqe_counter), idx);
+	cr_assert_eq(kn_be32toh(c->byte_cnt), len);
+	cr_assert_eq(kn_be32toh(c->sop_drop_qpn), ((uint32_t)KN_OPCODE_RDMA_WRITE << 24) | 0x42u);
+}
+
+Test(rules, geng_exec_serves_and_gives_back)
+{
+	gx_setup(5);
+	/* three writes found through the doorbell record alone */
+	for (uint16_t i = 0; i < 3; i++)
+		gx_write(i, 10 + 7 * i, GX_RKEY);
+	gx_ring_record(3);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 3);
+	for (uint16_t i = 0; i < 3; i++) {
+		cr_assert_eq(memcmp(X.dst + 64 * i, X.src + 64 * i, 10 + 7 * i), 0);
+		cr_assert_eq(memcmp(X.dst + 64 * i + 10 + 7 * i, X.orig + 64 * i + 10 + 7 * i, 1), 0,
+			     "wrote past its length");
+		gx_expect_cqe(i, i, 10 + 7 * i);
+	}
+	cr_assert_eq(X.g.s.sq_ci, 3u);
+	cr_assert_eq(X.ctl.slot[0].sq_ci_pub, 3u);
+	cr_assert_eq(X.g.s.n_wqes, 3u);
+	cr_assert_eq(X.g.s.n_cqes, 3u);
+	cr_assert_eq(X.g.s.n_moved, 30u + 7u * 3u);
+	cr_assert_eq(X.g.s.n_dbr_only, 1u);
+	cr_assert_eq(X.g.s.n_doorbells, 0u);
+	/* nothing new: no work */
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 0);
+	/* one found through the register word naming it (the record not updated) */
+	uint8_t *w = gx_write(3, 64, GX_RKEY);
+	memcpy(&X.db[0], w, 8);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(X.g.s.n_doorbells, 1u);
+	cr_assert_eq(X.g.s.n_db_wqe, 1u);
+	gx_expect_cqe(3, 3, 64);
+	/* a bad key: given back unconsumed, for the CPU engine's error CQE */
+	gx_write(4, 16, GX_RKEY ^ 0x80);
+	gx_write(5, 16, GX_RKEY);
+	gx_ring_record(6);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	struct kn_geng_slot *h = &X.ctl.slot[0];
+	cr_assert_eq(h->own, (uint32_t)KN_GOWN_BACK);
+	cr_assert_eq(h->why, (uint32_t)KN_GWHY_ERROR);
+	cr_assert_eq(h->sq_ci, 4u, "the bad WQE stays unconsumed");
+	cr_assert_eq(h->cq_pi, 4u);
+	cr_assert_eq(h->n_wqes, 4u);
+	cr_assert_eq(X.g.active, 0u);
+	cr_assert_eq(memcmp(X.dst + 64 * 4, X.orig + 64 * 4, 128), 0, "executed after the bad one");
+	cr_assert_eq(X.cq[4].op_own, 0, "a CQE for the bad one");
+}
+
+Test(rules, geng_exec_leaves_to_the_cpu)
+{
+	/* a send: the opcode stays with the CPU engine */
+	gx_setup(6);
+	uint8_t *w = gx_write(0, 8, GX_RKEY);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_SEND, 0, 0x42, KN_WQE_CTRL_CQ_UPDATE,
+			2, 0, 0);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), 8, GX_LKEY, tu_addr(X.src));
+	gx_ring_record(1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_OP);
+	/* memory the executor cannot reach */
+	gx_setup(7);
+	X.keys[2].gbase = 0;
+	gx_write(0, 8, GX_RKEY);
+	gx_ring_record(1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_HOST_MEM);
+	cr_assert_eq(memcmp(X.dst, X.orig, sizeof(X.dst)), 0);
+	/* revoked, another PD, out of bounds, no remote write: errors */
+	for (int k = 0; k < 4; k++) {
+		gx_setup(8 + (uint64_t)k);
+		if (k == 0)
+			X.keys[2].revoked = 1;
+		else if (k == 1)
+			X.keys[2].pd = 8;
+		else if (k == 3)
+			X.keys[2].access = KINET_ACCESS_REMOTE_READ;
+		gx_write(k == 2 ? 63 : 0, k == 2 ? 100 : 8, GX_RKEY);
+		if (k == 2) /* index 63 of a 16-deep SQ sits in slot 15 */
+			X.g.s.sq_ci = 63, X.g.s.dbr_seen = 0;
+		gx_ring_record(k == 2 ? 64 : 1);
+		cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1, "case %d", k);
+		cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ERROR, "case %d", k);
+		cr_assert_eq(memcmp(X.dst, X.orig, sizeof(X.dst)), 0, "case %d", k);
+	}
+	/* asked back (STOP) */
+	gx_setup(12);
+	X.ctl.slot[0].own = KN_GOWN_STOP;
+	cr_assert_eq(kn_gx_visit(&X.ctl, 0, &X.g, KN_GOWN_STOP, &X.w, 0), 1);
+	cr_assert_eq(X.ctl.slot[0].own, (uint32_t)KN_GOWN_BACK);
+	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ASKED);
+}
+
+Test(rules, geng_exec_cq_full_and_atomics)
+{
+	gx_setup(13);
+	/* a full CQ (as last seen, and again when read): the executor waits */
+	for (uint16_t i = 0; i < GX_CQ + 2; i++)
+		gx_write(i, 4, GX_RKEY);
+	gx_ring_record(GX_CQ + 2);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), GX_CQ);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 0, "ran past a full CQ");
+	X.cq_dbrec[0] = kn_htobe32(2); /* the consumer took two */
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 2);
+	gx_expect_cqe(GX_CQ, GX_CQ, 4);
+	gx_expect_cqe(GX_CQ + 1, GX_CQ + 1, 4);
+	/* fetch-and-add on host memory: the host executor's atomics are the CPU
+	 * engine's own; the old value lands big-endian */
+	gx_setup(14);
+	uint64_t v;
+	memcpy(&v, X.dst + 128, 8);
+	uint8_t *w = X.sq;
+	memset(w, 0, 64);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_ATOMIC_FA, 0, 0x42,
+			KN_WQE_CTRL_CQ_UPDATE, 4, 0, 0);
+	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), tu_addr(X.dst + 128), GX_RKEY);
+	kn_set_atomic_seg((struct kn_wqe_atomic_seg *)(w + 32), 0x1234, 0);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), 8, GX_LKEY, tu_addr(X.src + 256));
+	gx_ring_record(1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	uint64_t now, old;
+	memcpy(&now, X.dst + 128, 8);
+	memcpy(&old, X.src + 256, 8);
+	cr_assert_eq(now, v + 0x1234);
+	cr_assert_eq(kn_be64toh(old), v);
+	cr_assert_eq(X.g.s.n_moved, 0u, "an atomic moves no bytes");
+	/* misaligned: an error for the CPU engine */
+	gx_setup(15);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_ATOMIC_FA, 0, 0x42,
+			KN_WQE_CTRL_CQ_UPDATE, 4, 0, 0);
+	kn_set_raddr_seg((struct kn_wqe_raddr_seg *)(w + 16), tu_addr(X.dst + 129), GX_RKEY);
+	kn_set_atomic_seg((struct kn_wqe_atomic_seg *)(w + 32), 1, 0);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), 8, GX_LKEY, tu_addr(X.src + 256));
+	gx_ring_record(1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ERROR);
 }

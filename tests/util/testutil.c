@@ -147,12 +147,16 @@ int tu_rawpair_open(struct tu_rawpair *p, uint32_t sq_depth, uint32_t rq_depth)
 		return rc;
 	if ((rc = kinet_pd_alloc(p->ctx, &p->pd)))
 		return rc;
-	if ((rc = kinet_cq_create(p->ctx, sq_depth, &p->acq)))
+	/* the GPU engine serves only QPs whose send CQ is their own */
+	p->own_acq = tu_geng_on();
+	if (!p->own_acq && (rc = kinet_cq_create(p->ctx, sq_depth, &p->acq)))
 		return rc;
 	struct kinet_qp_attr aa = {.sq_depth = sq_depth, .send_cq = p->acq};
 	struct kinet_qp_attr ba = {.sq_depth = sq_depth, .rq_depth = rq_depth};
 	if ((rc = kinet_qp_create(p->pd, &aa, &p->a)))
 		return rc;
+	if (p->own_acq)
+		p->acq = kinet_qp_send_cq(p->a);
 	if ((rc = kinet_qp_create(p->pd, &ba, &p->b)))
 		return rc;
 	if ((rc = kinet_qp_connect_local(p->a, p->b)))
@@ -176,13 +180,19 @@ void tu_rawpair_close(struct tu_rawpair *p)
 		kinet_qp_destroy(p->a);
 	if (p->b)
 		kinet_qp_destroy(p->b);
-	if (p->acq)
+	if (p->acq && !p->own_acq)
 		kinet_cq_destroy(p->acq);
 	if (p->pd)
 		kinet_pd_free(p->pd);
 	if (p->ctx)
 		kinet_close(p->ctx);
 	memset(p, 0, sizeof(*p));
+}
+
+int tu_geng_on(void)
+{
+	const char *e = getenv("KINET_GPU_ENGINE");
+	return e && (!strcmp(e, "on") || !strcmp(e, "host"));
 }
 
 uint64_t tu_post(struct tu_rawpair *p, const void *wqe, uint32_t nbb)

@@ -78,17 +78,21 @@ static inline uint64_t tu_addr(const volatile void *p) { return (uint64_t)(uintp
 /* ---- raw posting ------------------------------------------------------------ */
 
 /* A connected pair a -> b where a is driven with kinet_qp_post_raw and its
- * send CQ (acq, created here) with kinet_cq_poll; b has its own CQs and a
+ * send CQ (acq, created here; a's own when the GPU engine is on, which
+ * serves only such QPs: own_acq) with kinet_cq_poll; b has its own CQs and a
  * receive queue of rq_depth (0: none), driven with the device API (db). */
 struct tu_rawpair {
 	kinet_ctx *ctx;
 	kinet_pd *pd;
 	kinet_cq *acq;
+	int own_acq;
 	kinet_qp *a, *b;
 	kn_qp *db;
 	uint64_t pi; /* next ticket of a (host producer index) */
 };
 int tu_rawpair_open(struct tu_rawpair *p, uint32_t sq_depth, uint32_t rq_depth);
+/* KINET_GPU_ENGINE is on or host (the GPU engine may take the QPs). */
+int tu_geng_on(void);
 /* Moves a and b to RESET and connects them again (RTS): pi restarts at 0. */
 int tu_rawpair_reconnect(struct tu_rawpair *p);
 void tu_rawpair_close(struct tu_rawpair *p);

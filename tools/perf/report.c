@@ -268,7 +268,10 @@ void perf_report_header(const struct perf_env *e, FILE *f)
 		    kinet_qp_ep_info(e->qa[0], &ei) == 0)
 			/* decided at connect (KINET_GPU_ENGINE): who executes the WQEs */
 			fprintf(f, " NIC engine      : %s (%s)\n",
-				ei.engine == KINET_ENGINE_GPU ? "GPU" : "CPU", ei.engine_why);
+				ei.engine == KINET_ENGINE_GPU        ? "GPU"
+				: ei.engine == KINET_ENGINE_GPU_HOST ? "GPU engine's code on a CPU thread"
+								     : "CPU",
+				ei.engine_why);
 		fprintf(f, " Waiting threads : %s\n",
 			o->yield ? "yield the CPU between polls" : "spin (pause between polls)");
 		if (pt->kind == PERF_BW)

@@ -91,7 +91,9 @@ static void soft_mem_route(kinet_ctx *c, int mem_kind, bool gpu_mapped, const ch
 			   const char **path)
 {
 	(void)c;
-	bool geng = kinet_geng_unavailable() == NULL;
+	/* the host executor (KINET_GPU_ENGINE=host) moves nothing a CPU engine
+	 * would not: the report stays the CPU engine's */
+	bool geng = kinet_geng_unavailable() == NULL && !kinet_geng_host();
 	bool staging = KT(ALLOW_HOST_STAGING);
 	if (mem_kind == KINET_MEM_CUDA && geng) {
 		*engine = "GPU engine";
@@ -350,18 +352,36 @@ static void soft_qp_destroy(kinet_qp *qp)
 	pthread_mutex_destroy(&s->rq_lock);
 }
 
+static int soft_qp_modify_state(kinet_qp *qp, int to, const struct kinet_qp_remote *remote);
+
 static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_remote *remote)
 {
 	struct soft_qp *s = soft_qp(qp);
+	(void)from;
 	/* the GPU engine executes nothing of qp, or against it, across a
 	 * state change: the CPU engine applies it (stopping the world takes
 	 * ctx's QPs back and settles them; the QPs of other contexts whose
 	 * peer qp is settle on their engines' next pass) */
-	if (s->gslot1 || s->ref_head) {
+	bool held = s->gslot1 || s->ref_head;
+	if (held) {
+		/* and hands over neither qp nor a QP whose peer it is until the
+		 * new state is in place: an engine's pass between the recall and
+		 * the state change would otherwise see the old state (RTS) and
+		 * hand the QP over again, in ERR */
+		__atomic_add_fetch(&s->geng_hold, 1, __ATOMIC_SEQ_CST);
 		kinet_soft_stop_world(qp->ctx, false);
 		kinet_soft_start_world(qp->ctx);
 		kinet_geng_recall(qp->ctx, qp, false);
 	}
+	int rc = soft_qp_modify_state(qp, to, remote);
+	if (held)
+		__atomic_sub_fetch(&s->geng_hold, 1, __ATOMIC_SEQ_CST);
+	return rc;
+}
+
+static int soft_qp_modify_state(kinet_qp *qp, int to, const struct kinet_qp_remote *remote)
+{
+	struct soft_qp *s = soft_qp(qp);
 	if (to == KINET_QPS_RTR) {
 		if (remote->local) {
 			pthread_mutex_lock(&soft_peer_lock);
@@ -385,7 +405,6 @@ static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_
 		}
 	}
 	int old = atomic_exchange(&qp->state, to);
-	(void)from;
 	kinet_soft_qp_state_changed(qp, old, to);
 	return 0;
 }

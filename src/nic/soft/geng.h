@@ -58,6 +58,7 @@ struct kn_geng_slot {
 	volatile uint64_t sq_ci_pub; /* the kernel publishes sq_ci here while serving */
 	/* counted by the kernel since the take */
 	uint64_t n_wqes, n_bytes, n_cqes, n_doorbells;
+	uint64_t n_moved; /* bytes of writes and reads (the contexts' bytes) */
 	/* the doorbell forms, as the CPU engine counts them */
 	uint64_t n_db_wqe, n_db_pi, n_db_foreign, n_dbr_only;
 };

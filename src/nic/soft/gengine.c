@@ -18,6 +18,13 @@
  * KINET_GPU_ENGINE_IDLE_US without work: an idle process holds no SM, and
  * cudaDeviceSynchronize returns. A QP given back for an opcode or memory the
  * GPU engine leaves to the CPU stays with the CPU engine.
+ *
+ * KINET_GPU_ENGINE=host runs the kernel's code (geng_exec.h) on a CPU
+ * thread instead (geng_host.c), for testing without a GPU: the same
+ * control block, protocol and eligibility, no CUDA module needed (it starts
+ * when an eligible QP connects, not at its first busy pass); the GPU's
+ * address of host memory is its own address, and kinet_qp_ep_info reports
+ * the engine as KINET_ENGINE_GPU_HOST.
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,11 +57,40 @@ static void refuse(struct soft_qp *s, const char *why)
 	snprintf(s->geng_why, sizeof(s->geng_why), "%s", why);
 }
 
+bool kinet_geng_host(void)
+{
+	return !strcmp(KT(GPU_ENGINE), "host");
+}
+
+/* The executor's hooks: the CUDA module's, or the host thread's. */
+static int eng_launch(void *ctl, unsigned warps)
+{
+	if (kinet_geng_host())
+		return kinet_geng_host_launch(ctl);
+	return kinet_cuda->engine_launch(ctl, warps);
+}
+
+static int eng_query(void)
+{
+	if (kinet_geng_host())
+		return kinet_geng_host_query();
+	return kinet_cuda->engine_query ? kinet_cuda->engine_query() : 0;
+}
+
+static int eng_wait(void)
+{
+	if (kinet_geng_host())
+		return kinet_geng_host_wait();
+	return kinet_cuda->engine_wait();
+}
+
 static uint64_t dev(const volatile void *p)
 {
 	void *d = NULL;
 	if (!p)
 		return 0;
+	if (kinet_geng_host())
+		return (uint64_t)(uintptr_t)p; /* the executor's own address space */
 	if (kinet_cuda->dev_addr((const void *)(uintptr_t)p, &d) || !d)
 		return 0;
 	return (uint64_t)(uintptr_t)d;
@@ -62,12 +98,16 @@ static uint64_t dev(const volatile void *p)
 
 const char *kinet_geng_unavailable(void)
 {
+	if (kinet_geng_host())
+		return NULL;
 	if (strcmp(KT(GPU_ENGINE), "on"))
 		return "KINET_GPU_ENGINE is off";
 	if (!kinet_cuda_load() || !kinet_cuda->engine_launch || !kinet_cuda->dev_addr)
 		return "no usable GPU (the CUDA module is not loaded)";
 	return NULL;
 }
+
+static void launch(void);
 
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 {
@@ -132,7 +172,17 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 	if (slot < 0)
 		return refuse(s, "every GPU engine slot is in use");
 	s->geng = 1;
-	snprintf(s->geng_why, sizeof(s->geng_why), "eligible: same process, GPU-reachable queues");
+	snprintf(s->geng_why, sizeof(s->geng_why), "%s",
+		 kinet_geng_host() ? "eligible: same process (the GPU engine's code on a CPU thread)"
+				   : "eligible: same process, GPU-reachable queues");
+	if (kinet_geng_host()) {
+		/* the host executor starts now (a thread, not a kernel): the QP's
+		 * first pass in RTS hands it over, so its WQEs run through the GPU
+		 * engine's code from the first one */
+		pthread_mutex_lock(&G.lock);
+		launch();
+		pthread_mutex_unlock(&G.lock);
+	}
 }
 
 /* Takes a slot's state back (BACK -> CPU). Caller serves the QP (its
@@ -155,13 +205,16 @@ static void settle(kinet_qp *qp)
 	s->dbr_seen = sl->dbr_seen;
 	s->dbr_target = sl->dbr_target;
 	s->db_target = sl->db_target;
-	KINET_QCOUNT(qp, KQ_POSTED, sl->n_wqes);
-	KINET_QCOUNT(qp, KQ_COMPLETED, sl->n_wqes);
 	KINET_QCOUNT(qp, KQ_BYTES, sl->n_bytes);
 	KINET_QCOUNT(qp, KQ_DIRECT, sl->n_bytes);
 	KINET_QCOUNT(qp, KQ_CQES, sl->n_cqes);
 	KINET_QCOUNT(qp, KQ_DOORBELLS, sl->n_doorbells);
 	KINET_COUNT(qp->ctx, c_wqes, sl->n_wqes);
+	/* the bytes of writes and reads count against the target's context,
+	 * as the CPU engine's (resp.c); moved with loads and stores: direct */
+	kinet_ctx *tctx = s->peer ? s->peer->ctx : qp->ctx;
+	KINET_COUNT(tctx, c_bytes, sl->n_moved);
+	KINET_COUNT(tctx, c_direct, sl->n_moved);
 	KINET_COUNT(qp->ctx, c_cqes, sl->n_cqes);
 	KINET_COUNT(qp->ctx, c_doorbells, sl->n_doorbells);
 	KINET_QCOUNT(qp, KQ_DB_WQE, sl->n_db_wqe);
@@ -172,6 +225,9 @@ static void settle(kinet_qp *qp)
 	KINET_COUNT(qp->ctx, c_db_pi, sl->n_db_pi);
 	KINET_COUNT(qp->ctx, c_db_foreign, sl->n_db_foreign);
 	KINET_COUNT(qp->ctx, c_dbr_only, sl->n_dbr_only);
+	/* posted and completed last: a reader that sees them sees the rest */
+	KINET_QCOUNT(qp, KQ_POSTED, sl->n_wqes);
+	KINET_QCOUNT(qp, KQ_COMPLETED, sl->n_wqes);
 	s->geng_wqes += sl->n_wqes;
 	atomic_store(&s->sq_ci_pub, s->sq_ci);
 	uint32_t why = sl->why;
@@ -223,7 +279,7 @@ static void launch(void)
 {
 	if (G.failed || G.ctl->running)
 		return;
-	int q = kinet_cuda->engine_query ? kinet_cuda->engine_query() : 0;
+	int q = eng_query();
 	if (q < 0) {
 		G.failed = true;
 		KLOG_ERR("soft: the GPU engine failed: every QP stays on the CPU engine");
@@ -234,7 +290,7 @@ static void launch(void)
 	G.ctl->stop = 0;
 	G.ctl->idle_us = (uint32_t)KT(GPU_ENGINE_IDLE_US);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (kinet_cuda->engine_launch(G.ctl, (unsigned)KT(GPU_ENGINE_WARPS))) {
+	if (eng_launch(G.ctl, (unsigned)KT(GPU_ENGINE_WARPS))) {
 		G.failed = true;
 		KLOG_ERR("soft: the GPU engine did not launch: every QP stays on the CPU engine");
 		return;
@@ -282,6 +338,15 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 		pthread_mutex_unlock(&G.lock);
 		return;
 	}
+	/* a state change of qp or of its peer in progress (soft_qp_modify: it
+	 * recalls them under G.lock, then changes the state): the state read
+	 * above may be the old one */
+	if (__atomic_load_n(&s->geng_hold, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&soft_qp(peer)->geng_hold, __ATOMIC_SEQ_CST) ||
+	    atomic_load(&qp->state) != KINET_QPS_RTS) {
+		pthread_mutex_unlock(&G.lock);
+		return;
+	}
 	struct kinet_keytab *k0 = &soft_ctx(qp->ctx)->keys, *k1 = &soft_ctx(peer->ctx)->keys;
 	if (!k0->view || !k1->view || k0->vcap != k0->cap || k1->vcap != k1->cap) {
 		pthread_mutex_unlock(&G.lock);
@@ -312,7 +377,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	sl->dbr_seen = s->dbr_seen;
 	sl->dbr_target = s->dbr_target;
 	sl->db_target = s->db_target;
-	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = 0;
+	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = sl->n_moved = 0;
 	sl->n_db_wqe = sl->n_db_pi = sl->n_db_foreign = sl->n_dbr_only = 0;
 	sl->sq_ci_pub = s->sq_ci;
 	sl->why = 0;
@@ -324,7 +389,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	if (!G.ctl->running) {
 		/* the kernel is exiting: its last sweep gives the slot back, or it
 		 * never saw it; either way it is ours once the kernel is gone */
-		kinet_cuda->engine_wait();
+		eng_wait();
 		if (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_GPU) {
 			sl->own = KN_GOWN_CPU;
 			s->geng_on = false;
@@ -347,7 +412,7 @@ static void recall_slot(struct kn_geng_slot *sl, uint32_t qpn)
 	while (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_STOP) {
 		if (!G.ctl->running) {
 			/* exiting: its last sweep answers, or it is gone */
-			kinet_cuda->engine_wait();
+			eng_wait();
 			if (__atomic_load_n(&sl->own, __ATOMIC_ACQUIRE) == KN_GOWN_STOP) {
 				KLOG_ERR("qp 0x%x: the GPU engine is gone without giving it back",
 					 qpn);
@@ -393,7 +458,10 @@ void kinet_geng_release(kinet_qp *qp)
 	int i = s->gslot1 - 1;
 	recall_slot(&G.ctl->slot[i], qp->qpn);
 	settle(qp);
-	if (s->geng_wqes)
+	uint64_t backs = 0;
+	for (int k = 0; k < KN_GWHY__N; k++)
+		backs += s->geng_backs[k];
+	if (s->geng_wqes || backs)
 		KLOG_INFO("qp 0x%x: the GPU engine executed %llu WQEs; given back: %llu asked, %llu "
 			  "idle, %llu error, %llu opcode, %llu host memory, %llu host atomic",
 			  qp->qpn, (unsigned long long)s->geng_wqes,
@@ -412,7 +480,7 @@ void kinet_geng_release(kinet_qp *qp)
 		/* the last QP: the kernel exits now */
 		G.ctl->stop = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		kinet_cuda->engine_wait();
+		eng_wait();
 	}
 	pthread_mutex_unlock(&G.lock);
 }
@@ -420,14 +488,21 @@ void kinet_geng_release(kinet_qp *qp)
 void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o)
 {
 	struct soft_qp *s = soft_qp(qp);
-	o->engine = s->geng_on ? KINET_ENGINE_GPU : KINET_ENGINE_CPU;
+	bool on = s->geng_on;
 	o->gpu_wqes = s->geng_wqes;
 	if (s->gslot1 && G.ctl) {
 		struct kn_geng_slot *sl = &G.ctl->slot[s->gslot1 - 1];
-		if (sl->own != KN_GOWN_CPU)
+		uint32_t own = __atomic_load_n(&sl->own, __ATOMIC_ACQUIRE);
+		if (own != KN_GOWN_CPU)
 			o->gpu_wqes += sl->n_wqes; /* as of its last give-back: live
 						    * counts stay in the kernel */
+		/* given back and not settled yet (the CPU engine's next pass):
+		 * the CPU engine's already */
+		on &= own == KN_GOWN_GPU || own == KN_GOWN_STOP;
 	}
+	o->engine = !on ? KINET_ENGINE_CPU
+		    : kinet_geng_host() ? KINET_ENGINE_GPU_HOST
+					: KINET_ENGINE_GPU;
 	snprintf(o->engine_why, sizeof(o->engine_why), "%s",
 		 s->geng_why[0] ? s->geng_why : "KINET_GPU_ENGINE is off");
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nic/soft/keytab.h"
+#include "nic/soft/soft.h"
 #include "gpu/gpu.h"
 
 static void view_set(struct kinet_keytab *kt, uint32_t i, const kinet_mr *mr);
@@ -166,7 +167,13 @@ static void view_set(struct kinet_keytab *kt, uint32_t i, const kinet_mr *mr)
 	e->kind = mr->kind;
 	e->revoked = atomic_load(&mr->state) == KINET_MR_REVOKED;
 	e->gbase = 0;
-	if (mr->kind == KINET_MEM_CUDA) {
+	if (kinet_geng_host()) {
+		/* the host executor (KINET_GPU_ENGINE=host): host memory is its own
+		 * address space, GPU memory out of its reach; cached host memory
+		 * as below */
+		if (mr->kind != KINET_MEM_CUDA && !mr->cache_ent)
+			e->gbase = e->base;
+	} else if (mr->kind == KINET_MEM_CUDA) {
 		e->gbase = e->base; /* unified addressing */
 	} else if (mr->cache_ent) {
 		/* cached host memory may be unmapped under its key: the CPU

@@ -94,6 +94,7 @@ struct soft_qp {
 	bool geng_on;      /* the GPU engine has it now */
 	uint64_t geng_wqes; /* WQEs it executed, as of its last give-back */
 	uint64_t geng_skip; /* bit 63 | sq_ci of a WQE it gave back: the CPU's to run */
+	uint32_t geng_hold; /* state changes of it in progress: not offered (atomic) */
 	uint64_t geng_backs[8]; /* give-backs by enum kn_geng_why (logged at destroy) */
 	char geng_why[96];
 };
@@ -146,8 +147,11 @@ void kinet_soft_engine_state(kinet_qp *qp, uint64_t last_ctrl);
 
 /* ---- the GPU engine (gengine.c; geng.h) ---- */
 /* Can the GPU engine run in this process (KINET_GPU_ENGINE=on and a GPU
- * with the module's engine hooks)? NULL when it can, else why not. */
+ * with the module's engine hooks, or KINET_GPU_ENGINE=host)? NULL when it
+ * can, else why not. */
 const char *kinet_geng_unavailable(void);
+/* KINET_GPU_ENGINE=host: its code runs on a CPU thread (geng_host.c). */
+bool kinet_geng_host(void);
 /* At connect (RTR): decides whether the GPU engine may serve qp. */
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer);
 /* At the start of qp's CPU pass: 1 when the GPU serves it (skip it), 0 when
@@ -168,6 +172,12 @@ void kinet_geng_release(kinet_qp *qp);
 /* sq_ci published by the kernel while it serves qp (*on). */
 uint64_t kinet_geng_sq_ci(kinet_qp *qp, bool *on);
 void kinet_geng_info(kinet_qp *qp, struct kinet_ep_info *o);
+/* The host executor's thread (geng_host.c), as the CUDA module's engine
+ * hooks: launch, query (0 not running, 1 launched), wait. gengine.c's lock. */
+struct kn_geng_ctl;
+int kinet_geng_host_launch(struct kn_geng_ctl *ctl);
+int kinet_geng_host_query(void);
+int kinet_geng_host_wait(void);
 
 /* ---- CQ producer (cq.c) ---- */
 /* Writes one CQE (64 bytes prepared by the caller, op_own's owner bit is set
