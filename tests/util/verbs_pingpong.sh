@@ -13,6 +13,11 @@
 #   all        every message size, 2 B .. 8 MiB (-a), a few iterations each
 #   size=N     messages of N bytes (-s N)
 #   op=NAME    the atomic (-A CMP_AND_SWAP or FETCH_AND_ADD)
+#   netns      the server in one network namespace, the client in another
+#              (a veth pair between them, addresses only inside them), QPs
+#              connected with the IPv4 GIDs (index 3); the rendezvous folder
+#              (/dev/shm) is shared. Skipped (77) when no namespace can be
+#              made.
 # perftest refuses -a for its atomics (they have one size, 8 bytes, which
 # size=8 runs). Both must exit 0 and print a result line for every size they
 # ran; everything runs under a timeout. Exits 77 (skipped) when the program
@@ -28,10 +33,11 @@ run=$1
 mode=${2:-pingpong}
 shift
 [ $# -eq 0 ] || shift
-old= all= size= op=
+old= all= size= op= netns=
 for v in "$@"; do
 	case $v in
 	old) old=1 ;;
+	netns) netns=1 ;;
 	all) all=1 ;;
 	size=*) size=${v#size=} ;;
 	op=*) op=${v#op=} ;;
@@ -50,6 +56,31 @@ if ! command -v "$prog" >/dev/null 2>&1; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# where the server and the client run, and the address the client dials
+host=localhost gid=1 srv_in= cli_in=
+if [ -n "$netns" ]; then
+	if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
+		echo "verbs_pingpong: cannot make network namespaces (needs root and ip): skipped"
+		exit 77
+	fi
+	nsa=kvpa$$ nsb=kvpb$$
+	# 10.204.x.y/30 from the pid, so that parallel tests do not meet
+	net=$(($$ % 16384))
+	ipa=10.$((204 + net / 4096)).$((net / 64 % 64)).$((net % 64 * 4 + 1))
+	ipb=${ipa%.*}.$((${ipa##*.} + 1))
+	trap 'ip netns del $nsa 2>/dev/null; ip netns del $nsb 2>/dev/null; rm -rf "$tmp"' EXIT
+	if ! { ip netns add $nsa && ip netns add $nsb &&
+		ip link add kvpa$$ type veth peer name kvpb$$ &&
+		ip link set kvpa$$ netns $nsa && ip link set kvpb$$ netns $nsb &&
+		ip -n $nsa addr add $ipa/30 dev kvpa$$ && ip -n $nsb addr add $ipb/30 dev kvpb$$ &&
+		ip -n $nsa link set lo up && ip -n $nsb link set lo up &&
+		ip -n $nsa link set kvpa$$ up && ip -n $nsb link set kvpb$$ up; } 2>"$tmp/netns.err"; then
+		ip link del kvpa$$ 2>/dev/null || true
+		echo "verbs_pingpong: cannot make network namespaces: $(cat "$tmp/netns.err"): skipped"
+		exit 77
+	fi
+	host=$ipa gid=3 srv_in="ip netns exec $nsa" cli_in="ip netns exec $nsb"
+fi
 fail() {
 	echo "verbs_pingpong: $*" >&2
 	for f in "$tmp"/*; do
@@ -85,26 +116,26 @@ elif [ -n "$size" ]; then
 	sizes=$size
 fi
 if [ "$mode" = pingpong ]; then
-	set -- ibv_rc_pingpong -d kinet0 -g 1 -c -p "$port" -n "$n"
+	set -- ibv_rc_pingpong -d kinet0 -g "$gid" -c -p "$port" -n "$n"
 else
-	set -- "$prog" -d kinet0 -x 1 -p "$port" -n "$n"
+	set -- "$prog" -d kinet0 -x "$gid" -p "$port" -n "$n"
 	[ -z "$old" ] || set -- "$@" --use_old_post_send
 	[ -z "$all" ] || set -- "$@" -a
 	[ -z "$size" ] || set -- "$@" -s "$size"
 	[ -z "$op" ] || set -- "$@" -A "$op"
 fi
-timeout -s KILL "$limit" "$run" "$@" >"$tmp/server" 2>"$tmp/server.err" &
+$srv_in timeout -s KILL "$limit" "$run" "$@" >"$tmp/server" 2>"$tmp/server.err" &
 srv=$!
 # the server listens once its QP is set up; the client retries its connect
 # (for at most 10 s)
 ok=0
 end=$(($(date +%s) + 10))
 while :; do
-	if timeout -s KILL "$limit" "$run" "$@" localhost >"$tmp/client" 2>"$tmp/client.err"; then
+	if $cli_in timeout -s KILL "$limit" "$run" "$@" "$host" >"$tmp/client" 2>"$tmp/client.err"; then
 		ok=1
 		break
 	fi
-	grep -qE "Couldn't connect to localhost|Unable to open file descriptor for socket" \
+	grep -qE "Couldn't connect to $host|Unable to open file descriptor for socket" \
 		"$tmp/client" "$tmp/client.err" || break
 	[ "$(date +%s)" -lt "$end" ] || break
 	sleep 0.1
@@ -151,6 +182,22 @@ else
 			fail "the client did not run Atomic $op"
 	fi
 fi
+if [ -n "$netns" ]; then
+	# each side's QP has the GID of its own namespace's address, and the
+	# other's as the remote one
+	if [ "$mode" = pingpong ]; then
+		ga="::ffff:$ipa" gb="::ffff:$ipb"
+	else
+		# perftest prints the 16 bytes in decimal, two digits at least
+		g4() { echo "$1" | awk -F. '{printf "00:00:00:00:00:00:00:00:00:00:255:255:%02d:%02d:%02d:%02d", $1, $2, $3, $4}'; }
+		ga=$(g4 "$ipa") gb=$(g4 "$ipb")
+	fi
+	for s in server client; do
+		grep -qF -- "$ga" "$tmp/$s" && grep -qF -- "$gb" "$tmp/$s" ||
+			fail "$s does not show the GIDs of both namespaces ($ga, $gb)"
+	done
+	netns=" across two network namespaces"
+fi
 [ "$mode" = pingpong ] || sizes=", sizes $(echo $sizes)"
 [ "$mode" != pingpong ] || sizes=
-echo "verbs_pingpong: $* ($n iterations$sizes): server and client passed"
+echo "verbs_pingpong: $*$netns ($n iterations$sizes): server and client passed"
