@@ -1032,7 +1032,8 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			/* a QP of another process of this host, found by (GID, QPN)
 			 * in the rendezvous folder: connected over the wire */
 			pthread_mutex_unlock(&emu_lock);
-			int n = emu_rv_lookup(a->dest_qp_num, ah->grh.dgid.raw, rdesc,
+			int n = emu_rv_lookup(a->dest_qp_num, ah->grh.dgid.raw,
+					      q->d->host ? q->d->hp.ifname : NULL, rdesc,
 					      sizeof(rdesc));
 			if (n < 0) {
 				KLOG_ERR("emulated modify_qp 0x%x: no peer QP 0x%x (%s)",

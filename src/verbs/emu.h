@@ -118,8 +118,11 @@ int emu_rv_publish(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, const
 		   size_t len);
 void emu_rv_release(uint32_t qpn);
 /* The descriptor of QP qpn on a device with that GID: its length, or
- * -ENOENT (logged with the reason) after KINET_VERBS_PEER_TIMEOUT_MS. */
-int emu_rv_lookup(uint32_t qpn, const uint8_t gid[16], void *desc, size_t cap);
+ * -ENOENT (logged with the reason) after KINET_VERBS_PEER_TIMEOUT_MS. A GID
+ * of another host is asked for at that host (ifname: the local interface,
+ * the scope of a link-local GID). */
+int emu_rv_lookup(uint32_t qpn, const uint8_t gid[16], const char *ifname, void *desc,
+		  size_t cap);
 
 /* data.c: the context's data-path ops, the per-QP and per-CQ state of the
  * CPU data path, completion channels. */

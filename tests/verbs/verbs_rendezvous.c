@@ -6,7 +6,8 @@
  * of its own: an entry of an ended process is swept when the first QP is
  * made; each QP's number is an entry of the folder, gone at destroy; RTR to a
  * QP number no process holds, or to one whose device lacks the destination
- * GID, fails with ENOENT after KINET_VERBS_PEER_TIMEOUT_MS, not before and
+ * GID, or at a GID of another host whose rendezvous service does not know
+ * it, fails with ENOENT after KINET_VERBS_PEER_TIMEOUT_MS, not before and
  * not much later.
  */
 #include <errno.h>
@@ -138,6 +139,14 @@ int main(void)
 	rc = rtr(qp, &other, 1, qp2->qp_num, &t);
 	CHECK(rc == ENOENT, "RTR to a known QP number at another GID: %d (%s), ENOENT expected",
 	      rc, strerror(rc));
+	/* a GID of another host (an address of no interface here): asked for
+	 * at that address, whose service (this host's, at 127.0.0.2) has no
+	 * such QP at that GID; given up after the timeout, not much later */
+	union ibv_gid far = {.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2}};
+	rc = rtr(qp, &far, 1, qp2->qp_num, &t);
+	CHECK(rc == ENOENT, "RTR to a QP at a GID of another host: %d (%s), ENOENT expected", rc,
+	      strerror(rc));
+	CHECK(t >= 0.35 && t < 3.0, "RTR to another host gave up after %.3f s, 0.4 s expected", t);
 
 	uint32_t n1 = qp->qp_num, n2 = qp2->qp_num;
 	CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_qp(qp2) == 0, "ibv_destroy_qp");
