@@ -22,6 +22,9 @@
 #              namespace (KINET_VERBS_RENDEZVOUS_DIR): two hosts, whose QPs
 #              find each other through the rendezvous service of the other
 #              (KINET_VERBS_RENDEZVOUS_PORT)
+#   gid=N      with netns or hosts: the GID index (3, the IPv4 address's, by
+#              default; 1: the default GID, fe80:: with the MAC's EUI-64,
+#              whose host is then asked on its IPv6 link-local address)
 #   takeover   as hosts, with another kinet-verbs process in the server's
 #              namespace that answers lookups first and ends before the
 #              client starts: the server's process takes the service over
@@ -40,13 +43,14 @@ run=$1
 mode=${2:-pingpong}
 shift
 [ $# -eq 0 ] || shift
-old= all= size= op= netns= hosts= takeover=
+old= all= size= op= netns= hosts= takeover= nsgid=3
 for v in "$@"; do
 	case $v in
 	old) old=1 ;;
 	netns) netns=1 ;;
 	hosts) netns=1 hosts=1 ;;
 	takeover) netns=1 hosts=1 takeover=1 ;;
+	gid=*) nsgid=${v#gid=} ;;
 	all) all=1 ;;
 	size=*) size=${v#size=} ;;
 	op=*) op=${v#op=} ;;
@@ -81,6 +85,8 @@ if [ -n "$netns" ]; then
 	if ! { ip netns add $nsa && ip netns add $nsb &&
 		ip link add kvpa$$ type veth peer name kvpb$$ &&
 		ip link set kvpa$$ netns $nsa && ip link set kvpb$$ netns $nsb &&
+		ip netns exec $nsa sysctl -qw net.ipv6.conf.kvpa$$.accept_dad=0 &&
+		ip netns exec $nsb sysctl -qw net.ipv6.conf.kvpb$$.accept_dad=0 &&
 		ip -n $nsa addr add $ipa/30 dev kvpa$$ && ip -n $nsb addr add $ipb/30 dev kvpb$$ &&
 		ip -n $nsa link set lo up && ip -n $nsb link set lo up &&
 		ip -n $nsa link set kvpa$$ up && ip -n $nsb link set kvpb$$ up; } 2>"$tmp/netns.err"; then
@@ -88,7 +94,7 @@ if [ -n "$netns" ]; then
 		echo "verbs_pingpong: cannot make network namespaces: $(cat "$tmp/netns.err"): skipped"
 		exit 77
 	fi
-	host=$ipa gid=3 srv_in="ip netns exec $nsa" cli_in="ip netns exec $nsb"
+	host=$ipa gid=$nsgid srv_in="ip netns exec $nsa" cli_in="ip netns exec $nsb"
 	if [ -n "$hosts" ]; then
 		srv_in="$srv_in env KINET_LOG=info KINET_VERBS_RENDEZVOUS_DIR=$tmp/rendezvous-a"
 		cli_in="$cli_in env KINET_LOG=info KINET_VERBS_RENDEZVOUS_DIR=$tmp/rendezvous-b"
@@ -247,8 +253,10 @@ while :; do
 done
 if [ -n "$netns" ]; then
 	# each side's QP has the GID of its own namespace's address, and the
-	# other's as the remote one
-	if [ "$mode" = pingpong ]; then
+	# other's as the remote one (the IPv4 GIDs)
+	if [ "$gid" != 3 ]; then
+		ga= gb=
+	elif [ "$mode" = pingpong ]; then
 		ga="::ffff:$ipa" gb="::ffff:$ipb"
 	else
 		# perftest prints the 16 bytes in decimal, two digits at least
@@ -256,7 +264,7 @@ if [ -n "$netns" ]; then
 		ga=$(g4 "$ipa") gb=$(g4 "$ipb")
 	fi
 	for s in server client; do
-		grep -qF -- "$ga" "$tmp/$s" && grep -qF -- "$gb" "$tmp/$s" ||
+		[ -z "$ga" ] || { grep -qF -- "$ga" "$tmp/$s" && grep -qF -- "$gb" "$tmp/$s"; } ||
 			fail "$s does not show the GIDs of both namespaces ($ga, $gb)"
 	done
 	netns=" across two network namespaces"
@@ -271,6 +279,7 @@ if [ -n "$netns" ]; then
 		done
 		netns=" across two network namespaces with folders of their own (two hosts)"
 		[ -z "$takeover" ] || netns="$netns, the server's process taking over the rendezvous service"
+		[ "$gid" = 3 ] || netns="$netns, GID index $gid"
 	fi
 fi
 [ "$mode" = pingpong ] || sizes=", sizes $(echo $sizes)"
