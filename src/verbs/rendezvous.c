@@ -354,10 +354,15 @@ static int io_all(int fd, void *buf, size_t n, bool out)
 static void rv_answer(int c)
 {
 	struct rv_req q;
-	if (io_all(c, &q, sizeof(q), false) || ntohl(q.magic) != RV_Q_MAGIC ||
-	    ntohl(q.proto) != RV_PROTO) {
+	int rc = io_all(c, &q, sizeof(q), false);
+	if (rc) {
+		KLOG_WARN("kinet-verbs: rendezvous service: no whole request (%s; %d ms are "
+			  "given): dropped", strerror(-rc), RV_IO_MS);
+		return;
+	}
+	if (ntohl(q.magic) != RV_Q_MAGIC || ntohl(q.proto) != RV_PROTO) {
 		KLOG_WARN("kinet-verbs: rendezvous service: a request that is not a kinet-verbs "
-			  "lookup (protocol %d): ignored", RV_PROTO);
+			  "lookup of protocol %d: dropped", RV_PROTO);
 		return;
 	}
 	uint8_t buf[sizeof(struct rv_ans) + KINET_QP_DESC_MAX];
