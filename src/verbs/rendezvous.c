@@ -511,8 +511,9 @@ static int rv_ask(const struct sockaddr_storage *sa, socklen_t salen, uint32_t q
 {
 	int s = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0) {
-		snprintf(why, cap_why, "socket: %s", strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(why, cap_why, "socket: %s", strerror(e));
+		return -e;
 	}
 	int rc = 0;
 	if (connect(s, (const struct sockaddr *)sa, salen) && errno != EINPROGRESS) {
