@@ -62,6 +62,10 @@ struct rv_head {
 static pthread_once_t rv_once = PTHREAD_ONCE_INIT;
 static char rv_dir[512];
 static int rv_err; /* negative errno when the folder is unusable */
+/* the service answering other hosts' lookups (below), started by the
+ * first QP published */
+static void svc_start(void);
+static pthread_once_t svc_once = PTHREAD_ONCE_INIT;
 
 static bool pid_alive(uint32_t pid)
 {
@@ -224,9 +228,6 @@ int emu_rv_alloc(uint32_t *qpn)
 	KLOG_ERR("kinet-verbs: no free QP number in %s", rv_dir);
 	return -ENOSPC;
 }
-
-static void svc_start(void);
-static pthread_once_t svc_once = PTHREAD_ONCE_INIT;
 
 int emu_rv_publish(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, const void *desc,
 		   size_t len)
