@@ -584,6 +584,13 @@ static void test_cqx(void)
 	      "ibv_create_cq_ex with an unknown flag: not refused with EOPNOTSUPP (errno %d)",
 	      errno);
 
+	/* the flags offered: ignore overrun (the CQ then needs no consumer index) */
+	struct ibv_cq_init_attr_ex oi = {.cqe = 16, .wc_flags = std,
+					 .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					 .flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN};
+	struct ibv_cq_ex *xo = ibv_create_cq_ex(ctx, &oi);
+	CHECK(xo && ibv_destroy_cq(ibv_cq_ex_to_cq(xo)) == 0,
+	      "ibv_create_cq_ex with ignore overrun: %s", strerror(errno));
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
 	CHECK(ch, "ibv_create_comp_channel: %s", strerror(errno));
 	int tag;
