@@ -862,6 +862,126 @@ static int emu_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return got;
 }
 
+/* ---- extended CQs (ibv_cq_ex) -------------------------------------------------------------- */
+
+/* verbs.h's ibv_start_poll .. ibv_end_poll call these through the CQ: the
+ * poll holds the CQ's lock from a start_poll that found a completion to its
+ * end_poll (none when the CQ was created single-threaded), as the mlx5
+ * provider does; each completion is turned into a struct ibv_wc once, which
+ * the read functions read. */
+static struct emu_cq *cqx_of(struct ibv_cq_ex *cq)
+{
+	return (struct emu_cq *)cq;
+}
+
+/* The next completion into c->cur, its status and wr_id into the CQ:
+ * 0, or ENOENT when there is none. */
+static int cqx_next(struct emu_cq *c)
+{
+	struct kn_cqe64 e;
+	for (;;) {
+		if (kinet_cq_poll(c->scq, &e))
+			return ENOENT;
+		if (cqe_to_wc(c, &e, &c->cur))
+			break;
+	}
+	c->cqx.status = c->cur.status;
+	c->cqx.wr_id = c->cur.wr_id;
+	return 0;
+}
+
+static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	struct emu_cq *c = cqx_of(cq);
+	if (!attr || attr->comp_mask) {
+		KLOG_ERR("kinet-verbs: ibv_start_poll: comp_mask 0x%x (none is defined)",
+			 attr ? attr->comp_mask : 0);
+		return EINVAL;
+	}
+	if (!c->single)
+		pthread_mutex_lock(&c->lock);
+	int rc = cqx_next(c);
+	if (rc && !c->single)
+		pthread_mutex_unlock(&c->lock); /* ENOENT: no end_poll follows */
+	return rc;
+}
+
+static int cqx_next_poll(struct ibv_cq_ex *cq)
+{
+	return cqx_next(cqx_of(cq));
+}
+
+static void cqx_end_poll(struct ibv_cq_ex *cq)
+{
+	struct emu_cq *c = cqx_of(cq);
+	if (!c->single)
+		pthread_mutex_unlock(&c->lock);
+}
+
+static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.opcode;
+}
+static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.vendor_err;
+}
+static uint32_t cqx_read_byte_len(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.byte_len;
+}
+static __be32 cqx_read_imm_data(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.imm_data;
+}
+static uint32_t cqx_read_qp_num(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.qp_num;
+}
+static uint32_t cqx_read_src_qp(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.src_qp;
+}
+static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.wc_flags;
+}
+/* RoCE: no LIDs, service level 0 */
+static uint32_t cqx_read_slid(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.slid;
+}
+static uint8_t cqx_read_sl(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.sl;
+}
+static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cq)
+{
+	return cqx_of(cq)->cur.dlid_path_bits;
+}
+
+void emu_data_cqx_init(struct emu_cq *c, bool single)
+{
+	struct ibv_cq_ex *x = &c->cqx;
+	c->single = single;
+	x->start_poll = cqx_start_poll;
+	x->next_poll = cqx_next_poll;
+	x->end_poll = cqx_end_poll;
+	x->read_opcode = cqx_read_opcode;
+	x->read_vendor_err = cqx_read_vendor_err;
+	x->read_byte_len = cqx_read_byte_len;
+	x->read_imm_data = cqx_read_imm_data;
+	x->read_qp_num = cqx_read_qp_num;
+	x->read_src_qp = cqx_read_src_qp;
+	x->read_wc_flags = cqx_read_wc_flags;
+	x->read_slid = cqx_read_slid;
+	x->read_sl = cqx_read_sl;
+	x->read_dlid_path_bits = cqx_read_dlid_path_bits;
+	/* completion timestamps, CVLAN, flow tag, tag matching: refused at
+	 * creation (their read functions stay NULL, as the provider leaves the
+	 * ones not asked for) */
+}
+
 /* ---- completion events ------------------------------------------------------------------- */
 
 struct emu_chan {

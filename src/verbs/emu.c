@@ -22,6 +22,7 @@
  * Installed by kinet_mlx5_set_ops(kinet_mlx5_emu_ops()) or with
  * KINET_MLX5_EMULATE=1.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -672,6 +673,57 @@ static struct ibv_cq *emu_create_cq_oi(struct ibv_context *ib, int cqe)
 	return emu_cq_new(ib, cqe, NULL, NULL, KINET_CQ_OVERRUN_IGNORE);
 }
 
+/* ibv_create_cq_ex (verbs.h's inline, through the context): a CQ whose
+ * completions are also read through its ibv_cq_ex functions (data.c). The
+ * work-completion fields of IBV_WC_STANDARD_FLAGS are offered; timestamps,
+ * CVLAN, flow tag, tag matching and parent domains are refused. */
+static struct ibv_cq_ex *emu_create_cq_ex(struct ibv_context *ib, struct ibv_cq_init_attr_ex *a)
+{
+	called("create_cq_ex");
+	const uint32_t known_flags =
+		IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	if (!a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: wc_flags 0x%" PRIx64 " beyond the standard "
+			 "ones (0x%x): completion timestamps, CVLAN, flow tag and tag matching are "
+			 "not supported (EOPNOTSUPP)",
+			 (uint64_t)a->wc_flags, (unsigned)IBV_WC_STANDARD_FLAGS);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: parent domains are not supported "
+			 "(EOPNOTSUPP)");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	uint32_t flags = a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS ? a->flags : 0;
+	if (flags & ~known_flags) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: flags 0x%x not supported (EOPNOTSUPP)",
+			 flags & ~known_flags);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->cqe == 0 || a->cqe >= (1u << 22)) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: %u entries (1 .. %u)", a->cqe,
+			 (1u << 22) - 1);
+		errno = EINVAL;
+		return NULL;
+	}
+	struct ibv_cq *cq = emu_cq_new(ib, (int)a->cqe, a->cq_context, a->channel,
+				       flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+					       ? KINET_CQ_OVERRUN_IGNORE
+					       : 0);
+	if (!cq)
+		return NULL;
+	struct emu_cq *c = (struct emu_cq *)cq;
+	emu_data_cqx_init(c, flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+	return &c->cqx;
+}
+
 static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
 				 struct ibv_comp_channel *ch, uint32_t flags)
 {
@@ -980,7 +1032,8 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			/* a QP of another process of this host, found by (GID, QPN)
 			 * in the rendezvous folder: connected over the wire */
 			pthread_mutex_unlock(&emu_lock);
-			int n = emu_rv_lookup(a->dest_qp_num, ah->grh.dgid.raw, rdesc,
+			int n = emu_rv_lookup(a->dest_qp_num, ah->grh.dgid.raw,
+					      q->d->host ? q->d->hp.ifname : NULL, rdesc,
 					      sizeof(rdesc));
 			if (n < 0) {
 				KLOG_ERR("emulated modify_qp 0x%x: no peer QP 0x%x (%s)",
@@ -2791,6 +2844,7 @@ static void ctx_ops(struct emu_ctx *c)
 	c->vc.query_port = emu_vquery_port;
 	c->vc.query_device_ex = emu_vquery_device_ex;
 	c->vc.create_qp_ex = emu_create_qp_ex; /* ibv_create_qp_ex beyond a PD alone */
+	c->vc.create_cq_ex = emu_create_cq_ex;
 	emu_data_ops(ib); /* poll_cq, req_notify_cq, post_send, post_recv (data.c) */
 	ib->ops.post_srq_recv = emu_post_srq_recv;
 	ib->ops.alloc_mw = emu_alloc_mw;

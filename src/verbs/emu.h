@@ -56,7 +56,10 @@ struct emu_mr {
 struct emu_chan;
 struct emu_qp;
 struct emu_cq {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx; /* an extended CQ (ibv_create_cq_ex): begins as cq */
+	};
 	kinet_cq *scq;
 	uint32_t cqn;
 	/* the CPU data path (data.c) */
@@ -67,6 +70,9 @@ struct emu_cq {
 	struct emu_cq *arm_next;  /* the watcher's list of armed CQs */
 	struct emu_cq *ev_next;   /* the channel's queue of events */
 	uint32_t events_read;     /* events ibv_get_cq_event returned (cq.mutex) */
+	/* an extended CQ: the completion between start_poll and end_poll */
+	bool single;              /* IBV_CREATE_CQ_ATTR_SINGLE_THREADED: no lock */
+	struct ibv_wc cur;
 };
 struct emu_wrx;
 struct emu_qp {
@@ -115,8 +121,11 @@ int emu_rv_publish(uint32_t qpn, const uint8_t (*gids)[16], uint32_t ngid, const
 		   size_t len);
 void emu_rv_release(uint32_t qpn);
 /* The descriptor of QP qpn on a device with that GID: its length, or
- * -ENOENT (logged with the reason) after KINET_VERBS_PEER_TIMEOUT_MS. */
-int emu_rv_lookup(uint32_t qpn, const uint8_t gid[16], void *desc, size_t cap);
+ * -ENOENT (logged with the reason) after KINET_VERBS_PEER_TIMEOUT_MS. A GID
+ * of another host is asked for at that host (ifname: the local interface,
+ * the scope of a link-local GID). */
+int emu_rv_lookup(uint32_t qpn, const uint8_t gid[16], const char *ifname, void *desc,
+		  size_t cap);
 
 /* data.c: the context's data-path ops, the per-QP and per-CQ state of the
  * CPU data path, completion channels. */
@@ -130,6 +139,8 @@ struct ibv_qp_ex *emu_qp_to_qp_ex(struct ibv_qp *qp);
 void emu_data_qp_reset(struct emu_qp *q);
 void emu_data_cq_init(struct emu_cq *c, struct ibv_comp_channel *ch);
 void emu_data_cq_fini(struct emu_cq *c);
+/* An extended CQ: its ibv_cq_ex functions (start_poll .. read_*). */
+void emu_data_cqx_init(struct emu_cq *c, bool single);
 struct emu_qp *emu_qp_by_num(struct emu_dev *d, uint32_t qpn);
 
 /* Completion channels (kinet-verbs' ibv_create_comp_channel and the rest). */

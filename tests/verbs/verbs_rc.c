@@ -8,7 +8,9 @@
  * RDMA write, write with immediate, read, send, send with immediate, both
  * atomics, inline data, unsignaled work requests, a full send queue, a
  * completion channel, a bad rkey (remote access error, then flushes), and
- * extended QPs (ibv_create_qp_ex, ibv_qp_to_qp_ex, every ibv_wr_* builder).
+ * extended QPs (ibv_create_qp_ex, ibv_qp_to_qp_ex, every ibv_wr_* builder)
+ * and extended CQs (ibv_create_cq_ex, read through ibv_start_poll ..
+ * ibv_end_poll and the ibv_wc_read_* functions).
  * Data is random and checked byte for byte, every work completion's fields
  * are checked. Without a kinet device (the system's rdma-core) it fails.
  */
@@ -503,6 +505,299 @@ static void test_qpx(void)
 	free(ref);
 }
 
+/* One completion of an extended CQ, read through its functions (verbs.h's
+ * ibv_start_poll .. ibv_end_poll and ibv_wc_read_*), as a struct ibv_wc;
+ * within 5 s. */
+static struct ibv_wc cqx_read(struct ibv_cq_ex *cq)
+{
+	struct ibv_wc wc;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = cq->wr_id;
+	wc.status = cq->status;
+	wc.opcode = ibv_wc_read_opcode(cq);
+	wc.vendor_err = ibv_wc_read_vendor_err(cq);
+	wc.byte_len = ibv_wc_read_byte_len(cq);
+	wc.wc_flags = ibv_wc_read_wc_flags(cq);
+	wc.imm_data = ibv_wc_read_imm_data(cq);
+	wc.qp_num = ibv_wc_read_qp_num(cq);
+	wc.src_qp = ibv_wc_read_src_qp(cq);
+	wc.slid = (uint16_t)ibv_wc_read_slid(cq);
+	wc.sl = ibv_wc_read_sl(cq);
+	wc.dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	return wc;
+}
+
+/* n completions of cq: one ibv_start_poll, then ibv_next_poll for each
+ * further one (waiting for it while the poll is open, as a program may),
+ * ibv_end_poll; within 5 s. */
+static void cqx_poll(struct ibv_cq_ex *cq, struct ibv_wc *wc, int n, const char *what)
+{
+	struct ibv_poll_cq_attr pa = {.comp_mask = 0};
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc;
+	while ((rc = ibv_start_poll(cq, &pa)) == ENOENT) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		CHECK(t.tv_sec - t0.tv_sec < 5, "%s: no completion within 5 s", what);
+		usleep(10);
+	}
+	CHECK(rc == 0, "%s: ibv_start_poll: %s", what, strerror(rc));
+	wc[0] = cqx_read(cq);
+	for (int k = 1; k < n; k++) {
+		while ((rc = ibv_next_poll(cq)) == ENOENT) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			CHECK(t.tv_sec - t0.tv_sec < 5, "%s: completion %d of %d not within 5 s",
+			      what, k + 1, n);
+			usleep(10);
+		}
+		CHECK(rc == 0, "%s: ibv_next_poll: %s", what, strerror(rc));
+		wc[k] = cqx_read(cq);
+	}
+	ibv_end_poll(cq);
+}
+
+/* Extended CQs (ibv_create_cq_ex): what they refuse, then two RC QPs whose
+ * completions are read through the CQ's functions: batches of random work
+ * requests on random data, every field of every completion checked, the
+ * data byte for byte; ibv_poll_cq on the same CQ, a completion channel, and
+ * a remote access error with its flush. */
+static void test_cqx(void)
+{
+	const uint64_t std = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+			     IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+			     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+			     IBV_WC_EX_WITH_DLID_PATH_BITS;
+	struct ibv_cq_init_attr_ex bad = {.cqe = 16,
+					  .wc_flags = std | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+	errno = 0;
+	CHECK(!ibv_create_cq_ex(ctx, &bad) && errno == EOPNOTSUPP,
+	      "ibv_create_cq_ex with completion timestamps: not refused with EOPNOTSUPP "
+	      "(errno %d)", errno);
+	bad = (struct ibv_cq_init_attr_ex){.cqe = 0, .wc_flags = std};
+	errno = 0;
+	CHECK(!ibv_create_cq_ex(ctx, &bad) && errno == EINVAL,
+	      "ibv_create_cq_ex of 0 entries: not refused with EINVAL (errno %d)", errno);
+	bad = (struct ibv_cq_init_attr_ex){.cqe = 16, .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					   .flags = 1u << 7};
+	errno = 0;
+	CHECK(!ibv_create_cq_ex(ctx, &bad) && errno == EOPNOTSUPP,
+	      "ibv_create_cq_ex with an unknown flag: not refused with EOPNOTSUPP (errno %d)",
+	      errno);
+
+	/* the flags offered: ignore overrun (the CQ then needs no consumer index) */
+	struct ibv_cq_init_attr_ex oi = {.cqe = 16, .wc_flags = std,
+					 .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					 .flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN};
+	struct ibv_cq_ex *xo = ibv_create_cq_ex(ctx, &oi);
+	CHECK(xo && ibv_destroy_cq(ibv_cq_ex_to_cq(xo)) == 0,
+	      "ibv_create_cq_ex with ignore overrun: %s", strerror(errno));
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	CHECK(ch, "ibv_create_comp_channel: %s", strerror(errno));
+	int tag;
+	struct ibv_cq_init_attr_ex ea = {.cqe = 2 * DEPTH, .wc_flags = std};
+	struct ibv_cq_init_attr_ex eb = {.cqe = 2 * DEPTH, .cq_context = &tag, .channel = ch,
+					 .wc_flags = std,
+					 .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					 .flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED};
+	struct ibv_cq_ex *xa = ibv_create_cq_ex(ctx, &ea), *xb = ibv_create_cq_ex(ctx, &eb);
+	CHECK(xa && xb, "ibv_create_cq_ex: %s", strerror(errno));
+	struct ibv_cq *ca = ibv_cq_ex_to_cq(xa), *cb = ibv_cq_ex_to_cq(xb);
+	CHECK(ca->context == ctx && cb->cq_context == &tag && cb->channel == ch &&
+		      ca->cqe >= 2 * DEPTH,
+	      "an extended CQ's fields: context %p, cq_context %p, channel %p, cqe %d",
+	      (void *)ca->context, cb->cq_context, (void *)cb->channel, ca->cqe);
+	struct ibv_poll_cq_attr pa = {.comp_mask = 0};
+	CHECK(ibv_start_poll(xa, &pa) == ENOENT, "ibv_start_poll of an empty CQ: not ENOENT");
+	pa.comp_mask = 1;
+	CHECK(ibv_start_poll(xa, &pa) == EINVAL, "ibv_start_poll with a comp_mask: not EINVAL");
+
+	struct side A, B;
+	make_side(&A, ca, ca);
+	make_side(&B, cb, cb);
+	uint32_t qa = A.qp->qp_num, qb = B.qp->qp_num;
+	connect_to(&A, &B);
+	connect_to(&B, &A);
+	to_rts(&A);
+	to_rts(&B);
+
+	/* batches of up to 8 work requests of A, every one signaled; B's
+	 * receives complete on B's CQ */
+	enum { NB = 8, SLOT = 65536 };
+	uint8_t *ref = malloc((size_t)NB * SLOT);
+	CHECK(ref, "no memory");
+	for (int it = 0; it < 40; it++) {
+		int n = 1 + (int)(rnd() % NB), nr = 0;
+		struct ibv_send_wr wr[NB];
+		struct ibv_sge g[NB];
+		struct {
+			enum ibv_wc_opcode op;
+			uint32_t len, imm;
+			bool recv, withimm;
+			uint64_t *word, before, want;
+		} e[NB];
+		uint64_t rid[NB];
+		memset(wr, 0, sizeof(wr));
+		memset(e, 0, sizeof(e));
+		for (int k = 0; k < n; k++) {
+			uint32_t len = rlen(SLOT - 64), off = (uint32_t)k * SLOT;
+			uint8_t *src = A.buf + off, *dst = B.buf + off;
+			fill(src, len);
+			fill(dst, len);
+			memcpy(ref + off, src, len);
+			g[k] = (struct ibv_sge){(uintptr_t)src, len, A.mr->lkey};
+			wr[k] = (struct ibv_send_wr){.wr_id = rnd(), .next = k + 1 < n ? &wr[k + 1] : NULL,
+						     .sg_list = &g[k], .num_sge = 1,
+						     .send_flags = IBV_SEND_SIGNALED};
+			wr[k].wr.rdma.remote_addr = (uintptr_t)dst;
+			wr[k].wr.rdma.rkey = B.mr->rkey;
+			e[k].len = len;
+			e[k].imm = (uint32_t)rnd();
+			switch (rnd() % 6) {
+			case 0:
+				wr[k].opcode = IBV_WR_RDMA_WRITE;
+				e[k].op = IBV_WC_RDMA_WRITE;
+				break;
+			case 1:
+				wr[k].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+				wr[k].imm_data = htonl(e[k].imm);
+				e[k].op = IBV_WC_RDMA_WRITE;
+				e[k].recv = e[k].withimm = true;
+				break;
+			case 2: /* read back what B has at dst into src */
+				wr[k].opcode = IBV_WR_RDMA_READ;
+				memcpy(ref + off, dst, len);
+				e[k].op = IBV_WC_RDMA_READ;
+				break;
+			case 3:
+			case 4:
+				wr[k].opcode = (rnd() & 1) ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+				wr[k].imm_data = htonl(e[k].imm);
+				e[k].op = IBV_WC_SEND;
+				e[k].recv = true;
+				e[k].withimm = wr[k].opcode == IBV_WR_SEND_WITH_IMM;
+				break;
+			default: /* fetch-and-add on a word of B's slot */
+				e[k].word = (uint64_t *)dst;
+				e[k].before = *e[k].word;
+				e[k].want = e[k].before + (uint64_t)e[k].imm;
+				wr[k].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+				wr[k].wr.atomic.remote_addr = (uintptr_t)dst;
+				wr[k].wr.atomic.rkey = B.mr->rkey;
+				wr[k].wr.atomic.compare_add = e[k].imm;
+				g[k].length = 8;
+				e[k].len = 8;
+				e[k].op = IBV_WC_FETCH_ADD;
+			}
+			if (e[k].recv) {
+				/* a receive into B's slot, for the send's data or the
+				 * write's immediate */
+				rid[nr] = rnd();
+				post_recv(&B, rid[nr], off, SLOT);
+				nr++;
+			}
+		}
+		post_send(&A, wr, "cqx");
+		struct ibv_wc w[NB], r[NB];
+		cqx_poll(xa, w, n, "cqx (requester)");
+		if (nr)
+			cqx_poll(xb, r, nr, "cqx (responder)");
+		for (int k = 0, j = 0; k < n; k++) {
+			uint32_t off = (uint32_t)k * SLOT;
+			expect_wc(&w[k], wr[k].wr_id, IBV_WC_SUCCESS, e[k].op, qa, "cqx");
+			CHECK(w[k].vendor_err == 0 && (w[k].wc_flags & IBV_WC_WITH_IMM) == 0,
+			      "cqx: requester vendor_err %u, wc_flags 0x%x", w[k].vendor_err,
+			      w[k].wc_flags);
+			if (e[k].op == IBV_WC_RDMA_READ || e[k].op == IBV_WC_FETCH_ADD)
+				CHECK(w[k].byte_len == e[k].len, "cqx: byte_len %u, expected %u",
+				      w[k].byte_len, e[k].len);
+			if (e[k].op == IBV_WC_FETCH_ADD) {
+				uint64_t got;
+				memcpy(&got, A.buf + off, 8);
+				CHECK(got == e[k].before && *e[k].word == e[k].want,
+				      "cqx: fetch-and-add: old 0x%" PRIx64 " (0x%" PRIx64
+				      "), word 0x%" PRIx64 " (0x%" PRIx64 ")",
+				      got, e[k].before, *e[k].word, e[k].want);
+			} else if (e[k].op == IBV_WC_RDMA_READ) {
+				CHECK(!memcmp(A.buf + off, ref + off, e[k].len), "cqx: read: data differs");
+			} else {
+				CHECK(!memcmp(B.buf + off, ref + off, e[k].len),
+				      "cqx: opcode %d: data differs", e[k].op);
+			}
+			if (!e[k].recv)
+				continue;
+			struct ibv_wc *rw = &r[j];
+			bool wimm = e[k].op == IBV_WC_RDMA_WRITE;
+			expect_wc(rw, rid[j], IBV_WC_SUCCESS,
+				  wimm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, qb, "cqx (responder)");
+			CHECK(rw->byte_len == e[k].len && rw->src_qp == qa &&
+				      !!(rw->wc_flags & IBV_WC_WITH_IMM) == e[k].withimm &&
+				      (!e[k].withimm || ntohl(rw->imm_data) == e[k].imm) &&
+				      rw->vendor_err == 0 && rw->slid == 0 && rw->sl == 0 &&
+				      rw->dlid_path_bits == 0,
+			      "cqx (responder): byte_len %u (%u), src_qp 0x%x (0x%x), wc_flags 0x%x, "
+			      "imm 0x%x (0x%x)",
+			      rw->byte_len, e[k].len, rw->src_qp, qa, rw->wc_flags, ntohl(rw->imm_data),
+			      e[k].imm);
+			j++;
+		}
+	}
+	no_wc(ca, "cqx");
+	no_wc(cb, "cqx");
+	printf("verbs_rc: extended CQs: batches ok\n");
+
+	/* ibv_poll_cq reads an extended CQ too */
+	struct ibv_sge g1 = {(uintptr_t)A.buf, 64, A.mr->lkey};
+	struct ibv_send_wr w1 = {.wr_id = 31000, .sg_list = &g1, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	w1.wr.rdma.remote_addr = (uintptr_t)B.buf;
+	w1.wr.rdma.rkey = B.mr->rkey;
+	post_send(&A, &w1, "cqx ibv_poll_cq");
+	struct ibv_wc wc = wait_wc(ca, "cqx ibv_poll_cq");
+	expect_wc(&wc, 31000, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qa, "cqx ibv_poll_cq");
+
+	/* a completion channel of an extended CQ */
+	CHECK(ibv_req_notify_cq(cb, 0) == 0, "ibv_req_notify_cq of an extended CQ");
+	post_recv(&B, 31001, 0, 64);
+	w1.wr_id = 31002;
+	w1.opcode = IBV_WR_SEND;
+	post_send(&A, &w1, "cqx channel");
+	struct pollfd pf = {.fd = ch->fd, .events = POLLIN};
+	CHECK(poll(&pf, 1, 5000) == 1, "cqx: channel fd not readable within 5 s");
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cb && ev_ctx == &tag,
+	      "cqx: the event names another CQ");
+	ibv_ack_cq_events(ev_cq, 1);
+	struct ibv_wc two[2];
+	cqx_poll(xb, two, 1, "cqx channel (responder)");
+	expect_wc(&two[0], 31001, IBV_WC_SUCCESS, IBV_WC_RECV, qb, "cqx channel");
+	cqx_poll(xa, two, 1, "cqx channel (requester)");
+	expect_wc(&two[0], 31002, IBV_WC_SUCCESS, IBV_WC_SEND, qa, "cqx channel");
+
+	/* a bad rkey: the error and the flush after it, read from the CQ */
+	struct ibv_send_wr e2 = w1;
+	e2.wr_id = 31004;
+	e2.opcode = IBV_WR_RDMA_WRITE;
+	struct ibv_send_wr e1 = e2;
+	e1.wr_id = 31003;
+	e1.next = &e2;
+	e1.wr.rdma.rkey = B.mr->rkey ^ 0x5a5a00;
+	post_send(&A, &e1, "cqx bad rkey");
+	cqx_poll(xa, two, 2, "cqx bad rkey");
+	expect_wc(&two[0], 31003, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE, qa, "cqx bad rkey");
+	expect_wc(&two[1], 31004, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qa, "cqx flush");
+	no_wc(ca, "cqx after the error");
+	printf("verbs_rc: extended CQs: ibv_poll_cq, channel, errors ok\n");
+
+	CHECK(ibv_destroy_qp(A.qp) == 0 && ibv_destroy_qp(B.qp) == 0, "cqx: ibv_destroy_qp");
+	CHECK(ibv_dereg_mr(A.mr) == 0 && ibv_dereg_mr(B.mr) == 0, "cqx: ibv_dereg_mr");
+	CHECK(ibv_destroy_cq(ca) == 0 && ibv_destroy_cq(cb) == 0, "cqx: ibv_destroy_cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "cqx: ibv_destroy_comp_channel");
+	free(A.buf);
+	free(B.buf);
+	free(ref);
+}
+
 int main(void)
 {
 	const char *seed = getenv("VERBS_RC_SEED");
@@ -870,6 +1165,7 @@ int main(void)
 	CHECK(!ibv_qp_to_qp_ex(A.qp) && errno == EOPNOTSUPP,
 	      "ibv_qp_to_qp_ex of a QP of ibv_create_qp: not NULL with EOPNOTSUPP");
 	test_qpx();
+	test_cqx();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
 	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");

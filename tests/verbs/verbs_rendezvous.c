@@ -6,8 +6,12 @@
  * of its own: an entry of an ended process is swept when the first QP is
  * made; each QP's number is an entry of the folder, gone at destroy; RTR to a
  * QP number no process holds, or to one whose device lacks the destination
- * GID, fails with ENOENT after KINET_VERBS_PEER_TIMEOUT_MS, not before and
- * not much later.
+ * GID, or at a GID of another host whose rendezvous service does not know
+ * it, fails with ENOENT after KINET_VERBS_PEER_TIMEOUT_MS, not before and
+ * not much later. The rendezvous service that answers other hosts (on a
+ * port of its own here): a lookup of a published QP gets its descriptor,
+ * one at another GID or of an unknown number gets ENOENT and why, and
+ * garbage, a half request or a silent client leave it answering.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -19,6 +23,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <infiniband/verbs.h>
@@ -74,12 +81,105 @@ static int rtr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint3
 	return rc;
 }
 
+/* ---- the rendezvous service, as another host's kinet-verbs asks it (the
+ * wire format of src/verbs/rendezvous.c, network byte order) ---- */
+static unsigned svc_port;
+
+static int svc_connect(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)svc_port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* the service starts with the first published QP: give it a moment */
+	for (int i = 0; i < 200; i++) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(s >= 0, "socket");
+		struct timeval tv = {3, 0};
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0)
+			return s;
+		close(s);
+		usleep(10000);
+	}
+	CHECK(0, "nothing answers on the rendezvous port %u", svc_port);
+	return -1;
+}
+
+/* A lookup of (qpn, gid): the status (0 or an errno), why, and the
+ * descriptor's length (-1 when the answer is short). */
+static int svc_ask(uint32_t qpn, const union ibv_gid *gid, char *why, size_t whycap, int *len)
+{
+	uint32_t q[4] = {htonl(0x4b4e5651u), htonl(1), htonl(qpn), 0};
+	uint8_t req[32];
+	memcpy(req, q, 16);
+	memcpy(req + 16, gid->raw, 16);
+	int s = svc_connect();
+	CHECK(send(s, req, sizeof(req), 0) == (ssize_t)sizeof(req), "send the lookup");
+	uint8_t ans[112 + 512];
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof(ans) && (k = recv(s, ans + got, sizeof(ans) - got, 0)) > 0)
+		got += (size_t)k;
+	close(s);
+	CHECK(got >= 112, "a short answer (%zu bytes)", got);
+	uint32_t h[4];
+	memcpy(h, ans, 16);
+	CHECK(ntohl(h[0]) == 0x4b4e5641u && ntohl(h[1]) == 1, "not an answer of protocol 1");
+	snprintf(why, whycap, "%.96s", (const char *)ans + 16);
+	*len = ntohl(h[3]) == got - 112 ? (int)(got - 112) : -1;
+	return (int)ntohl(h[2]);
+}
+
+static void svc_check(uint32_t qpn, const union ibv_gid *gid)
+{
+	char why[128];
+	int len;
+	/* garbage, half a request, a client that says nothing: each dropped */
+	int s = svc_connect();
+	uint8_t junk[300];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 151 + 7);
+	CHECK(send(s, junk, sizeof(junk), 0) > 0, "send garbage");
+	close(s);
+	s = svc_connect();
+	CHECK(send(s, "\x4b\x4e\x56\x51\0\0\0\1", 8, 0) == 8, "send half a request");
+	close(s);
+	int silent = svc_connect();
+	/* a published QP at its GID: its descriptor */
+	int st = svc_ask(qpn, gid, why, sizeof(why), &len);
+	CHECK(st == 0 && len > 16 && len <= 256, "lookup of QP 0x%x: status %d, %d bytes (%s)",
+	      qpn, st, len, why);
+	/* at another GID, an unknown number: ENOENT, and why */
+	union ibv_gid other = *gid;
+	other.raw[15] ^= 0x33;
+	st = svc_ask(qpn, &other, why, sizeof(why), &len);
+	CHECK(st == ENOENT && len == 0 && strstr(why, "without that GID"),
+	      "lookup at another GID: status %d, %d bytes, why \"%s\"", st, len, why);
+	st = svc_ask(0x42, gid, why, sizeof(why), &len);
+	CHECK(st == ENOENT && len == 0 && strstr(why, "no such QP number"),
+	      "lookup of an unknown number: status %d, %d bytes, why \"%s\"", st, len, why);
+	close(silent);
+	st = svc_ask(qpn, gid, why, sizeof(why), &len);
+	CHECK(st == 0 && len > 16, "lookup after the silent client: status %d (%s)", st, why);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/kinet-rv-XXXXXX");
 	CHECK(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
 	setenv("KINET_VERBS_RENDEZVOUS_DIR", dir, 1);
 	setenv("KINET_VERBS_PEER_TIMEOUT_MS", "400", 1);
+	/* a rendezvous port of this test's own: a free one, as the system gives it */
+	int ps = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 pa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+	socklen_t pl = sizeof(pa);
+	CHECK(ps >= 0 && bind(ps, (struct sockaddr *)&pa, sizeof(pa)) == 0 &&
+		      getsockname(ps, (struct sockaddr *)&pa, &pl) == 0,
+	      "a free port: %s", strerror(errno));
+	svc_port = ntohs(pa.sin6_port);
+	close(ps);
+	char pbuf[16];
+	snprintf(pbuf, sizeof(pbuf), "%u", svc_port);
+	setenv("KINET_VERBS_RENDEZVOUS_PORT", pbuf, 1);
 
 	/* an entry of a process that has ended */
 	pid_t child = fork();
@@ -138,6 +238,15 @@ int main(void)
 	rc = rtr(qp, &other, 1, qp2->qp_num, &t);
 	CHECK(rc == ENOENT, "RTR to a known QP number at another GID: %d (%s), ENOENT expected",
 	      rc, strerror(rc));
+	svc_check(qp2->qp_num, &gid);
+	/* a GID of another host (an address of no interface here): asked for
+	 * at that address, whose service (this process's, at 127.0.0.2) has no
+	 * such QP at that GID; given up after the timeout, not much later */
+	union ibv_gid far = {.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2}};
+	rc = rtr(qp, &far, 1, qp2->qp_num, &t);
+	CHECK(rc == ENOENT, "RTR to a QP at a GID of another host: %d (%s), ENOENT expected", rc,
+	      strerror(rc));
+	CHECK(t >= 0.35 && t < 3.0, "RTR to another host gave up after %.3f s, 0.4 s expected", t);
 
 	uint32_t n1 = qp->qp_num, n2 = qp2->qp_num;
 	CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_qp(qp2) == 0, "ibv_destroy_qp");
