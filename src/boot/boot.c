@@ -124,7 +124,16 @@ int kinet_boot_init_env(kinet_boot **out)
 		return -EINVAL;
 	if (kinet_tun_refused(KT_BOOT, "kinet_boot_init_env"))
 		return -EINVAL;
-	const char *mode = KT(BOOT_MODE); /* auto, tcp, mpi or pmix: tunables.def */
+	const char *mode = KT(BOOT_MODE); /* auto, tcp, mpi, pmix or uid: tunables.def */
+	if (!strcmp(mode, "uid")) {
+		/* NVSHMEM_BOOTSTRAP=UID: the job is joined with a unique id passed by
+		 * the program (kinet_shmem_init_uniqueid), not from the environment */
+		KLOG_ERR("boot: KINET_BOOT_MODE (or NVSHMEM_BOOTSTRAP) is uid: a job joined with a "
+			 "unique id is initialised with nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID) "
+			 "(kinet_shmem_init_uniqueid); from the environment alone use auto, tcp, mpi "
+			 "or pmix");
+		return -EINVAL;
+	}
 	bool want_mpi = !strcmp(mode, "mpi"),
 	     want_pmix = !strcmp(mode, "pmix"), autom = !strcmp(mode, "auto");
 	const char *orank = getenv("OMPI_COMM_WORLD_RANK");

@@ -694,6 +694,9 @@ Test(boot, env_incomplete_is_refused)
 	cr_assert_eq(run_prog(argv, env, false), 1);
 	char *env2[] = {"KINET_BOOT_MODE=carrier-pigeon", NULL};
 	cr_assert_eq(run_prog(argv, env2, false), 1);
+	/* NVSHMEM's unique-id mode joins only through the program's id */
+	char *env3[] = {"KINET_BOOT_MODE=", "NVSHMEM_BOOTSTRAP=UID", NULL};
+	cr_assert_eq(run_prog(argv, env3, false), 1);
 }
 
 /* ---- the MPI module ---------------------------------------------------------------- */
