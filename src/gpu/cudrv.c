@@ -55,6 +55,7 @@ static struct {
 	cu_result (*memset8)(cu_devptr, unsigned char, size_t);
 	cu_result (*dtoh)(void *, cu_devptr, size_t);
 	cu_result (*htod)(cu_devptr, const void *, size_t);
+	cu_result (*module_global)(cu_devptr *, size_t *, void *, const char *);
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -100,6 +101,8 @@ static void cu_load_once(void)
 	SYM(htod, "cuMemcpyHtoD_v2");
 	/* CUDA 11.7+: absent on older drivers, dma-buf is then unavailable */
 	*(void **)&cu.range_handle = dlsym(cu.h, "cuMemGetHandleForAddressRange");
+	/* kinet-shmem's modules (nvshmemx_cumodule_init) only */
+	*(void **)&cu.module_global = dlsym(cu.h, "cuModuleGetGlobal_v2");
 	cu_result r = cu.init(0);
 	if (r != CU_OK) {
 		snprintf(cu.why, sizeof(cu.why), "cuInit failed (CUDA error %d)", r);
@@ -304,4 +307,23 @@ int kinet_cudrv_write(void *dst, const void *src, size_t n)
 	if (kinet_cudrv_load(NULL, 0) || ensure_ctx())
 		return -ENODEV;
 	return cu.htod((cu_devptr)(uintptr_t)dst, src, n) == CU_OK ? 0 : -EIO;
+}
+
+int kinet_cudrv_module_global(void *module, const char *name, uint64_t *dptr, size_t *bytes)
+{
+	if (!module || !name || !dptr || !bytes)
+		return -EINVAL;
+	int rc = kinet_cudrv_load(NULL, 0);
+	if (rc)
+		return rc;
+	if (!cu.module_global)
+		return -ENOSYS;
+	cu_devptr d = 0;
+	size_t n = 0;
+	cu_result r = cu.module_global(&d, &n, module, name);
+	if (r != CU_OK)
+		return -ENOENT;
+	*dptr = (uint64_t)d;
+	*bytes = n;
+	return 0;
 }

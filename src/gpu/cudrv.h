@@ -38,6 +38,9 @@ int kinet_cudrv_unmap(void *p);
 /* Device memory of GPU `ordinal` (its primary context becomes current). */
 int kinet_cudrv_alloc(int ordinal, size_t len, void **out);
 int kinet_cudrv_free(void *p);
+/* The address and size of the global `name` of a CUDA module (CUmodule):
+ * 0, -ENOENT (no such global), -ENOSYS (a driver without the call), -ENODEV. */
+int kinet_cudrv_module_global(void *module, const char *name, uint64_t *dptr, size_t *bytes);
 int kinet_cudrv_memset(void *p, int v, size_t n);
 int kinet_cudrv_read(void *dst, const void *src, size_t n);  /* device to host */
 int kinet_cudrv_write(void *dst, const void *src, size_t n); /* host to device */

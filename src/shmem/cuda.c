@@ -10,6 +10,7 @@
 #include <string.h>
 #include "shmem/shmem_int.h"
 #include "shmem/op.h"
+#include "gpu/cudrv.h"
 
 #if KINET_SHMEM_CUDA
 #include <cuda_runtime_api.h>
@@ -133,42 +134,20 @@ void shm_cuda_host_unregister(void *p)
  * __device__ variable of each translation unit, by its mangled name. */
 #define CUMOD_SYMBOL "_ZL13knx_shmem_dev"
 #define MAX_CUMODULES 64
-typedef int (*cu_get_global_fn)(unsigned long long *dptr, size_t *bytes, void *mod,
-				const char *name);
 static void *cumods[MAX_CUMODULES];
 static int ncumods;
-
-static cu_get_global_fn cu_get_global(void)
-{
-	static cu_get_global_fn fn;
-	if (fn)
-		return fn;
-	void *f = NULL;
-	enum cudaDriverEntryPointQueryResult q;
-#if CUDART_VERSION >= 12050
-	cudaError_t e = cudaGetDriverEntryPointByVersion("cuModuleGetGlobal", &f, 12000,
-							 cudaEnableDefault, &q);
-#else
-	cudaError_t e = cudaGetDriverEntryPoint("cuModuleGetGlobal", &f, cudaEnableDefault, &q);
-#endif
-	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !f) {
-		SHLOG_ERR("cuda: the driver's cuModuleGetGlobal cannot be found: %s",
-			  cudaGetErrorString(e));
-		return NULL;
-	}
-	fn = (cu_get_global_fn)f;
-	return fn;
-}
 
 /* Sets mod's state pointer: 0, -EINVAL (no such symbol), -EIO. */
 static int cumod_set(void *mod, const void *state)
 {
-	cu_get_global_fn get = cu_get_global();
-	if (!get)
-		return -EIO;
-	unsigned long long d = 0;
+	uint64_t d = 0;
 	size_t n = 0;
-	int r = get(&d, &n, mod, CUMOD_SYMBOL);
+	int r = kinet_cudrv_module_global(mod, CUMOD_SYMBOL, &d, &n);
+	if (r == -ENOSYS || r == -ENODEV) {
+		SHLOG_ERR("cumodule_init: the CUDA driver cannot look up a module's globals (%s)",
+			  kinet_strerror(r));
+		return -EIO;
+	}
 	if (r || n != sizeof(state)) {
 		SHLOG_ERR("cumodule_init: module %p has no kinet device state (%s not found, "
 			  "error %d): was it compiled from code that includes "
