@@ -98,9 +98,16 @@ static void prod_open(struct prod *p, enum conv conv, uint64_t n)
 	cr_assert_eq(tu_region_alloc(&p->dst, p->pd, len, KINET_ACCESS_ALL, 2000 + conv), 0);
 }
 
+/* WQEs of the last run the GPU engine executed (KINET_GPU_ENGINE): it runs
+ * them from the SQ, never from BlueFlame copies */
+static uint64_t last_gpu_wqes;
+
 static struct kinet_counters prod_close(struct prod *p)
 {
 	struct kinet_counters c;
+	/* the GPU engine's counts reach the counters when it gives the QP back */
+	last_gpu_wqes = tu_engine_settle(p->a, 5000);
+	cr_assert_neq(last_gpu_wqes, UINT64_MAX, "the GPU engine kept the QP");
 	cr_assert_eq(kinet_ctx_counters(p->ctx, &c), 0);
 #if KINET_HAVE_RDMA_HEADERS
 	if (g_backend) /* what the software NIC behind the double counted */
@@ -300,10 +307,12 @@ Test(producers, blueflame_then_doorbell_word)
 	 * WQE whose copy it only saw torn runs from the SQ (bf_mismatch); the
 	 * data check above says no torn copy ever ran */
 	struct kinet_counters c = run(BF_DB, 1, N);
-	cr_assert_gt(c.bf_wqes, 0, "the register copies were never used");
+	if (!last_gpu_wqes)
+		cr_assert_gt(c.bf_wqes, 0, "the register copies were never used");
 	cr_assert_leq(c.bf_wqes + c.bf_mismatch, N);
 	c = run(BF_DB, 4, N);
-	cr_assert_gt(c.bf_wqes, 0);
+	if (!last_gpu_wqes)
+		cr_assert_gt(c.bf_wqes, 0);
 	cr_assert_leq(c.bf_wqes + c.bf_mismatch, N);
 }
 
@@ -326,10 +335,15 @@ Test(producers, foreign_word_ignored)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	uint32_t w[2] = {be32(1u << 8), be32((p.d->qpn + 1) << 8)};
 	memcpy((void *)p.d->db, w, 8);
-	struct timespec ts = {0, 50 * 1000000};
-	nanosleep(&ts, NULL);
+	/* the engine sees the word on one of its passes (a loaded machine may
+	 * not run it for a while): up to 2 s */
 	struct kinet_counters c;
-	cr_assert_eq(kinet_ctx_counters(p.ctx, &c), 0);
+	for (int k = 0; k < 2000; k++) {
+		cr_assert_eq(kinet_ctx_counters(p.ctx, &c), 0);
+		if (c.db_foreign)
+			break;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
 	cr_assert_eq(c.db_foreign, 1);
 	cr_assert_eq(c.wqes, 0, "a doorbell for another QP ran a WQE");
 	ring(&p, 1, q);

@@ -195,6 +195,22 @@ int tu_geng_on(void)
 	return e && (!strcmp(e, "on") || !strcmp(e, "host"));
 }
 
+uint64_t tu_engine_settle(kinet_qp *qp, int timeout_ms)
+{
+	if (!tu_geng_on())
+		return 0;
+	for (int waited = 0; waited <= timeout_ms; waited++) {
+		struct kinet_ep_info e;
+		if (kinet_qp_ep_info(qp, &e))
+			return UINT64_MAX;
+		if (e.engine != KINET_ENGINE_GPU && e.engine != KINET_ENGINE_GPU_HOST)
+			return e.gpu_wqes; /* the CPU engine, or a NIC (no GPU engine there) */
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return UINT64_MAX;
+}
+
 uint64_t tu_post(struct tu_rawpair *p, const void *wqe, uint32_t nbb)
 {
 	long long t = kinet_qp_post_raw(p->a, wqe, nbb);

@@ -93,6 +93,11 @@ struct tu_rawpair {
 int tu_rawpair_open(struct tu_rawpair *p, uint32_t sq_depth, uint32_t rq_depth);
 /* KINET_GPU_ENGINE is on or host (the GPU engine may take the QPs). */
 int tu_geng_on(void);
+/* With the GPU engine on (tu_geng_on): waits until it has given qp back
+ * (after KINET_GPU_ENGINE_IDLE_US idle), when its counts reach the context's
+ * and qp's counters; the WQEs it executed (0 when it is off), UINT64_MAX
+ * after timeout_ms. */
+uint64_t tu_engine_settle(kinet_qp *qp, int timeout_ms);
 /* Moves a and b to RESET and connects them again (RTS): pi restarts at 0. */
 int tu_rawpair_reconnect(struct tu_rawpair *p);
 void tu_rawpair_close(struct tu_rawpair *p);
