@@ -661,7 +661,13 @@ static struct ibv_cq *emu_create_cq(struct ibv_context *ib, int cqe, void *user,
 				    struct ibv_comp_channel *ch, int vec)
 {
 	called("create_cq");
-	(void)vec;
+	if (vec < 0 || vec >= ib->num_comp_vectors) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq: completion vector %d (the device has %d) "
+			 "(EINVAL)",
+			 vec, ib->num_comp_vectors);
+		errno = EINVAL;
+		return NULL;
+	}
 	return emu_cq_new(ib, cqe, user, ch, 0);
 }
 
@@ -707,6 +713,13 @@ static struct ibv_cq_ex *emu_create_cq_ex(struct ibv_context *ib, struct ibv_cq_
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (a->comp_vector >= (uint32_t)ib->num_comp_vectors) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: completion vector %u (the device has %d) "
+			 "(EINVAL)",
+			 a->comp_vector, ib->num_comp_vectors);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (a->cqe == 0 || a->cqe >= (1u << 22)) {
 		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: %u entries (1 .. %u)", a->cqe,
 			 (1u << 22) - 1);
@@ -728,6 +741,12 @@ static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
 				 struct ibv_comp_channel *ch, uint32_t flags)
 {
 	if (cqe <= 0 || cqe >= (1 << 22) || (ch && ch->context != ib)) {
+		if (ch && ch->context != ib)
+			KLOG_ERR("kinet-verbs: ibv_create_cq: a completion channel of another "
+				 "context (EINVAL)");
+		else
+			KLOG_ERR("kinet-verbs: ibv_create_cq: %d entries (1 .. %d) (EINVAL)", cqe,
+				 (1 << 22) - 1);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -2795,6 +2814,7 @@ static int emu_vquery_device_ex(struct ibv_context *ib, const struct ibv_query_d
 	if (rc)
 		return rc;
 	x.max_dm_size = 0;
+	x.phys_port_cnt_ex = x.orig_attr.phys_port_cnt;
 	memset(a, 0, len);
 	memcpy(a, &x, len < sizeof(x) ? len : sizeof(x));
 	return 0;

@@ -825,6 +825,33 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	CHECK(pd, "ibv_alloc_pd");
 
+	/* what rdma-core's own tests check of the attributes (pyverbs'
+	 * test_device, test_cq): the extended port count is the port count,
+	 * and a CQ of too many entries or on a vector the device lacks is
+	 * EINVAL */
+	struct ibv_device_attr_ex dax;
+	CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0, "ibv_query_device_ex");
+	CHECK(dax.phys_port_cnt_ex == dax.orig_attr.phys_port_cnt && dax.phys_port_cnt_ex == 1,
+	      "phys_port_cnt_ex %u, phys_port_cnt %u", dax.phys_port_cnt_ex,
+	      dax.orig_attr.phys_port_cnt);
+	errno = 0;
+	CHECK(!ibv_create_cq(ctx, dax.orig_attr.max_cqe + 1, NULL, NULL, 0) && errno == EINVAL,
+	      "ibv_create_cq of max_cqe + 1 entries: errno %d", errno);
+	int bad_vec[] = {ctx->num_comp_vectors, ctx->num_comp_vectors + 1, -1};
+	for (size_t i = 0; i < sizeof(bad_vec) / sizeof(bad_vec[0]); i++) {
+		errno = 0;
+		CHECK(!ibv_create_cq(ctx, 16, NULL, NULL, bad_vec[i]) && errno == EINVAL,
+		      "ibv_create_cq on vector %d of %d: errno %d", bad_vec[i],
+		      ctx->num_comp_vectors, errno);
+		struct ibv_cq_init_attr_ex cxa = {.cqe = 16, .comp_vector = (uint32_t)bad_vec[i]};
+		errno = 0;
+		CHECK(!ibv_create_cq_ex(ctx, &cxa) && errno == EINVAL,
+		      "ibv_create_cq_ex on vector %d: errno %d", bad_vec[i], errno);
+	}
+	struct ibv_cq *cq_last = ibv_create_cq(ctx, 16, NULL, NULL, ctx->num_comp_vectors - 1);
+	CHECK(cq_last, "ibv_create_cq on the last vector: %s", strerror(errno));
+	CHECK(ibv_destroy_cq(cq_last) == 0, "ibv_destroy_cq");
+
 	/* A: one CQ for sends and receives; B: a send CQ, and a receive CQ
 	 * with a completion channel */
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
