@@ -389,8 +389,21 @@ KV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
 KV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			   size_t len, int access)
 {
-	(void)mr, (void)flags, (void)pd, (void)addr, (void)len, (void)access;
-	return refused("ibv_rereg_mr");
+	/* rdma-core's return convention: a negative enum ibv_rereg_mr_err_code
+	 * and errno; bad input is IBV_REREG_MR_ERR_INPUT (EINVAL), and the
+	 * refusal the command's failure (IBV_REREG_MR_ERR_CMD, EOPNOTSUPP) */
+	(void)pd;
+	if (!mr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!len || !addr)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		KLOG_ERR("kinet-verbs: ibv_rereg_mr: bad arguments (flags 0x%x, access 0x%x) "
+			 "(EINVAL)",
+			 (unsigned)flags, (unsigned)access);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	errno = refused("ibv_rereg_mr");
+	return IBV_REREG_MR_ERR_CMD;
 }
 
 /* Sharing objects between processes through the kernel's command fd:

@@ -851,6 +851,29 @@ int main(void)
 	struct ibv_cq *cq_last = ibv_create_cq(ctx, 16, NULL, NULL, ctx->num_comp_vectors - 1);
 	CHECK(cq_last, "ibv_create_cq on the last vector: %s", strerror(errno));
 	CHECK(ibv_destroy_cq(cq_last) == 0, "ibv_destroy_cq");
+	/* ibv_rereg_mr is refused the way rdma-core fails it: a negative
+	 * ibv_rereg_mr_err_code and errno (pyverbs' test_mr skips on
+	 * EOPNOTSUPP); the MR is left as it was */
+	static uint8_t rr_buf[4096];
+	struct ibv_mr *rr = ibv_reg_mr(pd, rr_buf, sizeof(rr_buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rr, "ibv_reg_mr: %s", strerror(errno));
+	uint32_t rr_lkey = rr->lkey;
+	errno = 0;
+	int rrc = ibv_rereg_mr(rr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(rrc == IBV_REREG_MR_ERR_CMD && errno == EOPNOTSUPP,
+	      "ibv_rereg_mr: %d, errno %d (want %d, EOPNOTSUPP)", rrc, errno,
+	      IBV_REREG_MR_ERR_CMD);
+	errno = 0;
+	rrc = ibv_rereg_mr(rr, IBV_REREG_MR_FLAGS_SUPPORTED << 1, NULL, NULL, 0, 0);
+	CHECK(rrc == IBV_REREG_MR_ERR_INPUT && errno == EINVAL,
+	      "ibv_rereg_mr with an unknown flag: %d, errno %d", rrc, errno);
+	errno = 0;
+	rrc = ibv_rereg_mr(rr, 0, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rrc == IBV_REREG_MR_ERR_INPUT && errno == EINVAL,
+	      "ibv_rereg_mr of an access without CHANGE_ACCESS: %d, errno %d", rrc, errno);
+	CHECK(rr->lkey == rr_lkey && rr->addr == rr_buf, "ibv_rereg_mr changed the MR");
+	CHECK(ibv_dereg_mr(rr) == 0, "ibv_dereg_mr");
 
 	/* A: one CQ for sends and receives; B: a send CQ, and a receive CQ
 	 * with a completion channel */
