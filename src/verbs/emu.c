@@ -2263,14 +2263,23 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 				void *out, size_t outlen)
 {
 	called("devx_general_cmd");
-	if (!devx_ctx(ib) || inlen < 16) {
-		KLOG_ERR("DevX general_cmd: %s (EINVAL)",
-			 !devx_ctx(ib) ? "the context was not opened for DevX" : "a short command");
+	if (inlen < 16) {
+		KLOG_ERR("DevX general_cmd: a short command (EINVAL)");
 		errno = EINVAL;
 		return EINVAL;
 	}
 	uint64_t op = GET(kinet_prm_query_hca_cap_in, in, "opcode");
 	uint64_t mod = GET(kinet_prm_query_hca_cap_in, in, "op_mod");
+	/* QUERY_HCA_CAP is on the kernel's list of commands any context may
+	 * send (it runs them with the device's own DevX uid); the others need
+	 * a context opened for DevX, as the kernel's EINVAL says */
+	if (!devx_ctx(ib) && op != KINET_PRM_OP_QUERY_HCA_CAP) {
+		KLOG_ERR("DevX general_cmd: opcode 0x%x on a context not opened for DevX "
+			 "(mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX) (EINVAL)",
+			 (unsigned)op);
+		errno = EINVAL;
+		return EINVAL;
+	}
 	size_t need = kinet_prm_bytes(&kinet_prm_query_hca_cap_out);
 	if (op != KINET_PRM_OP_QUERY_HCA_CAP || outlen < need) {
 		cmd_fail(out, outlen, "general command: only QUERY_HCA_CAP, with a full output");
@@ -2308,6 +2317,10 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 	} else if (type == KINET_PRM_CAP_ROCE) {
 		kinet_prm_set(&kinet_prm_query_roce_cap_out, out, "capability.qp_ts_format",
 			      emu_ts_cap());
+	} else if (type == KINET_PRM_CAP_NIC_FLOW_TABLE || type == KINET_PRM_CAP_DEVICE_MEMORY) {
+		/* features the software NIC lacks (flow steering and its packet
+		 * reformat, device memory and MEMIC): a page of zeros says so, as
+		 * a ConnectX without them answers */
 	} else {
 		cmd_fail(out, outlen, "QUERY_HCA_CAP: a capability type the emulation lacks");
 		return EREMOTEIO;
