@@ -22,6 +22,7 @@
  * Installed by kinet_mlx5_set_ops(kinet_mlx5_emu_ops()) or with
  * KINET_MLX5_EMULATE=1.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +323,10 @@ static struct ibv_context *emu_open_device(struct ibv_device *dev)
 	struct ibv_context *ib = &c->vc.context;
 	ib->device = dev;
 	ib->num_comp_vectors = 1;
-	ib->cmd_fd = -1;
+	/* a context's cmd_fd is a descriptor that programs dup() to share the
+	 * context (ibv_import_device, which is refused): an open descriptor
+	 * that no command goes through, closed with the context */
+	ib->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ib->async_fd = -1;
 	pthread_mutex_init(&ib->mutex, NULL);
 	ctx_ops(c);
@@ -343,6 +347,8 @@ static int emu_close_device(struct ibv_context *ib)
 			KLOG_WARN("emulated %s: objects still open, its software NIC stays", d->dev.name);
 	}
 	pthread_mutex_unlock(&emu_lock);
+	if (ib->cmd_fd >= 0)
+		close(ib->cmd_fd);
 	free(c);
 	return 0;
 }

@@ -874,6 +874,17 @@ int main(void)
 	      "ibv_rereg_mr of an access without CHANGE_ACCESS: %d, errno %d", rrc, errno);
 	CHECK(rr->lkey == rr_lkey && rr->addr == rr_buf, "ibv_rereg_mr changed the MR");
 	CHECK(ibv_dereg_mr(rr) == 0, "ibv_dereg_mr");
+	/* the context's cmd_fd is an open descriptor that can be duplicated
+	 * (pyverbs' test_shared_pd does, to import the context), and the
+	 * import is refused with EOPNOTSUPP */
+	CHECK(ctx->cmd_fd >= 0 && fcntl(ctx->cmd_fd, F_GETFD) >= 0, "cmd_fd %d is not open",
+	      ctx->cmd_fd);
+	int cmd_dup = dup(ctx->cmd_fd);
+	CHECK(cmd_dup >= 0, "dup(cmd_fd): %s", strerror(errno));
+	errno = 0;
+	CHECK(!ibv_import_device(cmd_dup) && errno == EOPNOTSUPP,
+	      "ibv_import_device: errno %d, not EOPNOTSUPP", errno);
+	close(cmd_dup);
 
 	/* A: one CQ for sends and receives; B: a send CQ, and a receive CQ
 	 * with a completion channel */
