@@ -1333,12 +1333,25 @@ static struct ibv_qp *emu_create_raw_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 
 /* ibv_create_qp_ex: a raw packet QP hashing into an indirection table. */
 static struct ibv_qp *emu_create_rc_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a);
+static struct ibv_qp *rc_fail(int e, const char *what);
 
 static struct ibv_qp *emu_create_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a)
 {
 	called("create_qp_ex");
 	if (a && a->qp_type == IBV_QPT_RC)
 		return emu_create_rc_qp_ex(ib, a);
+	if (!a)
+		return rc_fail(EINVAL, "ibv_create_qp_ex: no attributes (EINVAL)");
+	if (a->qp_type != IBV_QPT_RAW_PACKET) {
+		KLOG_ERR("kinet-verbs: ibv_create_qp_ex of QP type %d: only RC QPs are supported "
+			 "(EOPNOTSUPP)",
+			 (int)a->qp_type);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE))
+		return raw_fail(EOPNOTSUPP, "ibv_create_qp_ex: a raw packet QP without an "
+					    "indirection table is not supported (EOPNOTSUPP)");
 	const uint32_t need = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
 			      IBV_QP_INIT_ATTR_RX_HASH;
 	if (!a || a->qp_type != IBV_QPT_RAW_PACKET || (a->comp_mask & need) != need ||

@@ -261,6 +261,31 @@ static void test_qpx(void)
 	errno = 0;
 	CHECK(!ibv_create_qp_ex(ctx, &bx) && errno == EOPNOTSUPP,
 	      "ibv_create_qp_ex with bind MW: not refused with EOPNOTSUPP (errno %d)", errno);
+	/* other QP types are refused as not supported (EOPNOTSUPP, which
+	 * rdma-core's tests skip on), whatever else the attributes ask, as
+	 * ibv_create_qp refuses them; so is a raw packet QP without RSS */
+	const enum ibv_qp_type other[] = {IBV_QPT_UD, IBV_QPT_UC, IBV_QPT_XRC_SEND,
+					  IBV_QPT_XRC_RECV, IBV_QPT_RAW_PACKET};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		struct ibv_qp_init_attr_ex ox = {
+			.send_cq = cc, .recv_cq = cc, .qp_type = other[i],
+			.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				.max_recv_sge = 1 + (uint32_t)(rnd() % 8)},
+			/* more than a PD, so that verbs.h's ibv_create_qp_ex does
+			 * not hand it to ibv_create_qp */
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, .pd = pd,
+		};
+		errno = 0;
+		CHECK(!ibv_create_qp_ex(ctx, &ox) && errno == EOPNOTSUPP,
+		      "ibv_create_qp_ex of QP type %d: errno %d, not EOPNOTSUPP", (int)other[i],
+		      errno);
+		struct ibv_qp_init_attr oi = {
+			.send_cq = cc, .recv_cq = cc, .qp_type = other[i], .cap = ox.cap,
+		};
+		errno = 0;
+		CHECK(!ibv_create_qp(pd, &oi) && errno == EOPNOTSUPP,
+		      "ibv_create_qp of QP type %d: errno %d, not EOPNOTSUPP", (int)other[i], errno);
+	}
 	struct side C, D;
 	make_side_ops(&C, cc, cc, ops);
 	make_side_ops(&D, cd, cd, ops);
