@@ -809,9 +809,10 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ia->cap.max_send_sge > 30 || ia->cap.max_recv_sge > 1 ||
+	if (ia->cap.max_send_sge > 30 || ia->cap.max_recv_sge > 30 ||
 	    ia->cap.max_inline_data > 512) {
-		KLOG_ERR("emulated create_qp: at most 30 send SGEs, 1 receive SGE, 512 inline bytes");
+		KLOG_ERR("emulated create_qp: at most 30 send SGEs, 30 receive SGEs, 512 inline "
+			 "bytes (EINVAL)");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -835,6 +836,9 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		.recv_cq = rq_cnt ? ((struct emu_cq *)ia->recv_cq)->scq : NULL,
 		.db_mode = KN_DB_GPU, /* the engine watches the doorbell record and register */
 		.rnr_retry = 7,
+		/* a receive WQE of a data segment per scatter entry, as the mlx5
+		 * provider sizes it */
+		.rq_sge = ia->cap.max_recv_sge ? ia->cap.max_recv_sge : 1,
 	};
 	int rc = kinet_qp_create(p->spd, &a, &q->sqp);
 	if (rc) {
@@ -868,6 +872,8 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	q->sqp->bf_alt = emu_bf_size(); /* the device's two registers */
 	ia->cap.max_send_wr = sq_cnt / nbb;
 	ia->cap.max_recv_wr = rq_cnt;
+	if (rq_cnt) /* the WQE's room: a power of two of data segments */
+		ia->cap.max_recv_sge = q->sqp->rq_stride / 16;
 	if (emu_data_qp_init(q, ia)) {
 		if (q->rv)
 			emu_rv_release(q->qp.qp_num);

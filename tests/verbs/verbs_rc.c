@@ -74,6 +74,7 @@ static struct ibv_pd *pd;
 static union ibv_gid gid;
 static int gid_index;
 static enum ibv_mtu mtu;
+static uint32_t recv_sge = 1; /* max_recv_sge of the QPs make_side_ops creates */
 
 /* One work completion within 5 s. */
 static struct ibv_wc wait_wc(struct ibv_cq *cq, const char *what)
@@ -130,7 +131,7 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 		.send_cq = scq,
 		.recv_cq = rcq,
 		.cap = {.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 4,
-			.max_recv_sge = 1, .max_inline_data = 128},
+			.max_recv_sge = recv_sge, .max_inline_data = 128},
 		.qp_type = IBV_QPT_RC,
 	};
 	if (ops) {
@@ -155,7 +156,8 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 	CHECK(ibv_query_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_CAP, &qi) == 0, "ibv_query_qp");
 	CHECK(a.qp_state == IBV_QPS_RESET, "a new QP is in state %d", a.qp_state);
 	CHECK(qi.cap.max_send_wr >= DEPTH && qi.cap.max_recv_wr >= DEPTH &&
-		      qi.cap.max_send_sge == 4 && qi.cap.max_recv_sge == 1 &&
+		      qi.cap.max_send_sge == 4 && qi.cap.max_recv_sge >= recv_sge &&
+		      qi.cap.max_recv_sge < 2 * recv_sge &&
 		      qi.cap.max_inline_data >= 128 && a.cap.max_inline_data >= 128,
 	      "ibv_query_qp caps: send_wr %u recv_wr %u send_sge %u recv_sge %u inline %u",
 	      qi.cap.max_send_wr, qi.cap.max_recv_wr, qi.cap.max_send_sge, qi.cap.max_recv_sge,
@@ -236,6 +238,97 @@ static void post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len
 static uint32_t rlen(uint32_t max)
 {
 	return 1 + (uint32_t)(rnd() % max);
+}
+
+/* Receives of several scatter entries (rdma-core's test_qp asks for up to
+ * max_sge / 2 of them): a send lands across the entries in order, each
+ * filled before the next, random data checked byte for byte, and nothing
+ * written past the message; more entries than max_recv_sge is EINVAL. */
+static void test_recv_sge(void)
+{
+	struct ibv_device_attr da;
+	CHECK(ibv_query_device(ctx, &da) == 0, "ibv_query_device");
+	recv_sge = 2 + (uint32_t)(rnd() % (uint32_t)(da.max_sge - 1)); /* 2 .. max_sge */
+	struct ibv_cq *ce = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	struct ibv_cq *cf = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	CHECK(ce && cf, "ibv_create_cq: %s", strerror(errno));
+	struct side E, F;
+	make_side(&E, ce, ce);
+	make_side(&F, cf, cf);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(ibv_query_qp(F.qp, &qa, IBV_QP_CAP, &qi) == 0, "ibv_query_qp");
+	uint32_t nmax = qi.cap.max_recv_sge;
+	connect_to(&E, &F);
+	connect_to(&F, &E);
+	to_rts(&E);
+	to_rts(&F);
+	printf("verbs_rc: receives of up to %u scatter entries (asked %u)\n", nmax, recv_sge);
+	uint8_t *msg = malloc(BUF / 2);
+	CHECK(msg, "no memory");
+	for (int it = 0; it < 40; it++) {
+		/* n pieces in a random order over F's buffer, each apart from
+		 * the others, a few of them empty */
+		uint32_t n = 1 + (uint32_t)(rnd() % nmax), cap = 0;
+		struct ibv_sge g[64];
+		uint32_t slot = BUF / 2 / nmax;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t len = rnd() % 8 == 0 ? 0 : rlen(slot / 2);
+			/* slot n-1-i: the pieces lie in the reverse order of the list */
+			uint32_t at = (n - 1 - i) * slot + (uint32_t)(rnd() % (slot / 2));
+			g[i] = (struct ibv_sge){.addr = (uintptr_t)(F.buf + at), .length = len,
+						.lkey = F.mr->lkey};
+			cap += len;
+		}
+		if (!cap) {
+			g[0].length = 1;
+			cap = 1;
+		}
+		fill(F.buf, BUF / 2);
+		memcpy(F.buf + BUF / 2, F.buf, BUF / 2); /* F's reference copy, above */
+		uint32_t mlen = 1 + (uint32_t)(rnd() % cap);
+		fill(msg, mlen);
+		memcpy(E.buf, msg, mlen);
+		struct ibv_recv_wr rw = {.wr_id = 500 + (uint64_t)it, .sg_list = g,
+					 .num_sge = (int)n}, *rbad = NULL;
+		CHECK(ibv_post_recv(F.qp, &rw, &rbad) == 0, "ibv_post_recv of %u entries", n);
+		struct ibv_sge sg = {.addr = (uintptr_t)E.buf, .length = mlen, .lkey = E.mr->lkey};
+		struct ibv_send_wr sw = {.wr_id = 600 + (uint64_t)it, .sg_list = &sg, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+		post_send(&E, &sw, "send into several entries");
+		struct ibv_wc wc = wait_wc(ce, "send into several entries");
+		expect_wc(&wc, 600 + (uint64_t)it, IBV_WC_SUCCESS, IBV_WC_SEND, E.qp->qp_num,
+			  "send into several entries");
+		wc = wait_wc(cf, "receive of several entries");
+		expect_wc(&wc, 500 + (uint64_t)it, IBV_WC_SUCCESS, IBV_WC_RECV, F.qp->qp_num,
+			  "receive of several entries");
+		CHECK(wc.byte_len == mlen, "receive of several entries: byte_len %u, sent %u",
+		      wc.byte_len, mlen);
+		/* expected: the reference with the message laid over the pieces */
+		uint32_t done = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t take = g[i].length < mlen - done ? g[i].length : mlen - done;
+			size_t at = (size_t)((uint8_t *)(uintptr_t)g[i].addr - F.buf);
+			memcpy(F.buf + BUF / 2 + at, msg + done, take);
+			done += take;
+		}
+		CHECK(!memcmp(F.buf, F.buf + BUF / 2, BUF / 2),
+		      "receive of %u entries, %u bytes: the data differs from the pieces'", n, mlen);
+	}
+	/* one entry more than the QP holds */
+	struct ibv_sge many[65];
+	for (uint32_t i = 0; i <= nmax; i++)
+		many[i] = (struct ibv_sge){.addr = (uintptr_t)F.buf, .length = 8, .lkey = F.mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 1, .sg_list = many, .num_sge = (int)nmax + 1}, *rbad = NULL;
+	CHECK(ibv_post_recv(F.qp, &rw, &rbad) == EINVAL && rbad == &rw,
+	      "ibv_post_recv of %u entries on a QP of %u: not EINVAL", nmax + 1, nmax);
+	free(msg);
+	CHECK(ibv_destroy_qp(E.qp) == 0 && ibv_destroy_qp(F.qp) == 0, "ibv_destroy_qp (sge)");
+	CHECK(ibv_dereg_mr(E.mr) == 0 && ibv_dereg_mr(F.mr) == 0, "ibv_dereg_mr (sge)");
+	CHECK(ibv_destroy_cq(ce) == 0 && ibv_destroy_cq(cf) == 0, "ibv_destroy_cq (sge)");
+	free(E.buf);
+	free(F.buf);
+	recv_sge = 1;
 }
 
 /* Extended QPs (ibv_create_qp_ex with send_ops_flags, ibv_qp_to_qp_ex):
@@ -1252,6 +1345,7 @@ int main(void)
 	      "ibv_qp_to_qp_ex of a QP of ibv_create_qp: not NULL with EOPNOTSUPP");
 	test_qpx();
 	test_cqx();
+	test_recv_sge();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
 	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");
