@@ -94,6 +94,7 @@ def last_line(err):
 class Result(unittest.TextTestResult):
     def startTest(self, test):
         super().startTest(test)
+        note('start', test)
         faulthandler.dump_traceback_later(ttime + 5, exit=True)
         signal.alarm(ttime)
     def stopTest(self, test):
@@ -119,6 +120,7 @@ except Exception as e:
     raise
 suite = unittest.defaultTestLoader.loadTestsFromModule(m)
 unittest.TextTestRunner(verbosity=2, resultclass=Result, stream=sys.stderr).run(suite)
+fh.write('end\ttests.%s\t\n' % mod)
 PY
 
 mkdir -p "$out/pkg" && ln -sfn "$(cd "$src" && pwd)/tests" "$out/pkg/tests" || exit 1
@@ -136,13 +138,15 @@ for m in "$@"; do
 	end=$(date +%s)
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		printf 'error\ttests.%s\tthe module ran past %s s (killed)\n' "$m" "$mtime" >> "$res"
-	elif [ $rc -ne 0 ] && ! grep -q . "$res"; then
-		printf 'error\ttests.%s\tthe module ended with status %s and no results (see %s.log)\n' \
-			"$m" "$rc" "$m" >> "$res"
-	elif [ $rc -ge 128 ]; then
-		printf 'error\ttests.%s\tthe module was ended by signal %s (see %s.log)\n' \
-			"$m" "$((rc - 128))" "$m" >> "$res"
+	elif ! grep -q '^end' "$res"; then
+		# ended before its last test: a crash, a test past its time that
+		# the alarm could not interrupt, or a module that does not load;
+		# the test that had started and not ended is named
+		last=$(awk -F'\t' '$1 == "start" { t = $2; next } $2 == t { t = "" } END { print t }' "$res")
+		printf 'error\t%s\tthe module ended early with status %s%s (see %s.log)\n' \
+			"${last:-tests.$m}" "$rc" "${last:+ in this test}" "$m" >> "$res"
 	fi
+	sed -i '/^end\t/d; /^start\t/d' "$res"
 	awk -F'\t' -v m="$m" -v s="$((end - start))" '
 		{ n[$1]++ }
 		END { printf "%-28s %4d passed %4d failed %4d skipped  (%d s)\n", m,
