@@ -231,10 +231,10 @@ KV_EXPORT struct ibv_flow *mlx5dv_create_flow(struct mlx5dv_flow_matcher *matche
 
 KV_EXPORT struct ibv_flow_action *
 mlx5dv_create_flow_action_packet_reformat(struct ibv_context *ctx, size_t data_sz, void *data,
-					  enum mlx5dv_flow_action_packet_reformat_type reformat_type,
+					  enum mlx5dv_flow_action_packet_reformat_type type,
 					  enum mlx5dv_flow_table_type ft_type)
 {
-	(void)ctx, (void)data_sz, (void)data, (void)reformat_type, (void)ft_type;
+	(void)ctx, (void)data_sz, (void)data, (void)type, (void)ft_type;
 	return refused_null("mlx5dv_create_flow_action_packet_reformat");
 }
 

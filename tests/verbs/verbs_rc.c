@@ -313,13 +313,16 @@ static void test_recv_sge(void)
 			done += take;
 		}
 		CHECK(!memcmp(F.buf, F.buf + BUF / 2, BUF / 2),
-		      "receive of %u entries, %u bytes: the data differs from the pieces'", n, mlen);
+		      "receive of %u entries, %u bytes: the data differs from the pieces'", n,
+		      mlen);
 	}
 	/* one entry more than the QP holds */
 	struct ibv_sge many[65];
 	for (uint32_t i = 0; i <= nmax; i++)
-		many[i] = (struct ibv_sge){.addr = (uintptr_t)F.buf, .length = 8, .lkey = F.mr->lkey};
-	struct ibv_recv_wr rw = {.wr_id = 1, .sg_list = many, .num_sge = (int)nmax + 1}, *rbad = NULL;
+		many[i] = (struct ibv_sge){
+			.addr = (uintptr_t)F.buf, .length = 8, .lkey = F.mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 1, .sg_list = many, .num_sge = (int)nmax + 1};
+	struct ibv_recv_wr *rbad = NULL;
 	CHECK(ibv_post_recv(F.qp, &rw, &rbad) == EINVAL && rbad == &rw,
 	      "ibv_post_recv of %u entries on a QP of %u: not EINVAL", nmax + 1, nmax);
 	free(msg);
@@ -377,7 +380,8 @@ static void test_qpx(void)
 		};
 		errno = 0;
 		CHECK(!ibv_create_qp(pd, &oi) && errno == EOPNOTSUPP,
-		      "ibv_create_qp of QP type %d: errno %d, not EOPNOTSUPP", (int)other[i], errno);
+		      "ibv_create_qp of QP type %d: errno %d, not EOPNOTSUPP", (int)other[i],
+		      errno);
 	}
 	struct side C, D;
 	make_side_ops(&C, cc, cc, ops);

@@ -979,8 +979,8 @@ static int m5_qp_create(kinet_qp *qp)
 	uint32_t sq_cnt = kinet_pow2(attr->sq_depth < 2 ? 2 : attr->sq_depth);
 	uint32_t rq_cnt = attr->rq_depth ? kinet_pow2(attr->rq_depth < 2 ? 2 : attr->rq_depth) : 0;
 	if (attr->rq_sge > 1) {
-		KLOG_ERR("mlx5 %s: %u receive scatter entries: this backend's receive WQEs hold one "
-			 "(EOPNOTSUPP)",
+		KLOG_ERR("mlx5 %s: %u receive scatter entries: this backend's receive WQEs "
+			 "hold one (EOPNOTSUPP)",
 			 m->name, attr->rq_sge);
 		return -EOPNOTSUPP;
 	}
