@@ -35,6 +35,7 @@ if [ -z "$src" ] || [ ! -f "$src/tests/run_tests.py" ]; then
 	echo "pyverbs.sh: no rdma-core source tree (RDMA_CORE_SRC=${src:-unset}, needs tests/run_tests.py): skipped"
 	exit 77
 fi
+src=$(cd "$src" && pwd)
 if ! "$py" -c 'import pyverbs.device' >/dev/null 2>&1; then
 	echo "pyverbs.sh: $py cannot import pyverbs (Debian's python3-pyverbs): skipped"
 	exit 77
@@ -56,6 +57,7 @@ if [ -z "$out" ]; then
 	out=$(mktemp -d /tmp/pyverbs.XXXXXX)
 fi
 mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
 if [ $# -eq 0 ]; then
 	set -- $(cd "$src/tests" && ls test_*.py | sed 's/\.py$//')
 fi
@@ -132,8 +134,9 @@ for m in "$@"; do
 	res=$out/$m.tsv
 	: > "$res"
 	start=$(date +%s)
-	timeout -k 10 "$mtime" "$run" "$py" "$out/driver.py" "$src" "$m" "$res" "$dev" "$gid" "$ttime" \
-		> "$out/$m.log" 2>&1
+	# in the results' folder, where a crash report of kinet's lands
+	(cd "$out" && timeout -k 10 "$mtime" "$run" "$py" "$out/driver.py" "$src" "$m" "$res" \
+		"$dev" "$gid" "$ttime") > "$out/$m.log" 2>&1
 	rc=$?
 	end=$(date +%s)
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
