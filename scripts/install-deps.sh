@@ -9,7 +9,8 @@ required=(cmake make gcc pkg-config libcriterion-dev)
 optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwloc iproute2
           openmpi-bin libopenmpi-dev libpmix-dev libjson-c-dev g++ clang
           python3-matplotlib groff-base man-db libc6-dev-arm64-cross
-          libxdp-dev libbpf-dev xdp-tools iputils-ping ibverbs-utils perftest)
+          libxdp-dev libbpf-dev xdp-tools iputils-ping ibverbs-utils perftest
+          python3-pyverbs)
 # python3-matplotlib: kinet-plot (and its test) and scripts/trace_png.py; groff-base, man-db: rendering
 # and checking the man pages (docs/man, test_man_pages); libc6-dev-arm64-cross: the arm64 libc
 # headers clang cross-compiles the barrier check against (test_barriers)
@@ -18,7 +19,8 @@ optional=(libfabric-dev libfabric-bin libibverbs-dev rdma-core libhwloc-dev hwlo
 # xdp-tools: the xdp-bench/xdp-trafficgen baselines of bench/eth.sh;
 # iputils-ping: ping, the peer of the ICMP echo test (tests/net/test_eth_netns)
 # ibverbs-utils, perftest: rdma-core's utilities and perftest, run unmodified over kinet-verbs
-# (tests/util/verbs_utils.sh, docs/verbs.md)
+# (tests/util/verbs_utils.sh, docs/verbs.md); python3-pyverbs: rdma-core's Python bindings,
+# which test_verbs_pyverbs_load loads and scripts/pyverbs.sh runs rdma-core's tests with
 
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do

@@ -414,7 +414,10 @@ struct kinet_qp_attr {
 				the default (7); KINET_RNR_RETRY_NONE: fail at the first RNR */
 	uint32_t timeout_ms; /* device-side bound on blocking calls (0: tunable) */
 	uint32_t cq_flags;   /* enum kinet_cq_flag, for the CQs the QP creates */
+	uint32_t rq_sge;     /* scatter entries per receive WQE, 1 .. KINET_MAX_RQ_SGE (0: 1);
+				the software NIC's; the ConnectX backends take 1 */
 };
+#define KINET_MAX_RQ_SGE 32
 
 /* Creates an RC QP in RESET, with its CQs when attr->send_cq / recv_cq are
  * NULL (the one-call form). The device API needs a dedicated send CQ as deep

@@ -114,6 +114,13 @@ static int qp_attr_check(kinet_ctx *ctx, const struct kinet_qp_attr *in, struct 
 			 a->rq_depth);
 		return -EINVAL;
 	}
+	if (!a->rq_sge)
+		a->rq_sge = 1;
+	if (a->rq_sge > KINET_MAX_RQ_SGE) {
+		KLOG_ERR("qp_create: %u receive scatter entries, above %u", a->rq_sge,
+			 KINET_MAX_RQ_SGE);
+		return -EINVAL;
+	}
 	if (a->max_inline > KN_MAX_INLINE_WRITE) {
 		KLOG_ERR("qp_create: max_inline %u above %u", a->max_inline, KN_MAX_INLINE_WRITE);
 		return -EINVAL;

@@ -22,6 +22,7 @@
  * Installed by kinet_mlx5_set_ops(kinet_mlx5_emu_ops()) or with
  * KINET_MLX5_EMULATE=1.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +323,10 @@ static struct ibv_context *emu_open_device(struct ibv_device *dev)
 	struct ibv_context *ib = &c->vc.context;
 	ib->device = dev;
 	ib->num_comp_vectors = 1;
-	ib->cmd_fd = -1;
+	/* a context's cmd_fd is a descriptor that programs dup() to share the
+	 * context (ibv_import_device, which is refused): an open descriptor
+	 * that no command goes through, closed with the context */
+	ib->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ib->async_fd = -1;
 	pthread_mutex_init(&ib->mutex, NULL);
 	ctx_ops(c);
@@ -343,6 +347,8 @@ static int emu_close_device(struct ibv_context *ib)
 			KLOG_WARN("emulated %s: objects still open, its software NIC stays", d->dev.name);
 	}
 	pthread_mutex_unlock(&emu_lock);
+	if (ib->cmd_fd >= 0)
+		close(ib->cmd_fd);
 	free(c);
 	return 0;
 }
@@ -661,7 +667,13 @@ static struct ibv_cq *emu_create_cq(struct ibv_context *ib, int cqe, void *user,
 				    struct ibv_comp_channel *ch, int vec)
 {
 	called("create_cq");
-	(void)vec;
+	if (vec < 0 || vec >= ib->num_comp_vectors) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq: completion vector %d (the device has %d) "
+			 "(EINVAL)",
+			 vec, ib->num_comp_vectors);
+		errno = EINVAL;
+		return NULL;
+	}
 	return emu_cq_new(ib, cqe, user, ch, 0);
 }
 
@@ -707,6 +719,13 @@ static struct ibv_cq_ex *emu_create_cq_ex(struct ibv_context *ib, struct ibv_cq_
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (a->comp_vector >= (uint32_t)ib->num_comp_vectors) {
+		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: completion vector %u (the device has %d) "
+			 "(EINVAL)",
+			 a->comp_vector, ib->num_comp_vectors);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (a->cqe == 0 || a->cqe >= (1u << 22)) {
 		KLOG_ERR("kinet-verbs: ibv_create_cq_ex: %u entries (1 .. %u)", a->cqe,
 			 (1u << 22) - 1);
@@ -728,6 +747,12 @@ static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
 				 struct ibv_comp_channel *ch, uint32_t flags)
 {
 	if (cqe <= 0 || cqe >= (1 << 22) || (ch && ch->context != ib)) {
+		if (ch && ch->context != ib)
+			KLOG_ERR("kinet-verbs: ibv_create_cq: a completion channel of another "
+				 "context (EINVAL)");
+		else
+			KLOG_ERR("kinet-verbs: ibv_create_cq: %d entries (1 .. %d) (EINVAL)", cqe,
+				 (1 << 22) - 1);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -784,9 +809,10 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ia->cap.max_send_sge > 30 || ia->cap.max_recv_sge > 1 ||
+	if (ia->cap.max_send_sge > 30 || ia->cap.max_recv_sge > 30 ||
 	    ia->cap.max_inline_data > 512) {
-		KLOG_ERR("emulated create_qp: at most 30 send SGEs, 1 receive SGE, 512 inline bytes");
+		KLOG_ERR("emulated create_qp: at most 30 send SGEs, 30 receive SGEs, 512 inline "
+			 "bytes (EINVAL)");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -810,6 +836,9 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		.recv_cq = rq_cnt ? ((struct emu_cq *)ia->recv_cq)->scq : NULL,
 		.db_mode = KN_DB_GPU, /* the engine watches the doorbell record and register */
 		.rnr_retry = 7,
+		/* a receive WQE of a data segment per scatter entry, as the mlx5
+		 * provider sizes it */
+		.rq_sge = ia->cap.max_recv_sge ? ia->cap.max_recv_sge : 1,
 	};
 	int rc = kinet_qp_create(p->spd, &a, &q->sqp);
 	if (rc) {
@@ -843,6 +872,8 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	q->sqp->bf_alt = emu_bf_size(); /* the device's two registers */
 	ia->cap.max_send_wr = sq_cnt / nbb;
 	ia->cap.max_recv_wr = rq_cnt;
+	if (rq_cnt) /* the WQE's room: a power of two of data segments */
+		ia->cap.max_recv_sge = q->sqp->rq_stride / 16;
 	if (emu_data_qp_init(q, ia)) {
 		if (q->rv)
 			emu_rv_release(q->qp.qp_num);
@@ -1308,12 +1339,25 @@ static struct ibv_qp *emu_create_raw_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 
 /* ibv_create_qp_ex: a raw packet QP hashing into an indirection table. */
 static struct ibv_qp *emu_create_rc_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a);
+static struct ibv_qp *rc_fail(int e, const char *what);
 
 static struct ibv_qp *emu_create_qp_ex(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a)
 {
 	called("create_qp_ex");
 	if (a && a->qp_type == IBV_QPT_RC)
 		return emu_create_rc_qp_ex(ib, a);
+	if (!a)
+		return rc_fail(EINVAL, "ibv_create_qp_ex: no attributes (EINVAL)");
+	if (a->qp_type != IBV_QPT_RAW_PACKET) {
+		KLOG_ERR("kinet-verbs: ibv_create_qp_ex of QP type %d: only RC QPs are supported "
+			 "(EOPNOTSUPP)",
+			 (int)a->qp_type);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE))
+		return raw_fail(EOPNOTSUPP, "ibv_create_qp_ex: a raw packet QP without an "
+					    "indirection table is not supported (EOPNOTSUPP)");
 	const uint32_t need = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
 			      IBV_QP_INIT_ATTR_RX_HASH;
 	if (!a || a->qp_type != IBV_QPT_RAW_PACKET || (a->comp_mask & need) != need ||
@@ -2244,14 +2288,23 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 				void *out, size_t outlen)
 {
 	called("devx_general_cmd");
-	if (!devx_ctx(ib) || inlen < 16) {
-		KLOG_ERR("DevX general_cmd: %s (EINVAL)",
-			 !devx_ctx(ib) ? "the context was not opened for DevX" : "a short command");
+	if (inlen < 16) {
+		KLOG_ERR("DevX general_cmd: a short command (EINVAL)");
 		errno = EINVAL;
 		return EINVAL;
 	}
 	uint64_t op = GET(kinet_prm_query_hca_cap_in, in, "opcode");
 	uint64_t mod = GET(kinet_prm_query_hca_cap_in, in, "op_mod");
+	/* QUERY_HCA_CAP is on the kernel's list of commands any context may
+	 * send (it runs them with the device's own DevX uid); the others need
+	 * a context opened for DevX, as the kernel's EINVAL says */
+	if (!devx_ctx(ib) && op != KINET_PRM_OP_QUERY_HCA_CAP) {
+		KLOG_ERR("DevX general_cmd: opcode 0x%x on a context not opened for DevX "
+			 "(mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX) (EINVAL)",
+			 (unsigned)op);
+		errno = EINVAL;
+		return EINVAL;
+	}
 	size_t need = kinet_prm_bytes(&kinet_prm_query_hca_cap_out);
 	if (op != KINET_PRM_OP_QUERY_HCA_CAP || outlen < need) {
 		cmd_fail(out, outlen, "general command: only QUERY_HCA_CAP, with a full output");
@@ -2289,6 +2342,10 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 	} else if (type == KINET_PRM_CAP_ROCE) {
 		kinet_prm_set(&kinet_prm_query_roce_cap_out, out, "capability.qp_ts_format",
 			      emu_ts_cap());
+	} else if (type == KINET_PRM_CAP_NIC_FLOW_TABLE || type == KINET_PRM_CAP_DEVICE_MEMORY) {
+		/* features the software NIC lacks (flow steering and its packet
+		 * reformat, device memory and MEMIC): a page of zeros says so, as
+		 * a ConnectX without them answers */
 	} else {
 		cmd_fail(out, outlen, "QUERY_HCA_CAP: a capability type the emulation lacks");
 		return EREMOTEIO;
@@ -2795,6 +2852,7 @@ static int emu_vquery_device_ex(struct ibv_context *ib, const struct ibv_query_d
 	if (rc)
 		return rc;
 	x.max_dm_size = 0;
+	x.phys_port_cnt_ex = x.orig_attr.phys_port_cnt;
 	memset(a, 0, len);
 	memcpy(a, &x, len < sizeof(x) ? len : sizeof(x));
 	return 0;

@@ -389,8 +389,66 @@ KV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
 KV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			   size_t len, int access)
 {
-	(void)mr, (void)flags, (void)pd, (void)addr, (void)len, (void)access;
-	return refused("ibv_rereg_mr");
+	/* rdma-core's return convention: a negative enum ibv_rereg_mr_err_code
+	 * and errno; bad input is IBV_REREG_MR_ERR_INPUT (EINVAL), and the
+	 * refusal the command's failure (IBV_REREG_MR_ERR_CMD, EOPNOTSUPP) */
+	(void)pd;
+	if (!mr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!len || !addr)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		KLOG_ERR("kinet-verbs: ibv_rereg_mr: bad arguments (flags 0x%x, access 0x%x) "
+			 "(EINVAL)",
+			 (unsigned)flags, (unsigned)access);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	errno = refused("ibv_rereg_mr");
+	return IBV_REREG_MR_ERR_CMD;
+}
+
+/* Sharing objects between processes through the kernel's command fd:
+ * kinet devices have no such fd, so nothing can be imported (rdma-core's
+ * own answer on a device whose driver cannot, EOPNOTSUPP). */
+KV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	(void)cmd_fd;
+	return refused_null("ibv_import_device");
+}
+
+KV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t pd_handle)
+{
+	(void)ctx, (void)pd_handle;
+	return refused_null("ibv_import_pd");
+}
+
+KV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	(void)pd;
+	(void)refused("ibv_unimport_pd");
+}
+
+KV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	(void)pd, (void)mr_handle;
+	return refused_null("ibv_import_mr");
+}
+
+KV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	(void)mr;
+	(void)refused("ibv_unimport_mr");
+}
+
+KV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
+{
+	(void)ctx, (void)dm_handle;
+	return refused_null("ibv_import_dm");
+}
+
+KV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	(void)dm;
+	(void)refused("ibv_unimport_dm");
 }
 
 KV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
@@ -466,6 +524,16 @@ KV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 KV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	return qp && attr ? ops()->modify_qp(qp, attr, mask) : EINVAL;
+}
+
+/* Whether an RDMA write's data lands in order: 0 (not promised), as
+ * rdma-core answers for a provider that does not say; a reader polls the
+ * completion before looking at the data. */
+KV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
+					 uint32_t flags)
+{
+	(void)qp, (void)op, (void)flags;
+	return 0;
 }
 
 KV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,

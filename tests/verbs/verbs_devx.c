@@ -829,8 +829,49 @@ static void devx_to_verbs(void)
 	printf("%s: one process: DevX QP 0x%x with verbs QP 0x%x: ok\n", who, d.qpn, pv.qpn);
 }
 
+/* A context opened without DevX (ibv_open_device): QUERY_HCA_CAP works
+ * there, as the kernel lets any context send it; other general commands
+ * are EINVAL. The capability pages of features the software NIC lacks
+ * (NIC flow table 0x7, device memory 0xf) are all zeros, as pyverbs'
+ * tests read them to decide to skip. */
+static void plain_context(void)
+{
+	int n = 0;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	CHECK(l && n > 0, "no RDMA device (run under kinet-run)");
+	struct ibv_context *ctx = NULL;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), "kinet0"))
+			ctx = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	CHECK(ctx, "ibv_open_device(kinet0): %s", strerror(errno));
+	uint8_t in[16] = {0}, cap[0x1010];
+	prm_set(in, OPCODE, OP_QUERY_HCA_CAP);
+	prm_set(in, OP_MOD, 0 << 1 | 1);
+	fill(cap, sizeof(cap));
+	cmd_ok(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), cap, sizeof(cap)), cap,
+	       "QUERY_HCA_CAP on a context without DevX");
+	CHECK(prm_get(cap, CAP_RC) == 1, "QUERY_HCA_CAP without DevX: no RC");
+	const unsigned zero_types[] = {0x7, 0xf};
+	for (size_t t = 0; t < sizeof(zero_types) / sizeof(zero_types[0]); t++) {
+		prm_set(in, OP_MOD, zero_types[t] << 1 | 1);
+		fill(cap, sizeof(cap));
+		cmd_ok(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), cap, sizeof(cap)), cap,
+		       "QUERY_HCA_CAP of a capability the NIC lacks");
+		for (size_t i = 0; i < sizeof(cap); i++)
+			CHECK(cap[i] == 0, "QUERY_HCA_CAP type 0x%x: byte %zu is 0x%x, not 0",
+			      zero_types[t], i, cap[i]);
+	}
+	uint8_t cin[CMD_BYTES] = {0}, cout[CMD_BYTES] = {0};
+	prm_set(cin, OPCODE, OP_CREATE_CQ);
+	int rc = mlx5dv_devx_general_cmd(ctx, cin, sizeof(cin), cout, sizeof(cout));
+	CHECK(rc == EINVAL, "CREATE_CQ as a general command without DevX: %d, not EINVAL", rc);
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+}
+
 static void one_process(void)
 {
+	plain_context();
 	struct side a, b;
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));

@@ -74,6 +74,7 @@ static struct ibv_pd *pd;
 static union ibv_gid gid;
 static int gid_index;
 static enum ibv_mtu mtu;
+static uint32_t recv_sge = 1; /* max_recv_sge of the QPs make_side_ops creates */
 
 /* One work completion within 5 s. */
 static struct ibv_wc wait_wc(struct ibv_cq *cq, const char *what)
@@ -130,7 +131,7 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 		.send_cq = scq,
 		.recv_cq = rcq,
 		.cap = {.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 4,
-			.max_recv_sge = 1, .max_inline_data = 128},
+			.max_recv_sge = recv_sge, .max_inline_data = 128},
 		.qp_type = IBV_QPT_RC,
 	};
 	if (ops) {
@@ -155,7 +156,8 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 	CHECK(ibv_query_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_CAP, &qi) == 0, "ibv_query_qp");
 	CHECK(a.qp_state == IBV_QPS_RESET, "a new QP is in state %d", a.qp_state);
 	CHECK(qi.cap.max_send_wr >= DEPTH && qi.cap.max_recv_wr >= DEPTH &&
-		      qi.cap.max_send_sge == 4 && qi.cap.max_recv_sge == 1 &&
+		      qi.cap.max_send_sge == 4 && qi.cap.max_recv_sge >= recv_sge &&
+		      qi.cap.max_recv_sge < 2 * recv_sge &&
 		      qi.cap.max_inline_data >= 128 && a.cap.max_inline_data >= 128,
 	      "ibv_query_qp caps: send_wr %u recv_wr %u send_sge %u recv_sge %u inline %u",
 	      qi.cap.max_send_wr, qi.cap.max_recv_wr, qi.cap.max_send_sge, qi.cap.max_recv_sge,
@@ -238,6 +240,100 @@ static uint32_t rlen(uint32_t max)
 	return 1 + (uint32_t)(rnd() % max);
 }
 
+/* Receives of several scatter entries (rdma-core's test_qp asks for up to
+ * max_sge / 2 of them): a send lands across the entries in order, each
+ * filled before the next, random data checked byte for byte, and nothing
+ * written past the message; more entries than max_recv_sge is EINVAL. */
+static void test_recv_sge(void)
+{
+	struct ibv_device_attr da;
+	CHECK(ibv_query_device(ctx, &da) == 0, "ibv_query_device");
+	recv_sge = 2 + (uint32_t)(rnd() % (uint32_t)(da.max_sge - 1)); /* 2 .. max_sge */
+	struct ibv_cq *ce = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	struct ibv_cq *cf = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	CHECK(ce && cf, "ibv_create_cq: %s", strerror(errno));
+	struct side E, F;
+	make_side(&E, ce, ce);
+	make_side(&F, cf, cf);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(ibv_query_qp(F.qp, &qa, IBV_QP_CAP, &qi) == 0, "ibv_query_qp");
+	uint32_t nmax = qi.cap.max_recv_sge;
+	connect_to(&E, &F);
+	connect_to(&F, &E);
+	to_rts(&E);
+	to_rts(&F);
+	printf("verbs_rc: receives of up to %u scatter entries (asked %u)\n", nmax, recv_sge);
+	uint8_t *msg = malloc(BUF / 2);
+	CHECK(msg, "no memory");
+	for (int it = 0; it < 40; it++) {
+		/* n pieces in a random order over F's buffer, each apart from
+		 * the others, a few of them empty */
+		uint32_t n = 1 + (uint32_t)(rnd() % nmax), cap = 0;
+		struct ibv_sge g[64];
+		uint32_t slot = BUF / 2 / nmax;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t len = rnd() % 8 == 0 ? 0 : rlen(slot / 2);
+			/* slot n-1-i: the pieces lie in the reverse order of the list */
+			uint32_t at = (n - 1 - i) * slot + (uint32_t)(rnd() % (slot / 2));
+			g[i] = (struct ibv_sge){.addr = (uintptr_t)(F.buf + at), .length = len,
+						.lkey = F.mr->lkey};
+			cap += len;
+		}
+		if (!cap) {
+			g[0].length = 1;
+			cap = 1;
+		}
+		fill(F.buf, BUF / 2);
+		memcpy(F.buf + BUF / 2, F.buf, BUF / 2); /* F's reference copy, above */
+		uint32_t mlen = 1 + (uint32_t)(rnd() % cap);
+		fill(msg, mlen);
+		memcpy(E.buf, msg, mlen);
+		struct ibv_recv_wr rw = {.wr_id = 500 + (uint64_t)it, .sg_list = g,
+					 .num_sge = (int)n}, *rbad = NULL;
+		CHECK(ibv_post_recv(F.qp, &rw, &rbad) == 0, "ibv_post_recv of %u entries", n);
+		struct ibv_sge sg = {.addr = (uintptr_t)E.buf, .length = mlen, .lkey = E.mr->lkey};
+		struct ibv_send_wr sw = {.wr_id = 600 + (uint64_t)it, .sg_list = &sg, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+		post_send(&E, &sw, "send into several entries");
+		struct ibv_wc wc = wait_wc(ce, "send into several entries");
+		expect_wc(&wc, 600 + (uint64_t)it, IBV_WC_SUCCESS, IBV_WC_SEND, E.qp->qp_num,
+			  "send into several entries");
+		wc = wait_wc(cf, "receive of several entries");
+		expect_wc(&wc, 500 + (uint64_t)it, IBV_WC_SUCCESS, IBV_WC_RECV, F.qp->qp_num,
+			  "receive of several entries");
+		CHECK(wc.byte_len == mlen, "receive of several entries: byte_len %u, sent %u",
+		      wc.byte_len, mlen);
+		/* expected: the reference with the message laid over the pieces */
+		uint32_t done = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t take = g[i].length < mlen - done ? g[i].length : mlen - done;
+			size_t at = (size_t)((uint8_t *)(uintptr_t)g[i].addr - F.buf);
+			memcpy(F.buf + BUF / 2 + at, msg + done, take);
+			done += take;
+		}
+		CHECK(!memcmp(F.buf, F.buf + BUF / 2, BUF / 2),
+		      "receive of %u entries, %u bytes: the data differs from the pieces'", n,
+		      mlen);
+	}
+	/* one entry more than the QP holds */
+	struct ibv_sge many[65];
+	for (uint32_t i = 0; i <= nmax; i++)
+		many[i] = (struct ibv_sge){
+			.addr = (uintptr_t)F.buf, .length = 8, .lkey = F.mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 1, .sg_list = many, .num_sge = (int)nmax + 1};
+	struct ibv_recv_wr *rbad = NULL;
+	CHECK(ibv_post_recv(F.qp, &rw, &rbad) == EINVAL && rbad == &rw,
+	      "ibv_post_recv of %u entries on a QP of %u: not EINVAL", nmax + 1, nmax);
+	free(msg);
+	CHECK(ibv_destroy_qp(E.qp) == 0 && ibv_destroy_qp(F.qp) == 0, "ibv_destroy_qp (sge)");
+	CHECK(ibv_dereg_mr(E.mr) == 0 && ibv_dereg_mr(F.mr) == 0, "ibv_dereg_mr (sge)");
+	CHECK(ibv_destroy_cq(ce) == 0 && ibv_destroy_cq(cf) == 0, "ibv_destroy_cq (sge)");
+	free(E.buf);
+	free(F.buf);
+	recv_sge = 1;
+}
+
 /* Extended QPs (ibv_create_qp_ex with send_ops_flags, ibv_qp_to_qp_ex):
  * every wr_* builder on random data, checked byte for byte, with the
  * completions' fields; several WRs in one wr_start .. wr_complete, wr_abort,
@@ -261,6 +357,32 @@ static void test_qpx(void)
 	errno = 0;
 	CHECK(!ibv_create_qp_ex(ctx, &bx) && errno == EOPNOTSUPP,
 	      "ibv_create_qp_ex with bind MW: not refused with EOPNOTSUPP (errno %d)", errno);
+	/* other QP types are refused as not supported (EOPNOTSUPP, which
+	 * rdma-core's tests skip on), whatever else the attributes ask, as
+	 * ibv_create_qp refuses them; so is a raw packet QP without RSS */
+	const enum ibv_qp_type other[] = {IBV_QPT_UD, IBV_QPT_UC, IBV_QPT_XRC_SEND,
+					  IBV_QPT_XRC_RECV, IBV_QPT_RAW_PACKET};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		struct ibv_qp_init_attr_ex ox = {
+			.send_cq = cc, .recv_cq = cc, .qp_type = other[i],
+			.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				.max_recv_sge = 1 + (uint32_t)(rnd() % 8)},
+			/* more than a PD, so that verbs.h's ibv_create_qp_ex does
+			 * not hand it to ibv_create_qp */
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, .pd = pd,
+		};
+		errno = 0;
+		CHECK(!ibv_create_qp_ex(ctx, &ox) && errno == EOPNOTSUPP,
+		      "ibv_create_qp_ex of QP type %d: errno %d, not EOPNOTSUPP", (int)other[i],
+		      errno);
+		struct ibv_qp_init_attr oi = {
+			.send_cq = cc, .recv_cq = cc, .qp_type = other[i], .cap = ox.cap,
+		};
+		errno = 0;
+		CHECK(!ibv_create_qp(pd, &oi) && errno == EOPNOTSUPP,
+		      "ibv_create_qp of QP type %d: errno %d, not EOPNOTSUPP", (int)other[i],
+		      errno);
+	}
 	struct side C, D;
 	make_side_ops(&C, cc, cc, ops);
 	make_side_ops(&D, cd, cd, ops);
@@ -825,6 +947,67 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	CHECK(pd, "ibv_alloc_pd");
 
+	/* what rdma-core's own tests check of the attributes (pyverbs'
+	 * test_device, test_cq): the extended port count is the port count,
+	 * and a CQ of too many entries or on a vector the device lacks is
+	 * EINVAL */
+	struct ibv_device_attr_ex dax;
+	CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0, "ibv_query_device_ex");
+	CHECK(dax.phys_port_cnt_ex == dax.orig_attr.phys_port_cnt && dax.phys_port_cnt_ex == 1,
+	      "phys_port_cnt_ex %u, phys_port_cnt %u", dax.phys_port_cnt_ex,
+	      dax.orig_attr.phys_port_cnt);
+	errno = 0;
+	CHECK(!ibv_create_cq(ctx, dax.orig_attr.max_cqe + 1, NULL, NULL, 0) && errno == EINVAL,
+	      "ibv_create_cq of max_cqe + 1 entries: errno %d", errno);
+	int bad_vec[] = {ctx->num_comp_vectors, ctx->num_comp_vectors + 1, -1};
+	for (size_t i = 0; i < sizeof(bad_vec) / sizeof(bad_vec[0]); i++) {
+		errno = 0;
+		CHECK(!ibv_create_cq(ctx, 16, NULL, NULL, bad_vec[i]) && errno == EINVAL,
+		      "ibv_create_cq on vector %d of %d: errno %d", bad_vec[i],
+		      ctx->num_comp_vectors, errno);
+		struct ibv_cq_init_attr_ex cxa = {.cqe = 16, .comp_vector = (uint32_t)bad_vec[i]};
+		errno = 0;
+		CHECK(!ibv_create_cq_ex(ctx, &cxa) && errno == EINVAL,
+		      "ibv_create_cq_ex on vector %d: errno %d", bad_vec[i], errno);
+	}
+	struct ibv_cq *cq_last = ibv_create_cq(ctx, 16, NULL, NULL, ctx->num_comp_vectors - 1);
+	CHECK(cq_last, "ibv_create_cq on the last vector: %s", strerror(errno));
+	CHECK(ibv_destroy_cq(cq_last) == 0, "ibv_destroy_cq");
+	/* ibv_rereg_mr is refused the way rdma-core fails it: a negative
+	 * ibv_rereg_mr_err_code and errno (pyverbs' test_mr skips on
+	 * EOPNOTSUPP); the MR is left as it was */
+	static uint8_t rr_buf[4096];
+	struct ibv_mr *rr = ibv_reg_mr(pd, rr_buf, sizeof(rr_buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rr, "ibv_reg_mr: %s", strerror(errno));
+	uint32_t rr_lkey = rr->lkey;
+	errno = 0;
+	int rrc = ibv_rereg_mr(rr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(rrc == IBV_REREG_MR_ERR_CMD && errno == EOPNOTSUPP,
+	      "ibv_rereg_mr: %d, errno %d (want %d, EOPNOTSUPP)", rrc, errno,
+	      IBV_REREG_MR_ERR_CMD);
+	errno = 0;
+	rrc = ibv_rereg_mr(rr, IBV_REREG_MR_FLAGS_SUPPORTED << 1, NULL, NULL, 0, 0);
+	CHECK(rrc == IBV_REREG_MR_ERR_INPUT && errno == EINVAL,
+	      "ibv_rereg_mr with an unknown flag: %d, errno %d", rrc, errno);
+	errno = 0;
+	rrc = ibv_rereg_mr(rr, 0, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rrc == IBV_REREG_MR_ERR_INPUT && errno == EINVAL,
+	      "ibv_rereg_mr of an access without CHANGE_ACCESS: %d, errno %d", rrc, errno);
+	CHECK(rr->lkey == rr_lkey && rr->addr == rr_buf, "ibv_rereg_mr changed the MR");
+	CHECK(ibv_dereg_mr(rr) == 0, "ibv_dereg_mr");
+	/* the context's cmd_fd is an open descriptor that can be duplicated
+	 * (pyverbs' test_shared_pd does, to import the context), and the
+	 * import is refused with EOPNOTSUPP */
+	CHECK(ctx->cmd_fd >= 0 && fcntl(ctx->cmd_fd, F_GETFD) >= 0, "cmd_fd %d is not open",
+	      ctx->cmd_fd);
+	int cmd_dup = dup(ctx->cmd_fd);
+	CHECK(cmd_dup >= 0, "dup(cmd_fd): %s", strerror(errno));
+	errno = 0;
+	CHECK(!ibv_import_device(cmd_dup) && errno == EOPNOTSUPP,
+	      "ibv_import_device: errno %d, not EOPNOTSUPP", errno);
+	close(cmd_dup);
+
 	/* A: one CQ for sends and receives; B: a send CQ, and a receive CQ
 	 * with a completion channel */
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
@@ -1166,6 +1349,7 @@ int main(void)
 	      "ibv_qp_to_qp_ex of a QP of ibv_create_qp: not NULL with EOPNOTSUPP");
 	test_qpx();
 	test_cqx();
+	test_recv_sge();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
 	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");

@@ -978,6 +978,12 @@ static int m5_qp_create(kinet_qp *qp)
 	const struct kinet_qp_attr *attr = &qp->attr;
 	uint32_t sq_cnt = kinet_pow2(attr->sq_depth < 2 ? 2 : attr->sq_depth);
 	uint32_t rq_cnt = attr->rq_depth ? kinet_pow2(attr->rq_depth < 2 ? 2 : attr->rq_depth) : 0;
+	if (attr->rq_sge > 1) {
+		KLOG_ERR("mlx5 %s: %u receive scatter entries: this backend's receive WQEs "
+			 "hold one (EOPNOTSUPP)",
+			 m->name, attr->rq_sge);
+		return -EOPNOTSUPP;
+	}
 	if (sq_cnt > (uint32_t)m->dattr.max_qp_wr || rq_cnt > (uint32_t)m->dattr.max_qp_wr ||
 	    sq_cnt > (uint32_t)m->dattr.max_cqe) {
 		KLOG_ERR("mlx5 %s: queue depth above the device limit (%d WRs, %d CQEs)", m->name,

@@ -63,6 +63,8 @@ enum {
 	KINET_PRM_CAP_GENERAL = 0x0,
 	KINET_PRM_CAP_ATOMIC = 0x3,
 	KINET_PRM_CAP_ROCE = 0x4,
+	KINET_PRM_CAP_NIC_FLOW_TABLE = 0x7,
+	KINET_PRM_CAP_DEVICE_MEMORY = 0xf,
 };
 
 /* ---- layouts -------------------------------------------------------------------- */

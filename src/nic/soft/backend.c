@@ -251,7 +251,8 @@ static int soft_qp_create(kinet_qp *qp)
 	kinet_ctx *ctx = qp->ctx;
 	qp->sq_cnt = kinet_pow2(qp->attr.sq_depth < 2 ? 2 : qp->attr.sq_depth);
 	qp->rq_cnt = qp->attr.rq_depth ? kinet_pow2(qp->attr.rq_depth) : 0;
-	qp->rq_stride = 16;
+	/* a data segment (16 bytes) per scatter entry, a power of two of them */
+	qp->rq_stride = 16 * kinet_pow2(qp->attr.rq_sge ? qp->attr.rq_sge : 1);
 	pthread_mutex_init(&s->rq_lock, NULL);
 	int rc = -ENOMEM;
 	qp->sq = kinet_queue_alloc((size_t)qp->sq_cnt * KN_SEND_WQE_BB);
