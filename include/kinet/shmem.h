@@ -356,6 +356,24 @@ int kinet_shmem_buffer_unregister_symmetric(void *addr, size_t len);
  * sets it to NULL and forgets the module (before it is unloaded). */
 int kinet_shmem_cumodule_init(void *module);
 int kinet_shmem_cumodule_finalize(void *module);
+/* ---- collectives from the host ------------------------------------------------------------ */
+
+/* A collective of kinet/shmem_device.h (kn_shmem_coll: coll is enum
+ * kn_shmem_coll, op enum kn_shmem_red_op, dtype enum kn_shmem_dtype; root,
+ * op unused where they do not apply) started by the host thread, which
+ * every member PE's host calls with the same arguments. On stream: the
+ * CUDA executor enqueues it (a kernel of one thread runs kn_shmem_coll; its
+ * error is kept as the PE's first error), the host executor runs it at once
+ * on the calling thread. kinet_shmem_coll waits for it: the CUDA executor
+ * runs it on the default stream and synchronises. Returns what
+ * kn_shmem_coll returns (0, -EINVAL, -ENOSPC, -ETIMEDOUT, -EIO), -EIO
+ * when the kernel could not be launched, -ENOSYS when the library was
+ * built without CUDA and the executor is CUDA, -EINVAL when not
+ * initialised. */
+int kinet_shmem_coll(int coll, int team, void *dest, const void *src, size_t nelems, int root,
+		     int op, int dtype);
+int kinet_shmem_coll_on_stream(int coll, int team, void *dest, const void *src, size_t nelems,
+			       int root, int op, int dtype, void *stream);
 
 #ifdef __cplusplus
 }

@@ -61,13 +61,21 @@
 #define KN_SHMEM_MAX_ROUNDS 20  /* dissemination rounds: teams of up to 2^20 PEs */
 #define KN_SHMEM_MAX_REGS 16    /* kinet_shmem_buffer_register ranges */
 #define KN_SHMEM_RING 1024      /* result slots (fetching atomics, g) per PE */
+/* Scratch of the collectives (reduce, reducescatter): per team slot, in
+ * the layer's reserved bytes below. A reduction moves through it in chunks
+ * of KN_SHMEM_COLL_SCRATCH / (team size) bytes per member, so any count
+ * fits; a team whose members cannot each have one element of the type is
+ * refused (-ENOSPC). */
+#define KN_SHMEM_COLL_SCRATCH 32768u
+#define KNX_SHMEM_COLL_OFF 65536u
 /* Bytes at the start of the device heap that the layer keeps for itself
- * (barrier counters, result slots): the same on every PE. They are a
+ * (barrier counters, result slots, the collectives' scratch): the same on
+ * every PE. They are a
  * region of their own (keys rkey_own, lkey_own below, used only by the
- * layer's barriers, fences and result slots); the heap's rkey and lkey
+ * layer's barriers, fences, result slots and collectives); the heap's rkey and lkey
  * cover the rest of the heap, so a WQE with them aimed at these bytes fails
  * at the target's NIC (remote access error, out of the region's bounds). */
-#define KN_SHMEM_RESERVED 65536u
+#define KN_SHMEM_RESERVED (KNX_SHMEM_COLL_OFF + KN_SHMEM_MAX_TEAMS * KN_SHMEM_COLL_SCRATCH)
 
 /* The two heaps of a PE. */
 enum kn_shmem_heap {
@@ -1266,6 +1274,365 @@ KN_INLINE int kn_shmem_team_translate_pe(int src_team, int pe, int dst_team)
 	return -1;
 }
 
+/* ---- collectives ------------------------------------------------------------------------ */
+/* NVSHMEM's team collectives, built on the operations above: every member
+ * of the team calls with the same arguments (one thread per PE; the group
+ * forms let one thread of the group call). Each one:
+ *  - broadcast: root's nelems elements of src go to dest on every member
+ *    (root's own dest included; dest == src on root is allowed);
+ *  - fcollect: member i's nelems elements land at dest + i * nelems on
+ *    every member (dest holds size * nelems; it must not overlap src);
+ *  - alltoall: block j of member i's src (nelems elements each) lands as
+ *    block i of member j's dest (both hold size * nelems; no overlap);
+ *  - reduce: dest gets op over every member's src, element by element
+ *    (dest == src is allowed, any other overlap is not);
+ *  - reducescatter: src holds size blocks of nelems elements; member i's
+ *    dest gets op over block i of every member's src (dest == src allowed).
+ * The data moves with puts (load/store or the NIC) between two team
+ * barriers (quiet + team sync), the first so that no member writes into a
+ * peer still reading its buffers. A reduction gathers every member's part
+ * into the team's scratch (KN_SHMEM_COLL_SCRATCH bytes per team slot, in
+ * the reserved bytes) one chunk at a time, then combines the parts in
+ * member order, so every member computes the same result (floats
+ * included). Collectives of different teams may run at once (their
+ * scratch and barriers are apart); two of one team may not.
+ * Returns 0, or -EINVAL (a bad team, this PE not in it, a bad root, op or
+ * type, a buffer outside the heaps or overlapping another, a size that
+ * overflows), -ENOSPC (a team too large for the scratch), or what a put, a
+ * quiet or the barrier returns (-ETIMEDOUT, -EIO). nelems 0: 0 at once. */
+
+enum kn_shmem_coll {
+	KN_COLL_BROADCAST = 0,
+	KN_COLL_FCOLLECT = 1,
+	KN_COLL_ALLTOALL = 2,
+	KN_COLL_REDUCE = 3,
+	KN_COLL_REDUCESCATTER = 4,
+};
+
+/* Reduction operators (and, or, xor on integer types only). */
+enum kn_shmem_red_op {
+	KN_RED_AND = 0,
+	KN_RED_OR = 1,
+	KN_RED_XOR = 2,
+	KN_RED_MIN = 3,
+	KN_RED_MAX = 4,
+	KN_RED_SUM = 5,
+	KN_RED_PROD = 6,
+};
+
+/* Element types of the collectives (by size, sign and kind). */
+enum kn_shmem_dtype {
+	KN_DT_INT8 = 0,
+	KN_DT_UINT8 = 1,
+	KN_DT_INT16 = 2,
+	KN_DT_UINT16 = 3,
+	KN_DT_INT32 = 4,
+	KN_DT_UINT32 = 5,
+	KN_DT_INT64 = 6,
+	KN_DT_UINT64 = 7,
+	KN_DT_FLOAT = 8,
+	KN_DT_DOUBLE = 9,
+	KN_DT_COUNT = 10,
+};
+
+/* The kn_shmem_dtype of a C type (a constant expression): float and
+ * double by kind, the integers by size and sign. */
+#define KN_SHMEM_DTYPE(T)                                                                  \
+	((T)0.5 != (T)0 ? (sizeof(T) == 4 ? KN_DT_FLOAT : KN_DT_DOUBLE)                    \
+			: (sizeof(T) == 1   ? 0                                            \
+			   : sizeof(T) == 2 ? 2                                            \
+			   : sizeof(T) == 4 ? 4                                            \
+					    : 6) +                                         \
+				  ((T)-1 > (T)1 ? 1 : 0))
+
+KN_INLINE uint32_t knx_sh_dt_size(int dt)
+{
+	return dt == KN_DT_FLOAT ? 4u : dt == KN_DT_DOUBLE ? 8u : 1u << ((uint32_t)dt / 2u);
+}
+
+/* Loads of the scratch that peers wrote: fresh from memory on a GPU (its
+ * L1 may still hold the previous chunk). */
+#if defined(__CUDA_ARCH__)
+#define KNX_SH_FRESH volatile
+#else
+#define KNX_SH_FRESH
+#endif
+
+#define KNX_SH_RED_INT(T, UT)                                                              \
+	do {                                                                               \
+		T *a_ = (T *)acc;                                                          \
+		const KNX_SH_FRESH T *b_ = (const KNX_SH_FRESH T *)x;                      \
+		for (size_t i_ = 0; i_ < n; i_++) {                                        \
+			T v_ = b_[i_];                                                     \
+			switch (op) {                                                      \
+			case KN_RED_AND:                                                   \
+				a_[i_] = (T)(a_[i_] & v_);                                 \
+				break;                                                     \
+			case KN_RED_OR:                                                    \
+				a_[i_] = (T)(a_[i_] | v_);                                 \
+				break;                                                     \
+			case KN_RED_XOR:                                                   \
+				a_[i_] = (T)(a_[i_] ^ v_);                                 \
+				break;                                                     \
+			case KN_RED_MIN:                                                   \
+				a_[i_] = v_ < a_[i_] ? v_ : a_[i_];                        \
+				break;                                                     \
+			case KN_RED_MAX:                                                   \
+				a_[i_] = v_ > a_[i_] ? v_ : a_[i_];                        \
+				break;                                                     \
+			case KN_RED_SUM:                                                   \
+				a_[i_] = (T)((UT)a_[i_] + (UT)v_);                         \
+				break;                                                     \
+			default:                                                           \
+				a_[i_] = (T)((UT)a_[i_] * (UT)v_);                         \
+				break;                                                     \
+			}                                                                  \
+		}                                                                          \
+	} while (0)
+
+#define KNX_SH_RED_FLT(T)                                                                  \
+	do {                                                                               \
+		T *a_ = (T *)acc;                                                          \
+		const KNX_SH_FRESH T *b_ = (const KNX_SH_FRESH T *)x;                      \
+		for (size_t i_ = 0; i_ < n; i_++) {                                        \
+			T v_ = b_[i_];                                                     \
+			switch (op) {                                                      \
+			case KN_RED_MIN:                                                   \
+				a_[i_] = v_ < a_[i_] ? v_ : a_[i_];                        \
+				break;                                                     \
+			case KN_RED_MAX:                                                   \
+				a_[i_] = v_ > a_[i_] ? v_ : a_[i_];                        \
+				break;                                                     \
+			case KN_RED_SUM:                                                   \
+				a_[i_] = a_[i_] + v_;                                      \
+				break;                                                     \
+			default:                                                           \
+				a_[i_] = a_[i_] * v_;                                      \
+				break;                                                     \
+			}                                                                  \
+		}                                                                          \
+	} while (0)
+
+/* acc[i] = acc[i] op x[i] for n elements of type dt (op and dt checked).
+ * Integer sums and products wrap (computed unsigned, at least 32 bits). */
+#if defined(__CUDACC__)
+static __host__ __device__ __noinline__
+#else
+static __attribute__((noinline, unused))
+#endif
+void knx_sh_combine(void *acc, const void *x, size_t n, int op, int dt)
+{
+	switch (dt) {
+	case KN_DT_INT8:
+		KNX_SH_RED_INT(int8_t, uint32_t);
+		break;
+	case KN_DT_UINT8:
+		KNX_SH_RED_INT(uint8_t, uint32_t);
+		break;
+	case KN_DT_INT16:
+		KNX_SH_RED_INT(int16_t, uint32_t);
+		break;
+	case KN_DT_UINT16:
+		KNX_SH_RED_INT(uint16_t, uint32_t);
+		break;
+	case KN_DT_INT32:
+		KNX_SH_RED_INT(int32_t, uint32_t);
+		break;
+	case KN_DT_UINT32:
+		KNX_SH_RED_INT(uint32_t, uint32_t);
+		break;
+	case KN_DT_INT64:
+		KNX_SH_RED_INT(int64_t, uint64_t);
+		break;
+	case KN_DT_UINT64:
+		KNX_SH_RED_INT(uint64_t, uint64_t);
+		break;
+	case KN_DT_FLOAT:
+		KNX_SH_RED_FLT(float);
+		break;
+	default:
+		KNX_SH_RED_FLT(double);
+		break;
+	}
+}
+
+/* Copies n bytes that peers wrote (the scratch) to dst. */
+KN_INLINE void knx_sh_copy_fresh(void *dst, const void *src, size_t n)
+{
+#if defined(__CUDA_ARCH__)
+	uint8_t *d = (uint8_t *)dst;
+	const volatile uint8_t *s = (const volatile uint8_t *)src;
+	if ((((uintptr_t)d | (uintptr_t)s) & 7u) == 0) {
+		for (; n >= 8; n -= 8, d += 8, s += 8)
+			*(uint64_t *)d = *(const volatile uint64_t *)s;
+	}
+	for (; n; n--)
+		*d++ = *s++;
+#else
+	__builtin_memcpy(dst, src, n);
+#endif
+}
+
+/* Puts [src, src+n) to symmetric dst at PE pe without waiting (load/store,
+ * or WQEs completed by the next quiet); own: dst is in the layer's bytes. */
+KN_INLINE int knx_sh_coll_put(void *dst, const void *src, size_t n, int pe, int own)
+{
+	knx_sh_route r;
+	int rc = knx_sh_route_in(dst, n, pe, own, &r);
+	if (rc)
+		return rc;
+	if (r.ptr) {
+		knx_sh_copy(r.ptr, src, n);
+		return 0;
+	}
+	kn_ticket_t t;
+	return knx_sh_put_nic(&r, src, n, 0, 0, 0, 0, &t);
+}
+
+/* The collectives' barrier: this thread's puts complete, then the team's. */
+KN_INLINE int knx_sh_coll_sync(int team)
+{
+	int rc = kn_shmem_quiet();
+	return rc ? rc : kn_shmem_team_sync(team);
+}
+
+/* 1 when [a, a+an) and [b, b+bn) share a byte. */
+KN_INLINE int knx_sh_overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+	return an && bn && x < y + bn && y < x + an;
+}
+
+/* 1 when [p, p+n) is in a heap's user part (symmetric). */
+KN_INLINE int knx_sh_sym(const kn_shmem *sh, const void *p, size_t n)
+{
+	uint64_t off;
+	int h = knx_sh_heap(sh, p, n, &off);
+	return h >= 0 && !knx_sh_reserved(h, off);
+}
+
+/* The collectives are one function per translation unit, not inlined into
+ * every NVSHMEM name that calls them. */
+#if defined(__CUDACC__)
+#define KNX_SH_OUTLINE static __host__ __device__ __noinline__
+#else
+#define KNX_SH_OUTLINE static __attribute__((noinline, unused))
+#endif
+
+/* One collective (enum kn_shmem_coll) of nelems elements of type dt over
+ * team; root: broadcast's root (an index in the team), op: the reduction's
+ * (enum kn_shmem_red_op). Thread scope: one thread of each member calls. */
+KNX_SH_OUTLINE int kn_shmem_coll(int coll, int team, void *dest, const void *src, size_t nelems,
+			    int root, int op, int dt)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh || team < 0 || team >= KN_SHMEM_MAX_TEAMS || coll < KN_COLL_BROADCAST ||
+	    coll > KN_COLL_REDUCESCATTER || dt < 0 || dt >= KN_DT_COUNT)
+		return knx_sh_err(sh, -EINVAL);
+	const kn_shmem_team *t = &sh->team[team];
+	if (t->size <= 0 || t->my < 0)
+		return knx_sh_err(sh, -EINVAL);
+	int red = coll == KN_COLL_REDUCE || coll == KN_COLL_REDUCESCATTER;
+	if (red && (op < KN_RED_AND || op > KN_RED_PROD ||
+		    (op <= KN_RED_XOR && (dt == KN_DT_FLOAT || dt == KN_DT_DOUBLE))))
+		return knx_sh_err(sh, -EINVAL);
+	if (coll == KN_COLL_BROADCAST && (root < 0 || root >= t->size))
+		return knx_sh_err(sh, -EINVAL);
+	size_t esz = knx_sh_dt_size(dt), size = (size_t)t->size, my = (size_t)t->my;
+	if (nelems > (size_t)-1 / esz / size)
+		return knx_sh_err(sh, -EINVAL);
+	size_t len = nelems * esz; /* one member's block */
+	size_t slen = coll == KN_COLL_ALLTOALL || coll == KN_COLL_REDUCESCATTER ? len * size : len;
+	size_t dlen = coll == KN_COLL_ALLTOALL || coll == KN_COLL_FCOLLECT ? len * size : len;
+	if (!nelems)
+		return 0;
+	int src_used = coll != KN_COLL_BROADCAST || (int)my == root;
+	if (!knx_sh_sym(sh, dest, dlen) || (src_used && !knx_sh_sym(sh, src, slen)))
+		return knx_sh_err(sh, -EINVAL);
+	if (src_used && knx_sh_overlap(dest, dlen, src, slen) &&
+	    (coll == KN_COLL_FCOLLECT || coll == KN_COLL_ALLTOALL || dest != src))
+		return knx_sh_err(sh, -EINVAL);
+	const uint8_t *s = (const uint8_t *)src;
+	uint8_t *d = (uint8_t *)dest;
+	int rc = knx_sh_coll_sync(team);
+	if (rc)
+		return rc;
+	if (!red) {
+		for (size_t k = 0; k < size && !rc; k++) {
+			size_t j = (my + k) % size;
+			int pe = t->members[j];
+			if (coll == KN_COLL_BROADCAST) {
+				if ((int)my != root)
+					break;
+				rc = knx_sh_coll_put(d, s, len, pe, 0);
+			} else if (coll == KN_COLL_FCOLLECT) {
+				rc = knx_sh_coll_put(d + my * len, s, len, pe, 0);
+			} else {
+				rc = knx_sh_coll_put(d + my * len, s + j * len, len, pe, 0);
+			}
+		}
+		if (rc) {
+			kn_shmem_quiet();
+			return knx_sh_err(sh, rc);
+		}
+		return knx_sh_coll_sync(team);
+	}
+	/* a reduction: chunks through the scratch, each member's part at its
+	 * index, combined in member order */
+	size_t per = (KN_SHMEM_COLL_SCRATCH / size) & ~(size_t)15;
+	if (per < esz)
+		return knx_sh_err(sh, -ENOSPC);
+	size_t cmax = per / esz;
+	uint8_t *scr = sh->heap[KN_SHMEM_HEAP_DEVICE] + KNX_SHMEM_COLL_OFF +
+		       (size_t)t->slot * KN_SHMEM_COLL_SCRATCH;
+	for (size_t off = 0; off < nelems; off += cmax) {
+		size_t c = nelems - off < cmax ? nelems - off : cmax;
+		if (off)
+			rc = knx_sh_coll_sync(team); /* every member is done with the last chunk */
+		for (size_t k = 0; k < size && !rc; k++) {
+			size_t j = (my + k) % size;
+			size_t from = (coll == KN_COLL_REDUCESCATTER ? j * nelems : 0) + off;
+			rc = knx_sh_coll_put(scr + my * per, s + from * esz, c * esz,
+					     t->members[j], 1);
+		}
+		if (rc) {
+			kn_shmem_quiet();
+			return knx_sh_err(sh, rc);
+		}
+		rc = knx_sh_coll_sync(team);
+		if (rc)
+			return rc;
+		uint8_t *out = d + off * esz;
+		knx_sh_copy_fresh(out, scr, c * esz);
+		for (size_t p = 1; p < size; p++)
+			knx_sh_combine(out, scr + p * per, c, op, dt);
+	}
+	return 0;
+}
+
+KN_INLINE int kn_shmem_broadcast(int team, void *dest, const void *src, size_t nbytes, int root)
+{
+	return kn_shmem_coll(KN_COLL_BROADCAST, team, dest, src, nbytes, root, 0, KN_DT_UINT8);
+}
+KN_INLINE int kn_shmem_fcollect(int team, void *dest, const void *src, size_t nbytes)
+{
+	return kn_shmem_coll(KN_COLL_FCOLLECT, team, dest, src, nbytes, 0, 0, KN_DT_UINT8);
+}
+KN_INLINE int kn_shmem_alltoall(int team, void *dest, const void *src, size_t nbytes)
+{
+	return kn_shmem_coll(KN_COLL_ALLTOALL, team, dest, src, nbytes, 0, 0, KN_DT_UINT8);
+}
+KN_INLINE int kn_shmem_reduce(int team, void *dest, const void *src, size_t nreduce, int op,
+			      int dt)
+{
+	return kn_shmem_coll(KN_COLL_REDUCE, team, dest, src, nreduce, 0, op, dt);
+}
+KN_INLINE int kn_shmem_reducescatter(int team, void *dest, const void *src, size_t nreduce,
+				     int op, int dt)
+{
+	return kn_shmem_coll(KN_COLL_REDUCESCATTER, team, dest, src, nreduce, 0, op, dt);
+}
+
 /* ---- group scope on the host executor ----------------------------------------------------- */
 /* Warp (scope 1) and block (scope 2) forms for kinet_shmem_host_launch: every
  * thread of the group calls; the group's first thread issues the operation
@@ -1434,6 +1801,18 @@ KN_INLINE int kn_shmem_team_sync_warp(int team)
 KN_INLINE int kn_shmem_team_sync_block(int team)
 {
 	KNX_SH_GRP_ONE(2, kn_shmem_team_sync(team));
+}
+/* The collectives' group forms: the group's first thread runs the
+ * collective, the group waits for it and gets its result. */
+KN_INLINE int kn_shmem_coll_warp(int coll, int team, void *dest, const void *src, size_t nelems,
+				 int root, int op, int dt)
+{
+	KNX_SH_GRP_ONE(1, kn_shmem_coll(coll, team, dest, src, nelems, root, op, dt));
+}
+KN_INLINE int kn_shmem_coll_block(int coll, int team, void *dest, const void *src, size_t nelems,
+				  int root, int op, int dt)
+{
+	KNX_SH_GRP_ONE(2, kn_shmem_coll(coll, team, dest, src, nelems, root, op, dt));
 }
 
 #endif /* !__CUDACC__ */

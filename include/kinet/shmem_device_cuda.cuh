@@ -246,5 +246,17 @@ KNX_SH_DEV int kn_shmem_team_sync_block(int team)
 {
 	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_team_sync(team));
 }
+/* The collectives (kn_shmem_coll): the group's first thread runs it, the
+ * group waits and gets its result. */
+KNX_SH_DEV int kn_shmem_coll_warp(int coll, int team, void *dest, const void *src, size_t nelems,
+				  int root, int op, int dt)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARP, kn_shmem_coll(coll, team, dest, src, nelems, root, op, dt));
+}
+KNX_SH_DEV int kn_shmem_coll_block(int coll, int team, void *dest, const void *src,
+				   size_t nelems, int root, int op, int dt)
+{
+	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_coll(coll, team, dest, src, nelems, root, op, dt));
+}
 
 #endif /* KINET_SHMEM_DEVICE_CUDA_CUH */

@@ -29,6 +29,8 @@ enum shm_op_kind {
 	SHM_OP_BARRIER,   /* team: quiet, then sync */
 	SHM_OP_TEAM_SYNC, /* team */
 	SHM_OP_WAIT,      /* a local word of size bytes, signed (amo 1) or not */
+	SHM_OP_COLL,      /* kn_shmem_coll: coll, team, dest, src, len elements, root,
+			     red_op, dtype */
 };
 
 struct shm_op {
@@ -46,6 +48,10 @@ struct shm_op {
 	uint64_t *sig;
 	uint64_t value;   /* p, atomic, signal value, wait value */
 	uint64_t compare; /* atomic */
+	int32_t coll;     /* collective: enum kn_shmem_coll */
+	int32_t root;     /* broadcast's root (team index) */
+	int32_t red_op;   /* enum kn_shmem_red_op */
+	int32_t dtype;    /* enum kn_shmem_dtype */
 };
 
 /* stream.cu: a kernel of one thread runs op on stream; sync: wait for it
@@ -98,6 +104,9 @@ KN_INLINE int shm_op_run(const struct shm_op *op, uint64_t *out)
 		return kn_shmem_team_sync(op->team);
 	case SHM_OP_WAIT:
 		return kn_shmem_wait_until(op->dest, op->cmp, op->value, op->size, op->amo);
+	case SHM_OP_COLL:
+		return kn_shmem_coll(op->coll, op->team, op->dest, op->src, op->len, op->root,
+				     op->red_op, op->dtype);
 	default:
 		return -EINVAL;
 	}

@@ -17,8 +17,8 @@ static const char *op_name(int kind)
 	static const char *const n[] = {"?",        "put",        "get",       "p",
 					"g",        "atomic",     "quiet",     "fence",
 					"put_signal", "signal_op", "signal_wait_until", "barrier",
-					"team_sync", "wait_until"};
-	return kind > 0 && kind <= SHM_OP_WAIT ? n[kind] : n[0];
+					"team_sync", "wait_until", "collective"};
+	return kind > 0 && kind <= SHM_OP_COLL ? n[kind] : n[0];
 }
 
 /* The local buffer of a host-initiated NIC or load/store operation run by
@@ -231,6 +231,42 @@ int shm_stream_op(void *stream, int op)
 								      : SHM_OP_BARRIER,
 			   .team = KINET_SHMEM_TEAM_WORLD};
 	return run_on(&o, stream, 0, NULL);
+}
+
+/* ---- collectives ---------------------------------------------------------------------------- */
+
+/* A refused or failed collective says so (device code cannot log). */
+static int coll_said(const struct shm_op *o, const char *form, int rc)
+{
+	static const char *const n[] = {"broadcast", "fcollect", "alltoall", "reduce",
+					"reducescatter"};
+	if (rc && shm_g.up)
+		SHLOG_ERR("%s%s on team %d (%llu elements of type %d, root %d, op %d): %s%s",
+			  o->coll >= 0 && o->coll <= 4 ? n[o->coll] : "collective", form, o->team,
+			  (unsigned long long)o->len, o->dtype, o->root, o->red_op, kinet_strerror(rc),
+			  rc == -EINVAL ? " (a bad team, root, operator or type, a buffer outside "
+					  "the heaps or overlapping another, or a size that overflows)"
+					: "");
+	return rc;
+}
+
+/* kn_shmem_coll from the host: waited for (the CUDA executor: on the
+ * layer's own stream), or enqueued on stream. Its buffers are symmetric
+ * (heaps), which the GPU reaches. */
+int kinet_shmem_coll(int coll, int team, void *dest, const void *src, size_t nelems, int root,
+		     int op, int dtype)
+{
+	struct shm_op o = {.kind = SHM_OP_COLL, .team = team, .dest = dest, .src = src,
+			   .len = nelems, .coll = coll, .root = root, .red_op = op, .dtype = dtype};
+	return coll_said(&o, "", run_now(&o, NULL));
+}
+
+int kinet_shmem_coll_on_stream(int coll, int team, void *dest, const void *src, size_t nelems,
+			       int root, int op, int dtype, void *stream)
+{
+	struct shm_op o = {.kind = SHM_OP_COLL, .team = team, .dest = dest, .src = src,
+			   .len = nelems, .coll = coll, .root = root, .red_op = op, .dtype = dtype};
+	return coll_said(&o, "_on_stream", run_on(&o, stream, 0, NULL));
 }
 
 /* ---- symmetric registration of the program's buffers: not done --------------------------- */

@@ -1353,4 +1353,161 @@ KNX_NV_AMO_TYPES(KNX_NV_AMO_STD)
 	}
 KNX_NV_AMO_BIT_TYPES(KNX_NV_AMO_BIT)
 
+/* ---- collectives ------------------------------------------------------------------------------ */
+
+/* NVSHMEM's reduction types: the bitwise ones (and, or, xor); the standard
+ * ones (min, max) add the signed and floating types; sum and prod take the
+ * standard ones (no complex types). */
+#define KNX_NV_RED_BIT_TYPES(X, OP)                                                             \
+	X(uchar, unsigned char, OP)                                                             \
+	X(ushort, unsigned short, OP)                                                           \
+	X(uint, unsigned int, OP)                                                               \
+	X(ulong, unsigned long, OP)                                                             \
+	X(ulonglong, unsigned long long, OP)                                                    \
+	X(int8, int8_t, OP)                                                                     \
+	X(int16, int16_t, OP)                                                                   \
+	X(int32, int32_t, OP)                                                                   \
+	X(int64, int64_t, OP)                                                                   \
+	X(uint8, uint8_t, OP)                                                                   \
+	X(uint16, uint16_t, OP)                                                                 \
+	X(uint32, uint32_t, OP)                                                                 \
+	X(uint64, uint64_t, OP)                                                                 \
+	X(size, size_t, OP)
+#define KNX_NV_RED_STD_TYPES(X, OP)                                                             \
+	KNX_NV_RED_BIT_TYPES(X, OP)                                                             \
+	X(char, char, OP)                                                                       \
+	X(schar, signed char, OP)                                                               \
+	X(short, short, OP)                                                                     \
+	X(int, int, OP)                                                                         \
+	X(long, long, OP)                                                                       \
+	X(longlong, long long, OP)                                                              \
+	X(float, float, OP)                                                                     \
+	X(double, double, OP)
+#define KNX_NV_RED_ALL(X)                                                                       \
+	KNX_NV_RED_BIT_TYPES(X, and)                                                            \
+	KNX_NV_RED_BIT_TYPES(X, or)                                                             \
+	KNX_NV_RED_BIT_TYPES(X, xor)                                                            \
+	KNX_NV_RED_STD_TYPES(X, min)                                                            \
+	KNX_NV_RED_STD_TYPES(X, max)                                                            \
+	KNX_NV_RED_STD_TYPES(X, sum)                                                            \
+	KNX_NV_RED_STD_TYPES(X, prod)
+
+#define KNX_NV_OP_and KN_RED_AND
+#define KNX_NV_OP_or KN_RED_OR
+#define KNX_NV_OP_xor KN_RED_XOR
+#define KNX_NV_OP_min KN_RED_MIN
+#define KNX_NV_OP_max KN_RED_MAX
+#define KNX_NV_OP_sum KN_RED_SUM
+#define KNX_NV_OP_prod KN_RED_PROD
+
+/* The thread-scope and host-called form: the device collective in device
+ * code (a host executor's launch included), else the host's
+ * (kinet_shmem_coll: with CUDA, a kernel on the default stream, waited
+ * for). Returns 0 or kinet's negative errno. */
+KNX_NV_HD int knx_nv_coll(int coll, nvshmem_team_t team, void *dest, const void *src, size_t n,
+			  int root, int op, int dt)
+{
+#if defined(__CUDA_ARCH__)
+	return kn_shmem_coll(coll, team, dest, src, n, root, op, dt);
+#else
+	return KNX_NV_ON_DEVICE() ? kn_shmem_coll(coll, team, dest, src, n, root, op, dt)
+				  : kinet_shmem_coll(coll, team, dest, src, n, root, op, dt);
+#endif
+}
+
+/* reduce and reducescatter: thread (host and device), warp, block, on stream. */
+#define KNX_NV_RED(NAME, TYPE, OP)                                                              \
+	KNX_NV_HD int nvshmem_##NAME##_##OP##_reduce(nvshmem_team_t team, TYPE *dest,           \
+						     const TYPE *source, size_t nreduce)        \
+	{                                                                                       \
+		return knx_nv_coll(KN_COLL_REDUCE, team, dest, source, nreduce, 0,              \
+				   KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));                       \
+	}                                                                                       \
+	KNX_NV_D int nvshmemx_##NAME##_##OP##_reduce_warp(nvshmem_team_t team, TYPE *dest,      \
+							  const TYPE *source, size_t nreduce)   \
+	{                                                                                       \
+		return kn_shmem_coll_warp(KN_COLL_REDUCE, team, dest, source, nreduce, 0,       \
+					  KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));                \
+	}                                                                                       \
+	KNX_NV_D int nvshmemx_##NAME##_##OP##_reduce_block(nvshmem_team_t team, TYPE *dest,     \
+							   const TYPE *source, size_t nreduce)  \
+	{                                                                                       \
+		return kn_shmem_coll_block(KN_COLL_REDUCE, team, dest, source, nreduce, 0,      \
+					   KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));               \
+	}                                                                                       \
+	KNX_NV_H int nvshmemx_##NAME##_##OP##_reduce_on_stream(                                 \
+		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce,            \
+		cudaStream_t stream)                                                            \
+	{                                                                                       \
+		return kinet_shmem_coll_on_stream(KN_COLL_REDUCE, team, dest, source, nreduce,  \
+						  0, KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE),      \
+						  (void *)stream);                              \
+	}                                                                                       \
+	KNX_NV_HD int nvshmem_##NAME##_##OP##_reducescatter(nvshmem_team_t team, TYPE *dest,    \
+							    const TYPE *source, size_t nreduce) \
+	{                                                                                       \
+		return knx_nv_coll(KN_COLL_REDUCESCATTER, team, dest, source, nreduce, 0,       \
+				   KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));                       \
+	}                                                                                       \
+	KNX_NV_D int nvshmemx_##NAME##_##OP##_reducescatter_warp(                               \
+		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)            \
+	{                                                                                       \
+		return kn_shmem_coll_warp(KN_COLL_REDUCESCATTER, team, dest, source, nreduce,   \
+					  0, KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));             \
+	}                                                                                       \
+	KNX_NV_D int nvshmemx_##NAME##_##OP##_reducescatter_block(                              \
+		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)            \
+	{                                                                                       \
+		return kn_shmem_coll_block(KN_COLL_REDUCESCATTER, team, dest, source, nreduce,  \
+					   0, KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));            \
+	}                                                                                       \
+	KNX_NV_H int nvshmemx_##NAME##_##OP##_reducescatter_on_stream(                          \
+		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce,            \
+		cudaStream_t stream)                                                            \
+	{                                                                                       \
+		return kinet_shmem_coll_on_stream(KN_COLL_REDUCESCATTER, team, dest, source,    \
+						  nreduce, 0, KNX_NV_OP_##OP,                   \
+						  KN_SHMEM_DTYPE(TYPE), (void *)stream);        \
+	}
+KNX_NV_RED_ALL(KNX_NV_RED)
+
+/* broadcast, fcollect, alltoall of one kind (COLL), bytes or TYPE
+ * elements: the four forms. ROOT_P / ROOT_A: broadcast's root parameter
+ * and argument (empty and 0 for the others). */
+#define KNX_NV_MOVE(FN, XFN, COLL, TYPE, DT, ROOT_P, ROOT_A)                                    \
+	KNX_NV_HD int FN(nvshmem_team_t team, TYPE *dest, const TYPE *source,                   \
+			 size_t nelems ROOT_P)                                                  \
+	{                                                                                       \
+		return knx_nv_coll(COLL, team, dest, source, nelems, ROOT_A, 0, DT);            \
+	}                                                                                       \
+	KNX_NV_D int XFN##_warp(nvshmem_team_t team, TYPE *dest, const TYPE *source,            \
+				size_t nelems ROOT_P)                                           \
+	{                                                                                       \
+		return kn_shmem_coll_warp(COLL, team, dest, source, nelems, ROOT_A, 0, DT);     \
+	}                                                                                       \
+	KNX_NV_D int XFN##_block(nvshmem_team_t team, TYPE *dest, const TYPE *source,           \
+				 size_t nelems ROOT_P)                                          \
+	{                                                                                       \
+		return kn_shmem_coll_block(COLL, team, dest, source, nelems, ROOT_A, 0, DT);    \
+	}                                                                                       \
+	KNX_NV_H int XFN##_on_stream(nvshmem_team_t team, TYPE *dest, const TYPE *source,       \
+				     size_t nelems ROOT_P, cudaStream_t stream)                 \
+	{                                                                                       \
+		return kinet_shmem_coll_on_stream(COLL, team, dest, source, nelems, ROOT_A, 0,  \
+						  DT, (void *)stream);                          \
+	}
+#define KNX_NV_COMMA ,
+#define KNX_NV_MOVE_TYPED(NAME, TYPE)                                                           \
+	KNX_NV_MOVE(nvshmem_##NAME##_broadcast, nvshmemx_##NAME##_broadcast, KN_COLL_BROADCAST, \
+		    TYPE, KN_SHMEM_DTYPE(TYPE), KNX_NV_COMMA int PE_root, PE_root)              \
+	KNX_NV_MOVE(nvshmem_##NAME##_fcollect, nvshmemx_##NAME##_fcollect, KN_COLL_FCOLLECT,    \
+		    TYPE, KN_SHMEM_DTYPE(TYPE), , 0)                                            \
+	KNX_NV_MOVE(nvshmem_##NAME##_alltoall, nvshmemx_##NAME##_alltoall, KN_COLL_ALLTOALL,    \
+		    TYPE, KN_SHMEM_DTYPE(TYPE), , 0)
+KNX_NV_RMA_TYPES(KNX_NV_MOVE_TYPED)
+KNX_NV_MOVE(nvshmem_broadcastmem, nvshmemx_broadcastmem, KN_COLL_BROADCAST, void, KN_DT_UINT8,
+	    KNX_NV_COMMA int PE_root, PE_root)
+KNX_NV_MOVE(nvshmem_fcollectmem, nvshmemx_fcollectmem, KN_COLL_FCOLLECT, void, KN_DT_UINT8, , 0)
+KNX_NV_MOVE(nvshmem_alltoallmem, nvshmemx_alltoallmem, KN_COLL_ALLTOALL, void, KN_DT_UINT8, , 0)
+
 #endif /* KINET_NVSHMEM_H */
