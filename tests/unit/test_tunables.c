@@ -192,6 +192,7 @@ static struct bad bad_cases[] = {
 	{"KINET_SHMEM_HEAP_SIZE", "1.G", "a fraction needs digits and a suffix"},
 	{"KINET_SHMEM_HEAP_SIZE", "1.1234567G", "more than 6 digits after the point"},
 	{"KINET_SHMEM_HEAP_SIZE", "2T", "above the maximum 1099511627776 bytes"},
+	{"KINET_SHMEM_HEAP_SIZE", "2M", "below the minimum 4194304 bytes"},
 	{"KINET_SHMEM_HEAP_SIZE", "4P", "unexpected \"P\""},
 	{"KINET_TIMEOUT_MS", "1500us", "not a whole number of ms"},
 	{"KINET_TIMEOUT_MS", "2h", "unexpected \"h\""},
