@@ -6,13 +6,15 @@
  * same-node path (GPU heaps through CUDA IPC, host heaps through shared
  * memory) and over the software NIC's wire. CUDA kernels issue every
  * operation at thread, warp and block scope; the data is checked byte for
- * byte on random contents, atomics and signals by value. Also the examples'
- * CUDA builds (examples/nvshmem) as jobs.
+ * byte on random contents, atomics and signals by value; the collectives
+ * (thread, warp, block, host and stream forms) against host references.
+ * Also the examples' CUDA builds (examples/nvshmem) as jobs.
  *
  * The PEs are forked before any CUDA call of the test process.
  */
 #include "gpu_util.h"
 #include <signal.h>
+#include <math.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -415,6 +417,182 @@ Test(gpu_shmem, host_initiated_and_stream_calls)
 	run_job(2, 1, host_calls_pe);
 	run_job(2, 0, host_calls_pe);
 	run_job(4, 1, host_calls_pe);
+	run_job(4, 0, host_calls_pe);
+}
+
+/* ---- collectives from kernels and from the host ----------------------------------------------- */
+
+#define C_NF 20011u /* floats: several rounds through the scratch */
+#define C_NI 1001u  /* int32 */
+#define C_NB 777u   /* bytes of fcollect, alltoall blocks, broadcast */
+#define C_NX 333u   /* int64 per member of reducescatter */
+#define C_ND 101u   /* doubles, reduced on a stream */
+
+struct coll {
+	float *sf, *df;
+	int32_t *si, *di;
+	uint8_t *sb, *db, *ab, *bb;
+	int64_t *sx, *dx;
+	double *sd, *dd;
+	int *errs;
+	int me, n;
+};
+
+/* One CTA of 64 threads, one collective at a time per PE: thread scope,
+ * block scope, warp scope. */
+static __global__ void coll_kernel(struct coll c)
+{
+	unsigned tid = threadIdx.x;
+	int rc = 0;
+	if (tid == 0)
+		rc |= kn_shmem_reduce(KINET_SHMEM_TEAM_WORLD, c.df, c.sf, C_NF, KN_RED_SUM,
+				      KN_DT_FLOAT);
+	rc |= kn_shmem_coll_block(KN_COLL_REDUCE, KINET_SHMEM_TEAM_WORLD, c.di, c.si, C_NI, 0,
+				  KN_RED_MAX, KN_SHMEM_DTYPE(int32_t));
+	if (tid < 32)
+		rc |= kn_shmem_coll_warp(KN_COLL_FCOLLECT, KINET_SHMEM_TEAM_WORLD, c.db, c.sb, C_NB,
+					 0, 0, KN_DT_UINT8);
+	rc |= kn_shmem_coll_block(KN_COLL_REDUCESCATTER, KINET_SHMEM_TEAM_WORLD, c.dx, c.sx, C_NX,
+				  0, KN_RED_XOR, KN_DT_INT64);
+	if (tid < 32)
+		rc |= kn_shmem_coll_warp(KN_COLL_ALLTOALL, KINET_SHMEM_TEAM_WORLD, c.ab, c.sb, C_NB,
+					 0, 0, KN_DT_UINT8);
+	if (rc)
+		atomicAdd(c.errs, 1);
+}
+
+static int coll_pe(int me, int n)
+{
+	struct coll c;
+	memset(&c, 0, sizeof(c));
+	c.me = me;
+	c.n = n;
+	c.sf = (float *)kinet_shmem_malloc(C_NF * 4);
+	c.df = (float *)kinet_shmem_malloc(C_NF * 4);
+	c.si = (int32_t *)kinet_shmem_malloc(C_NI * 4);
+	c.di = (int32_t *)kinet_shmem_malloc(C_NI * 4);
+	c.sb = (uint8_t *)kinet_shmem_malloc((size_t)C_NB * n);
+	c.db = (uint8_t *)kinet_shmem_malloc((size_t)C_NB * n);
+	c.ab = (uint8_t *)kinet_shmem_malloc((size_t)C_NB * n);
+	c.bb = (uint8_t *)kinet_shmem_malloc(C_NB);
+	c.sx = (int64_t *)kinet_shmem_malloc((size_t)C_NX * 8 * n);
+	c.dx = (int64_t *)kinet_shmem_malloc((size_t)C_NX * 8);
+	c.sd = (double *)kinet_shmem_malloc(C_ND * 8);
+	c.dd = (double *)kinet_shmem_malloc(C_ND * 8);
+	PK(c.sf && c.df && c.si && c.di && c.sb && c.db && c.ab && c.bb && c.sx && c.dx && c.sd &&
+	   c.dd, "malloc");
+	PCU(cudaMalloc((void **)&c.errs, sizeof(int)));
+	PCU(cudaMemset(c.errs, 0, sizeof(int)));
+	/* inputs: random, from the PE's seeds (floats and doubles in [0.5, 1.5)) */
+	size_t hl = (size_t)C_NF * 4 + (size_t)C_NX * 8 * n + 4096 * 8;
+	uint8_t *h = (uint8_t *)malloc(hl), *w = (uint8_t *)malloc(hl), *g = (uint8_t *)malloc(hl);
+	PK(h && w && g, "malloc");
+#define C_FILL(pe, what, p, cnt, T, flt)                                                        \
+	do {                                                                                    \
+		tu_fill_random(p, (size_t)(cnt) * sizeof(T), seed_of(pe, what));                \
+		if (flt)                                                                        \
+			for (size_t i_ = 0; i_ < (size_t)(cnt); i_++)                           \
+				((T *)(p))[i_] = (T)(0.5 + (double)((uint8_t *)(p))[i_ * sizeof(T)] / 256.0); \
+	} while (0)
+	C_FILL(me, 20, h, C_NF, float, 1);
+	PCU(cudaMemcpy(c.sf, h, C_NF * 4, cudaMemcpyHostToDevice));
+	C_FILL(me, 21, h, C_NI, int32_t, 0);
+	PCU(cudaMemcpy(c.si, h, C_NI * 4, cudaMemcpyHostToDevice));
+	C_FILL(me, 22, h, C_NB * n, uint8_t, 0);
+	PCU(cudaMemcpy(c.sb, h, (size_t)C_NB * n, cudaMemcpyHostToDevice));
+	C_FILL(me, 23, h, C_NX * n, int64_t, 0);
+	PCU(cudaMemcpy(c.sx, h, (size_t)C_NX * 8 * n, cudaMemcpyHostToDevice));
+	C_FILL(me, 24, h, C_ND, double, 1);
+	PCU(cudaMemcpy(c.sd, h, C_ND * 8, cudaMemcpyHostToDevice));
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	coll_kernel<<<1, 64>>>(c);
+	PCU(cudaGetLastError());
+	PCU(cudaDeviceSynchronize());
+	/* from the host: a product of doubles on a stream, a broadcast waited for */
+	cudaStream_t st;
+	PCU(cudaStreamCreate(&st));
+	PK(kinet_shmem_coll_on_stream(KN_COLL_REDUCE, KINET_SHMEM_TEAM_WORLD, c.dd, c.sd, C_ND, 0,
+				      KN_RED_PROD, KN_DT_DOUBLE, st) == 0, "on stream");
+	PCU(cudaStreamSynchronize(st));
+	PCU(cudaStreamDestroy(st));
+	PK(kinet_shmem_coll(KN_COLL_BROADCAST, KINET_SHMEM_TEAM_WORLD, c.bb, c.sb, C_NB, n - 1, 0,
+			    KN_DT_UINT8) == 0, "host broadcast");
+	int errs = 0;
+	PCU(cudaMemcpy(&errs, c.errs, sizeof(int), cudaMemcpyDeviceToHost));
+	PK(errs == 0 && kinet_shmem_error(0) == 0, "%d kernel errors: %s", errs,
+	   kinet_strerror(kinet_shmem_error(0)));
+	/* sum of floats, in member order */
+	float *wf = (float *)w, *xf = (float *)h;
+	for (int p = 0; p < n; p++) {
+		C_FILL(p, 20, h, C_NF, float, 1);
+		for (size_t i = 0; i < C_NF; i++)
+			wf[i] = p ? wf[i] + xf[i] : xf[i];
+	}
+	PCU(cudaMemcpy(g, c.df, C_NF * 4, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < C_NF; i++)
+		PK(fabsf(((float *)g)[i] - wf[i]) <= 1e-5f * (1.0f + fabsf(wf[i])),
+		   "float sum %zu: %g, want %g", i, ((float *)g)[i], wf[i]);
+	/* max of int32 */
+	int32_t *wi = (int32_t *)w, *xi = (int32_t *)h;
+	for (int p = 0; p < n; p++) {
+		C_FILL(p, 21, h, C_NI, int32_t, 0);
+		for (size_t i = 0; i < C_NI; i++)
+			wi[i] = p && wi[i] > xi[i] ? wi[i] : xi[i];
+	}
+	PCU(cudaMemcpy(g, c.di, C_NI * 4, cudaMemcpyDeviceToHost));
+	PK(!memcmp(g, w, C_NI * 4), "int32 max");
+	/* fcollect, alltoall, broadcast of bytes */
+	for (int p = 0; p < n; p++) {
+		C_FILL(p, 22, h, C_NB * n, uint8_t, 0);
+		memcpy(w + (size_t)p * C_NB, h, C_NB);                           /* fcollect */
+		memcpy(w + (size_t)(n + p) * C_NB, h + (size_t)me * C_NB, C_NB); /* alltoall */
+		if (p == n - 1)
+			memcpy(w + (size_t)2 * n * C_NB, h, C_NB); /* broadcast */
+	}
+	PCU(cudaMemcpy(g, c.db, (size_t)C_NB * n, cudaMemcpyDeviceToHost));
+	PK(!memcmp(g, w, (size_t)C_NB * n), "fcollect (warp)");
+	PCU(cudaMemcpy(g, c.ab, (size_t)C_NB * n, cudaMemcpyDeviceToHost));
+	PK(!memcmp(g, w + (size_t)n * C_NB, (size_t)C_NB * n), "alltoall (warp)");
+	PCU(cudaMemcpy(g, c.bb, C_NB, cudaMemcpyDeviceToHost));
+	PK(!memcmp(g, w + (size_t)2 * n * C_NB, C_NB), "broadcast (host)");
+	/* xor reducescatter of int64: block me of every member */
+	int64_t *wx = (int64_t *)w, *xx = (int64_t *)h;
+	for (int p = 0; p < n; p++) {
+		C_FILL(p, 23, h, C_NX * n, int64_t, 0);
+		for (size_t i = 0; i < C_NX; i++)
+			wx[i] = p ? wx[i] ^ xx[(size_t)me * C_NX + i] : xx[(size_t)me * C_NX + i];
+	}
+	PCU(cudaMemcpy(g, c.dx, C_NX * 8, cudaMemcpyDeviceToHost));
+	PK(!memcmp(g, w, C_NX * 8), "int64 xor reducescatter (block)");
+	/* product of doubles on the stream */
+	double *wd = (double *)w, *xd = (double *)h;
+	for (int p = 0; p < n; p++) {
+		C_FILL(p, 24, h, C_ND, double, 1);
+		for (size_t i = 0; i < C_ND; i++)
+			wd[i] = p ? wd[i] * xd[i] : xd[i];
+	}
+	PCU(cudaMemcpy(g, c.dd, C_ND * 8, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < C_ND; i++)
+		PK(fabs(((double *)g)[i] - wd[i]) <= 1e-12 * (1.0 + fabs(wd[i])), "double prod %zu",
+		   i);
+#undef C_FILL
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	free(h);
+	free(w);
+	free(g);
+	cudaFree(c.errs);
+	void *blocks[] = {c.dd, c.sd, c.dx, c.sx, c.bb, c.ab, c.db, c.sb, c.di, c.si, c.df, c.sf};
+	for (int i = 0; i < 12; i++)
+		PK(kinet_shmem_free(blocks[i]) == 0, "free");
+	return 0;
+}
+
+Test(gpu_shmem, collectives_2_and_4_pes_ipc_and_wire)
+{
+	run_job(2, 1, coll_pe);
+	run_job(2, 0, coll_pe);
+	run_job(4, 1, coll_pe);
+	run_job(4, 0, coll_pe);
 }
 
 /* ---- the examples' CUDA builds ------------------------------------------------------------- */
