@@ -365,11 +365,11 @@ int kinet_shmem_cumodule_finalize(void *module);
  * CUDA executor enqueues it (a kernel of one thread runs kn_shmem_coll; its
  * error is kept as the PE's first error), the host executor runs it at once
  * on the calling thread. kinet_shmem_coll waits for it: the CUDA executor
- * runs it on the default stream and synchronises. Returns what
- * kn_shmem_coll returns (0, -EINVAL, -ENOSPC, -ETIMEDOUT, -EIO), -EIO
- * when the kernel could not be launched, -ENOSYS when the library was
- * built without CUDA and the executor is CUDA, -EINVAL when not
- * initialised. */
+ * runs it on the layer's own stream, as the host-initiated operations
+ * above. Returns what kn_shmem_coll returns (0, -EINVAL, -ENOSPC,
+ * -ETIMEDOUT, -EIO), what launching the kernel returns, -ENOSYS when the
+ * library was built without CUDA and the executor is CUDA, -EINVAL when
+ * not initialised; an error is logged and kept as the PE's first error. */
 int kinet_shmem_coll(int coll, int team, void *dest, const void *src, size_t nelems, int root,
 		     int op, int dtype);
 int kinet_shmem_coll_on_stream(int coll, int team, void *dest, const void *src, size_t nelems,

@@ -1402,8 +1402,9 @@ KNX_NV_AMO_BIT_TYPES(KNX_NV_AMO_BIT)
 
 /* The thread-scope and host-called form: the device collective in device
  * code (a host executor's launch included), else the host's
- * (kinet_shmem_coll: with CUDA, a kernel on the default stream, waited
- * for). Returns 0 or kinet's negative errno. */
+ * (kinet_shmem_coll: with CUDA, a kernel on the layer's own stream,
+ * waited for, as the host-initiated RMA). Returns 0 or kinet's negative
+ * errno. */
 KNX_NV_HD int knx_nv_coll(int coll, nvshmem_team_t team, void *dest, const void *src, size_t n,
 			  int root, int op, int dt)
 {
