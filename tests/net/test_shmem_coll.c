@@ -3,8 +3,9 @@
  * NVSHMEM's collectives on kinet-shmem (kinet/nvshmem/nvshmem.h), with 2 to
  * 4 PEs as processes on the host executor, over the software NIC's wire and
  * over the same-node path: reduce and reducescatter for every operator and
- * every type NVSHMEM has, broadcast, fcollect and alltoall for every
- * standard RMA type and their mem forms; sizes 0, 1, odd and larger than a
+ * every type NVSHMEM has but half and bfloat16, broadcast, fcollect and
+ * alltoall for every standard RMA type (half and bfloat16 included) and
+ * their mem forms; sizes 0, 1, odd and larger than a
  * chunk of the scratch; in place; the world, the shared team and split
  * teams (two disjoint ones at once); the thread, warp, block, host-called
  * and on-stream forms. Inputs are random; every result is checked against a
@@ -255,7 +256,9 @@ struct move_entry {
 	X(uint32, uint32_t)                                                                \
 	X(uint64, uint64_t)                                                                \
 	X(size, size_t)                                                                    \
-	X(ptrdiff, ptrdiff_t)
+	X(ptrdiff, ptrdiff_t)                                                              \
+	X(half, half)                                                                      \
+	X(bfloat16, __nv_bfloat16)
 RMA_TYPES(MOVE_FNS)
 
 static int mcall_mem(int form, int what, nvshmem_team_t team, void *d, const void *s, size_t n,

@@ -1506,6 +1506,15 @@ KNX_NV_RED_ALL(KNX_NV_RED)
 	KNX_NV_MOVE(nvshmem_##NAME##_alltoall, nvshmemx_##NAME##_alltoall, KN_COLL_ALLTOALL,    \
 		    TYPE, KN_SHMEM_DTYPE(TYPE), , 0)
 KNX_NV_RMA_TYPES(KNX_NV_MOVE_TYPED)
+/* half and bfloat16 (NVSHMEM's standard RMA types too): moved as 2-byte words */
+#define KNX_NV_MOVE_TYPED16(NAME, TYPE)                                                         \
+	KNX_NV_MOVE(nvshmem_##NAME##_broadcast, nvshmemx_##NAME##_broadcast, KN_COLL_BROADCAST, \
+		    TYPE, KN_DT_UINT16, KNX_NV_COMMA int PE_root, PE_root)                      \
+	KNX_NV_MOVE(nvshmem_##NAME##_fcollect, nvshmemx_##NAME##_fcollect, KN_COLL_FCOLLECT,    \
+		    TYPE, KN_DT_UINT16, , 0)                                                    \
+	KNX_NV_MOVE(nvshmem_##NAME##_alltoall, nvshmemx_##NAME##_alltoall, KN_COLL_ALLTOALL,    \
+		    TYPE, KN_DT_UINT16, , 0)
+KNX_NV_RMA_TYPES_F16(KNX_NV_MOVE_TYPED16)
 KNX_NV_MOVE(nvshmem_broadcastmem, nvshmemx_broadcastmem, KN_COLL_BROADCAST, void, KN_DT_UINT8,
 	    KNX_NV_COMMA int PE_root, PE_root)
 KNX_NV_MOVE(nvshmem_fcollectmem, nvshmemx_fcollectmem, KN_COLL_FCOLLECT, void, KN_DT_UINT8, , 0)
