@@ -1332,7 +1332,9 @@ enum kn_shmem_dtype {
 	KN_DT_UINT64 = 7,
 	KN_DT_FLOAT = 8,
 	KN_DT_DOUBLE = 9,
-	KN_DT_COUNT = 10,
+	KN_DT_HALF = 10, /* IEEE binary16 (CUDA's half), as its 2 bytes */
+	KN_DT_BF16 = 11, /* bfloat16 (CUDA's __nv_bfloat16), as its 2 bytes */
+	KN_DT_COUNT = 12,
 };
 
 /* The kn_shmem_dtype of a C type (a constant expression): float and
@@ -1347,7 +1349,89 @@ enum kn_shmem_dtype {
 
 KN_INLINE uint32_t knx_sh_dt_size(int dt)
 {
-	return dt == KN_DT_FLOAT ? 4u : dt == KN_DT_DOUBLE ? 8u : 1u << ((uint32_t)dt / 2u);
+	return dt == KN_DT_FLOAT ? 4u : dt == KN_DT_DOUBLE ? 8u : dt >= KN_DT_HALF ? 2u
+			     : 1u << ((uint32_t)dt / 2u);
+}
+
+/* 1 for the floating types (no bitwise operators). */
+KN_INLINE int knx_sh_dt_float(int dt)
+{
+	return dt >= KN_DT_FLOAT;
+}
+
+/* A float's bits, and back. */
+KN_INLINE uint32_t knx_sh_fbits(float f)
+{
+#if defined(__CUDA_ARCH__)
+	return __float_as_uint(f);
+#else
+	uint32_t u;
+	__builtin_memcpy(&u, &f, 4);
+	return u;
+#endif
+}
+KN_INLINE float knx_sh_bitsf(uint32_t u)
+{
+#if defined(__CUDA_ARCH__)
+	return __uint_as_float(u);
+#else
+	float f;
+	__builtin_memcpy(&f, &u, 4);
+	return f;
+#endif
+}
+
+/* binary16 to float (exact), float to binary16 (to nearest, ties to even;
+ * overflow to infinity; a NaN stays a quiet NaN). */
+KN_INLINE float knx_sh_h2f(uint16_t h)
+{
+	uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	if (e == 0x1fu)
+		return knx_sh_bitsf(s | 0x7f800000u | (m << 13));
+	if (e)
+		return knx_sh_bitsf(s | ((e + 112u) << 23) | (m << 13));
+	if (!m)
+		return knx_sh_bitsf(s);
+	e = 113u; /* a subnormal: normalise */
+	while (!(m & 0x400u)) {
+		m <<= 1;
+		e--;
+	}
+	return knx_sh_bitsf(s | (e << 23) | ((m & 0x3ffu) << 13));
+}
+KN_INLINE uint16_t knx_sh_f2h(float f)
+{
+	uint32_t x = knx_sh_fbits(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+	if (a >= 0x477ff000u) /* 65520 and above, infinity: infinity */
+		return (uint16_t)(s | 0x7c00u);
+	if (a >= 0x38800000u) { /* a normal binary16 */
+		uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
+		if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+			h++;
+		return (uint16_t)(s | h);
+	}
+	if (a <= 0x33000000u) /* at most 2^-25: zero (a tie goes to even) */
+		return (uint16_t)s;
+	uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;
+	uint32_t h = m >> sh, rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+	if (rem > half || (rem == half && (h & 1u)))
+		h++;
+	return (uint16_t)(s | h);
+}
+/* bfloat16: the high half of a float (rounded to nearest, ties to even). */
+KN_INLINE float knx_sh_b2f(uint16_t b)
+{
+	return knx_sh_bitsf((uint32_t)b << 16);
+}
+KN_INLINE uint16_t knx_sh_f2b(float f)
+{
+	uint32_t x = knx_sh_fbits(f);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40u);
+	x += 0x7fffu + ((x >> 16) & 1u);
+	return (uint16_t)(x >> 16);
 }
 
 /* Loads of the scratch that peers wrote: fresh from memory on a GPU (its
@@ -1413,8 +1497,33 @@ KN_INLINE uint32_t knx_sh_dt_size(int dt)
 		}                                                                          \
 	} while (0)
 
+#define KNX_SH_RED_16(TOF, FROMF)                                                          \
+	do {                                                                               \
+		uint16_t *a_ = (uint16_t *)acc;                                            \
+		const KNX_SH_FRESH uint16_t *b_ = (const KNX_SH_FRESH uint16_t *)x;        \
+		for (size_t i_ = 0; i_ < n; i_++) {                                        \
+			float u_ = TOF(a_[i_]), v_ = TOF(b_[i_]), r_;                      \
+			switch (op) {                                                      \
+			case KN_RED_MIN:                                                   \
+				r_ = v_ < u_ ? v_ : u_;                                    \
+				break;                                                     \
+			case KN_RED_MAX:                                                   \
+				r_ = v_ > u_ ? v_ : u_;                                    \
+				break;                                                     \
+			case KN_RED_SUM:                                                   \
+				r_ = u_ + v_;                                              \
+				break;                                                     \
+			default:                                                           \
+				r_ = u_ * v_;                                              \
+				break;                                                     \
+			}                                                                  \
+			a_[i_] = FROMF(r_);                                                \
+		}                                                                          \
+	} while (0)
+
 /* acc[i] = acc[i] op x[i] for n elements of type dt (op and dt checked).
- * Integer sums and products wrap (computed unsigned, at least 32 bits). */
+ * Integer sums and products wrap (computed unsigned, at least 32 bits);
+ * half and bfloat16 are combined in float and rounded back at each step. */
 #if defined(__CUDACC__)
 static __host__ __device__ __noinline__
 #else
@@ -1449,6 +1558,12 @@ void knx_sh_combine(void *acc, const void *x, size_t n, int op, int dt)
 		break;
 	case KN_DT_FLOAT:
 		KNX_SH_RED_FLT(float);
+		break;
+	case KN_DT_HALF:
+		KNX_SH_RED_16(knx_sh_h2f, knx_sh_f2h);
+		break;
+	case KN_DT_BF16:
+		KNX_SH_RED_16(knx_sh_b2f, knx_sh_f2b);
 		break;
 	default:
 		KNX_SH_RED_FLT(double);
@@ -1534,7 +1649,7 @@ KNX_SH_OUTLINE int kn_shmem_coll(int coll, int team, void *dest, const void *src
 		return knx_sh_err(sh, -EINVAL);
 	int red = coll == KN_COLL_REDUCE || coll == KN_COLL_REDUCESCATTER;
 	if (red && (op < KN_RED_AND || op > KN_RED_PROD ||
-		    (op <= KN_RED_XOR && (dt == KN_DT_FLOAT || dt == KN_DT_DOUBLE))))
+		    (op <= KN_RED_XOR && knx_sh_dt_float(dt))))
 		return knx_sh_err(sh, -EINVAL);
 	if (coll == KN_COLL_BROADCAST && (root < 0 || root >= t->size))
 		return knx_sh_err(sh, -EINVAL);

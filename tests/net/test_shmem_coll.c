@@ -3,7 +3,8 @@
  * NVSHMEM's collectives on kinet-shmem (kinet/nvshmem/nvshmem.h), with 2 to
  * 4 PEs as processes on the host executor, over the software NIC's wire and
  * over the same-node path: reduce and reducescatter for every operator and
- * every type NVSHMEM has but half and bfloat16, broadcast, fcollect and
+ * every type NVSHMEM has (half and bfloat16 bit for bit against the
+ * conversions of kinet_cuda_host.h), broadcast, fcollect and
  * alltoall for every standard RMA type (half and bfloat16 included) and
  * their mem forms; sizes 0, 1, odd and larger than a
  * chunk of the scratch; in place; the world, the shared team and split
@@ -85,6 +86,43 @@ struct red_entry {
 			double u = (double)(st >> 11) / 9007199254740992.0;                \
 			v[i] = (T)(strcmp(#OP, "prod") ? u * 16.0 - 8.0 : 0.5 + u);        \
 		}                                                                          \
+	} while (0)
+
+/* half and bfloat16 (kinet_cuda_host.h's types and conversions): each step
+ * combined in float and rounded back, as NVSHMEM's; compared bit for bit. */
+#define REF_16(T, OP, TOF, FROMF)                                                          \
+	do {                                                                               \
+		T *a = acc;                                                                \
+		const T *b = x;                                                            \
+		for (size_t i = 0; i < n; i++)                                             \
+			a[i] = FROMF(REF_F_##OP(TOF(a[i]), TOF(b[i])));                    \
+	} while (0)
+#define REF_H(T, OP) REF_16(T, OP, __half2float, __float2half)
+#define REF_B(T, OP) REF_16(T, OP, __bfloat162float, __float2bfloat16)
+#define GEN_H(T, OP) GEN_F16(T, OP, __float2half)
+#define GEN_B(T, OP) GEN_F16(T, OP, __float2bfloat16)
+#define GEN_F16(T, OP, FROMF)                                                              \
+	do {                                                                               \
+		T *v = buf;                                                                \
+		uint64_t st = seed | 1;                                                    \
+		for (size_t i = 0; i < n; i++) {                                           \
+			st ^= st << 13, st ^= st >> 7, st ^= st << 17;                     \
+			double u = (double)(st >> 11) / 9007199254740992.0;                \
+			v[i] = FROMF((float)(strcmp(#OP, "prod") ? u * 16.0 - 8.0          \
+								 : 0.5 + u));              \
+		}                                                                          \
+	} while (0)
+#define SAME_H(T) SAME_16(T)
+#define SAME_B(T) SAME_16(T)
+#define SAME_16(T)                                                                         \
+	do {                                                                               \
+		const T *g = got, *w = want;                                               \
+		for (size_t i = 0; i < n; i++)                                             \
+			if (g[i].__x != w[i].__x) {                                        \
+				*at = i;                                                   \
+				return 0;                                                  \
+			}                                                                  \
+		return 1;                                                                  \
 	} while (0)
 
 #define SAME_I(T)                                                                          \
@@ -176,7 +214,9 @@ struct red_entry {
 	X(long, long, OP, I)                                                               \
 	X(longlong, long long, OP, I)                                                      \
 	X(float, float, OP, F)                                                             \
-	X(double, double, OP, F)
+	X(double, double, OP, F)                                                           \
+	X(half, half, OP, H)                                                               \
+	X(bfloat16, __nv_bfloat16, OP, B)
 #define ALL_REDS(X)                                                                        \
 	BIT_TYPES(X, and)                                                                  \
 	BIT_TYPES(X, or)                                                                   \
@@ -189,7 +229,7 @@ struct red_entry {
 ALL_REDS(RED_FNS)
 
 #define RED_ENTRY(NAME, TYPE, OP, K)                                                       \
-	{#NAME "_" #OP,       sizeof(TYPE),       #K[0] == 'F',       call_##NAME##_##OP,  \
+	{#NAME "_" #OP,       sizeof(TYPE),       #K[0] != 'I',       call_##NAME##_##OP,  \
 	 ref_##NAME##_##OP,   gen_##NAME##_##OP,  same_##NAME##_##OP},
 static const struct red_entry reds[] = {ALL_REDS(RED_ENTRY)};
 #define NREDS ((int)(sizeof(reds) / sizeof(reds[0])))

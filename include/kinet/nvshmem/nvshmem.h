@@ -1356,8 +1356,8 @@ KNX_NV_AMO_BIT_TYPES(KNX_NV_AMO_BIT)
 /* ---- collectives ------------------------------------------------------------------------------ */
 
 /* NVSHMEM's reduction types: the bitwise ones (and, or, xor); the standard
- * ones (min, max) add the signed and floating types; sum and prod take the
- * standard ones (no complex types). */
+ * ones (min, max) add the signed and floating types (half and bfloat16
+ * below); sum and prod take the standard ones (no complex types). */
 #define KNX_NV_RED_BIT_TYPES(X, OP)                                                             \
 	X(uchar, unsigned char, OP)                                                             \
 	X(ushort, unsigned short, OP)                                                           \
@@ -1417,50 +1417,50 @@ KNX_NV_HD int knx_nv_coll(int coll, nvshmem_team_t team, void *dest, const void 
 }
 
 /* reduce and reducescatter: thread (host and device), warp, block, on stream. */
-#define KNX_NV_RED(NAME, TYPE, OP)                                                              \
+#define KNX_NV_RED_DT(NAME, TYPE, OP, DT)                                                       \
 	KNX_NV_HD int nvshmem_##NAME##_##OP##_reduce(nvshmem_team_t team, TYPE *dest,           \
 						     const TYPE *source, size_t nreduce)        \
 	{                                                                                       \
 		return knx_nv_coll(KN_COLL_REDUCE, team, dest, source, nreduce, 0,              \
-				   KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));                       \
+				   KNX_NV_OP_##OP, DT);                                         \
 	}                                                                                       \
 	KNX_NV_D int nvshmemx_##NAME##_##OP##_reduce_warp(nvshmem_team_t team, TYPE *dest,      \
 							  const TYPE *source, size_t nreduce)   \
 	{                                                                                       \
 		return kn_shmem_coll_warp(KN_COLL_REDUCE, team, dest, source, nreduce, 0,       \
-					  KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));                \
+					  KNX_NV_OP_##OP, DT);                                  \
 	}                                                                                       \
 	KNX_NV_D int nvshmemx_##NAME##_##OP##_reduce_block(nvshmem_team_t team, TYPE *dest,     \
 							   const TYPE *source, size_t nreduce)  \
 	{                                                                                       \
 		return kn_shmem_coll_block(KN_COLL_REDUCE, team, dest, source, nreduce, 0,      \
-					   KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));               \
+					   KNX_NV_OP_##OP, DT);                                 \
 	}                                                                                       \
 	KNX_NV_H int nvshmemx_##NAME##_##OP##_reduce_on_stream(                                 \
 		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce,            \
 		cudaStream_t stream)                                                            \
 	{                                                                                       \
 		return kinet_shmem_coll_on_stream(KN_COLL_REDUCE, team, dest, source, nreduce,  \
-						  0, KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE),      \
+						  0, KNX_NV_OP_##OP, DT,                        \
 						  (void *)stream);                              \
 	}                                                                                       \
 	KNX_NV_HD int nvshmem_##NAME##_##OP##_reducescatter(nvshmem_team_t team, TYPE *dest,    \
 							    const TYPE *source, size_t nreduce) \
 	{                                                                                       \
 		return knx_nv_coll(KN_COLL_REDUCESCATTER, team, dest, source, nreduce, 0,       \
-				   KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));                       \
+				   KNX_NV_OP_##OP, DT);                                         \
 	}                                                                                       \
 	KNX_NV_D int nvshmemx_##NAME##_##OP##_reducescatter_warp(                               \
 		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)            \
 	{                                                                                       \
 		return kn_shmem_coll_warp(KN_COLL_REDUCESCATTER, team, dest, source, nreduce,   \
-					  0, KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));             \
+					  0, KNX_NV_OP_##OP, DT);                               \
 	}                                                                                       \
 	KNX_NV_D int nvshmemx_##NAME##_##OP##_reducescatter_block(                              \
 		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)            \
 	{                                                                                       \
 		return kn_shmem_coll_block(KN_COLL_REDUCESCATTER, team, dest, source, nreduce,  \
-					   0, KNX_NV_OP_##OP, KN_SHMEM_DTYPE(TYPE));            \
+					   0, KNX_NV_OP_##OP, DT);                              \
 	}                                                                                       \
 	KNX_NV_H int nvshmemx_##NAME##_##OP##_reducescatter_on_stream(                          \
 		nvshmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce,            \
@@ -1468,9 +1468,19 @@ KNX_NV_HD int knx_nv_coll(int coll, nvshmem_team_t team, void *dest, const void 
 	{                                                                                       \
 		return kinet_shmem_coll_on_stream(KN_COLL_REDUCESCATTER, team, dest, source,    \
 						  nreduce, 0, KNX_NV_OP_##OP,                   \
-						  KN_SHMEM_DTYPE(TYPE), (void *)stream);        \
+						  DT, (void *)stream);                          \
 	}
+#define KNX_NV_RED(NAME, TYPE, OP) KNX_NV_RED_DT(NAME, TYPE, OP, KN_SHMEM_DTYPE(TYPE))
 KNX_NV_RED_ALL(KNX_NV_RED)
+/* half and bfloat16: combined in float, rounded back at each step */
+#define KNX_NV_DT16_half KN_DT_HALF
+#define KNX_NV_DT16_bfloat16 KN_DT_BF16
+#define KNX_NV_RED16(NAME, TYPE, OP) KNX_NV_RED_DT(NAME, TYPE, OP, KNX_NV_DT16_##NAME)
+#define KNX_NV_RED_F16(X, OP) X(half, half, OP) X(bfloat16, __nv_bfloat16, OP)
+KNX_NV_RED_F16(KNX_NV_RED16, min)
+KNX_NV_RED_F16(KNX_NV_RED16, max)
+KNX_NV_RED_F16(KNX_NV_RED16, sum)
+KNX_NV_RED_F16(KNX_NV_RED16, prod)
 
 /* broadcast, fcollect, alltoall of one kind (COLL), bytes or TYPE
  * elements: the four forms. ROOT_P / ROOT_A: broadcast's root parameter
