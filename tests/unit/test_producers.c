@@ -108,6 +108,15 @@ static struct kinet_counters prod_close(struct prod *p)
 	/* the GPU engine's counts reach the counters when it gives the QP back */
 	last_gpu_wqes = tu_engine_settle(p->a, 5000);
 	cr_assert_neq(last_gpu_wqes, UINT64_MAX, "the GPU engine kept the QP");
+	/* given back, its counts are folded in at the CPU engine's next pass:
+	 * the QP's posted count, folded last, says when */
+	for (int k = 0; last_gpu_wqes && k < 5000; k++) {
+		struct kinet_qp_counters qc;
+		cr_assert_eq(kinet_qp_counters(p->a, &qc), 0);
+		if (qc.posted >= atomic_load(&p->done))
+			break;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
 	cr_assert_eq(kinet_ctx_counters(p->ctx, &c), 0);
 #if KINET_HAVE_RDMA_HEADERS
 	if (g_backend) /* what the software NIC behind the double counted */
