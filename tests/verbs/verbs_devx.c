@@ -970,6 +970,16 @@ static void gpu_umem(struct side *s)
 
 static void gpu_mode(void)
 {
+	/* skipped before anything is opened: an exit with the device open, and
+	 * stderr in logged()'s file, hid what the sanitizer build says at exit */
+	void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	int (*init)(unsigned) = cu ? (int (*)(unsigned))dlsym(cu, "cuInit") : NULL;
+	int (*dev_get)(int *, int) = cu ? (int (*)(int *, int))dlsym(cu, "cuDeviceGet") : NULL;
+	int dev = 0;
+	if (!cu || !init || !dev_get || init(0) || dev_get(&dev, 0)) {
+		printf("%s: gpu: %s: skipped\n", who, cu ? "no GPU" : "no CUDA driver");
+		exit(77);
+	}
 	struct side s;
 	memset(&s, 0, sizeof(s));
 	s.ctx = open_kinet0();
