@@ -23,6 +23,8 @@
 #   ITERS         perftest's -n (default: what each program defaults to)
 #   MPS=0         do not start the CUDA MPS daemon (it is started, and
 #                 stopped at the end, when there is one GPU)
+#   RUN_TIMEOUT   seconds one program may run on one side (default 120)
+#   JOBS          builds side by side (default: the number of CPUs)
 # A program that does not build against one side, or fails, is reported as
 # such in the table, with its log; the run goes on.
 set -uo pipefail
@@ -106,7 +108,7 @@ run_one() { # side prog
   else
     env+=(-x KINET_BOOT_MODE=mpi -x KINET_SHMEM_EXEC=cuda)
   fi
-  timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
+  timeout "${RUN_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
     "$OUT/$side/$prog" "${args[@]}" >"$log" 2>&1
 }
 
@@ -126,6 +128,18 @@ perf_lines() {
   echo "| --- | --- | ---: | ---: | ---: |"
 } | tee "$OUT/table.md"
 
+# every build first, side by side (nvcc is slow; the runs are not)
+JOBS=${JOBS:-$(nproc)}
+for prog in "${PROGS[@]}"; do
+  src=$(find_src "$prog")
+  [ -n "$src" ] || continue
+  for side in nvshmem kinet; do
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+    ( build_one "$side" "$prog" "$src" || touch "$OUT/logs/build-$side-$prog.failed" ) &
+  done
+done
+wait
+
 for prog in "${PROGS[@]}"; do
   src=$(find_src "$prog")
   if [ -z "$src" ]; then
@@ -133,8 +147,8 @@ for prog in "${PROGS[@]}"; do
     continue
   fi
   st_n=ok st_k=ok
-  build_one nvshmem "$prog" "$src" || st_n="does not build"
-  build_one kinet "$prog" "$src" || st_k="does not build"
+  [ -e "$OUT/logs/build-nvshmem-$prog.failed" ] && st_n="does not build"
+  [ -e "$OUT/logs/build-kinet-$prog.failed" ] && st_k="does not build"
   [ "$st_n" = ok ] && { run_one nvshmem "$prog" || st_n="failed (rc $?)"; }
   [ "$st_k" = ok ] && { run_one kinet "$prog" || st_k="failed (rc $?)"; }
   if [ "$st_n" != ok ] || [ "$st_k" != ok ]; then
