@@ -481,6 +481,11 @@ void kinet_geng_release(kinet_qp *qp)
 		G.ctl->stop = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		eng_wait();
+		uint64_t ns = kn_now_ns() - G.launch_ns, passes = G.ctl->passes;
+		if (passes)
+			KLOG_INFO("the GPU engine stops: %llu passes in its last %.1f ms (%.2f us a "
+				  "pass)",
+				  (unsigned long long)passes, ns / 1e6, ns / 1e3 / (double)passes);
 	}
 	pthread_mutex_unlock(&G.lock);
 }
