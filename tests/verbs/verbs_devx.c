@@ -40,40 +40,8 @@
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
 
-static const char *who = "verbs_devx";
-static int saved_stderr = -1; /* stderr, while logged() captures it */
-
-static void fail(const char *fmt, ...)
-{
-	if (saved_stderr >= 0) /* say it where it is seen */
-		dup2(saved_stderr, 2);
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: FAIL: ", who);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-#define CHECK(c, ...)                                                                          \
-	do {                                                                                   \
-		if (!(c))                                                                      \
-			fail(__VA_ARGS__);                                                     \
-	} while (0)
-
-static uint64_t rng;
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-static void fill(uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)rnd();
-}
+#define VT_WHO "verbs_devx"
+#include "verbs_check.h"
 
 /* ---- PRM fields: big-endian bit streams, bit 0 the top bit of byte 0 ---------- */
 

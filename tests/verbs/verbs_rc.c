@@ -31,35 +31,8 @@
 #define BUF (1 << 20)
 #define DEPTH 64
 
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "verbs_rc: FAIL: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-#define CHECK(c, ...)                                                                          \
-	do {                                                                                   \
-		if (!(c))                                                                      \
-			fail(__VA_ARGS__);                                                     \
-	} while (0)
-
-static uint64_t rng;
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-static void fill(uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)rnd();
-}
+#define VT_WHO "verbs_rc"
+#include "verbs_check.h"
 
 struct side {
 	struct ibv_qp *qp;
