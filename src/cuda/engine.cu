@@ -60,6 +60,16 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 		 * reads one slot's own word, in one round trip over PCIe */
 		for (unsigned base = warp * 32; base < n; base += nw * 32) {
 			unsigned i = base + lane;
+			/* every lane: its slot's own word and, where the slot is
+			 * loaded, its doorbells, in the same round trip */
+			struct kn_gx_db pre = {0, 0, 0};
+			if (i < n && g_gs[i].active) {
+				const struct kn_geng_slot *ls = &g_gs[i].s;
+				pre.dbr = KN_GX_LD32((const uint32_t *)(uintptr_t)ls->dbrec + KN_SND_DBR);
+				pre.w0 = KN_GX_LD64(ls->db0);
+				if (ls->nregs > 1)
+					pre.w1 = KN_GX_LD64(ls->db1);
+			}
 			uint32_t own = i < n ? KN_GX_LD32(&ctl->slot[i].own) : (uint32_t)KN_GOWN_CPU;
 			bool mine = own == KN_GOWN_GPU || own == KN_GOWN_STOP;
 			if (!mine && i < n)
@@ -70,7 +80,11 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 				m &= m - 1;
 				unsigned k = base + l;
 				uint32_t ko = __shfl_sync(0xffffffffu, own, l);
-				work += kn_gx_visit(ctl, (int)k, &g_gs[k], ko, &gw[warp], lane);
+				struct kn_gx_db kp;
+				kp.dbr = __shfl_sync(0xffffffffu, pre.dbr, l);
+				kp.w0 = __shfl_sync(0xffffffffu, pre.w0, l);
+				kp.w1 = __shfl_sync(0xffffffffu, pre.w1, l);
+				work += kn_gx_visit(ctl, (int)k, &g_gs[k], ko, &gw[warp], lane, &kp);
 			}
 		}
 		if (lane == 0 && work)
@@ -94,6 +108,7 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 	}
 	/* exit: not running first, then every slot taken goes back (a take
 	 * that raced with the exit sees running 0 and waits for this) */
+	__threadfence_system(); /* every lane's unsignaled payloads before the BACKs */
 	if (threadIdx.x == 0) {
 		ctl->running = 0;
 		__threadfence_system();

@@ -280,7 +280,7 @@ Test(rules, geng_exec_serves_and_gives_back)
 	for (uint16_t i = 0; i < 3; i++)
 		gx_write(i, 10 + 7 * i, GX_RKEY);
 	gx_ring_record(3);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 3);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 3);
 	for (uint16_t i = 0; i < 3; i++) {
 		cr_assert_eq(memcmp(X.dst + 64 * i, X.src + 64 * i, 10 + 7 * i), 0);
 		cr_assert_eq(memcmp(X.dst + 64 * i + 10 + 7 * i, X.orig + 64 * i + 10 + 7 * i, 1), 0,
@@ -295,11 +295,11 @@ Test(rules, geng_exec_serves_and_gives_back)
 	cr_assert_eq(X.g.s.n_dbr_only, 1u);
 	cr_assert_eq(X.g.s.n_doorbells, 0u);
 	/* nothing new: no work */
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 0);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 0);
 	/* one found through the register word naming it (the record not updated) */
 	uint8_t *w = gx_write(3, 64, GX_RKEY);
 	memcpy(&X.db[0], w, 8);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.g.s.n_doorbells, 1u);
 	cr_assert_eq(X.g.s.n_db_wqe, 1u);
 	gx_expect_cqe(3, 3, 64);
@@ -307,7 +307,7 @@ Test(rules, geng_exec_serves_and_gives_back)
 	gx_write(4, 16, GX_RKEY ^ 0x80);
 	gx_write(5, 16, GX_RKEY);
 	gx_ring_record(6);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	struct kn_geng_slot *h = &X.ctl.slot[0];
 	cr_assert_eq(h->own, (uint32_t)KN_GOWN_BACK);
 	cr_assert_eq(h->why, (uint32_t)KN_GWHY_ERROR);
@@ -328,14 +328,14 @@ Test(rules, geng_exec_leaves_to_the_cpu)
 			2, 0, 0);
 	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), 8, GX_LKEY, tu_addr(X.src));
 	gx_ring_record(1);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_OP);
 	/* memory the executor cannot reach */
 	gx_setup(7);
 	X.keys[2].gbase = 0;
 	gx_write(0, 8, GX_RKEY);
 	gx_ring_record(1);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_HOST_MEM);
 	cr_assert_eq(memcmp(X.dst, X.orig, sizeof(X.dst)), 0);
 	/* revoked, another PD, out of bounds, no remote write: errors */
@@ -351,14 +351,14 @@ Test(rules, geng_exec_leaves_to_the_cpu)
 		if (k == 2) /* index 63 of a 16-deep SQ sits in slot 15 */
 			X.g.s.sq_ci = 63, X.g.s.dbr_seen = 0;
 		gx_ring_record(k == 2 ? 64 : 1);
-		cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1, "case %d", k);
+		cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1, "case %d", k);
 		cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ERROR, "case %d", k);
 		cr_assert_eq(memcmp(X.dst, X.orig, sizeof(X.dst)), 0, "case %d", k);
 	}
 	/* asked back (STOP) */
 	gx_setup(12);
 	X.ctl.slot[0].own = KN_GOWN_STOP;
-	cr_assert_eq(kn_gx_visit(&X.ctl, 0, &X.g, KN_GOWN_STOP, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_visit(&X.ctl, 0, &X.g, KN_GOWN_STOP, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.ctl.slot[0].own, (uint32_t)KN_GOWN_BACK);
 	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ASKED);
 }
@@ -370,10 +370,10 @@ Test(rules, geng_exec_cq_full_and_atomics)
 	for (uint16_t i = 0; i < GX_CQ + 2; i++)
 		gx_write(i, 4, GX_RKEY);
 	gx_ring_record(GX_CQ + 2);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), GX_CQ);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 0, "ran past a full CQ");
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), GX_CQ);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 0, "ran past a full CQ");
 	X.cq_dbrec[0] = kn_htobe32(2); /* the consumer took two */
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 2);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 2);
 	gx_expect_cqe(GX_CQ, GX_CQ, 4);
 	gx_expect_cqe(GX_CQ + 1, GX_CQ + 1, 4);
 	/* fetch-and-add on host memory: the host executor's atomics are the CPU
@@ -389,7 +389,7 @@ Test(rules, geng_exec_cq_full_and_atomics)
 	kn_set_atomic_seg((struct kn_wqe_atomic_seg *)(w + 32), 0x1234, 0);
 	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), 8, GX_LKEY, tu_addr(X.src + 256));
 	gx_ring_record(1);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	uint64_t now, old;
 	memcpy(&now, X.dst + 128, 8);
 	memcpy(&old, X.src + 256, 8);
@@ -404,6 +404,6 @@ Test(rules, geng_exec_cq_full_and_atomics)
 	kn_set_atomic_seg((struct kn_wqe_atomic_seg *)(w + 32), 1, 0);
 	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48), 8, GX_LKEY, tu_addr(X.src + 256));
 	gx_ring_record(1);
-	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0), 1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ERROR);
 }

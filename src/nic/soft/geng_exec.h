@@ -8,7 +8,7 @@
  *
  * Per slot it serves: the doorbells (kn_gx_published), the decode and the
  * checks of one WQE (kn_gx_plan, with a key cache per take: kn_gx_key),
- * its execution, its CQE (kn_gx_write_cqe), and the protocol's loads and
+ * its execution, its CQE (kn_gx_cqe_body, op_own after the fence), and the protocol's loads and
  * give-backs (kn_gx_load_slot, kn_gx_give_back, kn_gx_visit,
  * kn_gx_exit_slot); kn_gx_serve is one pass over one slot.
  *
@@ -39,6 +39,13 @@ struct kn_gx_slot {
 	struct kn_keyent kc[KN_GX_KEYC]; /* entries looked up since the take (views do
 					  * not change while the slot is taken) */
 	uint32_t kcside[KN_GX_KEYC];    /* 0 own view, 1 peer's */
+};
+
+/* A slot's doorbell record and register words, read ahead (the kernel reads
+ * them with the slot's own word, in the same round trip over PCIe). */
+struct kn_gx_db {
+	uint32_t dbr;
+	uint64_t w0, w1;
 };
 
 /* One WQE being executed (a warp's, in shared memory on the GPU). */
@@ -342,8 +349,13 @@ KN_GX void kn_gx_execute(struct kn_gx_warp *w, unsigned lane)
 	}
 }
 
-/* The success CQE of the WQE just executed (lane 0). */
-KN_GX void kn_gx_write_cqe(struct kn_geng_slot *s, const struct kn_rule_wqe *d)
+/* The success CQE of the WQE being executed (lane 0), in two steps: its
+ * body (words 0 to 6, while the lanes move the payload: the slot is free
+ * and its owner bit still says so), then, after the fence that also orders
+ * the payload, its last word with op_own. Returns that word's address and
+ * value. */
+KN_GX uint64_t *kn_gx_cqe_body(struct kn_geng_slot *s, const struct kn_rule_wqe *d,
+			       uint64_t *last)
 {
 	uint64_t idx = s->cq_pi++;
 	uint32_t cnt = s->cq_cnt;
@@ -358,18 +370,25 @@ KN_GX void kn_gx_write_cqe(struct kn_geng_slot *s, const struct kn_rule_wqe *d)
 	uint64_t *dst = (uint64_t *)(uintptr_t)(s->cq + (idx & (cnt - 1)) * KN_CQE_SIZE);
 	for (int k = 0; k < 7; k++)
 		KN_GX_ST64(&dst[k], cw[k]);
-	KN_GX_FENCE();
-	KN_GX_ST64(&dst[7], cw[7]); /* op_own last */
 	s->n_cqes++;
+	*last = cw[7];
+	return &dst[7];
 }
 
-/* One pass over slot i (all lanes): the amount of work done. */
+/* One pass over slot i (all lanes): the amount of work done. pre: the
+ * slot's doorbells as read with its own word this pass (NULL: read here). */
 KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, struct kn_gx_warp *w,
-		      unsigned lane)
+		      unsigned lane, const struct kn_gx_db *pre)
 {
 	uint32_t dbr;
 	uint64_t w0, w1;
-	kn_gx_doorbells(g, lane, &dbr, &w0, &w1);
+	if (pre) {
+		dbr = pre->dbr;
+		w0 = pre->w0;
+		w1 = pre->w1;
+	} else {
+		kn_gx_doorbells(g, lane, &dbr, &w0, &w1);
+	}
 	uint32_t avail = 0;
 	if (lane == 0)
 		avail = kn_gx_published(g, dbr, w0, w1);
@@ -413,17 +432,28 @@ KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, stru
 		KN_GX_SYNC();
 		uint32_t dec = w->decision;
 		if (dec) {
+			KN_GX_FENCE(); /* the payloads of unsignaled WQEs before the
+					* CPU engine's next CQE */
+			KN_GX_SYNC();
 			if (lane == 0)
 				kn_gx_give_back(ctl, i, g, dec);
 			KN_GX_SYNC();
 			return work + 1;
 		}
+		uint64_t *own_word = 0, own_val = 0;
+		if (lane == 0 && w->d.signaled)
+			own_word = kn_gx_cqe_body(&g->s, &w->d, &own_val);
 		kn_gx_execute(w, lane);
-		KN_GX_FENCE(); /* the payload before the CQE */
-		KN_GX_SYNC();
+		if (w->d.signaled) {
+			/* each lane's payload and the CQE's body before op_own: one
+			 * fence. An unsignaled WQE's payload is ordered by the fence
+			 * of the next signaled one (or of the give-back). */
+			KN_GX_FENCE();
+			KN_GX_SYNC();
+			if (lane == 0)
+				KN_GX_ST64(own_word, own_val);
+		}
 		if (lane == 0) {
-			if (w->d.signaled)
-				kn_gx_write_cqe(&g->s, &w->d);
 			g->s.last_ctrl = ((const uint64_t *)w->wqe)[0];
 			g->s.sq_ci += w->d.nbb;
 			g->s.n_wqes++;
@@ -462,9 +492,15 @@ KN_GX void kn_gx_load_slot(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g)
 /* A slot whose own word (ko) says the executor has it, GPU or STOP (all
  * lanes): loads it, gives it back when asked, else serves it. */
 KN_GX int kn_gx_visit(struct kn_geng_ctl *ctl, int k, struct kn_gx_slot *g, uint32_t ko,
-		      struct kn_gx_warp *w, unsigned lane)
+		      struct kn_gx_warp *w, unsigned lane, const struct kn_gx_db *pre)
 {
+	if (ko == KN_GOWN_STOP) {
+		KN_GX_FENCE(); /* the lanes' unsignaled payloads before the BACK */
+		KN_GX_SYNC();
+	}
+	bool loaded = true;
 	if (lane == 0) {
+		loaded = g->active != 0;
 		kn_gx_load_slot(ctl, k, g);
 		if (ko == KN_GOWN_STOP)
 			kn_gx_give_back(ctl, k, g, KN_GWHY_ASKED);
@@ -472,7 +508,9 @@ KN_GX int kn_gx_visit(struct kn_geng_ctl *ctl, int k, struct kn_gx_slot *g, uint
 	KN_GX_SYNC();
 	if (ko == KN_GOWN_STOP)
 		return 1;
-	return kn_gx_serve(ctl, k, g, w, lane);
+	/* doorbells read ahead count only for a slot loaded before them */
+	loaded = KN_GX_SHFL(loaded ? 1u : 0u, 0) != 0;
+	return kn_gx_serve(ctl, k, g, w, lane, loaded ? pre : 0);
 }
 
 /* The executor's exit, after running is 0: a slot it has goes back (a take

@@ -53,12 +53,18 @@ static void *host_main(void *arg)
 				n = KN_GENG_SLOTS;
 		}
 		for (uint32_t i = 0; i < n; i++) {
+			/* as the kernel: a loaded slot's doorbells are read with
+			 * (here: just before) its own word */
+			struct kn_gx_db pre;
+			bool ahead = H.gs[i].active != 0;
+			if (ahead)
+				kn_gx_doorbells(&H.gs[i], 0, &pre.dbr, &pre.w0, &pre.w1);
 			uint32_t own = KN_GX_LD32(&ctl->slot[i].own);
 			if (own != KN_GOWN_GPU && own != KN_GOWN_STOP) {
 				H.gs[i].active = 0;
 				continue;
 			}
-			work += kn_gx_visit(ctl, (int)i, &H.gs[i], own, &H.w, 0);
+			work += kn_gx_visit(ctl, (int)i, &H.gs[i], own, &H.w, 0, ahead ? &pre : NULL);
 		}
 		uint64_t t = kn_now_ns();
 		if (work)
