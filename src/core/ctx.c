@@ -227,6 +227,8 @@ int kinet_ctx_counters(kinet_ctx *ctx, struct kinet_counters *o)
 	if (!ctx || !o)
 		return -EINVAL;
 	memset(o, 0, sizeof(*o));
+	if (ctx->ops->counters_sync)
+		ctx->ops->counters_sync(ctx);
 	o->wqes = CTR_LD(&ctx->c_wqes);
 	o->bytes = CTR_LD(&ctx->c_bytes);
 	o->cqes = CTR_LD(&ctx->c_cqes);

@@ -533,6 +533,10 @@ struct kinet_backend_ops {
 	 * kinet_cq_poll, as hardware reports it. */
 	uint64_t (*sq_consumed)(kinet_qp *qp);
 
+	/* Brings counts kept elsewhere into the counters before a read
+	 * (kinet_ctx_counters, kinet_qp_counters): the software NIC's GPU
+	 * engine counts in its kernel until it gives a QP back. NULL: none. */
+	void (*counters_sync)(kinet_ctx *ctx);
 	/* Adds the backend's own counters to o (kinet_ctx_counters). */
 	void (*counters)(kinet_ctx *ctx, struct kinet_counters *o);
 	/* Completes a QP's counters (o holds what the core counted: struct

@@ -27,11 +27,10 @@ void kinet_qp_count_syndrome(kinet_qp *qp, uint32_t s)
 		KINET_QCOUNT(qp, KQ_RETRY_EXC, 1);
 }
 
-int kinet_qp_counters(const kinet_qp *cqp, struct kinet_qp_counters *o)
+/* The counters as they stand, without bringing in counts kept elsewhere
+ * (kinet_qp_ep_info: a look that must not move the QP between engines). */
+static void qp_counters_now(kinet_qp *qp, struct kinet_qp_counters *o)
 {
-	if (!cqp || !o)
-		return -EINVAL;
-	kinet_qp *qp = (kinet_qp *)cqp;
 	memset(o, 0, sizeof(*o));
 #define G(i) kinet_qp_ctr_get(qp, i)
 	o->qpn = qp->qpn;
@@ -64,6 +63,16 @@ int kinet_qp_counters(const kinet_qp *cqp, struct kinet_qp_counters *o)
 	if (qp->ctx->ops->qp_counters)
 		qp->ctx->ops->qp_counters(qp, o);
 	o->outstanding = o->posted > o->completed ? o->posted - o->completed : 0;
+}
+
+int kinet_qp_counters(const kinet_qp *cqp, struct kinet_qp_counters *o)
+{
+	if (!cqp || !o)
+		return -EINVAL;
+	kinet_qp *qp = (kinet_qp *)cqp;
+	if (qp->ctx->ops->counters_sync)
+		qp->ctx->ops->counters_sync(qp->ctx);
+	qp_counters_now(qp, o);
 	return 0;
 }
 
@@ -120,7 +129,7 @@ int kinet_qp_ep_info(const kinet_qp *cqp, struct kinet_ep_info *o)
 	kinet_qp *qp = (kinet_qp *)cqp;
 	memset(o, 0, sizeof(*o));
 	struct kinet_qp_counters c;
-	kinet_qp_counters(qp, &c);
+	qp_counters_now(qp, &c);
 	o->qp_state = c.state;
 	o->outstanding = c.outstanding;
 	o->peer_qpn = qp->peer_qpn;

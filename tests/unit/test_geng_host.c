@@ -162,6 +162,49 @@ Test(geng_host, serves)
 	gh_close(&g);
 }
 
+/* Counters read while the GPU engine holds the QP are exact: each read
+ * brings the engine's counts in (the QP is asked back, then taken again
+ * with its next busy pass), as the CPU engine's counts are at any time. */
+Test(geng_host, counters_exact_while_held)
+{
+	struct gh g;
+	gh_open(&g, 21);
+	warm_up(&g, 20);
+	for (int round = 0; round < 3; round++) {
+		cr_assert_eq(info(&g).engine, KINET_ENGINE_GPU_HOST, "%s", info(&g).engine_why);
+		struct kinet_qp_counters q0, q1;
+		struct kinet_counters c0, c1;
+		cr_assert_eq(kinet_qp_counters(g.p.a, &q0), 0);
+		cr_assert_eq(kinet_ctx_counters(g.p.ctx, &c0), 0);
+		uint64_t t0 = g.p.pi, bytes = 0;
+		int n = 40 + 30 * round;
+		for (int i = 0; i < n; i++) {
+			bytes += w_len(g.p.pi);
+			post_write(&g, tu_lkey(&g.dst));
+		}
+		for (uint64_t t = t0; t < t0 + (uint64_t)n; t++)
+			expect_cqe(&g, t, 0);
+		for (uint64_t t = t0; t < t0 + (uint64_t)n; t++)
+			cr_assert(landed(&g, t), "WQE %llu: data", (unsigned long long)t);
+		/* no settling wait: the counters at once */
+		cr_assert_eq(kinet_qp_counters(g.p.a, &q1), 0);
+		cr_assert_eq(kinet_ctx_counters(g.p.ctx, &c1), 0);
+		cr_assert_eq(q1.completed - q0.completed, (uint64_t)n,
+			     "round %d: %llu completed of %d", round,
+			     (unsigned long long)(q1.completed - q0.completed), n);
+		cr_assert_eq(q1.cqes - q0.cqes, (uint64_t)n, "round %d: cqes", round);
+		cr_assert_eq(q1.bytes - q0.bytes, bytes, "round %d: bytes %llu of %llu", round,
+			     (unsigned long long)(q1.bytes - q0.bytes), (unsigned long long)bytes);
+		cr_assert_eq(c1.wqes - c0.wqes, (uint64_t)n, "round %d: context wqes %llu of %d",
+			     round, (unsigned long long)(c1.wqes - c0.wqes), n);
+		cr_assert_eq(c1.bytes - c0.bytes, bytes, "round %d: context bytes", round);
+		/* and the QP goes back to the executor with its next WQEs */
+		warm_up(&g, 1);
+	}
+	expect_no_more(&g);
+	gh_close(&g);
+}
+
 /* A bad WQE in the middle of a stream the host executor serves: it gives the
  * QP back there; the CPU engine writes the error CQE and flushes the rest. */
 Test(geng_host, bad_wqe_mid_stream)

@@ -514,6 +514,7 @@ const struct kinet_backend_ops kinet_soft_backend = {
 	.qp_local_end = kinet_wire_local_end, /* without libfabric: no descriptors */
 #endif
 	.sq_consumed = soft_sq_consumed,
+	.counters_sync = kinet_soft_counters_sync,
 	.counters = kinet_soft_counters_add,
 	.qp_counters = soft_qp_counters,
 	.mr_revoke = soft_mr_revoke,

@@ -1066,6 +1066,18 @@ void kinet_soft_start_world(kinet_ctx *ctx)
 		pthread_mutex_unlock(&nic->eng[i].lock);
 }
 
+/* The GPU engine's QPs of ctx (or whose peer is in ctx) counted into the
+ * counters: asked back, which folds their counts (gengine.c, settle); they
+ * go back to it with their next busy pass. A read of the counters is rare
+ * (observability), a hand-over costs a few microseconds. */
+void kinet_soft_counters_sync(kinet_ctx *ctx)
+{
+	if (!kinet_geng_holds(ctx))
+		return;
+	kinet_soft_stop_world(ctx, false);
+	kinet_soft_start_world(ctx);
+}
+
 void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o)
 {
 	struct kinet_soft_nic *nic = soft_ctx(ctx)->nic;

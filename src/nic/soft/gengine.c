@@ -449,6 +449,25 @@ void kinet_geng_recall(kinet_ctx *ctx, kinet_qp *qp, bool settle_own)
 	pthread_mutex_unlock(&G.lock);
 }
 
+bool kinet_geng_holds(kinet_ctx *ctx)
+{
+	if (!G.ctl)
+		return false;
+	bool any = false;
+	pthread_mutex_lock(&G.lock);
+	for (int i = 0; i < KN_GENG_SLOTS && !any; i++) {
+		kinet_qp *q = G.qp[i];
+		if (!q)
+			continue;
+		kinet_qp *peer = soft_qp(q)->peer;
+		if (q->ctx != ctx && !(peer && peer->ctx == ctx))
+			continue;
+		any = __atomic_load_n(&G.ctl->slot[i].own, __ATOMIC_ACQUIRE) != KN_GOWN_CPU;
+	}
+	pthread_mutex_unlock(&G.lock);
+	return any;
+}
+
 void kinet_geng_release(kinet_qp *qp)
 {
 	struct soft_qp *s = soft_qp(qp);

@@ -140,6 +140,7 @@ void kinet_soft_qp_state_changed(kinet_qp *qp, int old_state, int new_state);
 void kinet_soft_stop_world(kinet_ctx *ctx, bool wait_copies);
 void kinet_soft_start_world(kinet_ctx *ctx);
 /* Adds the engines' counter blocks to the sums (kinet_ctx_counters). */
+void kinet_soft_counters_sync(kinet_ctx *ctx);
 void kinet_soft_counters_add(kinet_ctx *ctx, struct kinet_counters *o);
 
 /* The engine's last-consumed ctrl word of qp (engine.c), set by a give-back. */
@@ -167,6 +168,8 @@ void kinet_geng_launch(void);
  * NULL), or qp and the QPs whose peer it is; settle_own: the caller serves
  * ctx's QPs (holds its engines' pass locks) and settles them. */
 void kinet_geng_recall(kinet_ctx *ctx, kinet_qp *qp, bool settle_own);
+/* Whether the GPU engine holds a QP of ctx or one whose peer is in ctx. */
+bool kinet_geng_holds(kinet_ctx *ctx);
 /* Takes qp back and frees its slot (destroy). */
 void kinet_geng_release(kinet_qp *qp);
 /* sq_ci published by the kernel while it serves qp (*on). */
