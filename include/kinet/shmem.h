@@ -281,6 +281,20 @@ int kinet_shmem_atomic(void *dest, int amo, uint32_t size, uint64_t value, uint6
 		       int pe, uint64_t *old);
 int kinet_shmem_quiet(void);
 int kinet_shmem_fence(void);
+/* A team's barrier (quiet, then sync: kn_shmem_barrier) and sync
+ * (kn_shmem_team_sync) from host code; collective over the team's PEs,
+ * which may each call it from host or device code. */
+int kinet_shmem_barrier(kinet_shmem_team team);
+int kinet_shmem_team_sync(kinet_shmem_team team);
+/* Strided put and get (OpenSHMEM's iput, iget; kn_shmem_iput): element i of
+ * size bytes (1, 2, 4, 8 or 16) moves between src + i*sst*size and dest +
+ * i*dst*size, i in [0, nelems); strides count elements. put: dest
+ * symmetric; get: src symmetric. A bad size or a span that overflows:
+ * -EINVAL with a line. */
+int kinet_shmem_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+		     uint32_t size, int pe);
+int kinet_shmem_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+		     uint32_t size, int pe);
 
 /* ---- stream-ordered operations ------------------------------------------------------------ */
 
@@ -313,6 +327,11 @@ int kinet_shmem_wait_until_on_stream(void *ivar, int cmp, uint64_t value, uint32
 /* A team's barrier (quiet, then sync) and sync; collective over the team. */
 int kinet_shmem_barrier_on_stream(kinet_shmem_team team, void *stream);
 int kinet_shmem_team_sync_on_stream(kinet_shmem_team team, void *stream);
+/* Strided put and get (kinet_shmem_iput, _iget) in stream order. */
+int kinet_shmem_iput_on_stream(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			       size_t nelems, uint32_t size, int pe, void *stream);
+int kinet_shmem_iget_on_stream(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			       size_t nelems, uint32_t size, int pe, void *stream);
 
 /* ---- init with a unique id ------------------------------------------------------------------- */
 

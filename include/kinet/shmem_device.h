@@ -768,6 +768,121 @@ KN_INLINE int kn_shmem_g(const void *src, uint32_t size, int pe, uint64_t *out)
 	return knx_sh_err(r.sh, rc);
 }
 
+/* ---- strided put and get (iput, iget) ------------------------------------------------ */
+
+/* The bytes a strided array of n elements of es bytes, stride st elements,
+ * spans from its first element: *lo (<= 0, a negative stride runs
+ * downwards) and *len. -EINVAL: es not 1, 2, 4, 8 or 16, or a span that
+ * overflows. */
+KN_INLINE int knx_sh_span(ptrdiff_t st, size_t n, uint32_t es, int64_t *lo, uint64_t *len)
+{
+	*lo = 0;
+	*len = 0;
+	if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	uint64_t a = st < 0 ? (uint64_t)0 - (uint64_t)st : (uint64_t)st;
+	if (n > 1 && a > ((UINT64_C(1) << 62) / es) / (uint64_t)(n - 1))
+		return -EINVAL;
+	uint64_t ext = a * (uint64_t)(n - 1) * es;
+	*lo = st < 0 ? -(int64_t)ext : 0;
+	*len = ext + es;
+	return 0;
+}
+
+/* Element i's byte offset from the array's first element. */
+KN_INLINE int64_t knx_sh_elem(ptrdiff_t st, size_t i, uint32_t es)
+{
+	return (int64_t)st * (int64_t)i * (int64_t)es;
+}
+
+/* The checks of a strided put (get: 1, a strided get) and the route of its
+ * remote span: 0 with *r (and the spans' lowest offsets), or -EINVAL
+ * (kept as the PE's error). */
+KN_INLINE int knx_sh_istride_route(int get, const void *dest, const void *src, ptrdiff_t dst,
+				   ptrdiff_t sst, size_t n, uint32_t es, int pe, int64_t *dlo,
+				   int64_t *slo, knx_sh_route *r)
+{
+	uint64_t dlen, slen;
+	r->ptr = (uint8_t *)0;
+	r->qp = (const kn_qp *)0;
+	if (knx_sh_span(dst, n, es, dlo, &dlen) || knx_sh_span(sst, n, es, slo, &slen))
+		return knx_sh_err(knx_sh(), -EINVAL);
+	return get ? knx_sh_route_of((const uint8_t *)src + *slo, slen, pe, r)
+		   : knx_sh_route_of((const uint8_t *)dest + *dlo, dlen, pe, r);
+}
+
+/* Strided put (OpenSHMEM's iput): element i (es bytes: 1, 2, 4, 8 or 16) of
+ * local src at src + i*sst*es goes to symmetric dest + i*dst*es on PE pe,
+ * for i in [0, nelems). Strides count elements and may be 0 or negative
+ * (the elements are written in order i = 0, 1, ...). Blocking as
+ * kn_shmem_put: src may be reused when it returns. Through the NIC each
+ * element is an inline write (its bytes travel in the WQE). -EINVAL: a bad
+ * element size, a span that overflows, or a dest span outside a heap (or
+ * in the reserved bytes): nothing is written. */
+KN_INLINE int kn_shmem_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			    size_t nelems, uint32_t es, int pe)
+{
+	int64_t dlo, slo;
+	knx_sh_route r;
+	int rc = knx_sh_istride_route(0, dest, src, dst, sst, nelems, es, pe, &dlo, &slo, &r);
+	if (rc || nelems == 0)
+		return rc;
+	const uint8_t *s = (const uint8_t *)src;
+	if (r.ptr) {
+		for (size_t i = 0; i < nelems; i++)
+			knx_sh_copy(r.ptr + (knx_sh_elem(dst, i, es) - dlo),
+				    s + knx_sh_elem(sst, i, es), es);
+		return 0;
+	}
+	kn_ticket_t t = 0;
+	knx_sh_route e = r;
+	for (size_t i = 0; i < nelems && !rc; i++) {
+		e.raddr = r.raddr + (uint64_t)(knx_sh_elem(dst, i, es) - dlo);
+		rc = knx_sh_put_nic(&e, s + knx_sh_elem(sst, i, es), es, 0, 0, 0, 0, &t);
+	}
+	if (!rc)
+		rc = kn_wait(r.qp, t);
+	return knx_sh_err(r.sh, rc);
+}
+
+/* Strided get (iget): element i of symmetric src + i*sst*es on PE pe goes
+ * to local dest + i*dst*es (a heap or a registered buffer when it goes
+ * through the NIC: one read per element). dest holds them when it returns.
+ * Errors as kn_shmem_iput. */
+KN_INLINE int kn_shmem_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			    size_t nelems, uint32_t es, int pe)
+{
+	int64_t dlo, slo;
+	uint64_t dlen;
+	knx_sh_route r;
+	int rc = knx_sh_istride_route(1, dest, src, dst, sst, nelems, es, pe, &dlo, &slo, &r);
+	if (rc || nelems == 0)
+		return rc;
+	dlen = (uint64_t)(knx_sh_elem(dst, nelems - 1, es) < 0 ? -knx_sh_elem(dst, nelems - 1, es)
+							       : knx_sh_elem(dst, nelems - 1, es)) + es;
+	uint8_t *d = (uint8_t *)dest;
+	if (r.ptr) {
+		for (size_t i = 0; i < nelems; i++)
+			knx_sh_copy(d + knx_sh_elem(dst, i, es),
+				    r.ptr + (knx_sh_elem(sst, i, es) - slo), es);
+		return 0;
+	}
+	uint32_t lkey;
+	if (knx_sh_lkey(r.sh, d + dlo, dlen, &lkey))
+		return knx_sh_err(r.sh, -EINVAL);
+	kn_ticket_t t = 0;
+	for (size_t i = 0; i < nelems && !rc; i++)
+		rc = kn_get(r.qp, d + knx_sh_elem(dst, i, es), lkey,
+			    r.raddr + (uint64_t)(knx_sh_elem(sst, i, es) - slo), r.rkey, es, &t);
+	if (!rc)
+		rc = kn_wait(r.qp, t);
+	if (!rc)
+		KN_FENCE_ACQ();
+	return knx_sh_err(r.sh, rc);
+}
+
 /* ---- signals ---------------------------------------------------------------------- */
 
 /* put_signal, non-blocking: the put, then sig_op (KN_SIG_SET or KN_SIG_ADD)
@@ -1812,6 +1927,54 @@ KN_INLINE int knx_sh_put_signal_grp(int scope, void *dest, const void *src, size
 			 : kn_shmem_put_signal(dest, src, n, sig, signal, sig_op, pe);
 	}
 	return kinet_shmem_host_group_bcast(scope, rc);
+}
+
+/* Strided put and get of a group: to a peer load/store reaches, thread k
+ * copies elements k, k + group size, ...; through the NIC the group's
+ * first thread posts them all. */
+KN_INLINE int knx_sh_istride_grp(int scope, int get, void *dest, const void *src, ptrdiff_t dst,
+				 ptrdiff_t sst, size_t n, uint32_t es, int pe)
+{
+	int r = kinet_shmem_host_group_rank(scope), g = kinet_shmem_host_group_size(scope);
+	knx_sh_route rt;
+	int64_t dlo, slo;
+	int rc = knx_sh_istride_route(get, dest, src, dst, sst, n, es, pe, &dlo, &slo, &rt);
+	kinet_shmem_host_group_sync(scope);
+	if (!rc && n && rt.ptr) {
+		for (size_t i = (size_t)r; i < n; i += (size_t)g) {
+			if (get)
+				knx_sh_copy((uint8_t *)dest + knx_sh_elem(dst, i, es),
+					    rt.ptr + (knx_sh_elem(sst, i, es) - slo), es);
+			else
+				knx_sh_copy(rt.ptr + (knx_sh_elem(dst, i, es) - dlo),
+					    (const uint8_t *)src + knx_sh_elem(sst, i, es), es);
+		}
+	} else if (!rc && n && r == 0) {
+		rc = get ? kn_shmem_iget(dest, src, dst, sst, n, es, pe)
+			 : kn_shmem_iput(dest, src, dst, sst, n, es, pe);
+	}
+	return kinet_shmem_host_group_bcast(scope, rc);
+}
+
+KN_INLINE int kn_shmem_iput_warp(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				 uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(1, 0, d, s, dst, sst, n, es, pe);
+}
+KN_INLINE int kn_shmem_iput_block(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				  uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(2, 0, d, s, dst, sst, n, es, pe);
+}
+KN_INLINE int kn_shmem_iget_warp(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				 uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(1, 1, d, s, dst, sst, n, es, pe);
+}
+KN_INLINE int kn_shmem_iget_block(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				  uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(2, 1, d, s, dst, sst, n, es, pe);
 }
 
 /* One thread of the group makes the call, the group waits for it and gets

@@ -141,6 +141,35 @@ static __device__ __forceinline__ int knx_sh_put_signal_grp(int scope, void *des
 	return knx_sh_grp_bcast(scope, rc);
 }
 
+/* Strided put and get of a group: to a peer load/store reaches, thread k
+ * copies elements k, k + group size, ...; through the NIC the group's
+ * first thread posts them all. */
+static __device__ __forceinline__ int knx_sh_istride_grp(int scope, int get, void *dest,
+							 const void *src, ptrdiff_t dst,
+							 ptrdiff_t sst, size_t n, uint32_t es,
+							 int pe)
+{
+	knx_sh_route rt;
+	int64_t dlo, slo;
+	knx_sh_grp_sync(scope);
+	int rc = knx_sh_istride_route(get, dest, src, dst, sst, n, es, pe, &dlo, &slo, &rt);
+	uint32_t r = knx_sh_grp_rank(scope), g = knx_sh_grp_size(scope);
+	if (!rc && n && rt.ptr) {
+		for (size_t i = r; i < n; i += g) {
+			if (get)
+				knx_sh_copy((uint8_t *)dest + knx_sh_elem(dst, i, es),
+					    rt.ptr + (knx_sh_elem(sst, i, es) - slo), es);
+			else
+				knx_sh_copy(rt.ptr + (knx_sh_elem(dst, i, es) - dlo),
+					    (const uint8_t *)src + knx_sh_elem(sst, i, es), es);
+		}
+	} else if (!rc && n && r == 0) {
+		rc = get ? kn_shmem_iget(dest, src, dst, sst, n, es, pe)
+			 : kn_shmem_iput(dest, src, dst, sst, n, es, pe);
+	}
+	knx_sh_grp_sync(scope);
+	return knx_sh_grp_bcast(scope, rc);
+}
 /* One thread of the group makes the call; everyone gets its result. */
 #define KNX_SH_GRP_ONE(scope, call)                                                        \
 	do {                                                                               \
@@ -154,6 +183,26 @@ static __device__ __forceinline__ int knx_sh_put_signal_grp(int scope, void *des
 
 #define KNX_SH_DEV static __device__ __forceinline__
 
+KNX_SH_DEV int kn_shmem_iput_warp(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				  uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(KNX_SH_WARP, 0, d, s, dst, sst, n, es, pe);
+}
+KNX_SH_DEV int kn_shmem_iput_block(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				   uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(KNX_SH_BLOCK, 0, d, s, dst, sst, n, es, pe);
+}
+KNX_SH_DEV int kn_shmem_iget_warp(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				  uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(KNX_SH_WARP, 1, d, s, dst, sst, n, es, pe);
+}
+KNX_SH_DEV int kn_shmem_iget_block(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n,
+				   uint32_t es, int pe)
+{
+	return knx_sh_istride_grp(KNX_SH_BLOCK, 1, d, s, dst, sst, n, es, pe);
+}
 KNX_SH_DEV int kn_shmem_putmem_warp(void *d, const void *s, size_t n, int pe)
 {
 	return knx_sh_put_grp(KNX_SH_WARP, d, s, n, pe, 0);

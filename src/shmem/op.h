@@ -31,6 +31,8 @@ enum shm_op_kind {
 	SHM_OP_WAIT,      /* a local word of size bytes, signed (amo 1) or not */
 	SHM_OP_COLL,      /* kn_shmem_coll: coll, team, dest, src, len elements, root,
 			     red_op, dtype */
+	SHM_OP_IPUT,      /* strided: len elements of size bytes, strides dst, sst */
+	SHM_OP_IGET,
 };
 
 struct shm_op {
@@ -52,6 +54,8 @@ struct shm_op {
 	int32_t root;     /* broadcast's root (team index) */
 	int32_t red_op;   /* enum kn_shmem_red_op */
 	int32_t dtype;    /* enum kn_shmem_dtype */
+	int64_t dst;      /* iput, iget: the strides of dest and src, in elements */
+	int64_t sst;
 };
 
 /* stream.cu: a kernel of one thread runs op on stream; sync: wait for it
@@ -107,6 +111,12 @@ KN_INLINE int shm_op_run(const struct shm_op *op, uint64_t *out)
 	case SHM_OP_COLL:
 		return kn_shmem_coll(op->coll, op->team, op->dest, op->src, op->len, op->root,
 				     op->red_op, op->dtype);
+	case SHM_OP_IPUT:
+		return kn_shmem_iput(op->dest, op->src, (ptrdiff_t)op->dst, (ptrdiff_t)op->sst,
+				     (size_t)op->len, op->size, op->pe);
+	case SHM_OP_IGET:
+		return kn_shmem_iget(op->dest, op->src, (ptrdiff_t)op->dst, (ptrdiff_t)op->sst,
+				     (size_t)op->len, op->size, op->pe);
 	default:
 		return -EINVAL;
 	}

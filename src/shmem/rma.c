@@ -17,8 +17,8 @@ static const char *op_name(int kind)
 	static const char *const n[] = {"?",        "put",        "get",       "p",
 					"g",        "atomic",     "quiet",     "fence",
 					"put_signal", "signal_op", "signal_wait_until", "barrier",
-					"team_sync", "wait_until", "collective"};
-	return kind > 0 && kind <= SHM_OP_COLL ? n[kind] : n[0];
+					"team_sync", "wait_until", "collective", "iput", "iget"};
+	return kind > 0 && kind <= SHM_OP_IGET ? n[kind] : n[0];
 }
 
 /* The local buffer of a host-initiated NIC or load/store operation run by
@@ -26,13 +26,23 @@ static const char *op_name(int kind)
 static int check_local(const struct shm_op *op)
 {
 	const void *p = NULL;
+	uint64_t len = op->len;
 	if (op->kind == SHM_OP_PUT || op->kind == SHM_OP_PUT_SIGNAL)
 		p = op->src;
 	else if (op->kind == SHM_OP_GET)
 		p = op->dest;
-	if (!p || !op->len)
+	else if (op->kind == SHM_OP_IPUT || op->kind == SHM_OP_IGET) {
+		/* the local strided array's span (a bad one: the device call refuses it) */
+		int64_t lo;
+		int get = op->kind == SHM_OP_IGET;
+		if (knx_sh_span((ptrdiff_t)(get ? op->dst : op->sst), (size_t)op->len, op->size,
+				&lo, &len))
+			return 0;
+		p = (const uint8_t *)(get ? (const void *)op->dest : op->src) + lo;
+	}
+	if (!p || !len)
 		return 0;
-	int r = shm_cuda_reachable(p, op->len);
+	int r = shm_cuda_reachable(p, len);
 	if (r < 0)
 		return r;
 	if (!r) {
@@ -40,7 +50,7 @@ static int check_local(const struct shm_op *op)
 			  "memory, which the GPU running the operation cannot reach: use a heap "
 			  "(kinet_shmem_malloc), GPU memory, or host memory pinned "
 			  "(cudaMallocHost) or registered (cudaHostRegister)",
-			  op_name(op->kind), p, (unsigned long long)op->len);
+			  op_name(op->kind), p, (unsigned long long)len);
 		return -EINVAL;
 	}
 	return 0;
@@ -151,7 +161,64 @@ int kinet_shmem_fence(void)
 	return run_now(&op, NULL);
 }
 
+int kinet_shmem_barrier(kinet_shmem_team team)
+{
+	struct shm_op op = {.kind = SHM_OP_BARRIER, .team = team};
+	return run_now(&op, NULL);
+}
+
+int kinet_shmem_team_sync(kinet_shmem_team team)
+{
+	struct shm_op op = {.kind = SHM_OP_TEAM_SYNC, .team = team};
+	return run_now(&op, NULL);
+}
+
+/* Strided put and get: nelems elements of size bytes (1, 2, 4, 8, 16). A
+ * refused one says why (device code cannot log). */
+static int istride(int kind, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+		   size_t nelems, uint32_t size, int pe, void *stream, int on_stream)
+{
+	struct shm_op op = {.kind = kind, .pe = pe, .size = size, .dest = dest, .src = src,
+			    .len = nelems, .dst = dst, .sst = sst};
+	int64_t lo;
+	uint64_t len;
+	if (shm_g.up && (knx_sh_span(dst, nelems, size, &lo, &len) ||
+			 knx_sh_span(sst, nelems, size, &lo, &len))) {
+		SHLOG_ERR("%s%s of %zu elements of %u bytes, strides %td (dest) and %td (source): "
+			  "%s", op_name(kind), on_stream ? "_on_stream" : "", nelems, size, dst,
+			  sst, size != 1 && size != 2 && size != 4 && size != 8 && size != 16
+				  ? "the element size must be 1, 2, 4, 8 or 16 bytes"
+				  : "the strided span overflows");
+		return keep(-EINVAL);
+	}
+	return on_stream ? run_on(&op, stream, 0, NULL) : run_now(&op, NULL);
+}
+
+int kinet_shmem_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+		     uint32_t size, int pe)
+{
+	return istride(SHM_OP_IPUT, dest, src, dst, sst, nelems, size, pe, NULL, 0);
+}
+
+int kinet_shmem_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+		     uint32_t size, int pe)
+{
+	return istride(SHM_OP_IGET, dest, src, dst, sst, nelems, size, pe, NULL, 0);
+}
+
 /* ---- stream-ordered -------------------------------------------------------------------------- */
+
+int kinet_shmem_iput_on_stream(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			       size_t nelems, uint32_t size, int pe, void *stream)
+{
+	return istride(SHM_OP_IPUT, dest, src, dst, sst, nelems, size, pe, stream, 1);
+}
+
+int kinet_shmem_iget_on_stream(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			       size_t nelems, uint32_t size, int pe, void *stream)
+{
+	return istride(SHM_OP_IGET, dest, src, dst, sst, nelems, size, pe, stream, 1);
+}
 
 int kinet_shmem_put_on_stream(void *dest, const void *src, size_t len, int pe, int nbi,
 			      void *stream)

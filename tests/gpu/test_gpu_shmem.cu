@@ -420,6 +420,132 @@ Test(gpu_shmem, host_initiated_and_stream_calls)
 	run_job(4, 0, host_calls_pe);
 }
 
+/* ---- strided put and get (iput, iget) ------------------------------------------------------ */
+
+#define IS_MARGIN 64u
+#define IS_REGION (256u << 10)
+
+struct istr {
+	uint8_t *src, *dst; /* symmetric: put's source / get's remote source; the target region */
+	ptrdiff_t dst_st, src_st;
+	size_t n, dorg, sorg;
+	uint32_t es;
+	int get, scope, pe;
+	int *rc;
+};
+
+/* One CTA of 64 threads: scope 0, thread 0 alone; 1, warp 0; 2, the block. */
+static __global__ void istr_kernel(struct istr a)
+{
+	unsigned tid = threadIdx.x;
+	void *d = a.dst + a.dorg;
+	const void *s = a.src + a.sorg;
+	int rc = 0;
+	if (a.scope == 0 && tid == 0)
+		rc = a.get ? kn_shmem_iget(d, s, a.dst_st, a.src_st, a.n, a.es, a.pe)
+			   : kn_shmem_iput(d, s, a.dst_st, a.src_st, a.n, a.es, a.pe);
+	else if (a.scope == 1 && tid < 32)
+		rc = a.get ? kn_shmem_iget_warp(d, s, a.dst_st, a.src_st, a.n, a.es, a.pe)
+			   : kn_shmem_iput_warp(d, s, a.dst_st, a.src_st, a.n, a.es, a.pe);
+	else if (a.scope == 2)
+		rc = a.get ? kn_shmem_iget_block(d, s, a.dst_st, a.src_st, a.n, a.es, a.pe)
+			   : kn_shmem_iput_block(d, s, a.dst_st, a.src_st, a.n, a.es, a.pe);
+	if (rc)
+		atomicAdd(a.rc, 1);
+}
+
+/* Every element size, strides above 1 on both sides and a negative one,
+ * nelems 0, 1 and odd, from kernels (thread, warp, block), the host and a
+ * stream; put to the right neighbour, get from the left one; the target
+ * region checked byte for byte, guard bytes around and between the
+ * elements included. */
+static int istr_pe(int me, int n)
+{
+	static const uint32_t ess[] = {1, 2, 4, 8, 16};
+	static const ptrdiff_t sts[][2] = {{3, 2}, {1, 4}, {-2, 3}};
+	static const size_t ns[] = {0, 1, 37, 1001};
+	int to = (me + 1) % n, from = (me + n - 1) % n;
+	uint8_t *src = (uint8_t *)kinet_shmem_malloc(IS_REGION);
+	uint8_t *dst = (uint8_t *)kinet_shmem_malloc(IS_REGION);
+	uint8_t *h = (uint8_t *)malloc(IS_REGION), *g = (uint8_t *)malloc(IS_REGION);
+	uint8_t *x = (uint8_t *)malloc(IS_REGION), *w = (uint8_t *)malloc(IS_REGION);
+	int *rc = NULL;
+	PK(src && dst && h && g && x && w, "malloc");
+	PCU(cudaMalloc(&rc, sizeof(int)));
+	PCU(cudaMemset(rc, 0, sizeof(int)));
+	cudaStream_t s;
+	PCU(cudaStreamCreate(&s));
+	int round = 0;
+	for (int form = 0; form < 5; form++)
+		for (int e = 0; e < 5; e++)
+			for (int k = 0; k < 3; k++)
+				for (int m = 0; m < 4; m++)
+					for (int get = 0; get < 2; get++, round++) {
+		struct istr a;
+		memset(&a, 0, sizeof(a));
+		a.src = src, a.dst = dst, a.es = ess[e], a.n = ns[m], a.get = get, a.rc = rc;
+		a.dst_st = sts[k][0], a.src_st = sts[k][1], a.pe = get ? from : to;
+		size_t dext = a.n ? (size_t)(a.dst_st < 0 ? -a.dst_st : a.dst_st) * (a.n - 1) * a.es : 0;
+		size_t sext = a.n ? (size_t)(a.src_st < 0 ? -a.src_st : a.src_st) * (a.n - 1) * a.es : 0;
+		a.dorg = IS_MARGIN + (a.dst_st < 0 ? dext : 0);
+		a.sorg = IS_MARGIN + (a.src_st < 0 ? sext : 0);
+		size_t rlen = 2 * IS_MARGIN + dext + a.es, slen = 2 * IS_MARGIN + sext + a.es;
+		PK(rlen <= IS_REGION && slen <= IS_REGION, "case too large");
+		tu_fill_random(h, slen, seed_of(me, 1000 + round));
+		tu_fill_random(g, rlen, seed_of(me, 5000 + round));
+		PCU(cudaMemcpy(src, h, slen, cudaMemcpyHostToDevice));
+		PCU(cudaMemcpy(dst, g, rlen, cudaMemcpyHostToDevice));
+		PK(kinet_shmem_barrier_all() == 0, "barrier");
+		void *d = dst + a.dorg;
+		const void *sp = src + a.sorg;
+		if (form < 3) {
+			a.scope = form;
+			istr_kernel<<<1, 64>>>(a);
+			PCU(cudaGetLastError());
+			PCU(cudaDeviceSynchronize());
+		} else if (form == 3) {
+			PK((get ? kinet_shmem_iget(d, sp, a.dst_st, a.src_st, a.n, a.es, a.pe)
+				: kinet_shmem_iput(d, sp, a.dst_st, a.src_st, a.n, a.es, a.pe)) == 0,
+			   "host-initiated");
+		} else {
+			PK((get ? kinet_shmem_iget_on_stream(d, sp, a.dst_st, a.src_st, a.n, a.es, a.pe, s)
+				: kinet_shmem_iput_on_stream(d, sp, a.dst_st, a.src_st, a.n, a.es, a.pe,
+							     s)) == 0, "on stream");
+			PCU(cudaStreamSynchronize(s));
+		}
+		PK(kinet_shmem_barrier_all() == 0, "barrier");
+		int bad = 0;
+		PCU(cudaMemcpy(&bad, rc, sizeof(int), cudaMemcpyDeviceToHost));
+		PK(bad == 0 && kinet_shmem_error(0) == 0, "form %d: %d errors, kept %d", form, bad,
+		   kinet_shmem_error(0));
+		/* the model: the guard, with the sender's (put) or the read PE's (get)
+		 * source elements, which both are the left neighbour's */
+		tu_fill_random(x, slen, seed_of(from, 1000 + round));
+		for (size_t i = 0; i < a.n; i++)
+			memcpy(g + a.dorg + (ptrdiff_t)i * a.dst_st * (ptrdiff_t)a.es,
+			       x + a.sorg + (ptrdiff_t)i * a.src_st * (ptrdiff_t)a.es, a.es);
+		PCU(cudaMemcpy(w, dst, rlen, cudaMemcpyDeviceToHost));
+		PK(!memcmp(w, g, rlen), "form %d %s: %zu elements of %u bytes, strides %td/%td", form,
+		   get ? "iget" : "iput", a.n, a.es, a.dst_st, a.src_st);
+	}
+	PCU(cudaStreamDestroy(s));
+	PCU(cudaFree(rc));
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	free(w);
+	free(x);
+	free(g);
+	free(h);
+	kinet_shmem_free(dst);
+	kinet_shmem_free(src);
+	return 0;
+}
+
+Test(gpu_shmem, strided_iput_iget_every_scope_ipc_and_wire)
+{
+	run_job(2, 1, istr_pe);
+	run_job(2, 0, istr_pe);
+}
+
 /* ---- collectives from kernels and from the host ----------------------------------------------- */
 
 #define C_NF 20011u /* floats: several rounds through the scratch */

@@ -438,14 +438,16 @@ KNX_NV_HD void nvshmem_sync_all(void)
 #endif
 }
 
-KNX_NV_D void nvshmem_barrier(nvshmem_team_t team)
+/* A team's barrier and sync, host and device calls as in NVSHMEM 3.x: 0, or
+ * -1 on error (the error kept as the PE's first: kinet_shmem_error). */
+KNX_NV_HD int nvshmem_barrier(nvshmem_team_t team)
 {
-	kn_shmem_barrier(team);
+	return KNX_NV_DUAL(kn_shmem_barrier(team), kinet_shmem_barrier(team)) ? -1 : 0;
 }
 
-KNX_NV_D int nvshmem_team_sync(nvshmem_team_t team)
+KNX_NV_HD int nvshmem_team_sync(nvshmem_team_t team)
 {
-	return kn_shmem_team_sync(team) ? -1 : 0;
+	return KNX_NV_DUAL(kn_shmem_team_sync(team), kinet_shmem_team_sync(team)) ? -1 : 0;
 }
 
 KNX_NV_D void nvshmemx_barrier_all_warp(void)
@@ -464,13 +466,13 @@ KNX_NV_D void nvshmemx_sync_all_block(void)
 {
 	kn_shmem_sync_all_block();
 }
-KNX_NV_D void nvshmemx_barrier_warp(nvshmem_team_t team)
+KNX_NV_D int nvshmemx_barrier_warp(nvshmem_team_t team)
 {
-	kn_shmem_barrier_warp(team);
+	return kn_shmem_barrier_warp(team) ? -1 : 0;
 }
-KNX_NV_D void nvshmemx_barrier_block(nvshmem_team_t team)
+KNX_NV_D int nvshmemx_barrier_block(nvshmem_team_t team)
 {
-	kn_shmem_barrier_block(team);
+	return kn_shmem_barrier_block(team) ? -1 : 0;
 }
 KNX_NV_D int nvshmemx_team_sync_warp(nvshmem_team_t team)
 {
@@ -821,6 +823,129 @@ KNX_NV_RMA_TYPES(KNX_NV_RMA)
 	X(half, half)                                                                           \
 	X(bfloat16, __nv_bfloat16)
 KNX_NV_RMA_TYPES_F16(KNX_NV_RMA)
+
+/* ---- RMA: strided (iput, iget) ---------------------------------------------------------- */
+
+/* Element i moves between source + i*sst and dest + i*dst (strides in
+ * elements): kn_shmem_iput / kn_shmem_iget in device code (the warp and
+ * block forms: the group's copy, or its first thread's WQEs), the
+ * host-initiated kinet_shmem_iput / _iget elsewhere, kinet_shmem_*_on_stream
+ * on a stream. */
+#define KNX_NV_IRMA(NAME, TYPE)                                                                 \
+	KNX_NV_HD void nvshmem_##NAME##_iput(TYPE *dest, const TYPE *source, ptrdiff_t dst,     \
+					     ptrdiff_t sst, size_t nelems, int pe)              \
+	{                                                                                       \
+		(void)KNX_NV_DUAL(                                                              \
+			kn_shmem_iput(dest, source, dst, sst, nelems, sizeof(TYPE), pe),        \
+			kinet_shmem_iput(dest, source, dst, sst, nelems, sizeof(TYPE), pe));    \
+	}                                                                                       \
+	KNX_NV_HD void nvshmem_##NAME##_iget(TYPE *dest, const TYPE *source, ptrdiff_t dst,     \
+					     ptrdiff_t sst, size_t nelems, int pe)              \
+	{                                                                                       \
+		(void)KNX_NV_DUAL(                                                              \
+			kn_shmem_iget(dest, source, dst, sst, nelems, sizeof(TYPE), pe),        \
+			kinet_shmem_iget(dest, source, dst, sst, nelems, sizeof(TYPE), pe));    \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_iput_warp(TYPE *dest, const TYPE *source, ptrdiff_t dst, \
+						  ptrdiff_t sst, size_t nelems, int pe)         \
+	{                                                                                       \
+		kn_shmem_iput_warp(dest, source, dst, sst, nelems, sizeof(TYPE), pe);           \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_iput_block(TYPE *dest, const TYPE *source,              \
+						   ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
+						   int pe)                                      \
+	{                                                                                       \
+		kn_shmem_iput_block(dest, source, dst, sst, nelems, sizeof(TYPE), pe);          \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_iget_warp(TYPE *dest, const TYPE *source, ptrdiff_t dst, \
+						  ptrdiff_t sst, size_t nelems, int pe)         \
+	{                                                                                       \
+		kn_shmem_iget_warp(dest, source, dst, sst, nelems, sizeof(TYPE), pe);           \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_##NAME##_iget_block(TYPE *dest, const TYPE *source,              \
+						   ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
+						   int pe)                                      \
+	{                                                                                       \
+		kn_shmem_iget_block(dest, source, dst, sst, nelems, sizeof(TYPE), pe);          \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_iput_on_stream(TYPE *dest, const TYPE *source,          \
+						       ptrdiff_t dst, ptrdiff_t sst,            \
+						       size_t nelems, int pe,                   \
+						       cudaStream_t cstrm)                      \
+	{                                                                                       \
+		kinet_shmem_iput_on_stream(dest, source, dst, sst, nelems, sizeof(TYPE), pe,    \
+					   (void *)cstrm);                                      \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_##NAME##_iget_on_stream(TYPE *dest, const TYPE *source,          \
+						       ptrdiff_t dst, ptrdiff_t sst,            \
+						       size_t nelems, int pe,                   \
+						       cudaStream_t cstrm)                      \
+	{                                                                                       \
+		kinet_shmem_iget_on_stream(dest, source, dst, sst, nelems, sizeof(TYPE), pe,    \
+					   (void *)cstrm);                                      \
+	}
+KNX_NV_RMA_TYPES(KNX_NV_IRMA)
+KNX_NV_RMA_TYPES_F16(KNX_NV_IRMA)
+
+/* nvshmem_iputSIZE, _igetSIZE and their forms: elements of SIZE bits. */
+#define KNX_NV_ISIZED(BITS)                                                                     \
+	KNX_NV_HD void nvshmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst,        \
+					  ptrdiff_t sst, size_t nelems, int pe)                 \
+	{                                                                                       \
+		(void)KNX_NV_DUAL(kn_shmem_iput(dest, source, dst, sst, nelems, BITS / 8, pe),  \
+				  kinet_shmem_iput(dest, source, dst, sst, nelems, BITS / 8,    \
+						   pe));                                        \
+	}                                                                                       \
+	KNX_NV_HD void nvshmem_iget##BITS(void *dest, const void *source, ptrdiff_t dst,        \
+					  ptrdiff_t sst, size_t nelems, int pe)                 \
+	{                                                                                       \
+		(void)KNX_NV_DUAL(kn_shmem_iget(dest, source, dst, sst, nelems, BITS / 8, pe),  \
+				  kinet_shmem_iget(dest, source, dst, sst, nelems, BITS / 8,    \
+						   pe));                                        \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_iput##BITS##_warp(void *dest, const void *source, ptrdiff_t dst, \
+						 ptrdiff_t sst, size_t nelems, int pe)          \
+	{                                                                                       \
+		kn_shmem_iput_warp(dest, source, dst, sst, nelems, BITS / 8, pe);               \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_iput##BITS##_block(void *dest, const void *source,               \
+						  ptrdiff_t dst, ptrdiff_t sst, size_t nelems,  \
+						  int pe)                                       \
+	{                                                                                       \
+		kn_shmem_iput_block(dest, source, dst, sst, nelems, BITS / 8, pe);              \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_iget##BITS##_warp(void *dest, const void *source, ptrdiff_t dst, \
+						 ptrdiff_t sst, size_t nelems, int pe)          \
+	{                                                                                       \
+		kn_shmem_iget_warp(dest, source, dst, sst, nelems, BITS / 8, pe);               \
+	}                                                                                       \
+	KNX_NV_D void nvshmemx_iget##BITS##_block(void *dest, const void *source,               \
+						  ptrdiff_t dst, ptrdiff_t sst, size_t nelems,  \
+						  int pe)                                       \
+	{                                                                                       \
+		kn_shmem_iget_block(dest, source, dst, sst, nelems, BITS / 8, pe);              \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_iput##BITS##_on_stream(void *dest, const void *source,           \
+						      ptrdiff_t dst, ptrdiff_t sst,             \
+						      size_t nelems, int pe,                    \
+						      cudaStream_t cstrm)                       \
+	{                                                                                       \
+		kinet_shmem_iput_on_stream(dest, source, dst, sst, nelems, BITS / 8, pe,        \
+					   (void *)cstrm);                                      \
+	}                                                                                       \
+	KNX_NV_H void nvshmemx_iget##BITS##_on_stream(void *dest, const void *source,           \
+						      ptrdiff_t dst, ptrdiff_t sst,             \
+						      size_t nelems, int pe,                    \
+						      cudaStream_t cstrm)                       \
+	{                                                                                       \
+		kinet_shmem_iget_on_stream(dest, source, dst, sst, nelems, BITS / 8, pe,        \
+					   (void *)cstrm);                                      \
+	}
+KNX_NV_ISIZED(8)
+KNX_NV_ISIZED(16)
+KNX_NV_ISIZED(32)
+KNX_NV_ISIZED(64)
+KNX_NV_ISIZED(128)
 
 /* ---- signals ------------------------------------------------------------------------------- */
 
