@@ -416,8 +416,17 @@ struct kinet_qp_attr {
 	uint32_t cq_flags;   /* enum kinet_cq_flag, for the CQs the QP creates */
 	uint32_t rq_sge;     /* scatter entries per receive WQE, 1 .. KINET_MAX_RQ_SGE (0: 1);
 				the software NIC's; the ConnectX backends take 1 */
+	uint32_t remote_access; /* what this QP serves as a target, as ibv's qp_access_flags:
+				   KINET_QP_ACCESS_SET | KINET_ACCESS_REMOTE_* (LOCAL_WRITE
+				   is ignored); 0 (without the SET bit): every remote access */
 };
 #define KINET_MAX_RQ_SGE 32
+/* kinet_qp_attr.remote_access: the field is given. A remote write, read or
+ * atomic the target QP does not allow fails as a region without that access
+ * does: the requester's error CQE has KN_SYND_REMOTE_ACCESS_ERR (reason
+ * KINET_REASON_QP_ACCESS), its QP goes to ERR, the target memory is not
+ * touched. KINET_QP_ACCESS_SET alone allows none; sends need no flag. */
+#define KINET_QP_ACCESS_SET (1u << 31)
 
 /* Creates an RC QP in RESET, with its CQs when attr->send_cq / recv_cq are
  * NULL (the one-call form). The device API needs a dedicated send CQ as deep
@@ -571,6 +580,8 @@ enum kinet_reason {
 	KINET_REASON_COPY_FAILED = 12,  /* a copy to or from GPU memory failed */
 	KINET_REASON_BAD_RESPONSE = 13, /* the answer did not match the request */
 	KINET_REASON_INJECTED = 14,     /* an error injected by kinet_fault_add / KINET_FAULT */
+	KINET_REASON_QP_ACCESS = 15,    /* the target QP does not allow the operation
+					 * (kinet_qp_attr.remote_access, ibv's qp_access_flags) */
 	KINET_REASON_FLUSHED = 0xf9,    /* flushed: the QP was in ERR */
 };
 /* "unknown key", "wrong protection domain", ... (never NULL). */

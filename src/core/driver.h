@@ -231,6 +231,16 @@ struct kinet_qp {
 	struct kinet_qp_ctr ctr __attribute__((aligned(64)));
 };
 
+/* The remote accesses (KINET_ACCESS_REMOTE_*) a QP serves as a target: its
+ * kinet_qp_attr.remote_access, every one when that is not given. */
+static inline unsigned kinet_qp_remote_allowed(const kinet_qp *qp)
+{
+	uint32_t a = __atomic_load_n(&qp->attr.remote_access, __ATOMIC_RELAXED);
+	unsigned all = KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ |
+		       KINET_ACCESS_REMOTE_ATOMIC;
+	return (a & KINET_QP_ACCESS_SET) ? a & all : all;
+}
+
 /* Adds n to per-QP counter idx (enum kinet_qpc): a plain update when the
  * calling thread serves the QP, an atomic add otherwise. */
 #define KINET_QCOUNT(qp_, idx_, n_)                                                             \

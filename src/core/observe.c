@@ -94,6 +94,7 @@ const char *kinet_reason_str(int r)
 	case KINET_REASON_COPY_FAILED: return "copy to or from GPU memory failed";
 	case KINET_REASON_BAD_RESPONSE: return "bad response";
 	case KINET_REASON_INJECTED: return "injected fault";
+	case KINET_REASON_QP_ACCESS: return "target QP does not allow the access";
 	case KINET_REASON_FLUSHED: return "flushed (QP in ERR)";
 	default: return "vendor syndrome (not a kinet reason)";
 	}

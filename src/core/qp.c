@@ -121,6 +121,11 @@ static int qp_attr_check(kinet_ctx *ctx, const struct kinet_qp_attr *in, struct 
 			 KINET_MAX_RQ_SGE);
 		return -EINVAL;
 	}
+	if (a->remote_access & ~(KINET_QP_ACCESS_SET | KINET_ACCESS_ALL)) {
+		KLOG_ERR("qp_create: remote_access 0x%x has bits other than KINET_QP_ACCESS_SET "
+			 "and KINET_ACCESS_*", a->remote_access);
+		return -EINVAL;
+	}
 	if (a->max_inline > KN_MAX_INLINE_WRITE) {
 		KLOG_ERR("qp_create: max_inline %u above %u", a->max_inline, KN_MAX_INLINE_WRITE);
 		return -EINVAL;

@@ -1099,9 +1099,21 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		return modify_fail(q, "send PSN differs from what the peer expects");
 	}
 	pthread_mutex_unlock(&emu_lock);
+	/* the remote accesses the QP serves as a target: in place before the
+	 * state change, whose recall of the GPU engine makes it see them */
+	uint32_t old_access = __atomic_load_n(&q->sqp->attr.remote_access, __ATOMIC_RELAXED);
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		__atomic_store_n(&q->sqp->attr.remote_access,
+				 KINET_QP_ACCESS_SET |
+					 (a->qp_access_flags &
+					  (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					   IBV_ACCESS_REMOTE_ATOMIC)),
+				 __ATOMIC_RELAXED);
 	int rc = kinet_qp_modify(q->sqp, to, to == IBV_QPS_RTR ? &remote : NULL);
-	if (rc)
+	if (rc) {
+		__atomic_store_n(&q->sqp->attr.remote_access, old_access, __ATOMIC_RELAXED);
 		return -rc;
+	}
 	if (to == IBV_QPS_RTR && remote.wire_addr) {
 		/* as kinet_qp_connect_remote records its peer */
 		q->sqp->peer_node = rinfo.node;

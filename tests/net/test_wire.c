@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The software NIC's wire between processes on loopback: every opcode in
- * both directions on random data, remote protection errors, RNR, a peer
- * killed mid-stream, reconnecting, and the endpoint descriptors.
+ * both directions on random data, remote protection errors, a target QP's
+ * remote-access flags (eager and rendezvous writes, reads, atomics), RNR, a
+ * peer killed mid-stream, reconnecting, and the endpoint descriptors.
  */
 #define _GNU_SOURCE /* setns */
 #include <criterion/criterion.h>
@@ -174,6 +175,112 @@ Test(wire, remote_protection_errors)
 {
 	tw_need_wire();
 	run_two(tw_prot_a, tw_prot_b);
+}
+
+/* ---- a target QP's remote-access flags ------------------------------------------------ */
+
+#define QA_BIG (256u << 10) /* above KINET_NET_RNDV_BYTES: a rendezvous write */
+
+/* b's QP replaced by one serving only `access` (kinet_qp_attr.remote_access),
+ * a's by an ordinary one, connected. */
+static void qa_new(struct tw_side *s, uint32_t access)
+{
+	CK(tw_sync(s->fd, 0x51) == 0x51);
+	CK0(kinet_qp_destroy(s->qp));
+	struct kinet_qp_attr a = TW_QP_ATTR(s);
+	a.remote_access = access;
+	CK0(kinet_qp_create(s->pd, &a, &s->qp));
+	tw_qp_connect(s->qp, s->fd);
+	CK0(kinet_qp_device(s->qp, &s->d));
+}
+
+/* Waits for a ticket refused by the target QP: remote access error with its
+ * reason (carried back over the wire), the QP in ERR. */
+static void qa_refused(struct tw_side *s, kn_ticket_t t)
+{
+	tw_expect_fail(s, t, KN_SYND_REMOTE_ACCESS_ERR);
+	uint32_t why = 0;
+	CK(kn_qp_error(s->d, &why) == KN_SYND_REMOTE_ACCESS_ERR);
+	if (why != KINET_REASON_QP_ACCESS)
+		fprintf(stderr, "[pid %d] reason %u (%s)\n", (int)getpid(), why,
+			kinet_reason_str((int)why));
+	CK(why == KINET_REASON_QP_ACCESS);
+}
+
+/* a: the requester. 1: b allows writes only: an eager and a rendezvous
+ * write land, a read is refused, the write after it flushed. 2-4: b allows
+ * nothing: an eager write, a rendezvous write, an atomic refused. */
+static int qa_a(int fd, int fd2, void *arg)
+{
+	(void)fd2, (void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 1);
+	uint32_t lkey = kinet_mr_lkey(s.mr);
+	uint8_t *keep = malloc(TW_LEN);
+	CK(keep);
+	/* 1 */
+	tw_qp_new(&s);
+	kn_ticket_t t0 = tw_post_write(&s, TW_Q, TW_P, 4096, 0, 0);
+	kn_ticket_t t1 = tw_post_write(&s, TW_Q + 4096, TW_P + 4096, QA_BIG, 0, 0);
+	CK0(kn_wait(s.d, t0));
+	CK0(kn_wait(s.d, t1));
+	memcpy(keep, s.buf, TW_LEN);
+	kn_ticket_t t2, t3;
+	CK0(kn_get(s.d, s.buf + TW_L, lkey, s.peer.addr + TW_P, s.peer.rkey, 5000, &t2));
+	t3 = tw_post_write(&s, TW_Q, TW_P + 8 * 4096 + QA_BIG, 4096, 0, 0);
+	qa_refused(&s, t2);
+	CK(kn_wait(s.d, t3) == -EIO);
+	CK(tu_cqe_synd(knx_cqe_at(s.d, t3)) == KN_SYND_WR_FLUSH_ERR);
+	CK(memcmp(s.buf, keep, TW_LEN) == 0); /* the refused read landed nothing */
+	/* 2 */
+	tw_qp_new(&s);
+	qa_refused(&s, tw_post_write(&s, TW_Q, TW_S, 4096, 0, 0));
+	/* 3 */
+	tw_qp_new(&s);
+	qa_refused(&s, tw_post_write(&s, TW_Q, TW_S + 8192, QA_BIG, 0, 0));
+	/* 4 */
+	tw_qp_new(&s);
+	CK0(kn_sq_reserve(s.d, 1, &t0));
+	kn_prep_atomic_fa(s.d, kn_wqe_ptr(s.d, t0), t0, (uint64_t)(uintptr_t)(s.buf + TW_L), lkey,
+			  s.peer.addr + TW_W, s.peer.rkey, 1);
+	kn_sq_submit(s.d, t0, 1);
+	qa_refused(&s, t0);
+	CK(memcmp(s.buf, keep, TW_LEN) == 0);
+	CK(tw_sync(fd, 1) == 1); /* b checks its region */
+	CK(tw_sync(fd, 2) == 2);
+	free(keep);
+	tw_close(&s);
+	return 0;
+}
+
+static int qa_b(int fd, int fd2, void *arg)
+{
+	(void)fd2, (void)arg;
+	struct tw_side s;
+	tw_open(&s, fd, TW_LEN, 2);
+	qa_new(&s, KINET_QP_ACCESS_SET | KINET_ACCESS_REMOTE_WRITE);
+	for (int i = 0; i < 3; i++)
+		qa_new(&s, KINET_QP_ACCESS_SET);
+	CK(tw_sync(fd, 1) == 1);
+	/* the two allowed writes landed, nothing else changed */
+	uint8_t *a = malloc(TW_LEN), *want = malloc(TW_LEN);
+	CK(a && want);
+	tu_fill_random(a, TW_LEN, 1);
+	tu_fill_random(want, TW_LEN, 2);
+	memcpy(want + TW_P, a + TW_Q, 4096 + QA_BIG);
+	CK(memcmp(s.buf, want, TW_LEN) == 0);
+	CK(kinet_qp_get_state(s.qp) == KINET_QPS_RTS); /* as for a region's access error */
+	free(a);
+	free(want);
+	CK(tw_sync(fd, 2) == 2);
+	tw_close(&s);
+	return 0;
+}
+
+Test(wire, target_qp_remote_access)
+{
+	tw_need_wire();
+	run_two(qa_a, qa_b);
 }
 
 Test(wire, receiver_not_ready)

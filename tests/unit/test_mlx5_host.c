@@ -471,6 +471,53 @@ Test(mlx5_host, bad_rkey_gives_error_cqe_then_flush)
 	pair_close(&p);
 }
 
+/* A target QP that allows remote writes only (kinet_qp_attr.remote_access,
+ * passed to the NIC as qp_access_flags or the QP context's rwe/rre/rae): a
+ * write lands, a read of a region that allows it fails with the remote
+ * access error, the local buffer untouched. */
+static void qp_access_check(const char *queues)
+{
+	if (queues)
+		setenv("KINET_MLX5_QUEUES", queues, 1);
+	struct kinet_mlx5_emu_cfg c = defaults();
+	emulate(&c);
+	struct kinet_qp_attr qa = {.remote_access = KINET_QP_ACCESS_SET |
+						    KINET_ACCESS_REMOTE_WRITE};
+	struct pair p;
+	pair_open(&p, &qa);
+	size_t n = 4096;
+	uint8_t *src = malloc(n), *dst = malloc(n), *back = malloc(n), *keep = malloc(n);
+	cr_assert(src && dst && back && keep);
+	tu_fill_random(src, n, 61);
+	tu_fill_random(dst, n, 62);
+	tu_fill_random(back, n, 63);
+	memcpy(keep, back, n);
+	kinet_mr *ms, *md, *mb;
+	cr_assert_eq(kinet_mr_reg(p.pd, src, n, KINET_ACCESS_LOCAL_WRITE, &ms), 0);
+	cr_assert_eq(kinet_mr_reg(p.pd, dst, n, KINET_ACCESS_ALL, &md), 0);
+	cr_assert_eq(kinet_mr_reg(p.pd, back, n, KINET_ACCESS_LOCAL_WRITE, &mb), 0);
+	kn_ticket_t t;
+	cr_assert_eq(kn_put(p.da, (uint64_t)(uintptr_t)dst, kinet_mr_rkey(md), src,
+			    kinet_mr_lkey(ms), (uint32_t)n, &t), 0);
+	cr_assert_eq(kn_wait(p.da, t), 0);
+	cr_assert_arr_eq(dst, src, n, "the allowed write");
+	cr_assert_eq(kn_get(p.da, back, kinet_mr_lkey(mb), (uint64_t)(uintptr_t)dst,
+			    kinet_mr_rkey(md), (uint32_t)n, &t), 0);
+	cr_assert_eq(kn_wait(p.da, t), -EIO);
+	cr_assert_eq(kn_qp_error(p.da, NULL), KN_SYND_REMOTE_ACCESS_ERR);
+	cr_assert_arr_eq(back, keep, n, "a refused read landed");
+	kinet_mr_dereg(ms);
+	kinet_mr_dereg(md);
+	kinet_mr_dereg(mb);
+	free(src);
+	free(dst);
+	free(back);
+	free(keep);
+	pair_close(&p);
+}
+Test(mlx5_host, qp_remote_access_verbs_queues) { qp_access_check(NULL); }
+Test(mlx5_host, qp_remote_access_devx_queues) { qp_access_check("devx"); }
+
 /* ---- doorbell modes, GPU mapping, the CPU proxy ------------------------------------- */
 
 Test(mlx5_host, gpu_present_maps_queues_and_doorbell)

@@ -407,3 +407,64 @@ Test(rules, geng_exec_cq_full_and_atomics)
 	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ERROR);
 }
+
+/* A target QP's remote-access flags: without KINET_QP_ACCESS_SET every
+ * access; with it, only those given. */
+Test(rules, target_qp_access)
+{
+	const unsigned W = KINET_ACCESS_REMOTE_WRITE, R = KINET_ACCESS_REMOTE_READ,
+		       A = KINET_ACCESS_REMOTE_ATOMIC, S = KINET_QP_ACCESS_SET;
+	cr_assert_eq(kn_rule_qp_access(0, W), 0);
+	cr_assert_eq(kn_rule_qp_access(0, R), 0);
+	cr_assert_eq(kn_rule_qp_access(0, A), 0);
+	cr_assert_eq(kn_rule_qp_access(S, W), KINET_REASON_QP_ACCESS);
+	cr_assert_eq(kn_rule_qp_access(S, R), KINET_REASON_QP_ACCESS);
+	cr_assert_eq(kn_rule_qp_access(S, A), KINET_REASON_QP_ACCESS);
+	cr_assert_eq(kn_rule_qp_access(S, 0), 0, "a NOP needs nothing");
+	cr_assert_eq(kn_rule_qp_access(S | W, W), 0);
+	cr_assert_eq(kn_rule_qp_access(S | W, R), KINET_REASON_QP_ACCESS);
+	cr_assert_eq(kn_rule_qp_access(S | W | KINET_ACCESS_LOCAL_WRITE, A), KINET_REASON_QP_ACCESS);
+	cr_assert_eq(kn_rule_qp_access(S | R | A, A), 0);
+	cr_assert_eq(kn_rule_qp_access(S | R | A, W), KINET_REASON_QP_ACCESS);
+	for (uint32_t i = 0; i < 6; i++) {
+		uint8_t op = (uint8_t[]){KN_OPCODE_RDMA_WRITE, KN_OPCODE_RDMA_WRITE_IMM,
+					 KN_OPCODE_RDMA_READ, KN_OPCODE_ATOMIC_CS,
+					 KN_OPCODE_ATOMIC_FA, KN_OPCODE_ATOMIC_MASKED_FA}[i];
+		cr_assert_eq(kn_rule_qp_access(S | W | R | A, kn_rule_remote_access(op)), 0);
+		cr_assert_eq(kn_rule_qp_access(S, kn_rule_remote_access(op)),
+			     KINET_REASON_QP_ACCESS, "opcode 0x%x", op);
+	}
+}
+
+/* The GPU engine against a target QP that refuses: the WQE goes back to the
+ * CPU engine unconsumed (its error CQE is the CPU engine's), nothing moves. */
+Test(rules, geng_exec_target_qp_access)
+{
+	gx_setup(16);
+	X.g.s.peer_access = KINET_QP_ACCESS_SET | KINET_ACCESS_REMOTE_WRITE;
+	gx_write(0, 100, GX_RKEY);
+	uint8_t *w = gx_write(1, 200, GX_RKEY); /* made a read below */
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 1, KN_OPCODE_RDMA_READ, 0, 0x42,
+			KN_WQE_CTRL_CQ_UPDATE, 3, 0, 0);
+	uint8_t keep[4096];
+	memcpy(keep, X.src, sizeof(keep));
+	gx_ring_record(2);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 2);
+	gx_expect_cqe(0, 0, 100);
+	cr_assert_eq(memcmp(X.dst, X.src, 100), 0, "the allowed write");
+	struct kn_geng_slot *h = &X.ctl.slot[0];
+	cr_assert_eq(h->own, (uint32_t)KN_GOWN_BACK);
+	cr_assert_eq(h->why, (uint32_t)KN_GWHY_ERROR);
+	cr_assert_eq(h->sq_ci, 1u, "the refused read stays unconsumed");
+	cr_assert_eq(memcmp(X.src, keep, sizeof(keep)), 0, "the refused read landed");
+	cr_assert_eq(X.cq[1].op_own, 0, "a CQE for the refused read");
+	/* a QP allowing reads only: a write goes back, nothing lands */
+	gx_setup(17);
+	X.g.s.peer_access = KINET_QP_ACCESS_SET | KINET_ACCESS_REMOTE_READ;
+	gx_write(0, 64, GX_RKEY);
+	gx_ring_record(1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
+	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_ERROR);
+	cr_assert_eq(X.ctl.slot[0].sq_ci, 0u);
+	cr_assert_eq(memcmp(X.dst, X.orig, sizeof(X.dst)), 0, "the refused write landed");
+}

@@ -7,7 +7,8 @@
  * (the other QP's GID, QP number and PSN), through the CPU data path:
  * RDMA write, write with immediate, read, send, send with immediate, both
  * atomics, inline data, unsignaled work requests, a full send queue, a
- * completion channel, a bad rkey (remote access error, then flushes), and
+ * completion channel, a bad rkey (remote access error, then flushes), a
+ * target QP whose qp_access_flags refuse a write, read or atomic, and
  * extended QPs (ibv_create_qp_ex, ibv_qp_to_qp_ex, every ibv_wr_* builder)
  * and extended CQs (ibv_create_cq_ex, read through ibv_start_poll ..
  * ibv_end_poll and the ibv_wc_read_* functions).
@@ -144,15 +145,15 @@ static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
 	make_side_ops(s, scq, rcq, 0);
 }
 
-/* INIT, RTR toward the peer (its GID, QP number, PSN), RTS. */
-static void connect_to(struct side *s, const struct side *peer)
+/* INIT with these qp_access_flags, RTR toward the peer (its GID, QP number,
+ * PSN). */
+static void connect_access(struct side *s, const struct side *peer, unsigned access)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = 0,
 		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
+		.qp_access_flags = access,
 	};
 	CHECK(ibv_modify_qp(s->qp, &a,
 			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
@@ -175,6 +176,13 @@ static void connect_to(struct side *s, const struct side *peer)
 				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				    IBV_QP_MIN_RNR_TIMER) == 0,
 	      "modify to RTR");
+}
+
+/* INIT (every remote access), RTR toward the peer. */
+static void connect_to(struct side *s, const struct side *peer)
+{
+	connect_access(s, peer,
+		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static void to_rts(struct side *s)
@@ -211,6 +219,93 @@ static void post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len
 static uint32_t rlen(uint32_t max)
 {
 	return 1 + (uint32_t)(rnd() % max);
+}
+
+/* A target QP's qp_access_flags, on regions that allow every access: with
+ * only IBV_ACCESS_REMOTE_WRITE (and LOCAL_WRITE) a write lands and a
+ * fetch-and-add fails; with none a write and a read fail. A refused request
+ * completes with IBV_WC_REM_ACCESS_ERR, the one after it flushes, the
+ * requester QP is in ERR, and neither side's buffer changes. */
+static void qp_access_case(unsigned access, bool write_ok, enum ibv_wr_opcode bad_op)
+{
+	struct ibv_cq *ca = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	struct ibv_cq *cb = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	CHECK(ca && cb, "ibv_create_cq: %s", strerror(errno));
+	struct side A, B;
+	make_side(&A, ca, ca);
+	make_side(&B, cb, cb);
+	connect_to(&A, &B);
+	connect_access(&B, &A, access);
+	to_rts(&A);
+	to_rts(&B);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(ibv_query_qp(B.qp, &qa, IBV_QP_ACCESS_FLAGS, &qi) == 0 &&
+		      qa.qp_access_flags == access,
+	      "ibv_query_qp: qp_access_flags 0x%x, 0x%x set", qa.qp_access_flags, access);
+	uint32_t qpn = A.qp->qp_num;
+	if (write_ok) {
+		struct ibv_sge g = {(uintptr_t)A.buf, 3000, A.mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &g, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED};
+		wr.wr.rdma.remote_addr = (uintptr_t)B.buf;
+		wr.wr.rdma.rkey = B.mr->rkey;
+		post_send(&A, &wr, "allowed write");
+		struct ibv_wc wc = wait_wc(ca, "allowed write");
+		expect_wc(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, qpn, "allowed write");
+		CHECK(!memcmp(B.buf, A.buf, 3000), "allowed write: data");
+	}
+	uint8_t *ka = malloc(BUF), *kb = malloc(BUF);
+	CHECK(ka && kb, "no memory");
+	memcpy(ka, A.buf, BUF);
+	memcpy(kb, B.buf, BUF);
+	/* the refused request, then a write that would be allowed on its own */
+	struct ibv_sge gb = {(uintptr_t)(A.buf + 65536), bad_op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 2048,
+			     A.mr->lkey};
+	struct ibv_send_wr bad = {.wr_id = 2, .sg_list = &gb, .num_sge = 1, .opcode = bad_op,
+				  .send_flags = IBV_SEND_SIGNALED};
+	if (bad_op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		bad.wr.atomic.remote_addr = (uintptr_t)(B.buf + 65536);
+		bad.wr.atomic.rkey = B.mr->rkey;
+		bad.wr.atomic.compare_add = 5;
+	} else {
+		bad.wr.rdma.remote_addr = (uintptr_t)(B.buf + 65536);
+		bad.wr.rdma.rkey = B.mr->rkey;
+	}
+	struct ibv_sge gn = {(uintptr_t)(A.buf + 131072), 1000, A.mr->lkey};
+	struct ibv_send_wr next = {.wr_id = 3, .sg_list = &gn, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	next.wr.rdma.remote_addr = (uintptr_t)(B.buf + 131072);
+	next.wr.rdma.rkey = B.mr->rkey;
+	bad.next = &next;
+	post_send(&A, &bad, "refused request");
+	struct ibv_wc wc = wait_wc(ca, "refused request");
+	expect_wc(&wc, 2, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE, qpn, "refused request");
+	wc = wait_wc(ca, "after the refused request");
+	expect_wc(&wc, 3, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qpn, "after the refused request");
+	no_wc(ca, "refused request");
+	CHECK(ibv_query_qp(A.qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR,
+	      "after a remote access error the QP is in state %d, not ERR", qa.qp_state);
+	CHECK(!memcmp(A.buf, ka, BUF), "the requester's buffer changed");
+	CHECK(!memcmp(B.buf, kb, BUF), "the target's buffer changed");
+	free(ka);
+	free(kb);
+	CHECK(ibv_destroy_qp(A.qp) == 0 && ibv_destroy_qp(B.qp) == 0, "ibv_destroy_qp (access)");
+	CHECK(ibv_dereg_mr(A.mr) == 0 && ibv_dereg_mr(B.mr) == 0, "ibv_dereg_mr (access)");
+	CHECK(ibv_destroy_cq(ca) == 0 && ibv_destroy_cq(cb) == 0, "ibv_destroy_cq (access)");
+	free(A.buf);
+	free(B.buf);
+}
+
+static void test_qp_access(void)
+{
+	qp_access_case(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, true,
+		       IBV_WR_ATOMIC_FETCH_AND_ADD);
+	qp_access_case(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, true, IBV_WR_RDMA_READ);
+	qp_access_case(0, false, IBV_WR_RDMA_WRITE);
+	qp_access_case(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, false, IBV_WR_RDMA_WRITE);
+	printf("verbs_rc: a target QP's qp_access_flags ok\n");
 }
 
 /* Receives of several scatter entries (rdma-core's test_qp asks for up to
@@ -1323,6 +1418,7 @@ int main(void)
 	test_qpx();
 	test_cqx();
 	test_recv_sge();
+	test_qp_access();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
 	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");

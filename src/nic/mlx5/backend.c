@@ -1207,8 +1207,8 @@ static int m5_qp_modify(kinet_qp *qp, int from, int state, const struct kinet_qp
 		a.qp_state = IBV_QPS_INIT;
 		a.pkey_index = 0;
 		a.port_num = m->port;
-		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		/* kinet_access values equal ibv_access_flags */
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | (int)kinet_qp_remote_allowed(qp);
 		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 		break;
 	case KINET_QPS_RTR: {

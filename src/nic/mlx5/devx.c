@@ -416,7 +416,9 @@ int kinet_m5_devx_modify(struct m5 *m, kinet_qp *qp, struct m5_qp *x, int to,
 	case KINET_QPS_INIT:
 		op = KINET_PRM_OP_RST2INIT_QP;
 		what = "RST2INIT_QP";
-		p.rre = p.rwe = p.rae = 1;
+		p.rre = (kinet_qp_remote_allowed(qp) & KINET_ACCESS_REMOTE_READ) != 0;
+		p.rwe = (kinet_qp_remote_allowed(qp) & KINET_ACCESS_REMOTE_WRITE) != 0;
+		p.rae = (kinet_qp_remote_allowed(qp) & KINET_ACCESS_REMOTE_ATOMIC) != 0;
 		break;
 	case KINET_QPS_RTR: {
 		op = KINET_PRM_OP_INIT2RTR_QP;

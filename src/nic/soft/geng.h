@@ -47,6 +47,7 @@ struct kn_geng_slot {
 	uint32_t gen;           /* bumped by each take: the kernel reloads the slot */
 	uint32_t qpn, sq_cnt, cq_cnt, cq_ignore_overrun;
 	uint32_t keys_cap, peer_keys_cap;
+	uint32_t peer_access;   /* the peer's kinet_qp_attr.remote_access */
 	/* the GPU's addresses */
 	uint64_t sq, dbrec, db0, db1, cq, cq_dbrec;
 	uint64_t keys, peer_keys; /* struct kn_keyent views */

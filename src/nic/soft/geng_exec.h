@@ -261,6 +261,8 @@ KN_GX void kn_gx_plan(struct kn_gx_slot *g, struct kn_gx_warp *w, uint32_t avail
 		uint64_t len = atomic ? 8 : d->total;
 		if (atomic && (d->raddr & 7))
 			return;
+		if (kn_rule_qp_access(g->s.peer_access, kn_rule_remote_access(d->opcode)))
+			return; /* the target QP refuses it: the CPU engine's error CQE */
 		if (len == 0) {
 			w->rg = 0;
 		} else {

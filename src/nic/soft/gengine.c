@@ -369,6 +369,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	sl->peer_keys_cap = k1->vcap;
 	sl->pd = (uint64_t)(uintptr_t)qp->pd;
 	sl->peer_pd = (uint64_t)(uintptr_t)peer->pd;
+	sl->peer_access = __atomic_load_n(&peer->attr.remote_access, __ATOMIC_RELAXED);
 	sl->sq_ci = s->sq_ci;
 	sl->cq_pi = soft_cq(qp->scq)->pi;
 	sl->last_ctrl = last_ctrl;

@@ -199,13 +199,16 @@ int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct sof
 {
 	if (!accepting(t))
 		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
+	uint32_t why = soft_qp_access_check(t, KINET_ACCESS_REMOTE_WRITE);
+	if (why)
+		return SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 	int rc = 0;
 	struct kinet_mr_ref ref = {0};
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	uint32_t why = total ? soft_mr_check(t->ctx, t->pd, rkey, raddr, total,
-					     KINET_ACCESS_REMOTE_WRITE, &ref)
-			     : 0;
+	why = total ? soft_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_WRITE,
+				    &ref)
+		    : 0;
 	if (why) {
 		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
@@ -260,13 +263,16 @@ int soft_resp_read(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft
 {
 	if (!accepting(t))
 		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
+	uint32_t why = soft_qp_access_check(t, KINET_ACCESS_REMOTE_READ);
+	if (why)
+		return SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 	int rc = 0;
 	struct kinet_mr_ref ref = {0};
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	uint32_t why = total ? soft_mr_check(t->ctx, t->pd, rkey, raddr, total,
-					     KINET_ACCESS_REMOTE_READ, &ref)
-			     : 0;
+	why = total ? soft_mr_check(t->ctx, t->pd, rkey, raddr, total, KINET_ACCESS_REMOTE_READ,
+				    &ref)
+		    : 0;
 	if (why) {
 		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
@@ -288,13 +294,16 @@ int soft_resp_atomic(kinet_qp *t, uint8_t opcode, uint64_t raddr, uint32_t rkey,
 {
 	if (!accepting(t))
 		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_QP_NOT_READY);
+	uint32_t why = soft_qp_access_check(t, KINET_ACCESS_REMOTE_ATOMIC);
+	if (why)
+		return SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 	if (raddr & 7)
 		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_ALIGNMENT);
 	int rc = 0;
 	struct kinet_mr_ref ref;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	uint32_t why = soft_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref);
+	why = soft_mr_check(t->ctx, t->pd, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref);
 	if (why) {
 		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 		goto out;
@@ -378,13 +387,16 @@ int soft_resp_masked_atomic(kinet_qp *t, uint8_t opcode, uint32_t size, uint64_t
 		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_MALFORMED);
 	if (opcode != KN_OPCODE_ATOMIC_MASKED_CS && opcode != KN_OPCODE_ATOMIC_MASKED_FA)
 		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_MALFORMED);
+	uint32_t why = soft_qp_access_check(t, KINET_ACCESS_REMOTE_ATOMIC);
+	if (why)
+		return SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
 	if (raddr & (size - 1))
 		return SOFT_REASON(KN_SYND_REMOTE_INVAL_REQ_ERR, KINET_REASON_ALIGNMENT);
 	int rc = 0;
 	struct kinet_mr_ref ref;
 	if (!tgt_lock(t, held_ctx))
 		return SOFT_STALL;
-	uint32_t why = soft_mr_check(t->ctx, t->pd, rkey, raddr, size, KINET_ACCESS_REMOTE_ATOMIC,
+	why = soft_mr_check(t->ctx, t->pd, rkey, raddr, size, KINET_ACCESS_REMOTE_ATOMIC,
 				     &ref);
 	if (why) {
 		rc = (int)SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);

@@ -8,6 +8,8 @@
  *    revocation, access flags, bounds, in that order)?
  *  - kn_rule_keyview: the same against the key table's flat view, the copy
  *    of the table the GPU reads (struct kn_keyent, kept by keytab.c).
+ *  - kn_rule_qp_access: does the target QP allow a remote access (its
+ *    remote_access flags, ibv's qp_access_flags)?
  *  - kn_rule_decode: the format of a send WQE (ctrl, remote address,
  *    atomic operands, gather list), never trusting a byte; the protection
  *    checks of its local segments are the caller's, against its table.
@@ -280,6 +282,16 @@ KN_INLINE unsigned kn_rule_remote_access(uint8_t opcode)
 	default:
 		return 0;
 	}
+}
+
+/* Does a target QP whose kinet_qp_attr.remote_access is `qp_access` allow
+ * the remote access `need` (kn_rule_remote_access)? Without
+ * KINET_QP_ACCESS_SET the QP allows every access. 0, or
+ * KINET_REASON_QP_ACCESS. Checked before the region (rkey) is. */
+KN_INLINE uint32_t kn_rule_qp_access(uint32_t qp_access, unsigned need)
+{
+	unsigned granted = (qp_access & KINET_QP_ACCESS_SET) ? qp_access : KINET_ACCESS_ALL;
+	return (granted & need) == need ? 0 : KINET_REASON_QP_ACCESS;
 }
 
 /* ---- doorbells (docs/hardware.md, "Producer conventions") ---------------- */

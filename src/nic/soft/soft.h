@@ -122,6 +122,12 @@ static inline int soft_mr_check(kinet_ctx *ctx, const kinet_pd *pd, uint32_t key
 		why = KINET_REASON_REVOKED;
 	return why;
 }
+/* Does target QP t allow the remote access `need` (its remote_access flags,
+ * which kinet-verbs may change while the QP serves)? 0 or the reason. */
+static inline uint32_t soft_qp_access_check(const kinet_qp *t, unsigned need)
+{
+	return kn_rule_qp_access(__atomic_load_n(&t->attr.remote_access, __ATOMIC_RELAXED), need);
+}
 /* The QP of ctx with number qpn, or NULL. */
 kinet_qp *soft_qp_lookup(kinet_ctx *ctx, uint32_t qpn);
 

@@ -532,9 +532,9 @@ static int tgt_exec(struct kinet_wire *w, struct wire_qp *wq, struct rxbuf *rb)
 }
 
 /* Starts the rendezvous write of the entry at d (at most n bytes): checks
- * it as the responder would (state, rkey, bounds, remote write access)
- * under the key table the engine holds, and queues it; its reads are posted
- * by rd_issue. A request that fails a check is queued too, to be answered
+ * it as the responder would (state, the QP's remote write access, rkey,
+ * bounds, the region's access) under the key table the engine holds, and
+ * queues it; its reads are posted by rd_issue. A request that fails a check is queued too, to be answered
  * with its error in order. Returns the entry's size, 0 when it is
  * malformed (queued as an error: the rest of the message is not looked
  * at), or -1 (no memory: later). */
@@ -587,8 +587,10 @@ static int rts_start(struct kinet_wire *w, struct wire_qp *wq, uint8_t rnr, cons
 	}
 	if (!st) {
 		struct kinet_mr_ref ref;
-		uint32_t why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
-					     KINET_ACCESS_REMOTE_WRITE, &ref);
+		uint32_t why = soft_qp_access_check(t, KINET_ACCESS_REMOTE_WRITE);
+		if (!why)
+			why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr, p->total,
+					    KINET_ACCESS_REMOTE_WRITE, &ref);
 		if (why) {
 			st = SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why); /* hook: the failed check */
 		} else {
@@ -618,8 +620,10 @@ static bool recheck(struct kinet_wire *w, struct wire_qp *wq, struct tpend *p)
 		p->status = KN_SYND_TRANSPORT_RETRY_EXC_ERR;
 		return false;
 	}
-	uint32_t why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued,
-				     p->total - p->issued, KINET_ACCESS_REMOTE_WRITE, &ref);
+	uint32_t why = soft_qp_access_check(t, KINET_ACCESS_REMOTE_WRITE);
+	if (!why)
+		why = soft_mr_check(t->ctx, t->pd, p->rkey, p->raddr + p->issued,
+				    p->total - p->issued, KINET_ACCESS_REMOTE_WRITE, &ref);
 	if (why) {
 		p->status = SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why); /* hook: the failed check */
 		return false;
