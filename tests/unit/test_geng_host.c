@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "../util/testutil.h"
 
 #define DEPTH 256
@@ -202,6 +203,78 @@ Test(geng_host, counters_exact_while_held)
 		warm_up(&g, 1);
 	}
 	expect_no_more(&g);
+	gh_close(&g);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* RDMA read of len(t) bytes from dst + off(t) into src + off(t). */
+static uint64_t post_read(struct gh *g)
+{
+	uint8_t w[64];
+	uint64_t t = g->p.pi;
+	tu_wqe_write(w, (uint16_t)t, g->qpn, tu_addr(g->src.buf + w_off(t)), tu_lkey(&g->src),
+		     tu_addr(g->dst.buf + w_off(t)), tu_lkey(&g->dst), w_len(t), 1);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, (uint16_t)t, KN_OPCODE_RDMA_READ, 0, g->qpn,
+			KN_WQE_CTRL_CQ_UPDATE, 3, 0, 0);
+	return tu_post(&g->p, w, 1);
+}
+
+/* KINET_FAULT rules apply to a QP the GPU engine serves, added before or
+ * while it holds the QP: the WQEs a rule may match go to the CPU engine,
+ * which applies the rule exactly as when it serves the QP alone (after=2,
+ * count=1: the third read fails, injected), the others stay on the GPU
+ * engine. A delay rule holds a write and the WQEs behind it, in order. */
+Test(geng_host, fault_rules_apply_while_held)
+{
+	struct gh g;
+	gh_open(&g, 31);
+	warm_up(&g, 20);
+	/* a delay on the next write: it and the reads behind it complete late, in order */
+	cr_assert_eq(kinet_fault_add(g.p.ctx, "action=delay,op=write,us=3000,count=1"), 1);
+	uint64_t ns = mono_ns();
+	uint64_t t0 = post_write(&g, tu_lkey(&g.dst));
+	uint64_t t1 = post_write(&g, tu_lkey(&g.dst));
+	uint64_t t2 = post_read(&g);
+	expect_cqe(&g, t0, 0);
+	uint64_t took = mono_ns() - ns;
+	cr_assert_geq(took, 2900000ull, "the delayed write completed after %llu ns",
+		      (unsigned long long)took);
+	expect_cqe(&g, t1, 0);
+	expect_cqe(&g, t2, 0);
+	cr_assert(landed(&g, t0) && landed(&g, t1));
+	cr_assert(landed(&g, t2), "read %llu: data", (unsigned long long)t2);
+	/* the writes go back to the GPU engine once the rule is spent */
+	warm_up(&g, 1);
+	uint64_t gw = info(&g).gpu_wqes;
+	/* an error on the third read from now */
+	cr_assert_eq(kinet_fault_add(g.p.ctx, "action=error,op=read,after=2,count=1,synd=remote_op"),
+		     1);
+	uint64_t r[3], w[6];
+	for (int i = 0; i < 3; i++) {
+		/* one at a time: the QP goes back to the GPU engine between reads */
+		w[2 * i] = post_write(&g, tu_lkey(&g.dst));
+		expect_cqe(&g, w[2 * i], 0);
+		w[2 * i + 1] = post_write(&g, tu_lkey(&g.dst));
+		expect_cqe(&g, w[2 * i + 1], 0);
+		r[i] = post_read(&g);
+		expect_cqe(&g, r[i], i < 2 ? 0 : KN_SYND_REMOTE_OP_ERR);
+	}
+	expect_no_more(&g);
+	for (int i = 0; i < 6; i++)
+		cr_assert(landed(&g, w[i]), "write %d: data", i);
+	cr_assert(landed(&g, r[0]) && landed(&g, r[1]));
+	struct kinet_qp_counters qc;
+	cr_assert_eq(kinet_qp_counters(g.p.a, &qc), 0);
+	cr_assert_eq(qc.faults, 2, "faults %llu, 2 injected", (unsigned long long)qc.faults);
+	/* writes between the reads ran on the GPU engine */
+	cr_assert_gt(info(&g).gpu_wqes, gw, "gpu_wqes %llu: none since the rule",
+		     (unsigned long long)info(&g).gpu_wqes);
 	gh_close(&g);
 }
 

@@ -38,6 +38,8 @@ enum kn_geng_why {
 			    * immediate, masked atomics): the QP stays on the CPU */
 	KN_GWHY_HOST_MEM,  /* memory the GPU cannot reach (host memory not mapped into it) */
 	KN_GWHY_HOST_ATOMIC, /* an atomic on host memory: atomic with the CPU's only there */
+	KN_GWHY_FAULT,     /* an opcode a KINET_FAULT rule of the context may match: the CPU
+			    * engine executes the WQE (and the rule), then offers the QP again */
 	KN_GWHY__N
 };
 
@@ -48,6 +50,8 @@ struct kn_geng_slot {
 	uint32_t qpn, sq_cnt, cq_cnt, cq_ignore_overrun;
 	uint32_t keys_cap, peer_keys_cap;
 	uint32_t peer_access;   /* the peer's kinet_qp_attr.remote_access */
+	uint32_t fault_ops;     /* bit 1 << (opcode & 31): WQEs left to the CPU engine, where
+				 * a fault rule may match them (all bits: any opcode) */
 	/* the GPU's addresses */
 	uint64_t sq, dbrec, db0, db1, cq, cq_dbrec;
 	uint64_t keys, peer_keys; /* struct kn_keyent views */

@@ -227,6 +227,10 @@ KN_GX void kn_gx_plan(struct kn_gx_slot *g, struct kn_gx_warp *w, uint32_t avail
 		return;
 	if (kn_rule_decode(w->wqe, (uint16_t)g->s.sq_ci, g->s.qpn, d))
 		return; /* the CPU engine writes its error CQE */
+	if (g->s.fault_ops & (1u << (d->opcode & 31))) {
+		w->decision = KN_GWHY_FAULT; /* KINET_FAULT: the CPU engine's rules */
+		return;
+	}
 	switch (d->opcode) {
 	case KN_OPCODE_NOP:
 	case KN_OPCODE_RDMA_WRITE:

@@ -6,8 +6,9 @@
  * One kernel per process (one block, KINET_GPU_ENGINE_WARPS warps) serves
  * up to KN_GENG_SLOTS (256) QPs. A QP is eligible at connect time (RTR) when
  * KINET_GPU_ENGINE=on, the CUDA module is loaded, its peer is in this
- * process, its send CQ is its own, and neither fault injection nor the
- * trace is on; kinet_qp_ep_info says which engine serves it and why.
+ * process, its send CQ is its own, and the trace is off; kinet_qp_ep_info
+ * says which engine serves it and why. With KINET_FAULT rules, the WQEs
+ * they may match go back to the CPU engine one by one (fault_ops).
  *
  * The CPU engine serves every QP first. When an eligible QP has work, its
  * CPU engine launches the kernel (if it is not running) and, once the
@@ -109,6 +110,30 @@ const char *kinet_geng_unavailable(void)
 
 static void launch(void);
 
+/* The opcodes of qp's WQEs that a fault rule of its context may match
+ * (kinet_fault_match at a WQE): the GPU engine hands those back, so the
+ * CPU engine matches and applies the rules to every WQE they could take,
+ * in order, as if it served the QP alone. A rule added later stops the
+ * world (soft_fault_set), which asks the QP back; the next offer reads
+ * the new rules. */
+static uint32_t fault_ops(kinet_qp *qp)
+{
+	const struct kinet_fault_set *fs =
+		__atomic_load_n(&soft_ctx(qp->ctx)->faults, __ATOMIC_ACQUIRE);
+	uint32_t m = 0;
+	for (int i = 0; fs && i < fs->n; i++) {
+		const struct kinet_fault_rule *r = &fs->r[i];
+		if (r->action == KF_DROP || r->action == KF_CORRUPT || r->action == KF_DUP)
+			continue; /* at a received request: the wire's */
+		if (r->qpn && r->qpn != qp->qpn)
+			continue;
+		if (r->count && atomic_load(&((struct kinet_fault_rule *)r)->fired) >= r->count)
+			continue; /* spent */
+		m |= r->op < 0 ? ~0u : 1u << ((unsigned)r->op & 31);
+	}
+	return m;
+}
+
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 {
 	struct soft_qp *s = soft_qp(qp);
@@ -121,8 +146,6 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 		return refuse(s, "the peer is in another process (the wire stays on the CPU)");
 	if (qp->scq->sq_owner != qp || qp->scq == qp->rcq)
 		return refuse(s, "its send CQ is shared");
-	if (soft_ctx(qp->ctx)->faults || soft_ctx(peer->ctx)->faults)
-		return refuse(s, "fault injection is on (KINET_FAULT)");
 	if (kinet_trace_on)
 		return refuse(s, "the trace is on (KINET_TRACE)");
 	if (qp->db_mode == KN_DB_CPU_PROXY)
@@ -370,6 +393,7 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	sl->pd = (uint64_t)(uintptr_t)qp->pd;
 	sl->peer_pd = (uint64_t)(uintptr_t)peer->pd;
 	sl->peer_access = __atomic_load_n(&peer->attr.remote_access, __ATOMIC_RELAXED);
+	sl->fault_ops = fault_ops(qp);
 	sl->sq_ci = s->sq_ci;
 	sl->cq_pi = soft_cq(qp->scq)->pi;
 	sl->last_ctrl = last_ctrl;
@@ -483,14 +507,16 @@ void kinet_geng_release(kinet_qp *qp)
 		backs += s->geng_backs[k];
 	if (s->geng_wqes || backs)
 		KLOG_INFO("qp 0x%x: the GPU engine executed %llu WQEs; given back: %llu asked, %llu "
-			  "idle, %llu error, %llu opcode, %llu host memory, %llu host atomic",
+			  "idle, %llu error, %llu opcode, %llu host memory, %llu host atomic, "
+			  "%llu fault rule",
 			  qp->qpn, (unsigned long long)s->geng_wqes,
 			  (unsigned long long)s->geng_backs[KN_GWHY_ASKED],
 			  (unsigned long long)s->geng_backs[KN_GWHY_IDLE],
 			  (unsigned long long)s->geng_backs[KN_GWHY_ERROR],
 			  (unsigned long long)s->geng_backs[KN_GWHY_OP],
 			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_MEM],
-			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_ATOMIC]);
+			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_ATOMIC],
+			  (unsigned long long)s->geng_backs[KN_GWHY_FAULT]);
 	G.qp[i] = NULL;
 	s->gslot1 = 0;
 	bool any = false;
