@@ -70,7 +70,10 @@ BUILD=$(cd "$BUILD" && pwd)
 MPI_CFLAGS=() MPI_LDFLAGS=() MPI_DEF=()
 if command -v mpicc >/dev/null 2>&1; then
   read -ra MPI_CFLAGS <<<"$(mpicc --showme:compile 2>/dev/null)"
-  for f in $(mpicc --showme:link 2>/dev/null); do
+  # C++'s link line: with Open MPI's C++ bindings, which mpi.h brings into
+  # C++ files (NVSHMEM links its programs with MPI::MPI_CXX)
+  mpi_link=$(mpicxx --showme:link 2>/dev/null || mpicc --showme:link 2>/dev/null)
+  for f in $mpi_link; do
     case $f in
       -Wl,*) IFS=, read -ra parts <<<"${f#-Wl,}"; for p in "${parts[@]}"; do MPI_LDFLAGS+=(-Xlinker "$p"); done ;;
       -pthread) MPI_LDFLAGS+=(-Xcompiler -pthread) ;;
