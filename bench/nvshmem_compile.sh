@@ -158,8 +158,9 @@ why_skipped() { # kind name
       echo "not built by NVSHMEM's own perftest CMake: it does not compile against NVSHMEM 3.4.5 either (MAX_ELEMS undefined, rdxn_calling_kernel called with an argument too many)"
       return ;;
     shmem-based-init)
-      [ "$LINK" = 1 ] && [ -z "$(mpicc --showme:link 2>/dev/null)" ] &&
-        { echo "needs OpenSHMEM (Open MPI's liboshmem)"; return; } ;;
+      local d have=
+      for d in "${MPI_CFLAGS[@]}"; do [ -f "${d#-I}/shmem.h" ] && have=1; done
+      [ -n "$have" ] || { echo "needs OpenSHMEM (Open MPI's shmem.h and liboshmem)"; return; } ;;
   esac
   case $1 in
     examples/gemm_allreduce)
