@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <kinet/shmem.h>
 #include <kinet/shmem_device.h>
+#include <kinet/nvshmem/device_host/nvshmem_tensor.h> /* the tile API (refused) */
 
 #define MAXPE 8
 
@@ -719,6 +720,80 @@ Test(gpu_shmem, collectives_2_and_4_pes_ipc_and_wire)
 	run_job(2, 0, coll_pe);
 	run_job(4, 1, coll_pe);
 	run_job(4, 0, coll_pe);
+}
+
+/* ---- the tile API: tensors real, tile collectives refused ---------------------------------- */
+
+#define TILE_N 4096 /* floats: a 4 x 1024 tile */
+
+/* One CTA of 64 threads calls a tile allreduce (block scope), a tile
+ * allgather (warp 0) and a collective wait (thread 0); rc[0..2] their
+ * results (every caller's, ORed: all -1), rc[3..4] the tensor's shape read
+ * back through get<>. */
+static __global__ void tile_kernel(float *src, float *dst, int *rc)
+{
+	auto shp = nvshmemx::make_shape<ConstInt<4>, int>(ConstInt<4>{}, TILE_N / 4);
+	auto str = nvshmemx::make_stride<ConstInt<1>, int>(ConstInt<1>{}, get<0>(shp));
+	auto lay = nvshmemx::make_layout(shp, str);
+	auto s = nvshmemx::Tensor<float, decltype(lay)>(src, lay);
+	auto d = nvshmemx::Tensor<float, decltype(lay)>(dst, lay);
+	struct none {};
+	int a = nvshmemx::tile_sum_allreduce_block<decltype(s), decltype(d), none,
+						   nvshmemx::NVLS_TWO_SHOT_PUSH_NBI>(
+		NVSHMEM_TEAM_WORLD, s, d, {}, {}, 0, 0);
+	atomicOr(&rc[0], a);
+	if (threadIdx.x < 32) {
+		int b = nvshmemx::tile_allgather_warp<decltype(s), decltype(d), none,
+						      nvshmemx::NVLS_ONE_SHOT_PUSH_NBI>(
+			NVSHMEM_TEAM_WORLD, s, d, {}, {}, 0);
+		atomicOr(&rc[1], b);
+	}
+	if (threadIdx.x == 0) {
+		rc[2] = nvshmemx::tile_collective_wait<nvshmemx::NVLS_ONE_SHOT_PUSH_NBI>(
+			NVSHMEM_TEAM_WORLD, 0);
+		rc[3] = get<0>(d.shape()) * 10000 + get<1>(d.shape());
+		rc[4] = get<0>(d.stride()) * 10000 + get<1>(d.stride());
+	}
+}
+
+static int tile_pe(int me, int n)
+{
+	(void)n;
+	size_t len = TILE_N * sizeof(float);
+	float *src = (float *)kinet_shmem_malloc(len), *dst = (float *)kinet_shmem_malloc(len);
+	int *rc = NULL;
+	uint8_t *h = (uint8_t *)malloc(2 * len), *w = (uint8_t *)malloc(2 * len);
+	PK(src && dst && h && w, "malloc");
+	PCU(cudaMalloc(&rc, 5 * sizeof(int)));
+	PCU(cudaMemset(rc, 0, 5 * sizeof(int)));
+	tu_fill_random(h, 2 * len, seed_of(me, 70));
+	PCU(cudaMemcpy(src, h, len, cudaMemcpyHostToDevice));
+	PCU(cudaMemcpy(dst, h + len, len, cudaMemcpyHostToDevice));
+	PK(kinet_shmem_error(1) == 0, "no error before");
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	tile_kernel<<<1, 64>>>(src, dst, rc);
+	PCU(cudaDeviceSynchronize());
+	int r[5];
+	PCU(cudaMemcpy(r, rc, sizeof(r), cudaMemcpyDeviceToHost));
+	PK(r[0] == -1 && r[1] == -1 && r[2] == -1, "refused: %d %d %d", r[0], r[1], r[2]);
+	PK(r[3] == 4 * 10000 + TILE_N / 4 && r[4] == 1 * 10000 + 4, "the layout: %d %d", r[3], r[4]);
+	PK(kinet_shmem_error(1) == -ENOTSUP, "-ENOTSUP kept");
+	/* nothing written: both tensors as they were, byte for byte */
+	PCU(cudaMemcpy(w, src, len, cudaMemcpyDeviceToHost));
+	PCU(cudaMemcpy(w + len, dst, len, cudaMemcpyDeviceToHost));
+	PK(!memcmp(w, h, 2 * len), "the tensors were touched");
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	PCU(cudaFree(rc));
+	free(w);
+	free(h);
+	kinet_shmem_free(dst);
+	kinet_shmem_free(src);
+	return 0;
+}
+
+Test(gpu_shmem, tile_collectives_refused)
+{
+	run_job(2, 1, tile_pe);
 }
 
 /* ---- the examples' CUDA builds ------------------------------------------------------------- */

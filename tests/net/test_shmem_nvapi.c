@@ -524,3 +524,72 @@ Test(shmem_nvapi, init_with_a_damaged_id_or_the_wrong_rank_0_refused)
 	uid_job(2, UID_DAMAGED, 1);
 	uid_job(2, UID_NOT_MAKER, 1);
 }
+
+/* ---- the message macros of NVSHMEM's headers -------------------------------------------- */
+
+/* NVSHMEM's perftest (utils.cu) prints its errors with NVSHMEMI_ERROR_PRINT,
+ * which NVSHMEM's public headers define; the _JMP forms set a status and
+ * jump on their condition. Each is checked for what it writes and where it
+ * goes, on conditions that hold and that do not. */
+static int jmp_case(int which, int v, void *p)
+{
+	int status = 0;
+	switch (which) {
+	case 0: NVSHMEMI_NZ_ERROR_JMP(v, 11, out, "nz %d", v); break;
+	case 1: NVSHMEMI_NULL_ERROR_JMP(p, status, 12, out, "null %d", v); break;
+	case 2: NVSHMEMI_EQ_ERROR_JMP(v, 5, 13, out, "eq %d", v); break;
+	case 3: NVSHMEMI_NE_ERROR_JMP(v, 5, 14, out, "ne %d", v); break;
+	default: NVSHMEMI_ERROR_JMP(status, 15, out, "always %d", v); break;
+	}
+	return -1; /* no jump taken */
+out:
+	return which == 0 || which == 2 || which == 3 ? v : status;
+}
+
+Test(shmem_nvapi, nvshmem_message_macros)
+{
+	char buf[4096];
+	FILE *f = tmpfile();
+	cr_assert(f);
+	int saved = dup(2);
+	cr_assert(saved >= 0);
+	fflush(stderr);
+	cr_assert(dup2(fileno(f), 2) == 2);
+	uint32_t r;
+	tu_fill_random(&r, sizeof(r), (uint64_t)time(NULL));
+	NVSHMEMI_ERROR_PRINT("Retrieve %s failed (%u)", "nvmlInit", r);
+	int a = jmp_case(0, 0, NULL), b = jmp_case(0, 7, NULL);
+	int c = jmp_case(1, 1, &r), d = jmp_case(1, 1, NULL);
+	int e = jmp_case(2, 4, NULL), g = jmp_case(2, 5, NULL);
+	int h = jmp_case(3, 5, NULL), i = jmp_case(3, 6, NULL);
+	int j = jmp_case(4, 0, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	cr_assert(fseek(f, 0, SEEK_SET) == 0);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+
+	/* the print: "file:function:line: message\n" */
+	char want[256];
+	cr_expect(strstr(buf, "test_shmem_nvapi.c:") != NULL, "%s", buf);
+	cr_expect(strstr(buf, "nvshmem_message_macros") != NULL, "the function: %s", buf);
+	snprintf(want, sizeof(want), ": Retrieve nvmlInit failed (%u)\n", r);
+	cr_expect(strstr(buf, want) != NULL, "%s", buf);
+	/* the jumps: taken exactly where their condition holds, status set */
+	cr_expect_eq(a, -1);
+	cr_expect_eq(b, 11, "NZ on 7 sets the status to 11: %d", b);
+	cr_expect_eq(c, -1);
+	cr_expect_eq(d, 12);
+	cr_expect_eq(e, -1);
+	cr_expect_eq(g, 13);
+	cr_expect_eq(h, -1);
+	cr_expect_eq(i, 14);
+	cr_expect_eq(j, 15);
+	/* and each taken jump said so on stderr, with its message; the others did not */
+	cr_expect(strstr(buf, "nz 7\n") && strstr(buf, "null 1\n") && strstr(buf, "eq 5\n") &&
+			  strstr(buf, "ne 6\n") && strstr(buf, "always 0\n"),
+		  "%s", buf);
+	cr_expect(!strstr(buf, "nz 0") && !strstr(buf, "eq 4") && !strstr(buf, "ne 5"), "%s", buf);
+}

@@ -22,9 +22,11 @@
 #ifndef KINET_NVSHMEM_H
 #define KINET_NVSHMEM_H
 
+#include <assert.h> /* NVSHMEM's headers bring assert; its examples rely on it */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 /* The CUDA names around the calls (cudaStream_t, dim3, cudaMalloc, ...):
@@ -167,7 +169,54 @@ typedef struct {
 #define NVSHMEMX_ERROR_INVALID_VALUE 1
 #define NVSHMEMX_ERROR_OUT_OF_MEMORY 2
 #define NVSHMEMX_ERROR_NOT_SUPPORTED 3
+#define NVSHMEMX_ERROR_SYMMETRY 4
+#define NVSHMEMX_ERROR_GPU_NOT_SELECTED 5
+#define NVSHMEMX_ERROR_COLLECTIVE_LAUNCH_FAILED 6
 #define NVSHMEMX_ERROR_INTERNAL 7
+
+/* The message macros NVSHMEM's public headers carry and its perftest
+ * programs use: a line on stderr naming the place (file, function, line),
+ * or on stdout for a warning; _EXIT ends the process. The _JMP forms set
+ * the status and jump to a label on the condition their name says. */
+#define KNX_NV_MSG_AT(stream, ...)                                                       \
+	do {                                                                             \
+		fprintf(stream, "%s:%s:%d: ", __FILE__, __func__, __LINE__);             \
+		fprintf(stream, __VA_ARGS__);                                            \
+		fputc('\n', stream);                                                     \
+	} while (0)
+#define NVSHMEMI_ERROR_PRINT(...) KNX_NV_MSG_AT(stderr, __VA_ARGS__)
+#define NVSHMEMI_ERROR_EXIT(...)                                                         \
+	do {                                                                             \
+		KNX_NV_MSG_AT(stderr, __VA_ARGS__);                                      \
+		exit(-1);                                                                \
+	} while (0)
+#define NVSHMEMI_WARN_PRINT(...)                                                         \
+	do {                                                                             \
+		fputs("WARN: ", stdout);                                                 \
+		fprintf(stdout, __VA_ARGS__);                                            \
+		fputc('\n', stdout);                                                     \
+	} while (0)
+#define KNX_NV_JMP_IF(cond, what, status, err, label, ...)                               \
+	do {                                                                             \
+		if (cond) {                                                              \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, what);        \
+			fprintf(stderr, __VA_ARGS__);                                    \
+			fputc('\n', stderr);                                             \
+			status = err;                                                    \
+			goto label;                                                      \
+		}                                                                        \
+	} while (0)
+#define NVSHMEMI_ERROR_JMP(status, err, label, ...)                                      \
+	KNX_NV_JMP_IF(1, "error", status, err, label, __VA_ARGS__)
+#define NVSHMEMI_NULL_ERROR_JMP(var, status, err, label, ...)                            \
+	KNX_NV_JMP_IF((var) == NULL, "NULL value", status, err, label, __VA_ARGS__)
+#define NVSHMEMI_EQ_ERROR_JMP(status, expected, err, label, ...)                         \
+	KNX_NV_JMP_IF((status) == (expected), "error status", status, err, label, __VA_ARGS__)
+#define NVSHMEMI_NE_ERROR_JMP(status, expected, err, label, ...)                         \
+	KNX_NV_JMP_IF((status) != (expected), "unexpected status", status, err, label,   \
+		      __VA_ARGS__)
+#define NVSHMEMI_NZ_ERROR_JMP(status, err, label, ...)                                   \
+	KNX_NV_JMP_IF((status) != 0, "non-zero status", status, err, label, __VA_ARGS__)
 
 #define NVSHMEM_STATUS_NOT_INITIALIZED 0
 #define NVSHMEM_STATUS_IS_INITIALIZED 2
