@@ -19,7 +19,8 @@
 #                 none: skipped (exit 77)
 #   NVML_INC      a folder with nvml.h (perftest's utils.h includes it; NVML
 #                 itself is loaded at run time); default: searched in CUDA's
-#                 include folders; none: skipped (exit 77)
+#                 include folders and the Python nvidia-* packages'; none:
+#                 skipped (exit 77)
 #   CUTLASS_HOME  CUTLASS's sources: without them the CUTLASS example
 #                 (examples/gemm_allreduce) is listed as skipped
 #   LINK=0        compile only (no link; BUILD_DIR's libraries not needed)
@@ -30,32 +31,14 @@
 # Exit status: 0 when every program asked for builds (skipped ones aside),
 # 1 when one does not, 77 when the tools or sources are missing.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-ROOT=$PWD
+# the source root, NVSHMEM_SRC, NVCC, NVML_INC, ARCH, skip, nvshmem_programs
+NVSHMEM_ENV_EXAMPLES=1
+# shellcheck source=bench/nvshmem_env.sh
+. "$(dirname "$0")/nvshmem_env.sh"
 BUILD=${1:-build}
 [ $# -gt 0 ] && shift
 WANT=("$@")
 
-skip() {
-  echo "bench/nvshmem_compile.sh: skipped: $*" >&2
-  exit 77
-}
-
-SRC=${NVSHMEM_SRC:-}
-[ -n "$SRC" ] && [ -f "$SRC/perftest/common/utils.cu" ] && [ -d "$SRC/examples" ] ||
-  skip "NVSHMEM's sources not found (set NVSHMEM_SRC to a checkout of github.com/NVIDIA/nvshmem at tag v3.4.5-0)"
-SRC=$(cd "$SRC" && pwd)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[ -x "$NVCC" ] || skip "nvcc not found (set NVCC)"
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$NVCC")")")}
-NVML_INC=${NVML_INC:-}
-if [ -z "$NVML_INC" ]; then
-  for d in "$CUDA_HOME/include" "$CUDA_HOME"/targets/*/include /usr/include /usr/local/cuda/include; do
-    [ -f "$d/nvml.h" ] && { NVML_INC=$d; break; }
-  done
-fi
-[ -n "$NVML_INC" ] && [ -f "$NVML_INC/nvml.h" ] ||
-  skip "nvml.h not found (CUDA's cuda-nvml-dev, or NVML_INC), which NVSHMEM's perftest includes"
 LINK=${LINK:-1}
 if [ "$LINK" = 1 ]; then
   [ -f "$BUILD/src/libkinet_shmem.so" ] && [ -f "$BUILD/src/libkinet_cuda.so" ] ||
@@ -85,31 +68,12 @@ fi
 
 OUT=${OUT:-$(mktemp -d /tmp/kinet-nvshmem-compile.XXXXXX)}
 mkdir -p "$OUT/obj" "$OUT/bin" "$OUT/logs"
-ARCH=${ARCH:-sm_90}
-PT=$SRC/perftest
-EX=$SRC/examples
 KINC=(-I"$ROOT/include/kinet/nvshmem" -I"$ROOT/include" -I"$BUILD/gen")
 COMMON=(-std=c++17 -O2 -arch="$ARCH" "${MPI_DEF[@]}" "${MPI_CFLAGS[@]}" "${KINC[@]}")
 LIBS=(-L"$BUILD/src" -lkinet_shmem -lkinet_cuda -lkinet -lcuda "${MPI_LDFLAGS[@]}"
   -Xlinker -rpath,"$BUILD/src")
 
-# every program: "kind name source"
-list_programs() {
-  local f
-  for f in "$PT"/device/*/*.cu; do echo "perftest/device/$(basename "$(dirname "$f")") $(basename "${f%.*}") $f"; done
-  for f in "$PT"/host/*/*.cu "$PT"/host/*/*.cpp; do
-    [ -e "$f" ] && echo "perftest/host/$(basename "$(dirname "$f")") $(basename "${f%.*}") $f"
-  done
-  for f in "$EX"/*.cu "$EX"/*.cpp "$EX"/*/*.cu; do
-    [ -e "$f" ] || continue
-    local d
-    d=$(dirname "${f#"$EX"/}")
-    [ "$d" = . ] && d= || d=/$d
-    echo "examples$d $(basename "${f%.*}") $f"
-  done
-}
-
-mapfile -t ALL < <(list_programs | sort)
+mapfile -t ALL < <(nvshmem_programs)
 PROGS=()
 if [ ${#WANT[@]} -gt 0 ]; then
   for w in "${WANT[@]}"; do

@@ -9,8 +9,10 @@
 #
 # usage: bench/nvshmem_perftest.sh [BUILD_DIR] [PROGRAM...]
 #   BUILD_DIR     kinet built with CUDA (default: build)
-#   PROGRAM       perftest programs by name (default: the latency and
-#                 bandwidth set of the "GPU memory at GPU speed" targets)
+#   PROGRAM       perftest programs by name, device or host (.cu or .cpp,
+#                 found as bench/nvshmem_compile.sh finds them; default: the
+#                 latency and bandwidth set of the "GPU memory at GPU speed"
+#                 targets)
 # environment:
 #   NVSHMEM_SRC   NVSHMEM's sources (a checkout or export of its public
 #                 repository, tag v3.4.5-0 for NVSHMEM 3.4.5: perftest/
@@ -18,6 +20,8 @@
 #   NVSHMEM_HOME  NVSHMEM's installation (include/, lib/ with
 #                 libnvshmem_host.so.3, libnvshmem_device.a and the bootstrap
 #                 plugins); default: the Python package nvidia-nvshmem-cu13
+#   NVCC, NVML_INC, ARCH  nvcc, a folder with nvml.h and the GPU architecture,
+#                 found as bench/nvshmem_compile.sh finds them (its usage)
 #   OUT           where builds, logs and the table go (default: a temporary
 #                 folder); the table is also printed
 #   ITERS         perftest's -n (default: what each program defaults to)
@@ -25,11 +29,18 @@
 #                 stopped at the end, when there is one GPU)
 #   RUN_TIMEOUT   seconds one program may run on one side (default 120)
 #   JOBS          builds side by side (default: the number of CPUs)
+#   IBGDA=0       skip the third run: NVSHMEM itself (the same binaries) over
+#                 its IBGDA transport on kinet-verbs, through kinet-run (P2P
+#                 off so the NIC path is used; the settings docs/stacks.md
+#                 gives), reported in a second table against NVSHMEM's P2P
+#   IBGDA_HANDLERS  NVSHMEM_IBGDA_NIC_HANDLER values to run (default
+#                 "cpu_host_memory gpu": the CPU-assisted mode, then the GPU's)
 # A program that does not build against one side, or fails, is reported as
 # such in the table, with its log; the run goes on.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-ROOT=$PWD
+# the source root, NVSHMEM_SRC, NVCC, NVML_INC, ARCH, skip, nvshmem_program_src
+# shellcheck source=bench/nvshmem_env.sh
+. "$(dirname "$0")/nvshmem_env.sh"
 BUILD=${1:-build}
 [ $# -gt 0 ] && shift
 PROGS=("$@")
@@ -37,34 +48,15 @@ PROGS=("$@")
   shmem_g_latency shmem_atomic_latency shmem_put_signal_ping_pong_latency
   shmem_put_ping_pong_latency shmem_atomic_ping_pong_latency shmem_st_bw shmem_put_bw)
 
-skip() {
-  echo "bench/nvshmem_perftest.sh: skipped: $*" >&2
-  exit 77
-}
-
-SRC=${NVSHMEM_SRC:-}
-[ -n "$SRC" ] && [ -f "$SRC/perftest/common/utils.cu" ] ||
-  skip "NVSHMEM's sources not found (set NVSHMEM_SRC to a checkout of github.com/NVIDIA/nvshmem at tag v3.4.5-0)"
 NVH=${NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null ||
   python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)}
 [ -n "$NVH" ] && [ -d "$NVH/include" ] || skip "NVSHMEM not installed (pip package nvidia-nvshmem-cu13, or NVSHMEM_HOME)"
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[ -x "$NVCC" ] || skip "nvcc not found"
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$NVCC")")")}
 command -v mpirun >/dev/null || skip "mpirun not found"
 nvidia-smi -L >/dev/null 2>&1 || skip "no usable GPU"
 [ -f "$BUILD/src/libkinet_shmem.so" ] && [ -f "$BUILD/src/libkinet_cuda.so" ] ||
   { echo "bench/nvshmem_perftest.sh: $BUILD/src/libkinet_shmem.so (built with CUDA) not found" >&2; exit 1; }
 BUILD=$(cd "$BUILD" && pwd)
 
-# perftest's utils.h includes nvml.h (NVML is loaded with dlopen: only the
-# header is needed); CUDA's include folder has it where cuda-nvml-dev is in
-NVML_INC=
-for d in "$CUDA_HOME/include" "$CUDA_HOME"/targets/*/include /usr/include /usr/local/cuda/include \
-  $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "include") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null); do
-  [ -f "$d/nvml.h" ] && { NVML_INC=$d; break; }
-done
-[ -n "$NVML_INC" ] || skip "nvml.h not found (CUDA's cuda-nvml-dev), which NVSHMEM's perftest includes"
 MPI_INC=$(mpicc --showme:compile 2>/dev/null || true)
 NVLIB=$NVH/lib
 NVHOST=$(ls "$NVLIB"/libnvshmem_host.so* 2>/dev/null | head -1)
@@ -73,9 +65,6 @@ MPI_PLUGIN=$(ls "$NVLIB"/nvshmem_bootstrap_mpi.so* 2>/dev/null | head -1)
 
 OUT=${OUT:-$(mktemp -d /tmp/kinet-nvshmem-perftest.XXXXXX)}
 mkdir -p "$OUT/nvshmem" "$OUT/kinet" "$OUT/logs"
-PT=$SRC/perftest
-find_src() { find "$PT/device" "$PT/host" -name "$1.cu" 2>/dev/null | head -1; }
-ARCH=${ARCH:-sm_90}
 read -ra MPI_INC_A <<<"$MPI_INC"
 COMMON=(-std=c++17 -O2 -arch="$ARCH" -DNVSHMEMTEST_MPI_SUPPORT "${MPI_INC_A[@]}" -I"$NVML_INC" -I"$PT/common")
 
@@ -106,10 +95,27 @@ run_one() { # side prog
     env+=(-x NVSHMEM_BOOTSTRAP=MPI)
     [ -n "$MPI_PLUGIN" ] && env+=(-x NVSHMEM_BOOTSTRAP_MPI_PLUGIN="$MPI_PLUGIN")
   else
-    env+=(-x KINET_BOOT_MODE=mpi -x KINET_SHMEM_EXEC=cuda)
+    # GPU heaps are reached by the software NIC through copies, which must be
+    # allowed (docs/shmem.md); without it kinet-shmem's init refuses the heap
+    env+=(-x KINET_BOOT_MODE=mpi -x KINET_SHMEM_EXEC=cuda -x KINET_ALLOW_HOST_STAGING=1)
   fi
   timeout "${RUN_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
     "$OUT/$side/$prog" "${args[@]}" >"$log" 2>&1
+}
+
+# NVSHMEM's own binary over its IBGDA transport on kinet-verbs (kinet-run),
+# with the NIC handler h: the settings that go furthest (docs/stacks.md)
+run_ibgda() { # prog handler
+  local prog=$1 h=$2 log="$OUT/logs/run-ibgda-$2-$1.log" args=()
+  [ -n "${ITERS:-}" ] && args+=(-n "$ITERS")
+  local env=(-x NVSHMEM_MACHINE_READABLE_OUTPUT=1 -x OMPI_MCA_btl_vader_single_copy_mechanism=none
+    -x NVSHMEM_BOOTSTRAP=MPI -x NVSHMEM_REMOTE_TRANSPORT=ibgda -x NVSHMEM_IB_ENABLE_IBGDA=1
+    -x NVSHMEM_DISABLE_P2P=1 -x NVSHMEM_HCA_PREFIX=kinet -x NVSHMEM_IB_GID_INDEX=3
+    -x NVSHMEM_IBGDA_NIC_HANDLER="$h" -x NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE=hostmem
+    -x KINET_ALLOW_HOST_STAGING=1)
+  [ -n "$MPI_PLUGIN" ] && env+=(-x NVSHMEM_BOOTSTRAP_MPI_PLUGIN="$MPI_PLUGIN")
+  timeout "${RUN_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
+    "$BUILD/tools/run/kinet-run" "$OUT/nvshmem/$prog" "${args[@]}" >"$log" 2>&1
 }
 
 # "job___subjob___size__N___var value unit" lines of one log, first PE's
@@ -122,7 +128,7 @@ perf_lines() {
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "- NVSHMEM: $NVH; sources: $SRC ($(cat "$SRC/.git_tag" 2>/dev/null || git -C "$SRC" describe --tags 2>/dev/null || echo 'tag not recorded'))"
-  echo "- 2 PEs, one GPU$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo ', CUDA MPS'), mpirun; kinet: KINET_BOOT_MODE=mpi"
+  echo "- 2 PEs, one GPU$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo ', CUDA MPS'), mpirun; kinet: KINET_BOOT_MODE=mpi, KINET_ALLOW_HOST_STAGING=1"
   echo
   echo "| program | test, size | NVSHMEM | kinet | kinet / NVSHMEM |"
   echo "| --- | --- | ---: | ---: | ---: |"
@@ -131,7 +137,7 @@ perf_lines() {
 # every build first, side by side (nvcc is slow; the runs are not)
 JOBS=${JOBS:-$(nproc)}
 for prog in "${PROGS[@]}"; do
-  src=$(find_src "$prog")
+  src=$(nvshmem_program_src "$prog")
   [ -n "$src" ] || continue
   for side in nvshmem kinet; do
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
@@ -141,7 +147,7 @@ done
 wait
 
 for prog in "${PROGS[@]}"; do
-  src=$(find_src "$prog")
+  src=$(nvshmem_program_src "$prog")
   if [ -z "$src" ]; then
     echo "| $prog | not in NVSHMEM's perftest | | | |" | tee -a "$OUT/table.md"
     continue
@@ -165,3 +171,39 @@ for prog in "${PROGS[@]}"; do
 done
 echo
 echo "Latencies: a ratio above 1 is kinet slower; bandwidths: below 1 is kinet slower. Logs: $OUT/logs"
+
+[ "${IBGDA:-1}" = 1 ] || exit 0
+echo
+if [ ! -x "$BUILD/tools/run/kinet-run" ]; then
+  echo "NVSHMEM over IBGDA on kinet-verbs: not run ($BUILD/tools/run/kinet-run not found)" |
+    tee -a "$OUT/table.md"
+  exit 0
+fi
+{
+  echo "### NVSHMEM over its IBGDA transport on kinet-verbs, against NVSHMEM's P2P"
+  echo
+  echo "- the NVSHMEM binaries above, through kinet-run: NVSHMEM_REMOTE_TRANSPORT=ibgda, NVSHMEM_DISABLE_P2P=1, NVSHMEM_HCA_PREFIX=kinet, NVSHMEM_IB_GID_INDEX=3, NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE=hostmem, KINET_ALLOW_HOST_STAGING=1; the NIC handler per row"
+  echo
+  echo "| program | handler | test, size | NVSHMEM P2P | IBGDA on kinet-verbs | IBGDA / P2P |"
+  echo "| --- | --- | --- | ---: | ---: | ---: |"
+} | tee -a "$OUT/table.md"
+for prog in "${PROGS[@]}"; do
+  [ -n "$(nvshmem_program_src "$prog")" ] || continue
+  [ -e "$OUT/logs/build-nvshmem-$prog.failed" ] && continue
+  for h in ${IBGDA_HANDLERS:-cpu_host_memory gpu}; do
+    if ! run_ibgda "$prog" "$h"; then
+      # the first line NVSHMEM or kinet printed as an error, if any
+      why=$(grep -m1 -iE 'error|fail|skipping|abort' "$OUT/logs/run-ibgda-$h-$prog.log" |
+        tr '|' '/' | cut -c1-140)
+      echo "| $prog | $h | failed: ${why:-see the log} | | | |" | tee -a "$OUT/table.md"
+      continue
+    fi
+    join <(perf_lines "$OUT/logs/run-nvshmem-$prog.log" | sort) \
+         <(perf_lines "$OUT/logs/run-ibgda-$h-$prog.log" | sort) |
+      awk -v p="$prog" -v h="$h" '{
+        k = $1; sub(/^[^_]*___/, "", k); gsub(/___/, " ", k); gsub(/__/, " ", k)
+        r = ($2 > 0) ? sprintf("%.2fx", $3 / $2) : "-"
+        printf("| %s | %s | %s | %s | %s | %s |\n", p, h, k, $2, $3, r)
+      }' | tee -a "$OUT/table.md"
+  done
+done

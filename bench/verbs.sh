@@ -10,7 +10,7 @@
 # executor). The ratio says what rdma-core's API costs on top.
 #
 # usage: bench/verbs.sh [BUILD_DIR] [TEST...]    (default: build; every test)
-#   TEST: write_bw write_lat read_bw read_lat send_bw atomic_bw atomic_lat
+#   TEST: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat
 # environment: SIZE (bandwidth tests, default 65536), ITERS (default 2000)
 # Prints markdown. Skipped (77) when perftest is not installed.
 set -uo pipefail
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.." || exit 1
 BUILD=${1:-build}
 [ $# -gt 0 ] && shift
 TESTS=("$@")
-[ ${#TESTS[@]} -gt 0 ] || TESTS=(write_bw write_lat read_bw read_lat send_bw atomic_bw atomic_lat)
+[ ${#TESTS[@]} -gt 0 ] || TESTS=(write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat)
 command -v ib_write_bw >/dev/null || { echo "bench/verbs.sh: perftest not installed: skipped" >&2; exit 77; }
 KRUN=$BUILD/tools/run/kinet-run
 KPERF=$BUILD/tools/perf/kinet-perf
@@ -37,11 +37,11 @@ figure() { # file test
   esac
 }
 
-args_of() { # test -> perftest's size option
+args_of() { # test -> perftest's size option (kinet-perf takes the same)
   case $1 in
   atomic_*) echo "" ;;
   *_bw) echo "-s $SIZE" ;;
-  *) echo "-s 8" ;;
+  *) echo "-s 8" ;; # write_lat, read_lat, send_lat
   esac
 }
 

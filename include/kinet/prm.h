@@ -51,9 +51,15 @@ enum kn_wqe_opcode {
 	KN_OPCODE_ATOMIC_CS = 0x11,
 	KN_OPCODE_ATOMIC_FA = 0x12,
 	KN_OPCODE_TSO = 0x0e,  /* Ethernet large send (refused by kinet's NICs) */
-	KN_OPCODE_WAIT = 0x0f, /* Ethernet SQ: hold the queue until a condition */
+	KN_OPCODE_WAIT = 0x0f, /* hold the queue until a condition: a CQ's index (RC,
+				* opmod 0) or the clock (Ethernet SQ, KN_OPMOD_WAIT_TIME) */
 	KN_OPCODE_ATOMIC_MASKED_CS = 0x14, /* extended atomics: opmod KN_OPMOD_EXT_ATOMIC_* */
 	KN_OPCODE_ATOMIC_MASKED_FA = 0x15,
+	/* reads the local buffers of its data segments and discards them: a
+	 * producer's way to order a NIC's earlier writes into GPU memory
+	 * before it reads them (IBGDA's read consistency); the software NIC
+	 * checks the segments' keys and completes it as a NOP */
+	KN_OPCODE_DUMP = 0x23,
 };
 
 /* ---- extended (masked) atomics ------------------------------------------

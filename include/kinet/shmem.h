@@ -178,6 +178,29 @@ int kinet_shmem_team_my_pe(kinet_shmem_team team);
 int kinet_shmem_team_n_pes(kinet_shmem_team team);
 int kinet_shmem_team_translate_pe(kinet_shmem_team src, int pe, kinet_shmem_team dst);
 
+/* Splits parent into a grid of rows of xrange PEs (collective over ALL PEs
+ * of the world, as kinet_shmem_team_split_strided; a PE outside parent
+ * passes KINET_SHMEM_TEAM_INVALID): *xteam gets this PE's row (parent's
+ * PEs k*xrange ... k*xrange + xrange - 1, the last row the rest), *yteam
+ * its column (parent's PEs c, c + xrange, c + 2*xrange, ...); an xrange
+ * above the parent's size is the parent's size. The rows are split first,
+ * in order, then the columns: ceil(size / xrange) + xrange splits, each
+ * taking a team slot on its members. -EINVAL (an xrange below 1, PEs that
+ * disagree, no parent), -ENOSPC (KN_SHMEM_MAX_TEAMS teams alive: the
+ * teams already made are destroyed); both handles are
+ * KINET_SHMEM_TEAM_INVALID on failure and on a PE outside parent. */
+int kinet_shmem_team_split_2d(kinet_shmem_team parent, int xrange, kinet_shmem_team *xteam,
+			      kinet_shmem_team *yteam);
+
+/* Bytes kept with a team (up to KINET_SHMEM_TEAM_CONFIG_MAX) for the layers
+ * above (nvshmem.h keeps the config a team was split with there): set
+ * replaces them (len 0: none), get copies at most len of them to out and
+ * returns how many are kept (0: none). A split or destroy clears them.
+ * -EINVAL: not a team of this PE, len too large, NULL with len. */
+#define KINET_SHMEM_TEAM_CONFIG_MAX 64
+int kinet_shmem_team_set_config(kinet_shmem_team team, const void *config, size_t len);
+int kinet_shmem_team_get_config(kinet_shmem_team team, void *out, size_t len);
+
 /* ---- host-side synchronisation ----------------------------------------------------------- */
 
 /* Barrier of every PE's host thread (collective, the bootstrap's). Device
@@ -212,7 +235,9 @@ int kinet_shmem_host_launch(void (*fn)(void *), void *arg, struct kinet_shmem_di
 const struct kinet_shmem_host_thread *kinet_shmem_host_self(void);
 
 /* Group primitives of the host executor (scope 1: the warp, 32 threads of a
- * CTA; 2: the CTA), for the device headers' warp and block forms: a
+ * CTA; 2: the CTA; 3: the warpgroup, 128 threads of a CTA, the last one of a
+ * CTA whose size is not a multiple of 128 the rest), for the device
+ * headers' warp, block and warpgroup forms: a
  * barrier, the calling thread's rank and the group's size, and a broadcast
  * of the first thread's value (with a barrier). A thread outside a launch is
  * a group of one. */
@@ -393,6 +418,11 @@ int kinet_shmem_coll(int coll, int team, void *dest, const void *src, size_t nel
 		     int op, int dtype);
 int kinet_shmem_coll_on_stream(int coll, int team, void *dest, const void *src, size_t nelems,
 			       int root, int op, int dtype, void *stream);
+/* The strided alltoall (kn_shmem_alltoalls: es-byte elements, strides dst
+ * and sst in elements, at least 1) started by the host thread, waited for
+ * as kinet_shmem_coll; its returns and errors are the same. */
+int kinet_shmem_alltoalls(int team, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			  size_t nelems, uint32_t es);
 
 #ifdef __cplusplus
 }

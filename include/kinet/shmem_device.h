@@ -187,9 +187,11 @@ const kn_shmem *kinet_shmem_device_state(void);
  * kinet_shmem_host_launch, else a number taken on first use). */
 int kinet_shmem_host_qp_index(void);
 /* Barrier of the calling thread's group under kinet_shmem_host_launch:
- * scope 1 its warp (32 consecutive threads of its block), 2 its block. */
+ * scope 1 its warp (32 consecutive threads of its block), 2 its block, 3
+ * its warpgroup (128 consecutive threads of its block: 4 warps; the last
+ * one of a block whose size is not a multiple of 128 has the rest). */
 void kinet_shmem_host_group_sync(int scope);
-/* The calling thread's rank and the size of its group (scope 1 or 2). */
+/* The calling thread's rank and the size of its group (scope 1, 2 or 3). */
 int kinet_shmem_host_group_rank(int scope);
 int kinet_shmem_host_group_size(int scope);
 /* Every thread of the group calls: returns the value its first thread
@@ -813,6 +815,26 @@ KN_INLINE int knx_sh_istride_route(int get, const void *dest, const void *src, p
 		   : knx_sh_route_of((const uint8_t *)dest + *dlo, dlen, pe, r);
 }
 
+/* The element copies of a strided put (get 0: local src's elements to p)
+ * or get (get 1: p's elements to local dest) with a peer load/store
+ * reaches, p its span's lowest byte (dlo, slo: the spans' lowest offsets,
+ * as knx_sh_istride_route gives them): elements first, first + step, ...
+ * below n, in that order. One thread makes them all (first 0, step 1); a
+ * group's thread k of g makes its share (first k, step g). */
+KN_INLINE void knx_sh_istride_copy(int get, void *dest, const void *src, uint8_t *p,
+				   ptrdiff_t dst, ptrdiff_t sst, int64_t dlo, int64_t slo,
+				   uint32_t es, size_t first, size_t step, size_t n)
+{
+	for (size_t i = first; i < n; i += step) {
+		if (get)
+			knx_sh_copy((uint8_t *)dest + knx_sh_elem(dst, i, es),
+				    p + (knx_sh_elem(sst, i, es) - slo), es);
+		else
+			knx_sh_copy(p + (knx_sh_elem(dst, i, es) - dlo),
+				    (const uint8_t *)src + knx_sh_elem(sst, i, es), es);
+	}
+}
+
 /* Strided put (OpenSHMEM's iput): element i (es bytes: 1, 2, 4, 8 or 16) of
  * local src at src + i*sst*es goes to symmetric dest + i*dst*es on PE pe,
  * for i in [0, nelems). Strides count elements and may be 0 or negative
@@ -831,9 +853,7 @@ KN_INLINE int kn_shmem_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_
 		return rc;
 	const uint8_t *s = (const uint8_t *)src;
 	if (r.ptr) {
-		for (size_t i = 0; i < nelems; i++)
-			knx_sh_copy(r.ptr + (knx_sh_elem(dst, i, es) - dlo),
-				    s + knx_sh_elem(sst, i, es), es);
+		knx_sh_istride_copy(0, dest, src, r.ptr, dst, sst, dlo, slo, es, 0, 1, nelems);
 		return 0;
 	}
 	kn_ticket_t t = 0;
@@ -864,9 +884,7 @@ KN_INLINE int kn_shmem_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_
 							       : knx_sh_elem(dst, nelems - 1, es)) + es;
 	uint8_t *d = (uint8_t *)dest;
 	if (r.ptr) {
-		for (size_t i = 0; i < nelems; i++)
-			knx_sh_copy(d + knx_sh_elem(dst, i, es),
-				    r.ptr + (knx_sh_elem(sst, i, es) - slo), es);
+		knx_sh_istride_copy(1, dest, src, r.ptr, dst, sst, dlo, slo, es, 0, 1, nelems);
 		return 0;
 	}
 	uint32_t lkey;
@@ -1403,6 +1421,11 @@ KN_INLINE int kn_shmem_team_translate_pe(int src_team, int pe, int dst_team)
  *    (dest == src is allowed, any other overlap is not);
  *  - reducescatter: src holds size blocks of nelems elements; member i's
  *    dest gets op over block i of every member's src (dest == src allowed).
+ * KN_RED_MAXLOC (type KN_DT_DOUBLE2 only, and only with it): each element
+ * is a pair, x a value and y its index (both doubles, as CUDA's double2);
+ * the result is the pair of the largest value, of the lowest index among
+ * pairs of that value (whichever member has it), a NaN value losing to
+ * any number; element by element for nelems pairs.
  * The data moves with puts (load/store or the NIC) between two team
  * barriers (quiet + team sync), the first so that no member writes into a
  * peer still reading its buffers. A reduction gathers every member's part
@@ -1433,6 +1456,7 @@ enum kn_shmem_red_op {
 	KN_RED_MAX = 4,
 	KN_RED_SUM = 5,
 	KN_RED_PROD = 6,
+	KN_RED_MAXLOC = 7, /* KN_DT_DOUBLE2 only: (value, index) pairs, below */
 };
 
 /* Element types of the collectives (by size, sign and kind). */
@@ -1449,7 +1473,8 @@ enum kn_shmem_dtype {
 	KN_DT_DOUBLE = 9,
 	KN_DT_HALF = 10, /* IEEE binary16 (CUDA's half), as its 2 bytes */
 	KN_DT_BF16 = 11, /* bfloat16 (CUDA's __nv_bfloat16), as its 2 bytes */
-	KN_DT_COUNT = 12,
+	KN_DT_DOUBLE2 = 12, /* CUDA's double2: x and y, 16 bytes; KN_RED_MAXLOC's */
+	KN_DT_COUNT = 13,
 };
 
 /* The kn_shmem_dtype of a C type (a constant expression): float and
@@ -1464,8 +1489,8 @@ enum kn_shmem_dtype {
 
 KN_INLINE uint32_t knx_sh_dt_size(int dt)
 {
-	return dt == KN_DT_FLOAT ? 4u : dt == KN_DT_DOUBLE ? 8u : dt >= KN_DT_HALF ? 2u
-			     : 1u << ((uint32_t)dt / 2u);
+	return dt == KN_DT_FLOAT ? 4u : dt == KN_DT_DOUBLE ? 8u : dt == KN_DT_DOUBLE2 ? 16u
+			     : dt >= KN_DT_HALF ? 2u : 1u << ((uint32_t)dt / 2u);
 }
 
 /* 1 for the floating types (no bitwise operators). */
@@ -1647,6 +1672,19 @@ static __attribute__((noinline, unused))
 void knx_sh_combine(void *acc, const void *x, size_t n, int op, int dt)
 {
 	switch (dt) {
+	case KN_DT_DOUBLE2: { /* KN_RED_MAXLOC, the only operator of pairs */
+		double *a = (double *)acc;
+		const KNX_SH_FRESH double *b = (const KNX_SH_FRESH double *)x;
+		for (size_t i = 0; i < n; i++) {
+			double v = b[2 * i], k = b[2 * i + 1], u = a[2 * i];
+			/* the larger value; a tie: the lower index; NaN loses to any number */
+			if (v > u || (v == u && k < a[2 * i + 1]) || (u != u && v == v)) {
+				a[2 * i] = v;
+				a[2 * i + 1] = k;
+			}
+		}
+		break;
+	}
 	case KN_DT_INT8:
 		KNX_SH_RED_INT(int8_t, uint32_t);
 		break;
@@ -1744,7 +1782,7 @@ KN_INLINE int knx_sh_sym(const kn_shmem *sh, const void *p, size_t n)
 /* The collectives are one function per translation unit, not inlined into
  * every NVSHMEM name that calls them. */
 #if defined(__CUDACC__)
-#define KNX_SH_OUTLINE static __host__ __device__ __noinline__
+#define KNX_SH_OUTLINE static __host__ __device__ __noinline__ __attribute__((unused))
 #else
 #define KNX_SH_OUTLINE static __attribute__((noinline, unused))
 #endif
@@ -1763,8 +1801,9 @@ KNX_SH_OUTLINE int kn_shmem_coll(int coll, int team, void *dest, const void *src
 	if (t->size <= 0 || t->my < 0)
 		return knx_sh_err(sh, -EINVAL);
 	int red = coll == KN_COLL_REDUCE || coll == KN_COLL_REDUCESCATTER;
-	if (red && (op < KN_RED_AND || op > KN_RED_PROD ||
-		    (op <= KN_RED_XOR && knx_sh_dt_float(dt))))
+	if (red && (op < KN_RED_AND || op > KN_RED_MAXLOC ||
+		    (op <= KN_RED_XOR && knx_sh_dt_float(dt)) ||
+		    ((op == KN_RED_MAXLOC) != (dt == KN_DT_DOUBLE2))))
 		return knx_sh_err(sh, -EINVAL);
 	if (coll == KN_COLL_BROADCAST && (root < 0 || root >= t->size))
 		return knx_sh_err(sh, -EINVAL);
@@ -1863,8 +1902,59 @@ KN_INLINE int kn_shmem_reducescatter(int team, void *dest, const void *src, size
 	return kn_shmem_coll(KN_COLL_REDUCESCATTER, team, dest, src, nreduce, 0, op, dt);
 }
 
+/* Strided alltoall (OpenSHMEM's alltoalls): as alltoall, with strides.
+ * Element k of block j of member i's src, at src + (j*nelems + k)*sst*es,
+ * lands at dest + (i*nelems + k)*dst*es on member j, for j in [0, size) and
+ * k in [0, nelems); es: the element's bytes (1, 2, 4, 8 or 16); dst and
+ * sst count elements and must be at least 1. Both spans, ((size*nelems -
+ * 1)*stride + 1)*es bytes, are symmetric and do not overlap. Between two
+ * team barriers, as the others; each block is a strided put
+ * (kn_shmem_iput). -EINVAL (nothing written): a bad team, this PE not in
+ * it, a bad element size, a stride below 1, a span outside the heaps, in
+ * their reserved bytes, overlapping the other or overflowing. nelems 0: 0
+ * at once. Thread scope: one thread of each member calls. */
+KNX_SH_OUTLINE int kn_shmem_alltoalls(int team, void *dest, const void *src, ptrdiff_t dst,
+				 ptrdiff_t sst, size_t nelems, uint32_t es)
+{
+	const kn_shmem *sh = knx_sh();
+	if (!sh || team < 0 || team >= KN_SHMEM_MAX_TEAMS || dst < 1 || sst < 1)
+		return knx_sh_err(sh, -EINVAL);
+	const kn_shmem_team *t = &sh->team[team];
+	if (t->size <= 0 || t->my < 0)
+		return knx_sh_err(sh, -EINVAL);
+	size_t size = (size_t)t->size, my = (size_t)t->my;
+	if (nelems > (size_t)-1 / size)
+		return knx_sh_err(sh, -EINVAL);
+	int64_t lo;
+	uint64_t dlen, slen;
+	if (knx_sh_span(dst, nelems * size, es, &lo, &dlen) ||
+	    knx_sh_span(sst, nelems * size, es, &lo, &slen))
+		return knx_sh_err(sh, -EINVAL);
+	if (!nelems)
+		return 0;
+	if (!knx_sh_sym(sh, dest, dlen) || !knx_sh_sym(sh, src, slen) ||
+	    knx_sh_overlap(dest, dlen, src, slen))
+		return knx_sh_err(sh, -EINVAL);
+	const uint8_t *s = (const uint8_t *)src;
+	uint8_t *d = (uint8_t *)dest + (uint64_t)my * nelems * (uint64_t)dst * es;
+	int rc = knx_sh_coll_sync(team);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < size && !rc; k++) {
+		size_t j = (my + k) % size;
+		rc = kn_shmem_iput(d, s + (uint64_t)j * nelems * (uint64_t)sst * es, dst, sst,
+				   nelems, es, t->members[j]);
+	}
+	if (rc) {
+		kn_shmem_quiet();
+		return knx_sh_err(sh, rc);
+	}
+	return knx_sh_coll_sync(team);
+}
+
 /* ---- group scope on the host executor ----------------------------------------------------- */
-/* Warp (scope 1) and block (scope 2) forms for kinet_shmem_host_launch: every
+/* Warp (scope 1), block (scope 2) and warpgroup (scope 3) forms for
+ * kinet_shmem_host_launch: every
  * thread of the group calls; the group's first thread issues the operation
  * (its load/store copies are shared out among the threads); everyone gets
  * its result. CUDA: kinet/shmem_device_cuda.cuh. */
@@ -1941,14 +2031,8 @@ KN_INLINE int knx_sh_istride_grp(int scope, int get, void *dest, const void *src
 	int rc = knx_sh_istride_route(get, dest, src, dst, sst, n, es, pe, &dlo, &slo, &rt);
 	kinet_shmem_host_group_sync(scope);
 	if (!rc && n && rt.ptr) {
-		for (size_t i = (size_t)r; i < n; i += (size_t)g) {
-			if (get)
-				knx_sh_copy((uint8_t *)dest + knx_sh_elem(dst, i, es),
-					    rt.ptr + (knx_sh_elem(sst, i, es) - slo), es);
-			else
-				knx_sh_copy(rt.ptr + (knx_sh_elem(dst, i, es) - dlo),
-					    (const uint8_t *)src + knx_sh_elem(sst, i, es), es);
-		}
+		knx_sh_istride_copy(get, dest, src, rt.ptr, dst, sst, dlo, slo, es, (size_t)r,
+				    (size_t)g, n);
 	} else if (!rc && n && r == 0) {
 		rc = get ? kn_shmem_iget(dest, src, dst, sst, n, es, pe)
 			 : kn_shmem_iput(dest, src, dst, sst, n, es, pe);
@@ -2071,6 +2155,11 @@ KN_INLINE int kn_shmem_barrier_warp(int team)
 KN_INLINE int kn_shmem_barrier_block(int team)
 {
 	KNX_SH_GRP_ONE(2, kn_shmem_barrier(team));
+}
+/* Every thread of a warpgroup (4 warps, kinet_shmem_host_group_sync) calls. */
+KN_INLINE int kn_shmem_barrier_warpgroup(int team)
+{
+	KNX_SH_GRP_ONE(3, kn_shmem_barrier(team));
 }
 KN_INLINE int kn_shmem_team_sync_warp(int team)
 {

@@ -5,12 +5,13 @@
  * executor's forms are at the end of that header).
  *
  * NVSHMEM's meaning of the cooperative forms: every thread of the warp
- * (kn_shmem_*_warp) or of the CTA (kn_shmem_*_block) calls with the same
+ * (kn_shmem_*_warp), of the warpgroup (kn_shmem_barrier_warpgroup: 4
+ * consecutive warps) or of the CTA (kn_shmem_*_block) calls with the same
  * arguments, and the group moves ONE buffer together. To a peer reached by
  * load/store the threads copy interleaved 16-byte pieces of it (coalesced);
  * through the NIC the group's first thread posts the WQEs (the NIC moves
  * the bytes; one doorbell). Every thread returns the same result. The calls
- * start and end with the group's barrier (__syncwarp / __syncthreads), so
+ * start and end with the group's barrier (__syncwarp, a named barrier, __syncthreads), so
  * the source is complete when the copy starts and the group may reuse it
  * (blocking forms) when the call returns.
  */
@@ -25,19 +26,31 @@
 
 #define KNX_SH_WARP 1
 #define KNX_SH_BLOCK 2
+#define KNX_SH_WARPGROUP 3 /* 4 consecutive warps (128 threads) of the CTA */
 
+/* The group's barrier. A warpgroup's is the named barrier 1 + its index in
+ * the CTA (barrier 0 is __syncthreads'; a CTA of 1024 threads has 8
+ * warpgroups) for its threads rounded up to whole warps (the last
+ * warpgroup of a CTA whose size is not a multiple of 128 has the rest). */
 static __device__ __forceinline__ void knx_sh_grp_sync(int scope)
 {
-	if (scope == KNX_SH_WARP)
+	if (scope == KNX_SH_WARP) {
 		__syncwarp();
-	else
+	} else if (scope == KNX_SH_WARPGROUP) {
+		uint32_t n = blockDim.x * blockDim.y * blockDim.z;
+		uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+		uint32_t g = tid / 128u, in = n - g * 128u < 128u ? n - g * 128u : 128u;
+		in = (in + 31u) & ~31u;
+		asm volatile("bar.sync %0, %1;" : : "r"(1u + g), "r"(in) : "memory");
+	} else {
 		__syncthreads();
+	}
 }
 
 static __device__ __forceinline__ uint32_t knx_sh_grp_rank(int scope)
 {
 	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-	return scope == KNX_SH_WARP ? (tid & 31u) : tid;
+	return scope == KNX_SH_WARP ? (tid & 31u) : scope == KNX_SH_WARPGROUP ? (tid & 127u) : tid;
 }
 
 static __device__ __forceinline__ uint32_t knx_sh_grp_size(int scope)
@@ -45,8 +58,9 @@ static __device__ __forceinline__ uint32_t knx_sh_grp_size(int scope)
 	uint32_t n = blockDim.x * blockDim.y * blockDim.z;
 	if (scope == KNX_SH_BLOCK)
 		return n;
-	uint32_t tid = knx_sh_grp_rank(KNX_SH_BLOCK), w = tid / 32u;
-	return n - w * 32u < 32u ? n - w * 32u : 32u;
+	uint32_t gs = scope == KNX_SH_WARPGROUP ? 128u : 32u;
+	uint32_t tid = knx_sh_grp_rank(KNX_SH_BLOCK), w = tid / gs;
+	return n - w * gs < gs ? n - w * gs : gs;
 }
 
 /* The group's first thread's value, seen by every thread (a barrier). */
@@ -55,6 +69,16 @@ static __device__ __forceinline__ int knx_sh_grp_bcast(int scope, int v)
 	if (scope == KNX_SH_WARP) {
 		uint32_t mask = __activemask();
 		return __shfl_sync(mask, v, 0);
+	}
+	if (scope == KNX_SH_WARPGROUP) {
+		__shared__ int knx_sh_bcast_wg[8]; /* one per warpgroup of a CTA */
+		uint32_t g = knx_sh_grp_rank(KNX_SH_BLOCK) / 128u;
+		if (knx_sh_grp_rank(scope) == 0)
+			knx_sh_bcast_wg[g] = v;
+		knx_sh_grp_sync(scope);
+		int r = knx_sh_bcast_wg[g];
+		knx_sh_grp_sync(scope); /* read before the next broadcast writes */
+		return r;
 	}
 	__shared__ int knx_sh_bcast_word;
 	if (knx_sh_grp_rank(scope) == 0)
@@ -155,14 +179,7 @@ static __device__ __forceinline__ int knx_sh_istride_grp(int scope, int get, voi
 	int rc = knx_sh_istride_route(get, dest, src, dst, sst, n, es, pe, &dlo, &slo, &rt);
 	uint32_t r = knx_sh_grp_rank(scope), g = knx_sh_grp_size(scope);
 	if (!rc && n && rt.ptr) {
-		for (size_t i = r; i < n; i += g) {
-			if (get)
-				knx_sh_copy((uint8_t *)dest + knx_sh_elem(dst, i, es),
-					    rt.ptr + (knx_sh_elem(sst, i, es) - slo), es);
-			else
-				knx_sh_copy(rt.ptr + (knx_sh_elem(dst, i, es) - dlo),
-					    (const uint8_t *)src + knx_sh_elem(sst, i, es), es);
-		}
+		knx_sh_istride_copy(get, dest, src, rt.ptr, dst, sst, dlo, slo, es, r, g, n);
 	} else if (!rc && n && r == 0) {
 		rc = get ? kn_shmem_iget(dest, src, dst, sst, n, es, pe)
 			 : kn_shmem_iput(dest, src, dst, sst, n, es, pe);
@@ -286,6 +303,11 @@ KNX_SH_DEV int kn_shmem_barrier_warp(int team)
 KNX_SH_DEV int kn_shmem_barrier_block(int team)
 {
 	KNX_SH_GRP_ONE(KNX_SH_BLOCK, kn_shmem_barrier(team));
+}
+/* Every thread of a warpgroup (4 consecutive warps of the CTA) calls. */
+KNX_SH_DEV int kn_shmem_barrier_warpgroup(int team)
+{
+	KNX_SH_GRP_ONE(KNX_SH_WARPGROUP, kn_shmem_barrier(team));
 }
 KNX_SH_DEV int kn_shmem_team_sync_warp(int team)
 {

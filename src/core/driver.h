@@ -152,12 +152,22 @@ struct kinet_cq {
 	kinet_ctx *ctx;
 	uint8_t *buf;              /* cnt CQEs */
 	uint32_t cnt;              /* power of two */
-	uint32_t flags;            /* enum kinet_cq_flag */
+	uint32_t flags;            /* enum kinet_cq_flag, and KINET_CQF_COLLAPSED */
 	volatile uint32_t *dbrec;  /* [0] consumer index (big-endian, 24 bits) */
 	uint64_t host_ci;          /* kinet_cq_poll consumer */
 	atomic_int refs;           /* QPs using it */
 	kinet_qp *sq_owner;        /* the QP whose dedicated send CQ this is, or NULL */
+	uint32_t num;              /* the number producers name it by (a WAIT WQE's CQ:
+				    * the verbs or DevX CQ number; 0: none). Set once,
+				    * before any WQE names it (__atomic) */
 };
+
+/* A collapsed CQ (the PRM's cqc.cc, which the DevX emulation creates for
+ * programs such as NVSHMEM's IBGDA): the software NIC writes every CQE into
+ * slot 0, its owner bit that of a CQ of one entry (the CQE's number & 1),
+ * and never waits for the consumer (with KINET_CQ_OVERRUN_IGNORE). Not a
+ * flag of kinet_cq_create_ex: set on the CQ before any QP uses it. */
+#define KINET_CQF_COLLAPSED (1u << 31)
 
 /* QP flags (kinet_qp.flags). */
 enum {

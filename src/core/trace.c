@@ -155,7 +155,7 @@ int kinet_trace_init(void)
 	return t_rc;
 }
 
-void kinet_trace_emit(struct kinet_trace_rec *r)
+void kinet_trace_emit_as(const struct kinet_trace_rec *r)
 {
 	struct tbuf *b = t_self;
 	if (!b) {
@@ -169,15 +169,25 @@ void kinet_trace_emit(struct kinet_trace_rec *r)
 		pthread_mutex_unlock(&t_lock);
 		t_self = b;
 	}
-	if (!r->t_ns)
-		r->t_ns = mono_ns() - t_start;
-	r->engine = kinet_trace_engine;
-	r->pass = kinet_trace_pass;
 	pthread_mutex_lock(&b->lock);
 	b->rec[b->n++] = *r;
 	if (b->n == TBUF_RECS)
 		write_out(b);
 	pthread_mutex_unlock(&b->lock);
+}
+
+void kinet_trace_emit(struct kinet_trace_rec *r)
+{
+	if (!r->t_ns)
+		r->t_ns = mono_ns() - t_start;
+	r->engine = kinet_trace_engine;
+	r->pass = kinet_trace_pass;
+	kinet_trace_emit_as(r);
+}
+
+uint64_t kinet_trace_at(uint64_t mono)
+{
+	return mono > t_start ? mono - t_start : 1;
 }
 
 uint64_t kinet_trace_now(void)

@@ -27,6 +27,11 @@ int kinet_trace_init(void);
 uint64_t kinet_trace_now(void);
 /* Appends a record (engine and pass are filled here, t_ns too unless set). */
 void kinet_trace_emit(struct kinet_trace_rec *r);
+/* Appends a record as it is: engine, pass and t_ns as the caller set them
+ * (the GPU engine's records, drained on a CPU thread). */
+void kinet_trace_emit_as(const struct kinet_trace_rec *r);
+/* The trace's time (t_ns) of a CLOCK_MONOTONIC reading (kn_now_ns), never 0. */
+uint64_t kinet_trace_at(uint64_t mono_ns);
 /* A CQE of qp (send or receive) as a record. */
 void kinet_trace_cqe(struct kinet_qp *qp, const struct kn_cqe64 *cqe, uint64_t len);
 /* Writes out every thread's buffered records. */

@@ -21,8 +21,15 @@
 
 #define GW_MAX 8       /* warps per block at most */
 
-/* The slots' kernel-side state: global memory (one kernel runs at a time). */
+/* The slots' and warps' kernel-side state and the block's flags: global
+ * memory (one kernel runs at a time), none of it shared memory. A block that
+ * asks for shared memory cannot start on an SM whose split between L1 and
+ * shared memory was set smaller by the application's resident blocks (the
+ * split changes only on an idle SM), and the engine starts while the
+ * application's kernels run. */
 static __device__ struct kn_gx_slot g_gs[KN_GENG_SLOTS];
+static __device__ struct kn_gx_warp g_gw[GW_MAX];
+static __device__ int g_work, g_exit;
 
 __device__ static inline uint64_t now_ns(void)
 {
@@ -33,20 +40,21 @@ __device__ static inline uint64_t now_ns(void)
 
 static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_geng_ctl *ctl)
 {
-	__shared__ struct kn_gx_warp gw[GW_MAX];
-	__shared__ int sh_work, sh_exit;
+	struct kn_gx_warp *gw = g_gw;
+	volatile int *sh_work = &g_work, *sh_exit = &g_exit;
 	unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, nw = blockDim.x / 32;
 	for (unsigned i = threadIdx.x; i < KN_GENG_SLOTS; i += blockDim.x)
 		g_gs[i].active = 0;
 	if (threadIdx.x == 0) {
-		sh_work = 0;
-		sh_exit = 0;
+		*sh_work = 0;
+		*sh_exit = 0;
 		ctl->running = 1;
 		__threadfence_system();
 	}
 	__syncthreads();
 	uint64_t last = now_ns();
 	uint64_t idle_ns = (uint64_t)ctl->idle_us * 1000ull;
+	uint32_t trace = ctl->trace; /* set before the launch */
 	uint32_t n = 0;
 	for (uint32_t pass = 0;; pass++) {
 		int work = 0;
@@ -88,22 +96,25 @@ static __global__ void __launch_bounds__(GW_MAX * 32) kn_geng_kernel(struct kn_g
 			}
 		}
 		if (lane == 0 && work)
-			atomicAdd(&sh_work, work);
+			atomicAdd((int *)sh_work, work);
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			uint64_t t = now_ns();
-			if (sh_work)
+			if (*sh_work)
 				last = t;
-			sh_work = 0;
-			sh_exit = t - last > idle_ns;
+			*sh_work = 0;
+			int ex = t - last > idle_ns;
 			if ((pass & 15) == 15) {
 				/* the CPU's stop, every 16 passes (a read over PCIe) */
 				ctl->passes = pass + 1;
-				sh_exit |= ctl->stop != 0;
+				if (trace)
+					ctl->clock = t; /* KINET_TRACE: the CPU's calibration */
+				ex |= ctl->stop != 0;
 			}
+			*sh_exit = ex;
 		}
 		__syncthreads();
-		if (sh_exit)
+		if (*sh_exit)
 			break;
 	}
 	/* exit: not running first, then every slot taken goes back (a take

@@ -3,7 +3,7 @@
  * host.c - what device code needs from the host side: the setters of the
  * CUDA translation units' state pointers, and the host executor's launches
  * (grid x block CPU threads at once, each with its CUDA coordinates, and
- * barriers per warp and per block for the group forms).
+ * barriers per warp, per warpgroup and per block for the group forms).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -56,8 +56,10 @@ struct launch {
 	unsigned nthr;       /* threads per block */
 	pthread_barrier_t *block_bar; /* one per block */
 	pthread_barrier_t *warp_bar;  /* one per warp of every block */
-	int *block_val, *warp_val;    /* broadcast words */
+	pthread_barrier_t *wg_bar;    /* one per warpgroup (4 warps) of every block */
+	int *block_val, *warp_val, *wg_val; /* broadcast words */
 	unsigned warps;      /* warps per block */
+	unsigned wgs;        /* warpgroups per block */
 };
 
 struct self {
@@ -121,31 +123,45 @@ int kinet_shmem_host_launch(void (*fn)(void *), void *arg, struct kinet_shmem_di
 			nthr = total;
 	}
 	uint64_t nblk = total / nthr;
-	struct launch l = {fn, arg, grid, block, (unsigned)nthr, NULL, NULL, NULL, NULL,
-			   (unsigned)((nthr + 31) / 32)};
+	struct launch l = {.fn = fn, .arg = arg, .grid = grid, .block = block,
+			   .nthr = (unsigned)nthr, .warps = (unsigned)((nthr + 31) / 32),
+			   .wgs = (unsigned)((nthr + 127) / 128)};
 	l.block_bar = calloc(nblk, sizeof(*l.block_bar));
 	l.warp_bar = calloc(nblk * l.warps, sizeof(*l.warp_bar));
+	l.wg_bar = calloc(nblk * l.wgs, sizeof(*l.wg_bar));
 	l.block_val = calloc(nblk, sizeof(int));
 	l.warp_val = calloc(nblk * l.warps, sizeof(int));
-	int rc = l.block_bar && l.warp_bar && l.block_val && l.warp_val ? 0 : -ENOMEM;
-	for (uint64_t b = 0; b < nblk && !rc; b++) {
+	l.wg_val = calloc(nblk * l.wgs, sizeof(int));
+	int rc = l.block_bar && l.warp_bar && l.wg_bar && l.block_val && l.warp_val && l.wg_val
+			 ? 0
+			 : -ENOMEM;
+	uint64_t inited = rc ? 0 : nblk;
+	for (uint64_t b = 0; b < inited; b++) {
 		pthread_barrier_init(&l.block_bar[b], NULL, (unsigned)nthr);
 		for (unsigned w = 0; w < l.warps; w++) {
 			unsigned in = nthr - w * 32u < 32u ? (unsigned)nthr - w * 32u : 32u;
 			pthread_barrier_init(&l.warp_bar[b * l.warps + w], NULL, in);
 		}
+		for (unsigned g = 0; g < l.wgs; g++) {
+			unsigned in = nthr - g * 128u < 128u ? (unsigned)nthr - g * 128u : 128u;
+			pthread_barrier_init(&l.wg_bar[b * l.wgs + g], NULL, in);
+		}
 	}
 	if (!rc)
 		rc = kinet_host_exec((int)(nblk * nthr), launch_thread, &l);
-	for (uint64_t b = 0; l.block_bar && l.warp_bar && b < nblk; b++) {
+	for (uint64_t b = 0; b < inited; b++) {
 		pthread_barrier_destroy(&l.block_bar[b]);
 		for (unsigned w = 0; w < l.warps; w++)
 			pthread_barrier_destroy(&l.warp_bar[b * l.warps + w]);
+		for (unsigned g = 0; g < l.wgs; g++)
+			pthread_barrier_destroy(&l.wg_bar[b * l.wgs + g]);
 	}
 	free(l.block_bar);
 	free(l.warp_bar);
+	free(l.wg_bar);
 	free(l.block_val);
 	free(l.warp_val);
+	free(l.wg_val);
 	return rc;
 }
 
@@ -162,6 +178,11 @@ static pthread_barrier_t *group_bar(int scope, int **val)
 	if (scope == 2) {
 		*val = &l->block_val[me_tls.block];
 		return &l->block_bar[me_tls.block];
+	}
+	if (scope == 3) {
+		unsigned g = me_tls.block * l->wgs + me_tls.tid / 128u;
+		*val = &l->wg_val[g];
+		return &l->wg_bar[g];
 	}
 	unsigned w = me_tls.block * l->warps + me_tls.tid / 32u;
 	*val = &l->warp_val[w];
@@ -180,7 +201,9 @@ int kinet_shmem_host_group_rank(int scope)
 {
 	if (!me_tls.l)
 		return 0;
-	return scope == 2 ? (int)me_tls.tid : (int)(me_tls.tid % 32u);
+	return scope == 2 ? (int)me_tls.tid
+	       : scope == 3 ? (int)(me_tls.tid % 128u)
+			    : (int)(me_tls.tid % 32u);
 }
 
 int kinet_shmem_host_group_size(int scope)
@@ -190,8 +213,9 @@ int kinet_shmem_host_group_size(int scope)
 		return 1;
 	if (scope == 2)
 		return (int)l->nthr;
-	unsigned w = me_tls.tid / 32u, rest = l->nthr - w * 32u;
-	return rest < 32u ? (int)rest : 32;
+	unsigned gs = scope == 3 ? 128u : 32u;
+	unsigned w = me_tls.tid / gs, rest = l->nthr - w * gs;
+	return rest < gs ? (int)rest : (int)gs;
 }
 
 int kinet_shmem_host_group_bcast(int scope, int value)

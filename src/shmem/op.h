@@ -33,6 +33,8 @@ enum shm_op_kind {
 			     red_op, dtype */
 	SHM_OP_IPUT,      /* strided: len elements of size bytes, strides dst, sst */
 	SHM_OP_IGET,
+	SHM_OP_ALLTOALLS, /* kn_shmem_alltoalls: team, dest, src, len elements of
+			     size bytes, strides dst, sst */
 };
 
 struct shm_op {
@@ -117,6 +119,9 @@ KN_INLINE int shm_op_run(const struct shm_op *op, uint64_t *out)
 	case SHM_OP_IGET:
 		return kn_shmem_iget(op->dest, op->src, (ptrdiff_t)op->dst, (ptrdiff_t)op->sst,
 				     (size_t)op->len, op->size, op->pe);
+	case SHM_OP_ALLTOALLS:
+		return kn_shmem_alltoalls(op->team, op->dest, op->src, (ptrdiff_t)op->dst,
+					  (ptrdiff_t)op->sst, (size_t)op->len, op->size);
 	default:
 		return -EINVAL;
 	}

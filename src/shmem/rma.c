@@ -17,8 +17,9 @@ static const char *op_name(int kind)
 	static const char *const n[] = {"?",        "put",        "get",       "p",
 					"g",        "atomic",     "quiet",     "fence",
 					"put_signal", "signal_op", "signal_wait_until", "barrier",
-					"team_sync", "wait_until", "collective", "iput", "iget"};
-	return kind > 0 && kind <= SHM_OP_IGET ? n[kind] : n[0];
+					"team_sync", "wait_until", "collective", "iput", "iget",
+					"alltoalls"};
+	return kind > 0 && kind <= SHM_OP_ALLTOALLS ? n[kind] : n[0];
 }
 
 /* The local buffer of a host-initiated NIC or load/store operation run by
@@ -334,6 +335,24 @@ int kinet_shmem_coll_on_stream(int coll, int team, void *dest, const void *src, 
 	struct shm_op o = {.kind = SHM_OP_COLL, .team = team, .dest = dest, .src = src,
 			   .len = nelems, .coll = coll, .root = root, .red_op = op, .dtype = dtype};
 	return coll_said(&o, "_on_stream", run_on(&o, stream, 0, NULL));
+}
+
+/* kn_shmem_alltoalls from the host, waited for as kinet_shmem_coll. */
+int kinet_shmem_alltoalls(int team, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+			  size_t nelems, uint32_t es)
+{
+	struct shm_op o = {.kind = SHM_OP_ALLTOALLS, .team = team, .dest = dest, .src = src,
+			   .len = nelems, .size = es, .dst = dst, .sst = sst};
+	int rc = run_now(&o, NULL);
+	if (rc && shm_g.up)
+		SHLOG_ERR("alltoalls on team %d (%zu elements of %u bytes, strides dest %td, "
+			  "source %td): %s%s",
+			  team, nelems, es, dst, sst, kinet_strerror(rc),
+			  rc == -EINVAL ? " (a bad team or element size, a stride below 1, a "
+					  "buffer outside the heaps or overlapping the other, or a "
+					  "size that overflows)"
+					: "");
+	return rc;
 }
 
 /* ---- symmetric registration of the program's buffers: not done --------------------------- */

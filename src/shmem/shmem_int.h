@@ -50,6 +50,8 @@ struct shm_team {
 	int size, my;
 	int32_t *members;  /* host copy */
 	int32_t *dmembers; /* what device code reads (GPU memory with CUDA) */
+	uint32_t config_len; /* the bytes kinet_shmem_team_set_config kept (0: none) */
+	uint8_t config[KINET_SHMEM_TEAM_CONFIG_MAX];
 };
 
 /* The peer as this process sees it (the device copy: kn_shmem_peer). */

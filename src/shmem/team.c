@@ -265,6 +265,118 @@ int kinet_shmem_team_split_strided(kinet_shmem_team parent, int start, int strid
 	return 0;
 }
 
+/* What every PE passes to a 2D split. */
+struct split2d_rec {
+	uint64_t seq;
+	int32_t xrange;
+	int32_t psize; /* the parent's size on its members, 0 elsewhere */
+	int32_t rc;
+	int32_t pad;
+};
+
+int kinet_shmem_team_split_2d(kinet_shmem_team parent, int xrange, kinet_shmem_team *xteam,
+			      kinet_shmem_team *yteam)
+{
+	if (!shm_g.up || !xteam || !yteam) {
+		SHLOG_ERR("team_split_2d: %s", shm_g.up ? "NULL team handle" : "not initialised");
+		return -EINVAL;
+	}
+	*xteam = *yteam = KINET_SHMEM_TEAM_INVALID;
+	const struct shm_team *pt = parent == KINET_SHMEM_TEAM_INVALID ? NULL : team_get(parent);
+	struct split2d_rec r = {.seq = ++shm_g.alloc_seq, .xrange = xrange,
+				.psize = pt ? pt->size : 0};
+	if (parent != KINET_SHMEM_TEAM_INVALID && !pt) {
+		SHLOG_ERR("team_split_2d: %d is not a team", parent);
+		r.rc = -EINVAL;
+	} else if (xrange < 1) {
+		SHLOG_ERR("team_split_2d: xrange %d: it is at least 1", xrange);
+		r.rc = -EINVAL;
+	}
+	struct split2d_rec *all = calloc((size_t)shm_g.n, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	int rc = kinet_boot_allgather(shm_g.boot, &r, all, sizeof(r));
+	int psize = 0;
+	for (int p = 0; p < shm_g.n && !rc; p++) {
+		if (all[p].rc) {
+			SHLOG_ERR("team_split_2d refused on PE %d: %s", p, kinet_strerror(all[p].rc));
+			rc = all[p].rc;
+		} else if (all[p].seq != all[0].seq || all[p].xrange != all[0].xrange) {
+			SHLOG_ERR("team_split_2d refused: PE %d asks for xrange %d (call %llu), PE 0 "
+				  "for %d (call %llu): every PE of the world calls it, with the same "
+				  "xrange", p, all[p].xrange, (unsigned long long)all[p].seq,
+				  all[0].xrange, (unsigned long long)all[0].seq);
+			rc = -EINVAL;
+		} else if (all[p].psize && psize && all[p].psize != psize) {
+			SHLOG_ERR("team_split_2d refused: the parent has %d PEs on PE %d, %d on "
+				  "another: its members pass the same team", all[p].psize, p, psize);
+			rc = -EINVAL;
+		} else if (all[p].psize) {
+			psize = all[p].psize;
+		}
+	}
+	free(all);
+	if (!rc && !psize) {
+		SHLOG_ERR("team_split_2d: no PE passes a parent team");
+		rc = -EINVAL;
+	}
+	if (rc)
+		return rc;
+	int x = xrange > psize ? psize : xrange, rows = (psize + x - 1) / x;
+	kinet_shmem_team got[2] = {KINET_SHMEM_TEAM_INVALID, KINET_SHMEM_TEAM_INVALID};
+	/* the rows (x-axis), then the columns (y-axis); every PE makes every
+	 * split, each checked against the others as a strided split */
+	for (int i = 0; i < rows + x && !rc; i++) {
+		int row = i < rows, start = row ? i * x : i - rows, stride = row ? 1 : x;
+		int size = row ? (psize - start < x ? psize - start : x)
+			       : psize / x + (start < psize % x ? 1 : 0);
+		kinet_shmem_team t;
+		rc = kinet_shmem_team_split_strided(parent, start, stride, size, &t);
+		if (!rc && t != KINET_SHMEM_TEAM_INVALID)
+			got[row ? 0 : 1] = t;
+	}
+	if (rc) {
+		for (int k = 0; k < 2; k++)
+			if (got[k] != KINET_SHMEM_TEAM_INVALID)
+				kinet_shmem_team_destroy(got[k]);
+		SHLOG_ERR("team_split_2d of %d PEs by %d: %s", psize, x, kinet_strerror(rc));
+		return rc;
+	}
+	*xteam = got[0];
+	*yteam = got[1];
+	return 0;
+}
+
+int kinet_shmem_team_set_config(kinet_shmem_team team, const void *config, size_t len)
+{
+	struct shm_team *t = (struct shm_team *)team_get(team);
+	if (!t || len > KINET_SHMEM_TEAM_CONFIG_MAX || (len && !config)) {
+		SHLOG_ERR("team_set_config(team %d, %zu bytes): %s", team, len,
+			  !t ? "not a team of this PE" : len > KINET_SHMEM_TEAM_CONFIG_MAX
+							? "more than KINET_SHMEM_TEAM_CONFIG_MAX bytes"
+							: "no config");
+		return -EINVAL;
+	}
+	if (len)
+		memcpy(t->config, config, len);
+	t->config_len = (uint32_t)len;
+	return 0;
+}
+
+int kinet_shmem_team_get_config(kinet_shmem_team team, void *out, size_t len)
+{
+	const struct shm_team *t = team_get(team);
+	if (!t || (len && !out)) {
+		SHLOG_ERR("team_get_config(team %d): %s", team,
+			  !t ? "not a team of this PE" : "no buffer");
+		return -EINVAL;
+	}
+	size_t n = len < t->config_len ? len : t->config_len;
+	if (n)
+		memcpy(out, t->config, n);
+	return (int)t->config_len;
+}
+
 int kinet_shmem_team_destroy(kinet_shmem_team team)
 {
 	if (!team_get(team) || team < 3)

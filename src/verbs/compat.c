@@ -9,6 +9,8 @@
  * kinet devices are listed). Each call is refused with a log line.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include "nic/mlx5/ops.h"
 #include "core/driver.h"
@@ -111,3 +113,86 @@ KV_CMD(ibv_cmd_query_port)
 KV_CMD(ibv_cmd_query_qp)
 KV_CMD(ibv_cmd_reg_dmabuf_mr)
 KV_CMD(ibv_cmd_reg_mr)
+
+/* The rest of rdma-core's private node: no system library loaded beside
+ * kinet-verbs calls them on a kinet device, but a provider built against a
+ * later rdma-core (libefa of the GPU machines' distribution) links them, and
+ * BIND_NOW makes a missing one fail the program at load. */
+KV_CMD(__ioctl_final_num_attrs)
+KV_CMD(execute_ioctl)
+KV_CMD(ibv_cmd_advise_mr)
+KV_CMD(ibv_cmd_alloc_dm)
+KV_CMD(ibv_cmd_alloc_mw)
+KV_CMD(ibv_cmd_attach_mcast)
+KV_CMD(ibv_cmd_close_xrcd)
+KV_CMD(ibv_cmd_create_counters)
+KV_CMD(ibv_cmd_create_cq)
+KV_CMD(ibv_cmd_create_flow)
+KV_CMD(ibv_cmd_create_flow_action_esp)
+KV_CMD(ibv_cmd_create_qp)
+KV_CMD(ibv_cmd_create_qp_ex2)
+KV_CMD(ibv_cmd_create_rwq_ind_table)
+KV_CMD(ibv_cmd_create_srq)
+KV_CMD(ibv_cmd_create_srq_ex)
+KV_CMD(ibv_cmd_create_wq)
+KV_CMD(ibv_cmd_dealloc_mw)
+KV_CMD(ibv_cmd_destroy_counters)
+KV_CMD(ibv_cmd_destroy_flow)
+KV_CMD(ibv_cmd_destroy_flow_action)
+KV_CMD(ibv_cmd_destroy_rwq_ind_table)
+KV_CMD(ibv_cmd_destroy_srq)
+KV_CMD(ibv_cmd_destroy_wq)
+KV_CMD(ibv_cmd_detach_mcast)
+KV_CMD(ibv_cmd_free_dm)
+KV_CMD(ibv_cmd_modify_cq)
+KV_CMD(ibv_cmd_modify_flow_action_esp)
+KV_CMD(ibv_cmd_modify_qp_ex)
+KV_CMD(ibv_cmd_modify_srq)
+KV_CMD(ibv_cmd_modify_wq)
+KV_CMD(ibv_cmd_open_qp)
+KV_CMD(ibv_cmd_open_xrcd)
+KV_CMD(ibv_cmd_poll_cq)
+KV_CMD(ibv_cmd_post_recv)
+KV_CMD(ibv_cmd_post_send)
+KV_CMD(ibv_cmd_post_srq_recv)
+KV_CMD(ibv_cmd_query_context)
+KV_CMD(ibv_cmd_query_device)
+KV_CMD(ibv_cmd_query_device_ex)
+KV_CMD(ibv_cmd_query_mr)
+KV_CMD(ibv_cmd_query_srq)
+KV_CMD(ibv_cmd_read_counters)
+KV_CMD(ibv_cmd_reg_dm_mr)
+KV_CMD(ibv_cmd_req_notify_cq)
+KV_CMD(ibv_cmd_rereg_mr)
+KV_CMD(ibv_cmd_resize_cq)
+
+KV_EXPORT bool verbs_allow_disassociate_destroy;
+
+KV_EXPORT void *verbs_open_device(void *ibdev, void *private_data)
+{
+	(void)ibdev, (void)private_data;
+	errno = refused("verbs_open_device");
+	return NULL;
+}
+
+KV_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev,
+					const char *fnfmt, ...)
+{
+	(void)buf, (void)size, (void)sysfs_dev, (void)fnfmt;
+	errno = refused("ibv_read_ibdev_sysfs_file");
+	return -1;
+}
+
+KV_EXPORT void verbs_init_cq(void *cq, void *ctx, void *channel, void *cq_context)
+{
+	(void)cq, (void)ctx, (void)channel, (void)cq_context;
+	refused("verbs_init_cq");
+}
+
+KV_EXPORT void ibv_get_fw_ver(char *value, size_t len, void *sysfs_dev)
+{
+	(void)sysfs_dev;
+	if (value && len)
+		value[0] = 0;
+	refused("ibv_get_fw_ver");
+}

@@ -693,8 +693,8 @@ static int emu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv
 	int err = 0;
 	if (ibqp->qp_type != IBV_QPT_RC || !q->rq_wrid || !s->rq_cnt) {
 		*bad = wr;
-		KLOG_ERR("kinet-verbs: ibv_post_recv on QP 0x%x: it has no receive queue",
-			 ibqp->qp_num);
+		KLOG_ERR("kinet-verbs: ibv_post_recv on QP 0x%x: it has no receive queue%s",
+			 ibqp->qp_num, q->srq ? " (it receives through its SRQ: ibv_post_srq_recv)" : "");
 		return EINVAL;
 	}
 	if (ibqp->state == IBV_QPS_RESET) {
@@ -794,7 +794,8 @@ static bool cqe_to_wc(struct emu_cq *c, const struct kn_cqe64 *e, struct ibv_wc 
 	struct emu_qp *q = c->last;
 	if (!q || q->sqp->qpn != qpn) {
 		q = emu_qp_by_num(emu_dev_of(c->cq.context), qpn);
-		if (!q || !q->sq_wrid) {
+		/* a DevX QP has no work requests here, but its SRQ's receives do */
+		if (!q || (!q->sq_wrid && !q->srq)) {
 			KLOG_WARN("kinet-verbs: a CQE of QP 0x%x, which is gone: dropped", qpn);
 			return false;
 		}
@@ -827,10 +828,15 @@ static bool cqe_to_wc(struct emu_cq *c, const struct kn_cqe64 *e, struct ibv_wc 
 		atomic_store(&q->sq_wr_tail, q->sq_seq[slot] + 1);
 		return true;
 	}
-	uint32_t slot = ctr & (s->rq_cnt - 1);
-	wc->wr_id = q->rq_wrid[slot];
-	uint64_t tail = atomic_load(&q->rq_tail);
-	atomic_store(&q->rq_tail, tail + (uint16_t)(ctr - (uint16_t)tail) + 1);
+	if (q->srq) {
+		/* the CQE names the SRQ's WQE, free again from now on */
+		wc->wr_id = emu_srq_complete(q->srq, ctr);
+	} else {
+		uint32_t slot = ctr & (s->rq_cnt - 1);
+		wc->wr_id = q->rq_wrid[slot];
+		uint64_t tail = atomic_load(&q->rq_tail);
+		atomic_store(&q->rq_tail, tail + (uint16_t)(ctr - (uint16_t)tail) + 1);
+	}
 	wc->opcode = op == KN_CQE_RESP_WR_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	if (!err) {
 		/* RC: the connected QP, by its verbs number (the CQE has the
@@ -1223,6 +1229,7 @@ int emu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->qp_type = ibqp->qp_type;
 	return 0;
 }

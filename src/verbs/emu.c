@@ -61,6 +61,7 @@ static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_dev devs[EMU_MAXDEV];
 static struct emu_qp *all_qps;
 static struct emu_pd *all_pds;
+static struct emu_cq *all_cqs; /* verbs CQs, for a DevX QP that names one */
 static uint32_t next_cqn = 0x40;
 static struct kinet_mlx5_emu_cfg cfg = {
 	.ndev = 2,
@@ -331,6 +332,8 @@ static struct ibv_context *emu_open_device(struct ibv_device *dev)
 	pthread_mutex_init(&ib->mutex, NULL);
 	ctx_ops(c);
 	c->d = d;
+	/* kinet-verbs: a DevX context, as rdma-core 44 opens one (above) */
+	c->devx = cfg.host;
 	return ib;
 }
 
@@ -372,6 +375,9 @@ static int emu_query_device(struct ibv_context *ib, struct ibv_device_attr *a)
 	a->max_qp_wr = cfg.max_qp_wr;
 	a->max_sge = 30;
 	a->max_sge_rd = 30;
+	a->max_srq = 1 << 16;
+	a->max_srq_wr = EMU_SRQ_MAX_WR;
+	a->max_srq_sge = EMU_SRQ_MAX_SGE;
 	a->max_cq = 1 << 16;
 	a->max_cqe = (1 << 22) - 1;
 	a->max_mr = 1 << 16;
@@ -774,6 +780,9 @@ static struct ibv_cq *emu_cq_new(struct ibv_context *ib, int cqe, void *user,
 	c->cq.cqe = (int)c->scq->cnt - 1;
 	pthread_mutex_lock(&emu_lock);
 	c->cqn = next_cqn++;
+	__atomic_store_n(&c->scq->num, c->cqn, __ATOMIC_RELEASE); /* WAIT WQEs name it */
+	c->all_next = all_cqs;
+	all_cqs = c;
 	pthread_mutex_unlock(&emu_lock);
 	c->cq.handle = c->cqn;
 	emu_data_cq_init(c, ch);
@@ -790,6 +799,13 @@ static int emu_destroy_cq(struct ibv_cq *cq)
 	int rc = kinet_cq_destroy(c->scq);
 	if (rc)
 		return -rc;
+	pthread_mutex_lock(&emu_lock);
+	for (struct emu_cq **pp = &all_cqs; *pp; pp = &(*pp)->all_next)
+		if (*pp == c) {
+			*pp = c->all_next;
+			break;
+		}
+	pthread_mutex_unlock(&emu_lock);
 	free(c);
 	return 0;
 }
@@ -802,7 +818,8 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	struct emu_pd *p = (struct emu_pd *)pd;
 	if (ia && ia->qp_type == IBV_QPT_RAW_PACKET)
 		return emu_create_raw_qp(pd, ia);
-	if (!ia || ia->qp_type != IBV_QPT_RC || !ia->send_cq || !ia->recv_cq || ia->srq ||
+	if (!ia || ia->qp_type != IBV_QPT_RC || !ia->send_cq || !ia->recv_cq ||
+	    (ia->srq && ia->srq->context != pd->context) ||
 	    ia->cap.max_send_wr == 0 || ia->cap.max_send_wr > (uint32_t)cfg.max_qp_wr ||
 	    ia->cap.max_recv_wr > (uint32_t)cfg.max_qp_wr || ia->send_cq->context != pd->context ||
 	    ia->recv_cq->context != pd->context) {
@@ -823,7 +840,9 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 	uint32_t wqe = 16 + 32 + (inl > sge ? inl : sge);
 	uint32_t nbb = (wqe + KN_SEND_WQE_BB - 1) / KN_SEND_WQE_BB;
 	uint32_t sq_cnt = kinet_pow2(ia->cap.max_send_wr * nbb);
-	uint32_t rq_cnt = ia->cap.max_recv_wr ? kinet_pow2(ia->cap.max_recv_wr) : 0;
+	/* with an SRQ, the QP has no receive queue of its own (max_recv_wr and
+	 * max_recv_sge are ignored, as on mlx5) */
+	uint32_t rq_cnt = ia->cap.max_recv_wr && !ia->srq ? kinet_pow2(ia->cap.max_recv_wr) : 0;
 	struct emu_qp *q = calloc(1, sizeof(*q));
 	if (!q) {
 		errno = ENOMEM;
@@ -845,6 +864,18 @@ static struct ibv_qp *emu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 		free(q);
 		errno = -rc;
 		return NULL;
+	}
+	if (ia->srq) {
+		q->srq = (struct emu_srq *)ia->srq;
+		rc = kinet_qp_set_srq(q->sqp, q->srq->s, ((struct emu_cq *)ia->recv_cq)->scq);
+		if (rc) {
+			kinet_qp_destroy(q->sqp);
+			free(q);
+			errno = -rc;
+			return NULL;
+		}
+		q->qp.srq = ia->srq;
+		ia->cap.max_recv_sge = 0;
 	}
 	q->d = dev_of(pd->context);
 	q->qp.context = pd->context;
@@ -1181,8 +1212,32 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 {
 	called("mlx5dv_init_obj");
-	if (types & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_PD | MLX5DV_OBJ_RWQ))
+	if (types & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_PD | MLX5DV_OBJ_RWQ |
+				MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH))
 		return EOPNOTSUPP;
+	if (types & MLX5DV_OBJ_AH) {
+		/* the address vector a datagram segment would carry */
+		obj->ah.out->av = &((struct emu_ah *)obj->ah.in)->av;
+		obj->ah.out->comp_mask = 0;
+	}
+	if (types & MLX5DV_OBJ_SRQ) {
+		/* the queue as the provider keeps it: the program may post itself */
+		struct emu_srq *q = (struct emu_srq *)obj->srq.in;
+		struct mlx5dv_srq *o = obj->srq.out;
+		uint64_t want = o->comp_mask;
+		memset(o, 0, sizeof(*o));
+		pthread_mutex_lock(&q->lock);
+		o->buf = q->info.buf;
+		o->dbrec = (__be32 *)q->info.dbrec;
+		o->stride = q->info.stride;
+		o->head = q->head;
+		o->tail = q->tail;
+		pthread_mutex_unlock(&q->lock);
+		if (want & MLX5DV_SRQ_MASK_SRQN) {
+			o->srqn = q->info.srqn;
+			o->comp_mask = MLX5DV_SRQ_MASK_SRQN;
+		}
+	}
 	if (types & MLX5DV_OBJ_RWQ) {
 		struct emu_wq *w = (struct emu_wq *)obj->rwq.in;
 		struct kinet_eth_rxq_ring rg;
@@ -1421,8 +1476,8 @@ static struct ibv_qp *emu_create_rc_qp_ex(struct ibv_context *ib, struct ibv_qp_
 	if ((a->comp_mask & ~ok) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && a->max_tso_header))
-		return rc_fail(EOPNOTSUPP, "ibv_create_qp_ex: an RC QP takes a PD and send_ops_flags "
-					    "only (no create flags, TSO, XRC, RSS or SRQ)");
+		return rc_fail(EOPNOTSUPP, "ibv_create_qp_ex: an RC QP takes a PD, an SRQ and "
+					    "send_ops_flags only (no create flags, TSO, XRC or RSS)");
 	bool ex = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	/* ibv_qp_init_attr is the start of ibv_qp_init_attr_ex (the caps come back there) */
 	struct ibv_qp *qp = emu_create_qp(a->pd, (struct ibv_qp_init_attr *)a);
@@ -2034,8 +2089,11 @@ static struct ibv_context *emu_dv_open_device(struct ibv_device *dev,
 		return NULL;
 	}
 	struct ibv_context *ib = emu_open_device(dev);
+	/* kinet-verbs: rdma-core 44's mlx5 provider asks for a DevX context
+	 * whatever the flags (and ibv_open_device too), and gets one where the
+	 * kernel allows it: kinet's device allows it */
 	if (ib && attr)
-		ctx_of(ib)->devx = (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) != 0;
+		ctx_of(ib)->devx = (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) != 0 || cfg.host;
 	return ib;
 }
 
@@ -2244,6 +2302,15 @@ static struct mlx5dv_devx_obj *cq_of(struct emu_dev *d, uint64_t cqn)
 	return NULL;
 }
 
+/* A verbs CQ of d by its number (mlx5dv_init_obj's cqn; emu_lock held). */
+static kinet_cq *verbs_cq_of(struct emu_dev *d, uint32_t cqn)
+{
+	for (struct emu_cq *c = all_cqs; c; c = c->all_next)
+		if (c->cqn == cqn && dev_of(c->cq.context) == d)
+			return c->scq;
+	return NULL;
+}
+
 static struct emu_pd *pd_of(struct emu_dev *d, uint64_t pdn)
 {
 	for (struct emu_pd *p = all_pds; p; p = p->next)
@@ -2263,6 +2330,13 @@ static void *cmd_fail(void *out, size_t outlen, const char *what)
 	}
 	errno = EREMOTEIO;
 	return NULL;
+}
+
+/* The same for a command whose caller returns an error number. */
+static int cmd_refuse(void *out, size_t outlen, const char *what)
+{
+	cmd_fail(out, outlen, what);
+	return EREMOTEIO;
 }
 
 static uint64_t get_field(const struct kinet_prm_layout *l, const void *buf, const char *name)
@@ -2296,6 +2370,55 @@ static bool emu_ts_ok(uint64_t f)
 	return false;
 }
 
+/* QUERY_ROCE_ADDRESS: entry roce_address_index of the port's GID table as
+ * the NIC holds it (the GID, its RoCE version and L3 type, no VLAN, and the
+ * MAC kinet-verbs gives that GID: the one a peer's ibv_create_ah resolves,
+ * emu_mac). An entry of the table that holds no GID reads as zeros, as an
+ * unset entry of a NIC's table does; an index past the table, a port other
+ * than the one, or an InfiniBand port is refused. */
+static void emu_mac(const uint8_t *gid, uint8_t mac[6]);
+static int query_roce_address(const struct emu_dev *d, const void *in, size_t inlen, void *out,
+			      size_t outlen)
+{
+	const struct kinet_prm_layout *L = &kinet_prm_query_roce_address_out;
+	if (inlen < kinet_prm_bytes(&kinet_prm_query_roce_address_in) ||
+	    outlen < kinet_prm_bytes(L))
+		return cmd_refuse(out, outlen, "QUERY_ROCE_ADDRESS: a short input or output");
+	uint64_t idx = GET(kinet_prm_query_roce_address_in, in, "roce_address_index");
+	uint64_t port = GET(kinet_prm_query_roce_address_in, in, "vhca_port_num");
+	uint32_t len = d->host ? EMU_HOST_GIDS : EMU_GIDS;
+	if (d->link_layer != IBV_LINK_LAYER_ETHERNET)
+		return cmd_refuse(out, outlen, "QUERY_ROCE_ADDRESS: the port is InfiniBand, "
+					       "it has no RoCE addresses");
+	if (port > 1)
+		return cmd_refuse(out, outlen, "QUERY_ROCE_ADDRESS: the device has one port "
+					       "(vhca_port_num 0 or 1)");
+	if (idx >= len) {
+		char why[96];
+		snprintf(why, sizeof(why),
+			 "QUERY_ROCE_ADDRESS: roce_address_index %llu past the GID table of %u",
+			 (unsigned long long)idx, len);
+		return cmd_refuse(out, outlen, why);
+	}
+	memset(out, 0, kinet_prm_bytes(L));
+	struct ibv_gid_entry e;
+	if (gid_entry(d, (uint32_t)idx, &e))
+		return 0; /* an unset entry */
+	uint8_t mac[6];
+	emu_mac(e.gid.raw, mac);
+	static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	kinet_prm_set_bytes(L, out, "roce_address.source_l3_address", e.gid.raw, 16);
+	kinet_prm_set(L, out, "roce_address.source_mac_47_32", (uint64_t)mac[0] << 8 | mac[1]);
+	kinet_prm_set(L, out, "roce_address.source_mac_31_0",
+		      (uint64_t)mac[2] << 24 | (uint64_t)mac[3] << 16 | (uint64_t)mac[4] << 8 | mac[5]);
+	kinet_prm_set(L, out, "roce_address.roce_l3_type",
+		      memcmp(e.gid.raw, v4, 12) ? KINET_PRM_ROCE_L3_IPV6 : KINET_PRM_ROCE_L3_IPV4);
+	kinet_prm_set(L, out, "roce_address.roce_version",
+		      e.gid_type == IBV_GID_TYPE_ROCE_V2 ? KINET_PRM_ROCE_VERSION_2
+							 : KINET_PRM_ROCE_VERSION_1);
+	return 0;
+}
+
 static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t inlen,
 				void *out, size_t outlen)
 {
@@ -2317,17 +2440,35 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 		errno = EINVAL;
 		return EINVAL;
 	}
-	size_t need = kinet_prm_bytes(&kinet_prm_query_hca_cap_out);
-	if (op != KINET_PRM_OP_QUERY_HCA_CAP || outlen < need) {
-		cmd_fail(out, outlen, "general command: only QUERY_HCA_CAP, with a full output");
-		return EREMOTEIO;
+	/* commands that make or change objects are the kernel's to refuse as
+	 * general commands (EINVAL) before any firmware sees them */
+	if ((op >= 0x400 && op <= 0x40f) || (op >= 0x500 && op <= 0x51f) ||
+	    (op >= 0x700 && op <= 0x70f)) { /* CQ, QP and SRQ commands */
+		KLOG_ERR("DevX general_cmd: opcode 0x%x makes or changes an object: "
+			 "mlx5dv_devx_obj_create and _modify take it (EINVAL)",
+			 (unsigned)op);
+		errno = EINVAL;
+		return EINVAL;
 	}
+	if (op == KINET_PRM_OP_QUERY_ROCE_ADDRESS)
+		return query_roce_address(dev_of(ib), in, inlen, out, outlen);
+	size_t need = kinet_prm_bytes(&kinet_prm_query_hca_cap_out);
+	if (op != KINET_PRM_OP_QUERY_HCA_CAP || outlen < need)
+		return cmd_refuse(out, outlen, "general command: only QUERY_HCA_CAP and "
+						 "QUERY_ROCE_ADDRESS, with a full output");
 	memset(out, 0, need);
 	uint32_t type = (uint32_t)(mod >> 1);
 	const struct kinet_prm_layout *L = &kinet_prm_query_hca_cap_out;
 	if (type == KINET_PRM_CAP_GENERAL) {
 		uint32_t lbf = cfg.log_bf_reg_size ? (uint32_t)cfg.log_bf_reg_size : 9;
 		kinet_prm_set(L, out, "capability.log_max_qp_sz", 15);
+		/* the largest WQEs the software NIC executes: a send WQE of 63
+		 * 16-byte units (the ctrl segment's ds), a receive WQE of
+		 * KINET_MAX_RQ_SGE data segments; SRQs as ibv_query_device says */
+		kinet_prm_set(L, out, "capability.max_wqe_sz_sq", 63 * 16);
+		kinet_prm_set(L, out, "capability.max_wqe_sz_rq", 16 * KINET_MAX_RQ_SGE);
+		kinet_prm_set(L, out, "capability.log_max_srq_sz", 15);
+		kinet_prm_set(L, out, "capability.log_max_srq", 16);
 		kinet_prm_set(L, out, "capability.log_max_cq_sz", 22);
 		kinet_prm_set(L, out, "capability.log_max_msg", emu_log_max_msg());
 		/* the port's kind, as IBGDA and GPUNetIO read it */
@@ -2352,15 +2493,27 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 		kinet_prm_set(A, out, "capability.supported_atomic_req_8B_endianness_mode_1", 1);
 		kinet_prm_set(A, out, "capability.atomic_req_8B_endianness_mode", 1);
 	} else if (type == KINET_PRM_CAP_ROCE) {
-		kinet_prm_set(&kinet_prm_query_roce_cap_out, out, "capability.qp_ts_format",
-			      emu_ts_cap());
+		const struct kinet_prm_layout *R = &kinet_prm_query_roce_cap_out;
+		kinet_prm_set(R, out, "capability.qp_ts_format", emu_ts_cap());
+		if (dev_of(ib)->link_layer == IBV_LINK_LAYER_ETHERNET) {
+			/* what QUERY_ROCE_ADDRESS answers from: v1 and v2, IPv4 and
+			 * IPv6 GIDs, the GID table's length (GPUNetIO bounds the
+			 * source GID index by it), RoCE v2's UDP ports */
+			kinet_prm_set(R, out, "capability.roce_version", 0x1 | 0x4);
+			kinet_prm_set(R, out, "capability.l3_type", 0x2 | 0x4);
+			kinet_prm_set(R, out, "capability.roce_address_table_size",
+				      dev_of(ib)->host ? EMU_HOST_GIDS : EMU_GIDS);
+			kinet_prm_set(R, out, "capability.r_roce_dest_udp_port", 4791);
+			kinet_prm_set(R, out, "capability.r_roce_min_src_udp_port", 0xc000);
+			kinet_prm_set(R, out, "capability.r_roce_max_src_udp_port", 0xffff);
+		}
 	} else if (type == KINET_PRM_CAP_NIC_FLOW_TABLE || type == KINET_PRM_CAP_DEVICE_MEMORY) {
 		/* features the software NIC lacks (flow steering and its packet
 		 * reformat, device memory and MEMIC): a page of zeros says so, as
 		 * a ConnectX without them answers */
 	} else {
-		cmd_fail(out, outlen, "QUERY_HCA_CAP: a capability type the emulation lacks");
-		return EREMOTEIO;
+		return cmd_refuse(out, outlen,
+				  "QUERY_HCA_CAP: a capability type the emulation lacks");
 	}
 	return 0;
 }
@@ -2384,9 +2537,12 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 	uint64_t lg = GET(kinet_prm_create_cq_in, in, "cq_context.log_cq_size");
 	/* log_page_size (the umem's pages as a NIC translates them) is not
 	 * looked at: the software NIC reads the program's virtual addresses */
-	if (GET(kinet_prm_create_cq_in, in, "cq_context.cc"))
-		return cmd_fail(out, outlen, "CREATE_CQ: collapsed CQs (cc) are not supported: "
-					     "the software NIC writes every CQE to its own slot");
+	/* a collapsed CQ (cc: every CQE in slot 0, which IBGDA polls by its
+	 * wqe_counter) never waits for its consumer: overrun ignore with it */
+	bool cc = GET(kinet_prm_create_cq_in, in, "cq_context.cc");
+	if (cc && !GET(kinet_prm_create_cq_in, in, "cq_context.oi"))
+		return cmd_fail(out, outlen, "CREATE_CQ: a collapsed CQ (cc) needs overrun ignore "
+					     "(oi): its one slot is written over");
 	if (GET(kinet_prm_create_cq_in, in, "cq_context.cqe_sz") != KINET_PRM_CQE_SIZE_64 ||
 	    lg > 22 || GET(kinet_prm_create_cq_in, in, "cq_context.c_eqn") != EMU_EQN ||
 	    !GET(kinet_prm_create_cq_in, in, "cq_umem_valid") ||
@@ -2401,15 +2557,38 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 	uint8_t *dbr = umem_at(d, GET(kinet_prm_create_cq_in, in, "cq_context.dbr_umem_id"),
 			       GET(kinet_prm_create_cq_in, in, "cq_context.dbr_addr"), 8, &ud);
 	struct emu_uar *uar = uar_of(d, GET(kinet_prm_create_cq_in, in, "cq_context.uar_page"));
+	if (buf && ((uintptr_t)buf & (KN_CQE_SIZE - 1))) {
+		pthread_mutex_unlock(&emu_lock);
+		return cmd_fail(out, outlen, "CREATE_CQ: the CQ buffer (umem address plus "
+					     "cq_umem_offset) is not 64-byte aligned");
+	}
 	if (buf && dbr && uar) {
 		ub->refs++; /* held until the CQ is destroyed */
 		ud->refs++;
 	}
 	pthread_mutex_unlock(&emu_lock);
 	(void)L;
-	if (!buf || !dbr || !uar)
-		return cmd_fail(out, outlen, "CREATE_CQ: buffer, doorbell record or UAR unknown "
-					     "(or the buffer is beyond its umem)");
+	if (!buf || !dbr || !uar) {
+		/* which of the three, with the numbers the command named */
+		char why[160];
+		if (!buf)
+			snprintf(why, sizeof(why), "CREATE_CQ: the CQ buffer: umem %llu unknown, or "
+				 "%u CQEs from offset %llu beyond it",
+				 (unsigned long long)GET(kinet_prm_create_cq_in, in, "cq_umem_id"), cnt,
+				 (unsigned long long)GET(kinet_prm_create_cq_in, in, "cq_umem_offset"));
+		else if (!dbr)
+			snprintf(why, sizeof(why), "CREATE_CQ: the doorbell record: umem %llu unknown, "
+				 "or offset %llu beyond it",
+				 (unsigned long long)GET(kinet_prm_create_cq_in, in,
+							 "cq_context.dbr_umem_id"),
+				 (unsigned long long)GET(kinet_prm_create_cq_in, in,
+							 "cq_context.dbr_addr"));
+		else
+			snprintf(why, sizeof(why), "CREATE_CQ: UAR page %llu unknown",
+				 (unsigned long long)GET(kinet_prm_create_cq_in, in,
+							 "cq_context.uar_page"));
+		return cmd_fail(out, outlen, why);
+	}
 	struct mlx5dv_devx_obj *o = calloc(1, sizeof(*o));
 	struct kinet_cq_attr ca = {.depth = cnt};
 	if (GET(kinet_prm_create_cq_in, in, "cq_context.oi")) {
@@ -2425,6 +2604,8 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 		umem_unref(ub, ud);
 		return cmd_fail(out, outlen, "CREATE_CQ: no resources");
 	}
+	if (cc)
+		o->scq->flags |= KINET_CQF_COLLAPSED;
 	o->um[0] = ub;
 	o->um[1] = ud;
 	/* the software NIC writes its CQEs into the umem (initialised by the user) */
@@ -2437,6 +2618,7 @@ static struct mlx5dv_devx_obj *devx_create_cq(struct ibv_context *ib, const void
 	o->ib = ib;
 	pthread_mutex_lock(&emu_lock);
 	o->num = next_cqn++;
+	__atomic_store_n(&o->scq->num, o->num, __ATOMIC_RELEASE); /* WAIT WQEs name it */
 	o->next = dobjs;
 	dobjs = o;
 	pthread_mutex_unlock(&emu_lock);
@@ -2450,12 +2632,20 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 {
 	struct emu_dev *d = dev_of(ib);
 #define Q(name) GET(kinet_prm_create_qp_in, in, name)
-	if (Q("qpc.st") != KINET_PRM_QPC_ST_RC || Q("qpc.pm_state") != KINET_PRM_QPC_PM_MIGRATED ||
-	    !Q("wq_umem_valid") || !Q("qpc.dbr_umem_valid"))
+	/* pm_state is not looked at: there is no alternate path to migrate to
+	 * (GPUNetIO leaves it 0 here and sets it in RST2INIT) */
+	if (Q("qpc.st") != KINET_PRM_QPC_ST_RC || !Q("wq_umem_valid") || !Q("qpc.dbr_umem_valid"))
 		return cmd_fail(out, outlen, "CREATE_QP: not an RC QP with umem queues");
 	uint64_t rq_type = Q("qpc.rq_type");
-	if (rq_type != KINET_PRM_QPC_RQ_REGULAR && rq_type != KINET_PRM_QPC_RQ_ZERO_SIZE)
-		return cmd_fail(out, outlen, "CREATE_QP: unsupported receive queue type");
+	if (rq_type != KINET_PRM_QPC_RQ_REGULAR && rq_type != KINET_PRM_QPC_RQ_ZERO_SIZE &&
+	    rq_type != KINET_PRM_QPC_RQ_SRQ)
+		return cmd_fail(out, outlen, "CREATE_QP: unsupported receive queue type (XRC)");
+	/* receives through an SRQ of ibv_create_srq (its number from
+	 * mlx5dv_init_obj), completions in the CQ of cqn_rcv */
+	struct emu_srq *srq = NULL;
+	if (rq_type == KINET_PRM_QPC_RQ_SRQ &&
+	    !(srq = emu_srq_by_num(d, (uint32_t)Q("qpc.srqn_rmpn_xrqn"))))
+		return cmd_fail(out, outlen, "CREATE_QP: the SRQ of srqn_rmpn_xrqn is unknown");
 	if (rq_type == KINET_PRM_QPC_RQ_REGULAR && Q("qpc.log_rq_stride") != 0)
 		return cmd_fail(out, outlen, "CREATE_QP: the emulation has 16-byte receive WQEs");
 	if (!emu_ts_ok(Q("qpc.ts_format")))
@@ -2473,7 +2663,13 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 	struct emu_pd *pd = pd_of(d, Q("qpc.pd"));
 	struct mlx5dv_devx_obj *scq = cq_of(d, Q("qpc.cqn_snd"));
 	struct mlx5dv_devx_obj *rcq = rq_cnt ? cq_of(d, Q("qpc.cqn_rcv")) : scq;
-	bool ok = wq && dbr && uar && pd && scq && rcq;
+	/* an SRQ's completions: a DevX CQ, or a verbs CQ (IBGDA's) */
+	kinet_cq *srq_cq = NULL;
+	if (srq) {
+		struct mlx5dv_devx_obj *x = cq_of(d, Q("qpc.cqn_rcv"));
+		srq_cq = x ? x->scq : verbs_cq_of(d, (uint32_t)Q("qpc.cqn_rcv"));
+	}
+	bool ok = wq && dbr && uar && pd && scq && rcq && (!srq || srq_cq);
 	if (ok) {
 		uw->refs++; /* held until the QP is destroyed */
 		ud->refs++;
@@ -2528,6 +2724,17 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		return cmd_fail(out, outlen, "CREATE_QP: no resources (or no QP number free on "
 					     "the host)");
 	}
+	if (srq && (rc = kinet_qp_set_srq(q->sqp, srq->s, srq_cq))) {
+		if (q->rv)
+			emu_rv_release(q->sqp->qpn);
+		kinet_qp_destroy(q->sqp);
+		free(q);
+		free(o);
+		umem_unref(uw, ud);
+		uar_unref(uar);
+		return cmd_fail(out, outlen, "CREATE_QP: the SRQ and receive CQ cannot serve it");
+	}
+	q->srq = srq;
 	kinet_qp *s = q->sqp;
 	/* the QP is in RESET: its engine does not look at it yet */
 	o->orig_sq = s->sq;
@@ -2605,6 +2812,70 @@ static int emu_resolve_l2(struct ibv_context *ib, struct ibv_ah_attr *ah, uint8_
 	return 0;
 }
 
+/* Address handles: what a program learns of a destination with
+ * ibv_create_ah and mlx5dv_init_obj (IBGDA and GPUNetIO take the next hop's
+ * MAC and the GID for their INIT2RTR from its address vector). There are no
+ * UD QPs to send with one. On RoCE every address is global; the MAC is the
+ * one emu_resolve_l2 gives (kinet-verbs finds peers by GID and QP number,
+ * and does not look at it). */
+static void *ah_fail(const char *why)
+{
+	KLOG_ERR("kinet-verbs: ibv_create_ah: %s (EINVAL)", why);
+	errno = EINVAL;
+	return NULL;
+}
+
+static struct ibv_ah *emu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
+{
+	called("create_ah");
+	if (!pd || !a)
+		return ah_fail("no PD or attributes");
+	struct emu_dev *d = dev_of(pd->context);
+	if (a->port_num != 1)
+		return ah_fail("the device has one port, 1");
+	if (d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+		struct ibv_gid_entry e;
+		if (!a->is_global)
+			return ah_fail("a RoCE address is global (is_global and a GRH)");
+		pthread_mutex_lock(&emu_lock);
+		bool ok = a->grh.sgid_index < gid_count(d) && !gid_entry(d, a->grh.sgid_index, &e) &&
+			  e.gid_type != IBV_GID_TYPE_IB;
+		pthread_mutex_unlock(&emu_lock);
+		if (!ok)
+			return ah_fail("the source GID index names no RoCE GID of the port");
+	} else if (!a->dlid) {
+		return ah_fail("an InfiniBand address needs the destination LID");
+	}
+	struct emu_ah *h = calloc(1, sizeof(*h));
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	h->ah.context = pd->context;
+	h->ah.pd = pd;
+	h->av.rlid = kn_htobe16(a->dlid);
+	h->av.stat_rate_sl = (uint8_t)(a->sl & 0xf);
+	if (a->is_global) {
+		memcpy(h->av.rgid, a->grh.dgid.raw, 16);
+		h->av.tclass = a->grh.traffic_class;
+		h->av.hop_limit = a->grh.hop_limit;
+		h->av.grh_gid_fl = kn_htobe32((1u << 30) | ((uint32_t)a->grh.sgid_index << 20) |
+					      (a->grh.flow_label & 0xfffff));
+		uint16_t vid;
+		emu_resolve_l2(pd->context, a, h->av.rmac, &vid);
+	}
+	return &h->ah;
+}
+
+static int emu_destroy_ah(struct ibv_ah *ah)
+{
+	called("destroy_ah");
+	if (!ah)
+		return EINVAL;
+	free(ah);
+	return 0;
+}
+
 /* Modify QP commands become the verbs transition of the same QP, so the
  * emulation checks both paths the same way. */
 static void qpc_record(struct mlx5dv_devx_obj *o, uint64_t op, const void *in);
@@ -2617,15 +2888,11 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 		errno = EINVAL;
 		return EINVAL;
 	}
-	if (o->type != 2 || inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16) {
-		cmd_fail(out, outlen, "modify: not a QP, or a short command");
-		return EREMOTEIO;
-	}
+	if (o->type != 2 || inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16)
+		return cmd_refuse(out, outlen, "modify: not a QP, or a short command");
 	uint64_t op = GET(kinet_prm_qpn_in, in, "opcode");
-	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num) {
-		cmd_fail(out, outlen, "modify: the command names another QP");
-		return EREMOTEIO;
-	}
+	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num)
+		return cmd_refuse(out, outlen, "modify: the command names another QP");
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
 	int mask = IBV_QP_STATE;
@@ -2647,10 +2914,9 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 	case KINET_PRM_OP_INIT2RTR_QP: {
 		if (!full)
 			break;
-		if (P("qpc.log_msg_max") == 0 || P("qpc.log_msg_max") > emu_log_max_msg()) {
-			cmd_fail(out, outlen, "INIT2RTR: log_msg_max beyond the device's log_max_msg");
-			return EREMOTEIO;
-		}
+		if (P("qpc.log_msg_max") == 0 || P("qpc.log_msg_max") > emu_log_max_msg())
+			return cmd_refuse(out, outlen, "INIT2RTR: log_msg_max beyond the device's "
+							 "log_max_msg");
 		a.qp_state = IBV_QPS_RTR;
 		a.path_mtu = (enum ibv_mtu)P("qpc.mtu");
 		a.dest_qp_num = (uint32_t)P("qpc.remote_qpn");
@@ -2660,6 +2926,13 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 		a.ah_attr.is_global = (uint8_t)P("qpc.primary_address_path.grh");
 		a.ah_attr.dlid = (uint16_t)P("qpc.primary_address_path.rlid");
 		a.ah_attr.port_num = (uint8_t)P("qpc.primary_address_path.vhca_port_num");
+		/* RoCE: every packet has a GRH, so a ConnectX does not look at
+		 * the grh bit (IBGDA and GPUNetIO set it only on InfiniBand); the
+		 * port was given in RST2INIT (0 here: that one) */
+		if (o->d->link_layer == IBV_LINK_LAYER_ETHERNET)
+			a.ah_attr.is_global = 1;
+		if (!a.ah_attr.port_num)
+			a.ah_attr.port_num = o->q->attr.port_num ? o->q->attr.port_num : 1;
 		a.ah_attr.grh.sgid_index = (uint8_t)P("qpc.primary_address_path.src_addr_index");
 		a.ah_attr.grh.hop_limit = (uint8_t)P("qpc.primary_address_path.hop_limit");
 		kinet_prm_get_bytes(M, in, "qpc.primary_address_path.rgid_rip",
@@ -2676,11 +2949,9 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 				mac[2 + i] = (uint8_t)(lo >> (24 - 8 * i));
 			emu_mac(a.ah_attr.grh.dgid.raw, want);
 			if (memcmp(mac, want, 6) ||
-			    !P("qpc.primary_address_path.udp_sport")) {
-				cmd_fail(out, outlen, "INIT2RTR: RoCE needs the next hop's MAC and a "
-						      "UDP source port");
-				return EREMOTEIO;
-			}
+			    !P("qpc.primary_address_path.udp_sport"))
+				return cmd_refuse(out, outlen, "INIT2RTR: RoCE needs the next hop's "
+								 "MAC and a UDP source port");
 		}
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -2701,14 +2972,11 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 	case KINET_PRM_OP_2ERR_QP: a.qp_state = IBV_QPS_ERR; break;
 	case KINET_PRM_OP_2RST_QP: a.qp_state = IBV_QPS_RESET; break;
 	default:
-		cmd_fail(out, outlen, "modify: unsupported opcode");
-		return EREMOTEIO;
+		return cmd_refuse(out, outlen, "modify: unsupported opcode");
 	}
 #undef P
-	if (a.qp_state == IBV_QPS_RESET && op != KINET_PRM_OP_2RST_QP) {
-		cmd_fail(out, outlen, "modify: truncated command");
-		return EREMOTEIO;
-	}
+	if (a.qp_state == IBV_QPS_RESET && op != KINET_PRM_OP_2RST_QP)
+		return cmd_refuse(out, outlen, "modify: truncated command");
 	int rc = emu_modify_qp(&o->q->qp, &a, mask);
 	memset(out, 0, outlen);
 	if (rc) {
@@ -2766,23 +3034,16 @@ static int emu_devx_obj_query(struct mlx5dv_devx_obj *o, const void *in, size_t 
 		errno = EINVAL;
 		return EINVAL;
 	}
-	if (inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16) {
-		cmd_fail(out, outlen, "query: a short command or output");
-		return EREMOTEIO;
-	}
+	if (inlen < kinet_prm_bytes(&kinet_prm_qpn_in) || outlen < 16)
+		return cmd_refuse(out, outlen, "query: a short command or output");
 	uint64_t op = GET(kinet_prm_qpn_in, in, "opcode");
-	if (o->type != 2 || op != KINET_PRM_OP_QUERY_QP) {
-		cmd_fail(out, outlen, "query: only QUERY_QP of a QP object");
-		return EREMOTEIO;
-	}
-	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num) {
-		cmd_fail(out, outlen, "QUERY_QP: the command names another QP");
-		return EREMOTEIO;
-	}
-	if (outlen < kinet_prm_bytes(&kinet_prm_query_qp_out)) {
-		cmd_fail(out, outlen, "QUERY_QP: the output is shorter than the QP context");
-		return EREMOTEIO;
-	}
+	if (o->type != 2 || op != KINET_PRM_OP_QUERY_QP)
+		return cmd_refuse(out, outlen, "query: only QUERY_QP of a QP object");
+	if (GET(kinet_prm_qpn_in, in, "qpn") != o->num)
+		return cmd_refuse(out, outlen, "QUERY_QP: the command names another QP");
+	if (outlen < kinet_prm_bytes(&kinet_prm_query_qp_out))
+		return cmd_refuse(out, outlen,
+				  "QUERY_QP: the output is shorter than the QP context");
 	memset(out, 0, outlen);
 	uint8_t *qpc = (uint8_t *)out + KINET_EMU_QPC_AT;
 	pthread_mutex_lock(&emu_lock);
@@ -2877,14 +3138,6 @@ static int refuse(const char *verb)
 	return EOPNOTSUPP;
 }
 
-static int emu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			     struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	*bad = wr;
-	return refuse("ibv_post_srq_recv");
-}
-
 static struct ibv_mw *emu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	(void)pd, (void)type;
@@ -2916,7 +3169,7 @@ static void ctx_ops(struct emu_ctx *c)
 	c->vc.create_qp_ex = emu_create_qp_ex; /* ibv_create_qp_ex beyond a PD alone */
 	c->vc.create_cq_ex = emu_create_cq_ex;
 	emu_data_ops(ib); /* poll_cq, req_notify_cq, post_send, post_recv (data.c) */
-	ib->ops.post_srq_recv = emu_post_srq_recv;
+	ib->ops.post_srq_recv = emu_post_srq_recv; /* srq.c */
 	ib->ops.alloc_mw = emu_alloc_mw;
 	ib->ops.bind_mw = emu_bind_mw;
 	ib->ops.dealloc_mw = emu_dealloc_mw;
@@ -2956,6 +3209,12 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.create_qp = emu_create_qp,
 	.modify_qp = emu_modify_qp,
 	.destroy_qp = emu_destroy_qp,
+	.create_srq = emu_create_srq,
+	.modify_srq = emu_modify_srq,
+	.query_srq = emu_query_srq,
+	.destroy_srq = emu_destroy_srq,
+	.create_ah = emu_create_ah,
+	.destroy_ah = emu_destroy_ah,
 	.mlx5dv_is_supported = emu_is_supported,
 	.mlx5dv_init_obj = emu_init_obj,
 	.mlx5dv_open_device = emu_dv_open_device,

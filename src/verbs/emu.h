@@ -15,6 +15,7 @@
 #include "nic/mlx5/ops.h"
 #include "core/driver.h"
 #include "verbs/host.h"
+#include "nic/soft/srq.h"
 
 #define EMU_MAXDEV 4
 #define EMU_GIDS 8
@@ -73,6 +74,7 @@ struct emu_cq {
 	/* an extended CQ: the completion between start_poll and end_poll */
 	bool single;              /* IBV_CREATE_CQ_ATTR_SINGLE_THREADED: no lock */
 	struct ibv_wc cur;
+	struct emu_cq *all_next;  /* every verbs CQ (emu.c, under its lock) */
 };
 struct emu_wrx;
 struct emu_qp {
@@ -107,7 +109,38 @@ struct emu_qp {
 	struct ibv_qp_attr attr; /* the attributes of the modifies so far (ibv_query_qp) */
 	bool rv;                 /* qp.qp_num is an entry of the host's rendezvous */
 	struct emu_wrx *wrx;     /* an extended QP: the work requests since wr_start */
+	struct emu_srq *srq;     /* receives through this SRQ (srq.c), no receive queue */
 };
+
+/* Shared receive queues (srq.c). */
+#define EMU_SRQ_MAX_WR 32767
+#define EMU_SRQ_MAX_SGE 31
+struct emu_srq {
+	struct ibv_srq srq; /* first: the handle the program holds */
+	struct emu_srq *next; /* every SRQ (srq.c) */
+	kinet_srq *s;
+	struct kinet_srq_info info;
+	pthread_mutex_t lock; /* head, tail, counter, wrid */
+	uint64_t *wrid;       /* per WQE: the posted work request's id */
+	uint16_t head, tail;  /* the free list: posts take the head, completions link after the tail */
+	uint32_t counter;     /* WQEs posted (the doorbell record) */
+	uint32_t max_sge;
+};
+struct ibv_srq *emu_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia);
+int emu_destroy_srq(struct ibv_srq *srq);
+int emu_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask);
+int emu_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a);
+int emu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* A receive completion of WQE idx: its work request's id; the WQE is free again. */
+uint64_t emu_srq_complete(struct emu_srq *s, uint16_t idx);
+/* An address handle (emu.c): the address vector mlx5dv_init_obj gives. */
+struct emu_ah {
+	struct ibv_ah ah; /* first: the handle the program holds */
+	struct mlx5_wqe_av av;
+};
+
+/* The SRQ of device d with this number (mlx5dv_init_obj's srqn), or NULL. */
+struct emu_srq *emu_srq_by_num(struct emu_dev *d, uint32_t srqn);
 
 /* rendezvous.c: QP numbers unique on the host, and the software-NIC
  * descriptors of QPs in INIT and later, found by (GID, QP number) from

@@ -26,6 +26,7 @@
 #include "core/driver.h"
 #include "verbs/host.h"
 #include "verbs/emu.h"
+#include "verbs/dmabuf.h"
 
 /* verbs.h turns these into inline wrappers; here they are the symbols */
 #undef ibv_query_port
@@ -379,11 +380,52 @@ KV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
 	return ibv_reg_mr_iova2(pd, addr, len, iova, (unsigned)access);
 }
 
+/* A dma-buf of GPU memory that CUDA exported, registered at the CUDA
+ * address it came from (the iova: perftest and NCCL pass it), as ibv_reg_mr
+ * registers a CUDA pointer; anything else is refused as rdma-core's kernel
+ * refuses it (EBADF, EINVAL), or EOPNOTSUPP where the software NIC cannot
+ * reach the memory (dmabuf.c). fd stays the program's: kinet reaches the
+ * memory by its address and keeps no descriptor. */
 KV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
 					   uint64_t iova, int fd, int access)
 {
-	(void)pd, (void)offset, (void)len, (void)iova, (void)fd, (void)access;
-	return refused_null("ibv_reg_dmabuf_mr");
+	/* the access flags the kernel takes for a dma-buf MR; the optional
+	 * ones are hints, as in ibv_reg_mr */
+	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			       IBV_ACCESS_OPTIONAL_RANGE;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t pmask = page > 0 ? (uint64_t)page - 1 : 4095;
+	if (!pd || (offset & pmask) != (iova & pmask) || ((unsigned)access & ~known)) {
+		KLOG_ERR("kinet-verbs: ibv_reg_dmabuf_mr: %s (EINVAL)",
+			 !pd ? "no PD"
+			 : ((unsigned)access & ~known)
+				 ? "access flags beyond local/remote write, remote read and atomic"
+				 : "offset and iova differ within a page");
+		errno = EINVAL;
+		return NULL;
+	}
+	struct kv_dmabuf d;
+	int rc = kv_dmabuf_probe(fd, &d);
+	if (!rc) {
+		const struct kinet_cuda_ops *cu = kinet_cuda_load();
+		rc = kv_dmabuf_check(&d, fd, offset, len, iova, cu,
+				     "no usable CUDA driver or GPU, or KINET_NO_CUDA=1");
+	}
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	/* the software NIC's registration of CUDA memory (staged through CUDA
+	 * copies, KINET_ALLOW_HOST_STAGING); no peer-memory module is needed
+	 * for a dma-buf, and kinet-verbs' double asks for none */
+	struct ibv_mr *mr = ops()->reg_mr(pd, (void *)(uintptr_t)iova, len,
+					  access & ~IBV_ACCESS_OPTIONAL_RANGE);
+	if (!mr)
+		return NULL;
+	mr->addr = (void *)(uintptr_t)offset; /* what rdma-core reports for a dma-buf MR */
+	mr->length = len;
+	return mr;
 }
 
 KV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
@@ -564,36 +606,57 @@ KV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 	return x;
 }
 
-/* ---- refused families: SRQ, AH, multicast ------------------------------------------------ */
+/* ---- shared receive queues (srq.c) ------------------------------------------------------ */
 
 KV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
 {
-	(void)pd, (void)a;
-	return refused_null("ibv_create_srq");
+	if (!pd || !a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!ops()->create_srq)
+		return refused_null("ibv_create_srq");
+	return ops()->create_srq(pd, a);
 }
 
 KV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int mask)
 {
-	(void)srq, (void)a, (void)mask;
-	return refused("ibv_modify_srq");
+	if (!srq || !a)
+		return EINVAL;
+	if (!ops()->modify_srq)
+		return refused("ibv_modify_srq");
+	return ops()->modify_srq(srq, a, mask);
 }
 
 KV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a)
 {
-	(void)srq, (void)a;
-	return refused("ibv_query_srq");
+	if (!srq || !a)
+		return EINVAL;
+	if (!ops()->query_srq)
+		return refused("ibv_query_srq");
+	return ops()->query_srq(srq, a);
 }
 
 KV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	(void)srq;
-	return refused("ibv_destroy_srq");
+	if (!srq)
+		return EINVAL;
+	if (!ops()->destroy_srq)
+		return refused("ibv_destroy_srq");
+	return ops()->destroy_srq(srq);
 }
+
+/* ---- address handles (emu.c); refused: multicast ------------------------------------------ */
 
 KV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
 {
-	(void)pd, (void)a;
-	return refused_null("ibv_create_ah");
+	if (!pd || !a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!ops()->create_ah)
+		return refused_null("ibv_create_ah");
+	return ops()->create_ah(pd, a);
 }
 
 KV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, struct ibv_wc *wc,
@@ -612,8 +675,11 @@ KV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc 
 
 KV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	(void)ah;
-	return refused("ibv_destroy_ah");
+	if (!ah)
+		return EINVAL;
+	if (!ops()->destroy_ah)
+		return refused("ibv_destroy_ah");
+	return ops()->destroy_ah(ah);
 }
 
 KV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)

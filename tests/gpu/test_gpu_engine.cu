@@ -6,10 +6,12 @@
  * QP the GPU engine serves ends in the error CQE the CPU engine writes
  * (same syndrome and reason), then ERR; a revoked region under traffic
  * fails the kernel's next put, never hangs it; the engine exits when idle
- * (cudaDeviceSynchronize returns) and takes the QP again when it is busy.
+ * (cudaDeviceSynchronize returns) and takes the QP again when it is busy;
+ * with the WQE trace on, the kernel's records reach the trace.
  */
 #include <time.h>
 #include "gpu_util.h"
+#include "core/trace_fmt.h"
 
 #define N 256u
 #define CH 4096u
@@ -240,4 +242,109 @@ Test(gpu_engine, off_by_default_and_reported)
 	cr_assert_eq(e.engine, KINET_ENGINE_CPU);
 	cr_assert(strstr(e.engine_why, "KINET_GPU_ENGINE") != NULL, "%s", e.engine_why);
 	gu_close(&g);
+}
+
+/* The WQE trace with the kernel (KINET_TRACE): the QP is not refused, and
+ * the kernel's records reach the trace as the CPU engine's would: one WQE
+ * record per WQE it executed (exactly gpu_wqes of them, engine
+ * KINET_TR_ENGINE_GPU), the right opcode, length and keys, each CQE after
+ * its WQE, times within the run and in the QP's order across both engines
+ * (the kernel's %globaltimer converted to the trace's clock). */
+Test(gpu_engine, trace_records_from_the_kernel)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	char path[80];
+	snprintf(path, sizeof(path), "/tmp/kinet-gpu-trace-%lld.ktr",
+		 (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
+	setenv("KINET_TRACE", path, 1);
+	fix f;
+	fix_open(&f);
+	struct kinet_ep_info e;
+	cr_assert_eq(kinet_qp_ep_info(f.g.a[0], &e), 0);
+	cr_assert(strstr(e.engine_why, "eligible") != NULL, "refused: %s", e.engine_why);
+	uint32_t qpn = kinet_qp_num(f.g.a[0]);
+	uint32_t keys[4] = {kinet_mr_lkey(f.src.mr), kinet_mr_lkey(f.back.mr),
+			    kinet_mr_lkey(f.res.mr), 0};
+	uint32_t rkeys[2] = {gu_key(&f.dst), gu_key(&f.ctr)};
+	run_put_get(&f);
+	CU(cudaDeviceSynchronize()); /* idle: the kernel exits and gives the QP back */
+	cr_assert_eq(kinet_qp_ep_info(f.g.a[0], &e), 0);
+	uint64_t gpu_wqes = e.gpu_wqes;
+	cr_assert_gt(gpu_wqes, 0u, "the GPU engine executed nothing: %s", e.engine_why);
+	fix_close(&f); /* the QPs' destroy reads the rings; the close writes the trace */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t t_close = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	FILE *fp = fopen(path, "rb");
+	cr_assert_not_null(fp, "no trace file %s", path);
+	struct kinet_trace_hdr h;
+	cr_assert_eq(fread(&h, sizeof(h), 1, fp), 1);
+	cr_assert_eq(memcmp(h.magic, KINET_TRACE_MAGIC, 8), 0);
+	const uint32_t nw = 2 * N + 17; /* puts, gets, 16 fetch-and-adds, a compare-and-swap */
+	static struct kinet_trace_rec w[1 << 16], c[1 << 16];
+	static uint8_t hw[1 << 16], hc[1 << 16];
+	memset(hw, 0, sizeof(hw));
+	memset(hc, 0, sizeof(hc));
+	uint64_t gw = 0, lost = 0, n_put = 0, n_get = 0, n_at = 0, n_nop = 0;
+	struct kinet_trace_rec r;
+	while (fread(&r, sizeof(r), 1, fp) == 1) {
+		cr_assert_eq(r.qpn, qpn, "a record of QP 0x%x", r.qpn);
+		cr_assert(r.t_ns > 0 && r.t_ns <= t_close - h.start_mono_ns,
+			  "t_ns %llu outside the run", (unsigned long long)r.t_ns);
+		if (r.type == KINET_TR_LOST) {
+			lost += r.len;
+			continue;
+		}
+		cr_assert(r.engine == KINET_TR_ENGINE_GPU || r.engine < 64, "engine %u", r.engine);
+		if (r.type == KINET_TR_WQE) {
+			cr_assert_eq(hw[r.wqe_idx]++, 0, "WQE %u recorded twice", r.wqe_idx);
+			w[r.wqe_idx] = r;
+			gw += r.engine == KINET_TR_ENGINE_GPU;
+			if (r.opcode == KN_OPCODE_RDMA_WRITE) {
+				n_put++;
+				cr_assert_eq(r.lkey, keys[0]);
+				cr_assert_eq(r.rkey, rkeys[0]);
+			} else if (r.opcode == KN_OPCODE_RDMA_READ) {
+				n_get++;
+				cr_assert_eq(r.lkey, keys[1]);
+				cr_assert_eq(r.rkey, rkeys[0]);
+			} else if (r.opcode == KN_OPCODE_NOP) {
+				n_nop++; /* none expected; the device API's, if it posts any */
+			} else {
+				cr_assert(r.opcode == KN_OPCODE_ATOMIC_FA ||
+					  r.opcode == KN_OPCODE_ATOMIC_CS, "opcode 0x%x", r.opcode);
+				n_at++;
+				cr_assert_eq(r.lkey, keys[2]);
+				cr_assert_eq(r.rkey, rkeys[1]);
+			}
+		} else {
+			cr_assert_eq(r.type, KINET_TR_CQE, "type %u", r.type);
+			cr_assert_eq(hc[r.wqe_idx]++, 0, "CQE %u recorded twice", r.wqe_idx);
+			c[r.wqe_idx] = r;
+		}
+	}
+	fclose(fp);
+	remove(path);
+	cr_assert_eq(lost, 0u, "%llu records lost", (unsigned long long)lost);
+	cr_assert_eq(n_put, N);
+	cr_assert_eq(n_get, N);
+	cr_assert_eq(n_at, 17u);
+	cr_assert_eq(gw, gpu_wqes, "%llu WQE records of the GPU engine, it executed %llu",
+		     (unsigned long long)gw, (unsigned long long)gpu_wqes);
+	uint64_t tw = 0;
+	uint32_t seen = 0;
+	for (uint32_t i = 0; i < (1u << 16); i++) {
+		if (hc[i])
+			cr_assert(hw[i], "CQE %u without its WQE", i);
+		if (!hw[i])
+			continue;
+		seen++;
+		cr_assert_geq(w[i].t_ns, tw, "WQE %u taken before the one before it", i);
+		tw = w[i].t_ns;
+		if (hc[i]) {
+			cr_assert_geq(c[i].t_ns, w[i].t_ns, "CQE %u before its WQE", i);
+			cr_assert_eq(c[i].len, w[i].len, "CQE %u: byte count", i);
+		}
+	}
+	cr_assert_eq(seen, nw + n_nop);
 }

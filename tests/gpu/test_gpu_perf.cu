@@ -201,17 +201,17 @@ static void need_gpu(void)
 
 /* ---- --pair, GPU memory at both ends ---------------------------------------------- */
 
-static const char *const TESTS[] = {"write_bw", "write_lat", "read_bw", "read_lat",
-				    "atomic_bw", "atomic_lat", "send_bw", "put_bw"};
+static const char *const TESTS[] = {"write_bw",  "write_lat", "read_bw",  "read_lat", "atomic_bw",
+				    "atomic_lat", "send_bw",  "send_lat", "put_bw"};
 
 Test(gpu_perf, pair_every_test_every_scope_gpu_memory)
 {
 	need_gpu();
 	const char *scopes[] = {"thread", "warp", "block"};
-	for (int t = 0; t < 8; t++)
+	for (int t = 0; t < 9; t++)
 		for (int s = 0; s < 3; s++) {
 			bool atomic = strstr(TESTS[t], "atomic") != NULL;
-			if (s && !strcmp(TESTS[t], "send_bw"))
+			if (s && !strncmp(TESTS[t], "send_", 5))
 				continue; /* thread scope only */
 			const char *a[32];
 			int n = 0;

@@ -42,7 +42,7 @@ __global__ void many_kernel(const kn_qp *const *qps, int per_cta_qp, int scope, 
 }
 
 static void run_many(int scope, int share, int blocks, int threads, uint32_t iters, int eng,
-		     int db_mode)
+		     int db_mode, size_t smem = 0)
 {
 	int nqp = share == KN_SHARE_CTA ? blocks : 1;
 	struct gu_ctx g;
@@ -57,7 +57,10 @@ static void run_many(int scope, int share, int blocks, int threads, uint32_t ite
 	CU(cudaMalloc((void **)&dqps, nqp * sizeof(kn_qp *)));
 	CU(cudaMemcpy(dqps, g.d, nqp * sizeof(kn_qp *), cudaMemcpyHostToDevice));
 	CU(cudaMalloc((void **)&drc, nthr * sizeof(int)));
-	many_kernel<<<blocks, threads>>>(dqps, share == KN_SHARE_CTA, scope, src.dev,
+	if (smem)
+		CU(cudaFuncSetAttribute(many_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					(int)smem));
+	many_kernel<<<blocks, threads, smem>>>(dqps, share == KN_SHARE_CTA, scope, src.dev,
 					 kinet_mr_lkey(src.mr), (uint64_t)(uintptr_t)dst.dev,
 					 gu_key(&dst), iters, drc);
 	CU_SYNC();
@@ -114,6 +117,23 @@ Test(gpu_shared, grid_block_scope, .timeout = 300)
 Test(gpu_shared, cta_shared_qps, .timeout = 300)
 {
 	run_many(GU_THREAD, KN_SHARE_CTA, 132, 128, gu_quick() ? 1 : 4, 4, KN_DB_GPU);
+}
+
+/* One QP per CTA, one CTA per SM holding (nearly) all of its shared memory:
+ * the GPU engine's block (KINET_GPU_ENGINE=on) finds no room on any SM
+ * until this kernel ends, and this kernel waits for its CQEs. The CPU
+ * engine must serve the QPs meanwhile: its copies may not wait for the
+ * engine's kernel, which waits for this one. */
+Test(gpu_shared, engine_without_room, .timeout = 300)
+{
+	int dev = 0, nsm = 0, optin = 0;
+	CU(cudaGetDevice(&dev));
+	CU(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+	CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+	cudaFuncAttributes fa;
+	CU(cudaFuncGetAttributes(&fa, many_kernel));
+	run_many(GU_THREAD, KN_SHARE_CTA, nsm, 32, gu_quick() ? 1 : 8, 4, KN_DB_GPU,
+		 (size_t)optin - fa.sharedSizeBytes);
 }
 
 /* ---- wrap-around --------------------------------------------------------- */

@@ -7,7 +7,8 @@
  * memory) and over the software NIC's wire. CUDA kernels issue every
  * operation at thread, warp and block scope; the data is checked byte for
  * byte on random contents, atomics and signals by value; the collectives
- * (thread, warp, block, host and stream forms) against host references.
+ * (thread, warp, block, host and stream forms) against host references;
+ * the warpgroup barrier, maxloc, the strided alltoall and 2D team splits.
  * Also the examples' CUDA builds (examples/nvshmem) as jobs.
  *
  * The PEs are forked before any CUDA call of the test process.
@@ -21,6 +22,7 @@
 #include <kinet/shmem.h>
 #include <kinet/shmem_device.h>
 #include <kinet/nvshmem/device_host/nvshmem_tensor.h> /* the tile API (refused) */
+#include <kinet/nvshmem/nvshmem.h>
 
 #define MAXPE 8
 
@@ -116,8 +118,18 @@ static void run_job(int n, int p2p, pe_fn fn)
 			js->result[pe] = rc;
 			_exit(rc ? 1 : 0);
 		}
-		while (pe == 0 && !__atomic_load_n(&js->addr_ready, __ATOMIC_ACQUIRE))
+		/* PE 0 publishes its addresses before the others start; one that
+		 * dies first (or hangs past its alarm) ends the wait */
+		for (int ms = 0; pe == 0 && !__atomic_load_n(&js->addr_ready, __ATOMIC_ACQUIRE);
+		     ms++) {
+			int st;
+			if (waitpid(pid[0], &st, WNOHANG) == pid[0])
+				cr_assert_fail("PE 0 ended (status 0x%x) before it published its "
+					       "addresses",
+					       st);
+			cr_assert(ms < 310000, "PE 0 did not publish its addresses in 310 s");
 			usleep(1000);
+		}
 	}
 	for (int pe = 0; pe < n; pe++) {
 		int st;
@@ -720,6 +732,158 @@ Test(gpu_shmem, collectives_2_and_4_pes_ipc_and_wire)
 	run_job(2, 0, coll_pe);
 	run_job(4, 1, coll_pe);
 	run_job(4, 0, coll_pe);
+}
+
+/* ---- warpgroup barrier, maxloc, strided alltoall, 2D teams ---------------------------------- */
+
+#define X_ML 1001u  /* maxloc pairs: several chunks of the scratch with 4 PEs */
+#define X_AN 37u    /* alltoalls elements per member */
+#define X_DS 3      /* its strides: dest, source */
+#define X_SS 2
+#define X_GUARD 64u /* guard bytes after the alltoalls dest span */
+
+struct xc {
+	double2 *sml, *dml;
+	int32_t *sa, *da;  /* kernel alltoalls (int32) */
+	int64_t *sh, *dh;  /* host-called alltoalls (int64) */
+	uint64_t *tok;     /* [MAXPE] tokens put before the warpgroup barrier */
+	int *errs, *arrived;
+	int me, n;
+};
+
+/* One CTA of 256 threads: warpgroup 1 puts its token to every PE and calls
+ * the warpgroup barrier, then checks every token and that its 128 threads
+ * all came; the CTA then reduces maxloc pairs; thread 0 makes a strided
+ * alltoall. */
+static __global__ void xc_kernel(struct xc c, uint64_t token)
+{
+	unsigned tid = threadIdx.x;
+	int rc = 0;
+	if (tid >= 128) {
+		if (tid == 128)
+			for (int p = 0; p < c.n; p++)
+				nvshmem_uint64_p(c.tok + c.me, token, p);
+		atomicAdd(c.arrived, 1);
+		rc |= nvshmemx_barrier_warpgroup(NVSHMEM_TEAM_WORLD);
+		if (atomicAdd(c.arrived, 0) != 128)
+			rc |= 2;
+		for (int p = 0; p < c.n; p++)
+			if (((volatile uint64_t *)c.tok)[p] != token)
+				rc |= 4;
+	}
+	rc |= nvshmemx_double2_maxloc_reduce_block(NVSHMEM_TEAM_WORLD, c.dml, c.sml, X_ML) ? 8 : 0;
+	if (tid == 0)
+		rc |= nvshmem_int32_alltoalls(NVSHMEM_TEAM_WORLD, c.da, c.sa, X_DS, X_SS, X_AN) ? 16
+											       : 0;
+	if (rc)
+		atomicOr(c.errs, rc);
+}
+
+/* The pairs of PE pe: values from 4 integers (ties), indices below 100. */
+static void xc_pairs(double2 *v, int pe)
+{
+	uint8_t r[2 * X_ML];
+	tu_fill_random(r, sizeof(r), seed_of(pe, 80));
+	for (size_t i = 0; i < X_ML; i++) {
+		v[i].x = (double)(r[2 * i] % 4);
+		v[i].y = (double)(r[2 * i + 1] % 100);
+	}
+}
+
+static int xc_pe(int me, int n)
+{
+	struct xc c;
+	memset(&c, 0, sizeof(c));
+	c.me = me;
+	c.n = n;
+	size_t alen = ((size_t)n * X_AN - 1) * X_DS + 1; /* dest span, elements */
+	size_t slen = ((size_t)n * X_AN - 1) * X_SS + 1;
+	c.sml = (double2 *)kinet_shmem_malloc(X_ML * sizeof(double2));
+	c.dml = (double2 *)kinet_shmem_malloc(X_ML * sizeof(double2) + X_GUARD);
+	c.sa = (int32_t *)kinet_shmem_malloc(slen * 4);
+	c.da = (int32_t *)kinet_shmem_malloc(alen * 4 + X_GUARD);
+	c.sh = (int64_t *)kinet_shmem_malloc(slen * 8);
+	c.dh = (int64_t *)kinet_shmem_malloc(alen * 8 + X_GUARD);
+	c.tok = (uint64_t *)kinet_shmem_malloc(MAXPE * 8);
+	PK(c.sml && c.dml && c.sa && c.da && c.sh && c.dh && c.tok, "malloc");
+	PCU(cudaMalloc((void **)&c.errs, 2 * sizeof(int)));
+	PCU(cudaMemset(c.errs, 0, 2 * sizeof(int)));
+	c.arrived = c.errs + 1;
+	size_t hl = alen * 8 + X_GUARD + X_ML * sizeof(double2);
+	uint8_t *h = (uint8_t *)malloc(hl), *w = (uint8_t *)malloc(hl), *g = (uint8_t *)malloc(hl);
+	PK(h && w && g, "malloc");
+	xc_pairs((double2 *)h, me);
+	PCU(cudaMemcpy(c.sml, h, X_ML * sizeof(double2), cudaMemcpyHostToDevice));
+	PCU(cudaMemset(c.dml, 0xa5, X_ML * sizeof(double2) + X_GUARD));
+	tu_fill_random(h, slen * 4, seed_of(me, 81));
+	PCU(cudaMemcpy(c.sa, h, slen * 4, cudaMemcpyHostToDevice));
+	PCU(cudaMemset(c.da, 0xa5, alen * 4 + X_GUARD));
+	tu_fill_random(h, slen * 8, seed_of(me, 82));
+	PCU(cudaMemcpy(c.sh, h, slen * 8, cudaMemcpyHostToDevice));
+	PCU(cudaMemset(c.dh, 0xa5, alen * 8 + X_GUARD));
+	PCU(cudaMemset(c.tok, 0, MAXPE * 8));
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	xc_kernel<<<1, 256>>>(c, 0x7000 + (uint64_t)n);
+	PCU(cudaGetLastError());
+	PCU(cudaDeviceSynchronize());
+	PK(kinet_shmem_alltoalls(KINET_SHMEM_TEAM_WORLD, c.dh, c.sh, X_DS, X_SS, X_AN, 8) == 0,
+	   "host alltoalls");
+	int errs = 0;
+	PCU(cudaMemcpy(&errs, c.errs, sizeof(int), cudaMemcpyDeviceToHost));
+	PK(errs == 0 && kinet_shmem_error(0) == 0, "kernel errors %#x: %s", errs,
+	   kinet_strerror(kinet_shmem_error(0)));
+	/* maxloc: the largest value, ties to the lowest index; the guard after */
+	double2 *wm = (double2 *)w, *xm = (double2 *)h;
+	for (int p = 0; p < n; p++) {
+		xc_pairs(xm, p);
+		for (size_t i = 0; i < X_ML; i++)
+			if (!p || xm[i].x > wm[i].x || (xm[i].x == wm[i].x && xm[i].y < wm[i].y))
+				wm[i] = xm[i];
+	}
+	memset(w + X_ML * sizeof(double2), 0xa5, X_GUARD);
+	PCU(cudaMemcpy(g, c.dml, X_ML * sizeof(double2) + X_GUARD, cudaMemcpyDeviceToHost));
+	PK(!memcmp(g, w, X_ML * sizeof(double2) + X_GUARD), "maxloc (block)");
+	/* alltoalls: member p's element (me * X_AN + k) * X_SS at (p * X_AN + k) * X_DS,
+	 * every other byte of the span and the guard as it was */
+	for (int es = 4; es <= 8; es += 4) {
+		memset(w, 0xa5, alen * es + X_GUARD);
+		for (int p = 0; p < n; p++) {
+			tu_fill_random(h, slen * es, seed_of(p, es == 4 ? 81 : 82));
+			for (size_t k = 0; k < X_AN; k++)
+				memcpy(w + ((size_t)p * X_AN + k) * X_DS * es,
+				       h + ((size_t)me * X_AN + k) * X_SS * es, es);
+		}
+		PCU(cudaMemcpy(g, es == 4 ? (void *)c.da : (void *)c.dh, alen * es + X_GUARD,
+			       cudaMemcpyDeviceToHost));
+		PK(!memcmp(g, w, alen * es + X_GUARD), "alltoalls of %d-byte elements (%s)", es,
+		   es == 4 ? "kernel" : "host");
+	}
+	/* 2D teams: rows of 2 */
+	kinet_shmem_team xt, yt;
+	PK(kinet_shmem_team_split_2d(KINET_SHMEM_TEAM_WORLD, 2, &xt, &yt) == 0, "split_2d");
+	PK(kinet_shmem_team_n_pes(xt) == (n - me / 2 * 2 < 2 ? 1 : 2) &&
+		   kinet_shmem_team_my_pe(xt) == me % 2 &&
+		   kinet_shmem_team_n_pes(yt) == (n + 1 - me % 2) / 2 &&
+		   kinet_shmem_team_my_pe(yt) == me / 2,
+	   "2D teams");
+	PK(kinet_shmem_team_destroy(xt) == 0 && kinet_shmem_team_destroy(yt) == 0, "destroy");
+	PK(kinet_shmem_barrier_all() == 0, "barrier");
+	free(h);
+	free(w);
+	free(g);
+	cudaFree(c.errs);
+	void *blocks[] = {c.tok, c.dh, c.sh, c.da, c.sa, c.dml, c.sml};
+	for (int i = 0; i < 7; i++)
+		PK(kinet_shmem_free(blocks[i]) == 0, "free");
+	return 0;
+}
+
+Test(gpu_shmem, warpgroup_maxloc_alltoalls_split_2d_ipc_and_wire)
+{
+	run_job(2, 1, xc_pe);
+	run_job(2, 0, xc_pe);
+	run_job(3, 1, xc_pe);
+	run_job(4, 0, xc_pe);
 }
 
 /* ---- the tile API: tensors real, tile collectives refused ---------------------------------- */

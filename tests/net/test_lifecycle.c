@@ -238,7 +238,9 @@ TW_FN int wf_a(int fd, int fd2, void *arg)
 	kn_ticket_t t = tw_post_write(&s, TW_Q + 8192, TW_P + 8192, 4096, 0, 0);
 	/* nothing comes back: degraded before it fails (KINET_NET_TIMEOUT_MS, tw_net_ms(): 1500 ms on tcp) */
 	bool degraded = false;
+	uint64_t t0 = tw_ms();
 	while (kn_test(s.d, t) == -EBUSY) {
+		CK(tw_ms() - t0 < 30000); /* failed in 1.5 s: never is a hang */
 		struct kinet_ep_info ei;
 		CK0(kinet_qp_ep_info(s.qp, &ei));
 		degraded |= ei.state == KINET_EP_DEGRADED && ei.silent_ms >= 750;

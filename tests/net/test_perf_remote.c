@@ -327,12 +327,13 @@ TestSuite(perf_remote, .init = setup, .timeout = 600);
 /* ---- runs that succeed --------------------------------------------------------------- */
 
 /* Every test with something across processes: the server passive (writes,
- * reads, atomics), answering (write_lat) or receiving (send_bw). */
+ * reads, atomics), answering (write_lat, send_lat) or receiving (send_bw,
+ * send_lat). */
 Test(perf_remote, every_test_server_client)
 {
-	const char *tests[] = {"write_bw", "write_lat", "read_bw", "read_lat",
-			       "atomic_bw", "atomic_lat", "send_bw", "put_bw"};
-	for (int t = 0; t < 8; t++) {
+	const char *tests[] = {"write_bw",  "write_lat",  "read_bw", "read_lat", "atomic_bw",
+			       "atomic_lat", "send_bw", "send_lat", "put_bw"};
+	for (int t = 0; t < 9; t++) {
 		bool atomic = strstr(tests[t], "atomic") != NULL;
 		const char *cli[] = {"-n", "25", "--warmup", "3", "-t", "8", "-s", atomic ? "8" : "300",
 				     NULL};
@@ -368,6 +369,72 @@ Test(perf_remote, server_takes_the_clients_options)
 	check_both(&s, &c, "send_bw", 1, 1000, 40);
 	proc_free(&s);
 	proc_free(&c);
+}
+
+/* send_lat across processes (perftest's ib_send_lat): both sides keep
+ * receives posted, the server answers each SEND with one of its own. A
+ * sweep with --pair, where each size is checked on both sides (the last
+ * message byte for byte, every message's length and stamp); two threads
+ * between a server and a client; a duration run, where the server learns
+ * from the stop word how many messages came; the data check on a flipped
+ * byte of the server's receive buffer, and on a message damaged on the
+ * wire. */
+Test(perf_remote, send_lat)
+{
+	const char *a[] = {"send_lat", "--pair", "-a", "--max-size", "8K", "-n", "5", "--warmup",
+			   "2", NULL};
+	struct proc p;
+	start(&p, a);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 0, "status %d, stderr:\n%s", p.status, p.text[1]);
+	cr_assert_not_null(strstr(p.text[0], "Send Latency Test"), "%s", p.text[0]);
+	double rows[16][16];
+	int n = table(p.text[0], LAT_HEADER, 9, rows, 16, NULL, 0);
+	cr_assert_eq(n, 13, "sizes 2..8192 are 13 rows, got %d", n);
+	for (int i = 0; i < n; i++)
+		check_lat_row(rows[i], (double)(2u << i), 5);
+	proc_free(&p);
+
+	const char *cli[] = {"--threads", "2", "-n", "20", "-s", "777", NULL};
+	struct proc s, c;
+	server_client("send_lat", NULL, cli, &s, &c);
+	check_both(&s, &c, "send_lat", 1, 777, 20);
+	proc_free(&s);
+	proc_free(&c);
+
+	const char *d[] = {"send_lat", "--pair", "-D", "1", "-s", "64", NULL};
+	start(&p, d);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 0, "status %d, stderr:\n%s", p.status, p.text[1]);
+	cr_assert_eq(table(p.text[0], " #bytes        #iterations       t_avg[usec]", 4, rows, 4,
+			   NULL, 0),
+		     1);
+	cr_assert_eq(rows[0][0], 64);
+	cr_assert_gt(rows[0][1], 0, "no message in 1 s");
+	proc_free(&p);
+
+	const char *x[] = {"send_lat", "--pair", "-n", "10", "-s", "100", "--corrupt", NULL};
+	start(&p, x);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 1, "status %d, stderr:\n%s", p.status, p.text[1]);
+	cr_assert_not_null(strstr(p.text[1], "server: data check failed at 100 bytes: thread 0: "
+					     "the server's receive buffer differs at byte 50"),
+			   "stderr:\n%s", p.text[1]);
+	proc_free(&p);
+
+	/* every message is checked as it arrives: the stamp in the last byte of
+	 * message 4 flipped on the wire (both sides' receive paths), a fault the
+	 * check of the last message alone would miss */
+	const char *f[] = {"send_lat", "--pair", "-n", "20", "-s", "16", NULL};
+	const char *fenv[] = {"KINET_FAULT=action=corrupt,op=send,byte=15,after=4,count=1", NULL};
+	start_env(&p, f, fenv);
+	finish(&p, 1);
+	cr_assert_eq(p.status, 1, "status %d, stderr:\n%s", p.status, p.text[1]);
+	cr_assert_not_null(strstr(p.text[1], "data check failed at 16 bytes: thread 0: 1 "
+					     "message(s) came back wrong, the first is number 4 "
+					     "(receive length or last byte)"),
+			   "stderr:\n%s", p.text[1]);
+	proc_free(&p);
 }
 
 Test(perf_remote, pair_one_command)
@@ -661,6 +728,7 @@ Test(perf_remote, perftest_command_lines)
 		{{"atomic_bw", "-q", "2", "-t", "16", "-n", "300", NULL}, 0, 8, 300},
 		{{"write_lat", "-s", "8", "-I", "8", "-n", "300", "-F", NULL}, 1, 8, 300},
 		{{"write_lat", "-s", "64", "-D", "1", NULL}, 2, 64, 0},
+		{{"send_lat", "-s", "8", "-n", "300", "-F", NULL}, 1, 8, 300},
 		{{"send_bw", "-s", "4096", "-D", "1", NULL}, 0, 4096, 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -721,9 +789,9 @@ static const char *const EMU[] = {"KINET_MLX5_EMULATE=1", NULL};
  * descriptors, the steps), every test, both backends' descriptors. */
 Test(perf_remote, mlx5_emulation_pair_threads)
 {
-	const char *tests[] = {"write_bw", "write_lat", "read_bw",  "read_lat",
-			       "atomic_bw", "atomic_lat", "send_bw", "put_bw"};
-	for (int t = 0; t < 8; t++) {
+	const char *tests[] = {"write_bw",   "write_lat", "read_bw",  "read_lat", "atomic_bw",
+			       "atomic_lat", "send_bw",   "send_lat", "put_bw"};
+	for (int t = 0; t < 9; t++) {
 		bool lat = strstr(tests[t], "_lat") != NULL, atomic = strstr(tests[t], "atomic");
 		const char *a[] = {tests[t], "--pair=threads", "--backend", "mlx5", "-n", "30",
 				   "--threads", "2", "-t", "8", "-s", atomic ? "8" : "200", NULL};

@@ -66,6 +66,32 @@ TW_FN int tw_io(int fd, void *buf, size_t n, int wr)
 	return 0;
 }
 
+/* Waits at most ms for child pid to end: 0 with its status in *st, or -1
+ * when it had not (it is killed and reaped then). */
+TW_FN int tw_wait_pid(pid_t pid, unsigned ms, int *st)
+{
+	uint64_t end = tw_ms() + ms;
+	for (;;) {
+		pid_t r = waitpid(pid, st, WNOHANG);
+		if (r == pid)
+			return 0;
+		if (r < 0 || tw_ms() >= end)
+			break;
+		tw_sleep_ms(5);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* Reads one byte from fd (a pipe) within ms: 1, or 0 at its end or the
+ * deadline. */
+TW_FN int tw_read_byte(int fd, char *c, unsigned ms)
+{
+	struct pollfd pf = {fd, POLLIN, 0};
+	return poll(&pf, 1, (int)ms) == 1 && read(fd, c, 1) == 1;
+}
+
 /* Sends a blob and receives the other side's (length-prefixed). */
 TW_FN int tw_xchg(int fd, const void *mine, uint32_t n, void *theirs, uint32_t cap)
 {
@@ -378,7 +404,10 @@ TW_FN int tw_have_wire(void)
 		_exit(n > 0 ? 0 : (n == -ENOSYS || n == -ENODEV) ? 77 : 1);
 	}
 	int st = 0;
-	waitpid(pid, &st, 0);
+	if (tw_wait_pid(pid, TW_IO_MS, &st)) {
+		fprintf(stderr, "the check for the wire did not end in %d s\n", TW_IO_MS / 1000);
+		return 1;
+	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
@@ -393,7 +422,10 @@ TW_FN int tw_have_shm(void)
 		_exit(tw_have_wire() == 0 ? 0 : 77);
 	}
 	int st = 0;
-	waitpid(p, &st, 0);
+	if (tw_wait_pid(p, 2 * TW_IO_MS, &st)) {
+		fprintf(stderr, "the check for shm did not end in %d s\n", 2 * TW_IO_MS / 1000);
+		return 1;
+	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 

@@ -153,7 +153,13 @@ static int fg_b(int fd, int fd2, void *arg)
 	 * to end, and counted) */
 	struct fg_reset rs = {.qp = s.qp};
 	pthread_t th;
+	uint64_t forgets = wire_copy_forgets(w);
 	CK0(pthread_create(&th, NULL, fg_reset_main, &rs));
+	/* X is held until the reset has marked Y skipped: on a loaded machine
+	 * the copy thread would otherwise finish X and start Y first */
+	for (t0 = tw_ms(); wire_copy_forgets(w) == forgets && !atomic_load(&rs.done);
+	     tw_sleep_ms(1))
+		CK(tw_ms() - t0 < 20000);
 	int y_faults = 0;
 	for (t0 = tw_ms(); !atomic_load(&rs.done) || atomic_load(&w->rd_inflight) > 0;) {
 		CK(tw_ms() - t0 < 20000);

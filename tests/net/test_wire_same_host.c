@@ -785,6 +785,8 @@ Test(same_host, exit_without_close_leaves_no_region)
 		kinet_pd *pd;
 		kinet_qp *qp;
 		uint8_t d[KINET_QP_DESC_MAX];
+		close(done[0]);
+		close(go[1]); /* a parent that ends ends the read below */
 		if (open_shm_end(&ctx, &pd, &qp, d) <= 0)
 			_exit(2);
 		char c = 'r';
@@ -792,12 +794,22 @@ Test(same_host, exit_without_close_leaves_no_region)
 			_exit(3);
 		exit(0); /* the context stays open */
 	}
+	/* a child that fails ends the read (its end of the pipe closes) */
+	close(done[1]);
+	close(go[0]);
 	char c;
-	cr_assert_eq(read(done[0], &c, 1), 1, "the child did not open its context");
+	if (!tw_read_byte(done[0], &c, TW_IO_MS)) {
+		int st = 0;
+		if (tw_wait_pid(p, 1000, &st))
+			cr_assert_fail("the child did not open its context in %d s (killed)",
+				       TW_IO_MS / 1000);
+		cr_assert_fail("the child ended before it opened its context: status 0x%x", st);
+	}
 	cr_assert_eq(regions_of(p), 1, "the child's shm endpoint has no region");
 	cr_assert_eq(write(go[1], "g", 1), 1);
 	int st = 0;
-	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert_eq(tw_wait_pid(p, TW_IO_MS, &st), 0, "the child did not end in %d s",
+		     TW_IO_MS / 1000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
 	cr_assert_eq(regions_of(p), 0, "the child's region is left in /dev/shm");
 }
@@ -838,7 +850,8 @@ Test(same_host, exit_leaves_a_closed_endpoints_name_alone)
 		exit(0);
 	}
 	int st = 0;
-	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert_eq(tw_wait_pid(p, TW_IO_MS, &st), 0, "the child did not end in %d s",
+		     TW_IO_MS / 1000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
 	int left = regions_of(p);
 	char pre[48], path[300];

@@ -217,7 +217,8 @@ Test(wire_shm_dead, peer_killed_holding_its_lock)
 	if (c == 0)
 		_exit(sweeper(p[1].pid));
 	int st = 0;
-	waitpid(c, &st, 0);
+	cr_assert_eq(tw_wait_pid(c, TW_IO_MS, &st), 0, "the next process did not end in %d s",
+		     TW_IO_MS / 1000);
 	int after = regions_of(p[1].pid, true);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the next process: status 0x%x", st);
 	cr_assert_eq(after, 0);

@@ -741,18 +741,22 @@ struct dereg {
 	struct tu_region src, dst;
 	uint8_t *snap;
 	int deregistered, snapped;
+	int writer_ended; /* the writer returned, whatever its result */
+	int dereg_failed; /* the writer stops */
+	uint64_t writes;  /* the writer's most writes (0: 2000000) */
 };
 
-static int dereg_fn(int tid, int n, void *arg)
+static int dereg_side(int tid, struct dereg *e)
 {
-	(void)n;
-	struct dereg *e = arg;
 	kn_qp *q = e->p.da;
 	uint32_t rkey = kinet_mr_rkey(e->dst.mr);
 	if (tid == 0) {
 		int rc = 0;
 		kn_ticket_t t = 0;
-		for (uint64_t i = 0; i < 2000000 && rc == 0; i++) {
+		uint64_t most = e->writes ? e->writes : 2000000;
+		for (uint64_t i = 0; i < most && rc == 0; i++) {
+			TU_CHECK(!__atomic_load_n(&e->dereg_failed, __ATOMIC_ACQUIRE),
+				 "the deregistering thread failed");
 			size_t off = (size_t)(i * 4096) % (e->dst.len - 4096);
 			rc = kn_put(q, tu_addr(e->dst.buf + off), rkey, e->src.buf + (i & 7) * 4096,
 				    tu_lkey(&e->src), 4096, &t);
@@ -766,8 +770,16 @@ static int dereg_fn(int tid, int n, void *arg)
 			 kinet_syndrome_str(kn_qp_error(q, NULL)));
 		return 0;
 	}
-	while (KN_LOAD64(&q->st->done) < 200)
+	/* the writer may fail or end before its 200th write: bounded */
+	uint64_t t0 = kn_now_ns();
+	while (KN_LOAD64(&q->st->done) < 200) {
+		TU_CHECK(!__atomic_load_n(&e->writer_ended, __ATOMIC_ACQUIRE),
+			 "the writer ended after %llu writes, before 200",
+			 (unsigned long long)KN_LOAD64(&q->st->done));
+		TU_CHECK(kn_now_ns() - t0 < 30000000000ull, "200 writes not done in 30 s (%llu)",
+			 (unsigned long long)KN_LOAD64(&q->st->done));
 		sched_yield();
+	}
 	TU_CHECK(kinet_mr_dereg(e->dst.mr) == 0, "dereg");
 	e->dst.mr = NULL;
 	memcpy(e->snap, e->dst.buf, e->dst.len);
@@ -775,15 +787,50 @@ static int dereg_fn(int tid, int n, void *arg)
 	return 0;
 }
 
+static int dereg_fn(int tid, int n, void *arg)
+{
+	(void)n;
+	struct dereg *e = arg;
+	int rc = dereg_side(tid, e);
+	if (tid == 0)
+		__atomic_store_n(&e->writer_ended, 1, __ATOMIC_RELEASE);
+	else if (rc)
+		__atomic_store_n(&e->dereg_failed, 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+static void dereg_case(struct dereg *e)
+{
+	cr_assert_eq(tu_pair_open(&e->p, &(struct kinet_qp_attr){.sq_depth = 64}), 0);
+	cr_assert_eq(tu_region_alloc(&e->src, e->p.pd, 8 * 4096, KINET_ACCESS_LOCAL_WRITE, 1), 0);
+	cr_assert_eq(tu_region_alloc(&e->dst, e->p.pd, 1 << 20, KINET_ACCESS_ALL, 2), 0);
+	e->snap = malloc(e->dst.len);
+	tu_fail_msg[0] = 0;
+}
+
+/* A writer that ends before the 200 writes the other thread waits for (made
+ * to stop after 50): the deregistering thread says so and ends, it does not
+ * wait for ever. */
+Test(api, deregistration_thread_ends_when_the_writer_does)
+{
+	struct dereg e;
+	memset(&e, 0, sizeof(e));
+	e.writes = 50;
+	dereg_case(&e);
+	uint64_t t0 = kn_now_ns();
+	cr_assert_neq(kinet_host_exec(2, dereg_fn, &e), 0, "50 writes passed for a deregistration");
+	cr_assert_lt(kn_now_ns() - t0, 10000000000ull, "the threads took more than 10 s to end");
+	free(e.snap);
+	tu_region_free(&e.src);
+	tu_region_free(&e.dst);
+	tu_pair_close(&e.p);
+}
+
 Test(api, deregistration_under_traffic)
 {
 	struct dereg e;
 	memset(&e, 0, sizeof(e));
-	cr_assert_eq(tu_pair_open(&e.p, &(struct kinet_qp_attr){.sq_depth = 64}), 0);
-	cr_assert_eq(tu_region_alloc(&e.src, e.p.pd, 8 * 4096, KINET_ACCESS_LOCAL_WRITE, 1), 0);
-	cr_assert_eq(tu_region_alloc(&e.dst, e.p.pd, 1 << 20, KINET_ACCESS_ALL, 2), 0);
-	e.snap = malloc(e.dst.len);
-	tu_fail_msg[0] = 0;
+	dereg_case(&e);
 	cr_assert_eq(kinet_host_exec(2, dereg_fn, &e), 0, "%s", tu_fail_msg);
 	cr_assert_arr_eq(e.dst.buf, e.snap, e.dst.len, "a write landed after kinet_mr_dereg returned");
 	cr_assert(tu_region_canaries_ok(&e.dst));

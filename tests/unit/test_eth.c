@@ -1208,56 +1208,94 @@ struct sem_arg {
 	const kn_sem *sem;
 	uint32_t total;
 	uint32_t checked;
+	volatile int stop; /* set by whichever side failed: the others end too */
+	uint32_t slow_us;  /* the worker's time per item */
 };
 
-static int sem_fn(int tid, int n, void *arg)
+/* Every wait in this test is bounded: a side that fails says so and the
+ * others stop, so a failure is a message, never a hang. */
+#define SEM_WAIT_NS 30000000000ull
+
+/* Hands the oldest item's receive buffers back once the worker is done with
+ * it, and frees the item. */
+static int sem_reclaim(struct sem_arg *a, uint32_t oldest)
 {
-	(void)n;
-	struct sem_arg *a = arg;
 	const kn_sem *s = a->sem;
-	if (tid == 0) { /* receiver */
-		uint32_t got = 0, item = 0, oldest = 0;
-		while (got < a->total) {
-			/* reclaim done items in order: their buffers go back */
-			while (oldest < item && kn_sem_get(s, oldest) == KN_SEM_DONE) {
-				struct batch *b = kn_sem_item(s, oldest);
-				TU_CHECK(kn_eth_release(a->rq, b->last + 1) == 0, "release");
-				kn_sem_set(s, oldest, KN_SEM_FREE);
-				oldest++;
-			}
-			if (item - oldest == s->count)
-				continue; /* the ring is full: wait for the worker */
-			kn_eth_pkt pk[8];
-			uint32_t k = 0;
-			TU_CHECK(kn_eth_recv(a->rq, pk, 8, 1000000, &k) == 0, "recv");
-			if (!k)
-				continue;
-			TU_CHECK(kn_sem_get(s, item) == KN_SEM_FREE, "item %u not free", item);
-			struct batch *b = kn_sem_item(s, item);
-			b->n = k;
-			b->last = pk[k - 1].ticket;
-			for (uint32_t i = 0; i < k; i++) {
-				b->data[i] = pk[i].data;
-				b->len[i] = pk[i].len;
-			}
-			kn_sem_set(s, item, KN_SEM_READY);
-			item++;
-			got += k;
+	struct batch *b = kn_sem_item(s, oldest);
+	TU_CHECK(kn_eth_release(a->rq, b->last + 1) == 0, "release");
+	kn_sem_set(s, oldest, KN_SEM_FREE);
+	return 0;
+}
+
+static int sem_receiver(struct sem_arg *a)
+{
+	const kn_sem *s = a->sem;
+	uint32_t got = 0, item = 0, oldest = 0;
+	while (got < a->total) {
+		TU_CHECK(!a->stop, "the worker failed");
+		/* reclaim done items in order: their buffers go back */
+		while (oldest < item && kn_sem_get(s, oldest) == KN_SEM_DONE) {
+			int rc = sem_reclaim(a, oldest);
+			if (rc)
+				return rc;
+			oldest++;
 		}
-		TU_CHECK(kn_sem_wait(s, item, KN_SEM_FREE, 0) == 0, "end");
-		kn_sem_set(s, item, KN_SEM_EXIT);
-		return 0;
+		if (item - oldest == s->count) {
+			/* the ring is full: the worker frees the oldest item */
+			TU_CHECK(kn_sem_wait(s, oldest, KN_SEM_DONE, SEM_WAIT_NS) == 0,
+				 "item %u not done in 30 s (ring full)", oldest);
+			continue;
+		}
+		kn_eth_pkt pk[8];
+		uint32_t k = 0;
+		TU_CHECK(kn_eth_recv(a->rq, pk, 8, 1000000, &k) == 0, "recv");
+		if (!k)
+			continue;
+		TU_CHECK(kn_sem_get(s, item) == KN_SEM_FREE, "item %u not free", item);
+		struct batch *b = kn_sem_item(s, item);
+		b->n = k;
+		b->last = pk[k - 1].ticket;
+		for (uint32_t i = 0; i < k; i++) {
+			b->data[i] = pk[i].data;
+			b->len[i] = pk[i].len;
+		}
+		kn_sem_set(s, item, KN_SEM_READY);
+		item++;
+		got += k;
 	}
-	/* worker */
+	/* the last items may still be with the worker, the ring full: the item
+	 * after them shares a slot with the oldest, so they are reclaimed
+	 * before the end is said there */
+	while (oldest < item) {
+		TU_CHECK(kn_sem_wait(s, oldest, KN_SEM_DONE, SEM_WAIT_NS) == 0,
+			 "item %u not done in 30 s (end)", oldest);
+		int rc = sem_reclaim(a, oldest);
+		if (rc)
+			return rc;
+		oldest++;
+	}
+	TU_CHECK(kn_sem_get(s, item) == KN_SEM_FREE, "end item %u not free", item);
+	kn_sem_set(s, item, KN_SEM_EXIT);
+	return 0;
+}
+
+static int sem_worker(struct sem_arg *a)
+{
+	const kn_sem *s = a->sem;
 	for (uint32_t item = 0;; item++) {
+		uint64_t t0 = kn_now_ns();
 		for (;;) {
 			uint32_t st = kn_sem_get(s, item);
 			if (st == KN_SEM_READY)
 				break;
 			if (st == KN_SEM_EXIT)
 				return 0;
+			TU_CHECK(!a->stop, "the receiver failed");
+			TU_CHECK(kn_now_ns() - t0 < SEM_WAIT_NS, "item %u not ready in 30 s", item);
 			KN_PAUSE();
 		}
+		if (a->slow_us)
+			usleep(a->slow_us);
 		struct batch *b = kn_sem_item(s, item);
 		for (uint32_t i = 0; i < b->n; i++) {
 			/* the frame's number, the first payload byte */
@@ -1272,6 +1310,16 @@ static int sem_fn(int tid, int n, void *arg)
 	}
 }
 
+static int sem_fn(int tid, int n, void *arg)
+{
+	(void)n;
+	struct sem_arg *a = arg;
+	int rc = tid == 0 ? sem_receiver(a) : sem_worker(a);
+	if (rc)
+		a->stop = 1;
+	return rc;
+}
+
 /* The receiver and the worker on two host-executor threads. */
 static void *sem_threads(void *arg)
 {
@@ -1283,7 +1331,8 @@ static void *sem_threads(void *arg)
 	return NULL;
 }
 
-Test(eth, semaphore_ring_hands_batches_between_threads)
+/* A slow worker keeps the ring full, to the last item. */
+static void sem_case(uint32_t slow_us)
 {
 	struct env e;
 	env_open(&e, NULL, 0);
@@ -1307,7 +1356,7 @@ Test(eth, semaphore_ring_hands_batches_between_threads)
 		/* after the checksum: the receiver flags it, no matter */
 		fr[14 + 20 + 8] = (uint8_t)i;
 	}
-	struct sem_arg a = {&e, rq, ds, 200, 0};
+	struct sem_arg a = {&e, rq, ds, 200, 0, 0, slow_us};
 	pthread_t th;
 	struct run {
 		struct sem_arg *a;
@@ -1315,10 +1364,11 @@ Test(eth, semaphore_ring_hands_batches_between_threads)
 	} ru = {&a, -1};
 	cr_assert_eq(pthread_create(&th, NULL, sem_threads, &ru), 0);
 	/* this thread sends, never more than the receive queue holds */
-	for (uint32_t i = 0; i < 200; i++) {
-		while (i - KN_LOAD64(&rq->st->released) >= 32)
+	for (uint32_t i = 0; i < 200 && !a.stop; i++) {
+		while (i - KN_LOAD64(&rq->st->released) >= 32 && !a.stop)
 			KN_PAUSE();
-		send_wait(&e, frame_at(&e, i), len[i], 0);
+		if (!a.stop)
+			send_wait(&e, frame_at(&e, i), len[i], 0);
 	}
 	pthread_join(th, NULL);
 	cr_assert_eq(ru.rc, 0, "%s", tu_fail_msg);
@@ -1329,4 +1379,16 @@ Test(eth, semaphore_ring_hands_batches_between_threads)
 	cr_assert_eq(kinet_sem_destroy(sem), 0);
 	rxq_del(r, fl);
 	env_close(&e);
+}
+
+Test(eth, semaphore_ring_hands_batches_between_threads)
+{
+	sem_case(0);
+}
+
+/* The receiver has the last batches in a full ring when it is done: it
+ * reclaims them before it says the end in the slot the oldest shares. */
+Test(eth, semaphore_ring_ends_with_the_ring_full)
+{
+	sem_case(2000);
 }

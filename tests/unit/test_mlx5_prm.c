@@ -29,6 +29,38 @@ Test(mlx5_prm, opcodes)
 	cr_assert_eq(KINET_PRM_OP_ALLOC_UAR, 0x802);
 	cr_assert_eq(KINET_PRM_OP_DEALLOC_UAR, 0x803);
 	cr_assert_eq(KINET_PRM_OP_CREATE_UMEM, 0xa08);
+	cr_assert_eq(KINET_PRM_OP_QUERY_ROCE_ADDRESS, 0x760);
+}
+
+/* QUERY_ROCE_ADDRESS at the PRM's byte positions: the index at bytes 8-9 and
+ * the port in the low nibble of byte 11 of the input; in the output the
+ * address (roce_addr_layout) from byte 16: the GID in 16-31, vlan_valid bit
+ * 4 of byte 32, the MAC in 34-39, roce_l3_type the low nibble of byte 42,
+ * roce_version byte 43. */
+Test(mlx5_prm, query_roce_address_positions)
+{
+	uint8_t in[16] = {0}, out[48] = {0}, gid[16], mac_hi[2] = {0x02, 0x00};
+	cr_assert_eq(kinet_prm_set(&kinet_prm_query_roce_address_in, in, "roce_address_index",
+				   0x1234), 0);
+	cr_assert_eq(kinet_prm_set(&kinet_prm_query_roce_address_in, in, "vhca_port_num", 1), 0);
+	cr_assert_eq(in[8], 0x12);
+	cr_assert_eq(in[9], 0x34);
+	cr_assert_eq(in[11], 0x01);
+	const struct kinet_prm_layout *L = &kinet_prm_query_roce_address_out;
+	tu_fill_random(gid, sizeof(gid), 99);
+	cr_assert_eq(kinet_prm_set_bytes(L, out, "roce_address.source_l3_address", gid, 16), 0);
+	cr_assert_eq(memcmp(out + 16, gid, 16), 0);
+	cr_assert_eq(kinet_prm_set(L, out, "roce_address.vlan_valid", 1), 0);
+	cr_assert_eq(out[32], 0x10);
+	cr_assert_eq(kinet_prm_set(L, out, "roce_address.source_mac_47_32", 0x0200), 0);
+	cr_assert_eq(kinet_prm_set(L, out, "roce_address.source_mac_31_0", 0x0a4d0001), 0);
+	cr_assert_eq(memcmp(out + 34, mac_hi, 2), 0);
+	cr_assert(out[36] == 0x0a && out[37] == 0x4d && out[38] == 0x00 && out[39] == 0x01);
+	cr_assert_eq(kinet_prm_set(L, out, "roce_address.roce_l3_type", KINET_PRM_ROCE_L3_IPV6), 0);
+	cr_assert_eq(kinet_prm_set(L, out, "roce_address.roce_version", KINET_PRM_ROCE_VERSION_2),
+		     0);
+	cr_assert_eq(out[42], 0x01);
+	cr_assert_eq(out[43], 0x02);
 }
 
 Test(mlx5_prm, layouts_are_well_formed)
@@ -37,7 +69,7 @@ Test(mlx5_prm, layouts_are_well_formed)
 	int n = 0;
 	for (const struct kinet_prm_layout *const *l = kinet_prm_layouts; *l; l++, n++)
 		cr_assert_eq(kinet_prm_check(*l, why, sizeof(why)), 0, "%s", why);
-	cr_assert_eq(n, 21);
+	cr_assert_eq(n, 24);
 	/* sizes of the contexts and commands (bytes) */
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_ads), 44u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_qpc), 232u);
@@ -50,6 +82,9 @@ Test(mlx5_prm, layouts_are_well_formed)
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_create_qp_out), 16u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_hca_cap_in), 16u);
 	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_hca_cap_out), 16u + 4096u);
+	cr_assert_eq(kinet_prm_bytes(&kinet_prm_roce_addr), 32u);
+	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_roce_address_in), 16u);
+	cr_assert_eq(kinet_prm_bytes(&kinet_prm_query_roce_address_out), 48u);
 	/* the checker finds a broken table */
 	static const struct kinet_prm_field bad_f[] = {
 		{"a", 0, 8, NULL},

@@ -107,9 +107,18 @@ static void destroy_under_traffic(int victim)
 	cr_assert_eq(kinet_qp_destroy(s[victim].qp), 0);
 	s[victim].qp = NULL;
 	/* the survivor keeps writing at a peer that is gone: its next writes fail
-	 * (transport retry exceeded, QP to ERR), and nothing reaches freed memory */
+	 * (transport retry exceeded, QP to ERR), and nothing reaches freed memory.
+	 * Bounded: a survivor whose writes go on succeeding is stopped after 30 s
+	 * (each of its waits is bounded by the QP's timeout) */
+	for (int i = 0; i < 30000 && !atomic_load(&p[other].err); i++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(&p[other].stop, true);
 	pthread_join(p[other].th, NULL);
-	cr_assert_eq(atomic_load(&p[other].err), -EIO);
+	cr_assert_eq(atomic_load(&p[other].err), -EIO,
+		     "writes at a destroyed peer: %d (0: still succeeding after 30 s)",
+		     atomic_load(&p[other].err));
 	cr_assert_eq(kn_qp_error(s[other].d, NULL), KN_SYND_TRANSPORT_RETRY_EXC_ERR);
 	cr_assert_eq(kinet_qp_get_state(s[other].qp), KINET_QPS_ERR);
 	/* what landed before is byte for byte the writers' data */

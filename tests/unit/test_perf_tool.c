@@ -244,8 +244,8 @@ Test(perf_tool, help_exits_zero)
 	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
 	cr_assert_not_null(strstr(o.out, "usage: kinet-perf TEST"));
 	const char *names[] = {"write_bw", "write_lat", "read_bw",  "read_lat", "atomic_bw",
-			       "atomic_lat", "send_bw", "put_bw", "memcpy_bw"};
-	for (int i = 0; i < 9; i++)
+			       "atomic_lat", "send_bw", "send_lat", "put_bw", "memcpy_bw"};
+	for (int i = 0; i < 10; i++)
 		cr_assert_not_null(strstr(o.out, names[i]), "help does not list %s", names[i]);
 	out_free(&o);
 }
@@ -264,21 +264,21 @@ Test(perf_tool, write_bw_table)
 
 Test(perf_tool, size_sweep_with_suffix)
 {
-	const char *a[] = {"write_bw", "-a", "--max-size", "1K", "-n", "20", "-t", "4", NULL};
+	const char *a[] = {"write_bw", "-a", "--max-size", "1K", "-n", "2000", "-t", "4", NULL};
 	struct out o = local(a);
 	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
 	double rows[16][16];
 	int n = table_rows(o.out, BW_HEADER, 5, rows, 16);
 	cr_assert_eq(n, 10, "sizes 2..1024 are 10 rows, got %d", n);
 	for (int i = 0; i < n; i++)
-		check_bw_row(rows[i], (double)(2u << i), 20);
+		check_bw_row(rows[i], (double)(2u << i), 2000);
 	out_free(&o);
 }
 
 Test(perf_tool, latency_tables)
 {
-	const char *tests[] = {"write_lat", "read_lat", "atomic_lat"};
-	for (int t = 0; t < 3; t++) {
+	const char *tests[] = {"write_lat", "read_lat", "atomic_lat", "send_lat"};
+	for (int t = 0; t < 4; t++) {
 		const char *a[] = {tests[t], "-n", "30", NULL};
 		struct out o = local(a);
 		cr_assert_eq(o.status, 0, "%s: stderr: %s", tests[t], o.err);
@@ -286,6 +286,64 @@ Test(perf_tool, latency_tables)
 		int n = table_rows(o.out, LAT_HEADER, 9, rows, 4);
 		cr_assert_eq(n, 1);
 		check_lat_row(rows[0], t == 2 ? 8 : 2, 30);
+		out_free(&o);
+	}
+}
+
+/* send_lat, perftest's ib_send_lat: a SEND ping-pong with receives posted
+ * on both sides. A sweep of every size (each checked: lengths, the stamp of
+ * each message, and the last message of both sides byte for byte), on one
+ * and on two threads; the data check fails on a flipped byte; bad sizes and
+ * options are refused with a message. */
+Test(perf_tool, send_lat)
+{
+	const char *a[] = {"send_lat", "-a", "--max-size", "8K", "-n", "5", "--warmup", "2", NULL};
+	struct out o = local(a);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_not_null(strstr(o.out, "Send Latency Test"), "%s", o.out);
+	double rows[16][16];
+	int n = table_rows(o.out, LAT_HEADER, 9, rows, 16);
+	cr_assert_eq(n, 13, "sizes 2..8192 are 13 rows, got %d", n);
+	for (int i = 0; i < n; i++)
+		check_lat_row(rows[i], (double)(2u << i), 5);
+	out_free(&o);
+
+	/* two threads, each its own QP pair; a size that is no power of two */
+	const char *b[] = {"send_lat", "--threads", "2", "-s", "1000", "-n", "20", NULL};
+	o = local(b);
+	cr_assert_eq(o.status, 0, "stderr: %s", o.err);
+	cr_assert_eq(table_rows(o.out, LAT_HEADER, 9, rows, 16), 1);
+	check_lat_row(rows[0], 1000, 20);
+	out_free(&o);
+
+	/* the data check: the target's receive buffer, one byte flipped */
+	const char *c[] = {"send_lat", "-s", "300", "-n", "10", "--corrupt", NULL};
+	o = local(c);
+	cr_assert_eq(o.status, 1, "status %d, stderr: %s", o.status, o.err);
+	cr_assert_not_null(strstr(o.err, "kinet-perf: send_lat: data check failed at 300 bytes: "
+					 "thread 0: target's receive buffer differs at byte 150"),
+			   "stderr: %s", o.err);
+	out_free(&o);
+
+	/* refusals: exit 2, a message naming the problem, nothing run */
+	struct {
+		const char *args[10];
+		const char *msg;
+	} bad[] = {
+		{{"send_lat", "-s", "0", "--loopback", NULL}, "bad message size '0' (1 to 1G bytes)"},
+		{{"send_lat", "-s", "2G", "--loopback", NULL}, "bad message size '2G' (1 to 1G bytes)"},
+		{{"send_lat", "-a", "--max-size", "0", "--loopback", NULL}, "bad --max-size '0'"},
+		{{"send_lat", "-I", "8", "--loopback", NULL}, "-I: send_lat has no inline form"},
+		{{"send_lat", "--shared", "--threads", "2", "--loopback", NULL},
+		 "send_lat --shared takes one thread"},
+		{{"send_lat", "-q", "1", "--threads", "2", "--loopback", NULL},
+		 "send_lat on a shared QP takes one thread"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o = run(bad[i].args);
+		cr_assert_eq(o.status, 2, "case %zu: status %d, stderr: %s", i, o.status, o.err);
+		cr_assert_not_null(strstr(o.err, bad[i].msg), "case %zu: stderr: %s", i, o.err);
+		cr_assert_eq(o.nout, 0, "case %zu: a refusal prints nothing on stdout", i);
 		out_free(&o);
 	}
 }
@@ -325,9 +383,9 @@ Test(perf_tool, json_lines_parse)
 #ifndef KINET_HAVE_JSONC
 	cr_skip_test("json-c not found at build time (libjson-c-dev)");
 #else
-	const char *tests[] = {"write_bw", "read_bw", "atomic_bw", "send_bw", "put_bw",
-			       "write_lat", "read_lat", "atomic_lat", "memcpy_bw"};
-	for (int t = 0; t < 9; t++) {
+	const char *tests[] = {"write_bw", "read_bw",	 "atomic_bw", "send_bw",  "put_bw",
+			       "write_lat", "read_lat", "atomic_lat", "send_lat", "memcpy_bw"};
+	for (int t = 0; t < 10; t++) {
 		int lat = strstr(tests[t], "_lat") != NULL;
 		const char *a[] = {tests[t], "--json", "--threads", "2", "-n", "20", "-t", "8",
 				   "-a", "--max-size", "64", NULL};
@@ -456,8 +514,8 @@ Test(perf_tool, runtime_error_exits_1)
 Test(perf_tool, data_check_catches_corruption)
 {
 	const char *tests[] = {"write_bw", "read_bw", "send_bw", "put_bw", "write_lat",
-			       "atomic_bw"};
-	for (int t = 0; t < 6; t++) {
+			       "atomic_bw", "send_lat"};
+	for (int t = 0; t < 7; t++) {
 		const char *a[] = {tests[t], "-s", "64", "-n", "10", "--corrupt", NULL};
 		if (strstr(tests[t], "atomic"))
 			a[1] = "-s", a[2] = "8";
@@ -614,9 +672,9 @@ Test(perf_tool, default_executor_without_gpu)
  * parse, the data check passes. */
 Test(perf_tool, mlx5_emulation_every_test)
 {
-	const char *tests[] = {"write_bw", "write_lat", "read_bw",  "read_lat", "atomic_bw",
-			       "atomic_lat", "send_bw", "put_bw"};
-	for (int t = 0; t < 8; t++) {
+	const char *tests[] = {"write_bw",   "write_lat", "read_bw", "read_lat", "atomic_bw",
+			       "atomic_lat", "send_bw",   "send_lat", "put_bw"};
+	for (int t = 0; t < 9; t++) {
 		bool lat = strstr(tests[t], "_lat") != NULL, at = strstr(tests[t], "atomic") != NULL;
 		const char *a[] = {tests[t], "--backend", "mlx5", "-n", "30", "--warmup", "2", "-s",
 				   at ? "8" : "100", "--threads", "2", "-t", "8", NULL};
@@ -772,16 +830,17 @@ Test(perf_tool, duration_runs)
 	cr_assert_eq(rows[0][2], 0, "a duration run has no peak");
 	cr_assert_gt(rows[0][3], 0);
 	out_free(&o);
-	const char *tests[] = {"write_lat", "read_lat", "atomic_lat"};
-	for (int t = 0; t < 3; t++) {
+	const char *tests[] = {"write_lat", "read_lat", "atomic_lat", "send_lat"};
+	for (int t = 0; t < 4; t++) {
 		const char *b[] = {tests[t], "-D", "1", NULL};
 		o = local(b);
 		cr_assert_eq(o.status, 0, "%s: stderr: %s", tests[t], o.err);
 		cr_assert_eq(table_rows(o.out, DUR_LAT_HEADER, 4, rows, 4), 1, "%s", tests[t]);
 		cr_assert_gt(rows[0][1], 0, "%s: no message in 1 s", tests[t]);
 		cr_assert_gt(rows[0][2], 0, "%s: t_avg", tests[t]);
-		/* tps x t_avg is about 1 s of one thread (write_lat: t_avg is half a trip) */
-		double busy = rows[0][3] * rows[0][2] * 1e-6 * (t == 0 ? 2 : 1);
+		/* tps x t_avg is about 1 s of one thread (the ping-pongs, write_lat
+		 * and send_lat: t_avg is half a trip) */
+		double busy = rows[0][3] * rows[0][2] * 1e-6 * (t == 0 || t == 3 ? 2 : 1);
 		cr_assert(busy > 0.5 && busy < 1.05, "%s: tps x t_avg = %f s", tests[t], busy);
 		out_free(&o);
 	}

@@ -117,6 +117,58 @@ Test(rules, decode_write)
 	cr_assert_eq(kn_rule_remote_access(KN_OPCODE_RDMA_READ), (unsigned)KINET_ACCESS_REMOTE_READ);
 }
 
+/* DUMP: local data segments only (no remote address, no inline data),
+ * read and discarded; no remote access needed. */
+Test(rules, decode_dump)
+{
+	static uint8_t w[4 * KN_SEND_WQE_BB];
+	struct kn_rule_wqe d;
+	memset(w, 0, sizeof(w));
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 4, KN_OPCODE_DUMP, 0, 0x123, 8, 2, 0, 0);
+	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), 1, 0x4455, 0x1000);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode(w, 4, 0x123, &d), 0);
+	cr_assert_eq(d.opcode, KN_OPCODE_DUMP);
+	cr_assert_eq(d.nseg, 1u);
+	cr_assert_eq(d.seg[0].lkey, 0x4455u);
+	cr_assert_eq(d.seg[0].addr, 0x1000u);
+	cr_assert_eq(d.seg[0].len, 1u);
+	cr_assert_eq(d.access, 0u);
+	cr_assert_eq(kn_rule_remote_access(KN_OPCODE_DUMP), 0u);
+	/* inline data is not a buffer to read */
+	*(uint32_t *)(w + 16) = kn_htobe32(KN_INLINE_SEG | 4);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode(w, 4, 0x123, &d), KN_SYND_LOCAL_QP_OP_ERR);
+}
+
+/* WAIT on a CQ (opmod 0, ds 2): 8 reserved bytes, the CQE index and the
+ * CQ's number, both 24 bits; no segment to check, no remote access. The
+ * clock form (opmod 2) and other sizes are not an RC WQE. */
+Test(rules, decode_wait)
+{
+	static uint8_t w[KN_SEND_WQE_BB];
+	struct kn_rule_wqe d;
+	memset(w, 0, sizeof(w));
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 9, KN_OPCODE_WAIT, 0, 0x123,
+			KN_WQE_CTRL_CQ_UPDATE, 2, 0, 0);
+	kn_store_be32(w + 24, 0x12345678u);
+	kn_store_be32(w + 28, 0xff000041u);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode(w, 9, 0x123, &d), 0);
+	cr_assert_eq(d.opcode, KN_OPCODE_WAIT);
+	cr_assert_eq(d.wait_index, 0x345678u);
+	cr_assert_eq(d.wait_cqn, 0x41u);
+	cr_assert_eq(d.nseg, 0u);
+	cr_assert(d.signaled);
+	cr_assert_eq(kn_rule_remote_access(KN_OPCODE_WAIT), 0u);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 9, KN_OPCODE_WAIT, 2, 0x123, 0, 2, 0, 0);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode(w, 9, 0x123, &d), KN_SYND_LOCAL_QP_OP_ERR);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 9, KN_OPCODE_WAIT, 0, 0x123, 0, 3, 0, 0);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode(w, 9, 0x123, &d), KN_SYND_LOCAL_QP_OP_ERR);
+}
+
 Test(rules, decode_malformed)
 {
 	static uint8_t w[KN_MAX_WQE_BBS * KN_SEND_WQE_BB];
@@ -327,6 +379,15 @@ Test(rules, geng_exec_leaves_to_the_cpu)
 	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_SEND, 0, 0x42, KN_WQE_CTRL_CQ_UPDATE,
 			2, 0, 0);
 	kn_set_data_seg((struct kn_wqe_data_seg *)(w + 16), 8, GX_LKEY, tu_addr(X.src));
+	gx_ring_record(1);
+	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
+	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_OP);
+	/* a WAIT: the CPU engine holds the queue on it */
+	gx_setup(13);
+	w = gx_write(0, 8, GX_RKEY);
+	memset(w, 0, KN_SEND_WQE_BB);
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 0, KN_OPCODE_WAIT, 0, 0x42, KN_WQE_CTRL_CQ_UPDATE,
+			2, 0, 0);
 	gx_ring_record(1);
 	cr_assert_eq(kn_gx_serve(&X.ctl, 0, &X.g, &X.w, 0, NULL), 1);
 	cr_assert_eq(X.ctl.slot[0].why, (uint32_t)KN_GWHY_OP);

@@ -325,6 +325,8 @@ Test(wrap, shared_send_cq_two_engines)
 	uint64_t pi[2] = {0, 0};
 	int got = 0, posted = 0;
 	uint8_t w[64];
+	/* bounded: the engines may stop answering (10 s without a CQE) */
+	uint64_t last_cqe = kn_now_ns();
 	while (got < 2 * per_qp) {
 		for (int i = 0; i < 2 && posted < 2 * per_qp; i++) {
 			/* keep a few WQEs outstanding on each QP */
@@ -346,10 +348,14 @@ Test(wrap, shared_send_cq_two_engines)
 		struct kn_cqe64 c;
 		int rc = kinet_cq_poll(cq, &c);
 		if (rc == -EBUSY) {
+			cr_assert_lt(kn_now_ns() - last_cqe, 10000000000ull,
+				     "no CQE in 10 s: %d of %d, %d WQEs posted", got, 2 * per_qp,
+				     posted);
 			sched_yield();
 			continue;
 		}
 		cr_assert_eq(rc, 0);
+		last_cqe = kn_now_ns();
 		cr_assert_eq(tu_cqe_op(&c), KN_CQE_REQ, "CQE %d: %s", got,
 			     kinet_syndrome_str(tu_cqe_synd(&c)));
 		got++;

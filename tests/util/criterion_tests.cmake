@@ -14,12 +14,20 @@
 #     in the directory that creates the target: list its tests after each link
 #   kinet_criterion_tests(<target> [NAME <name>] [LABELS <label>...]
 #                         [ENVIRONMENT <var=value>...] [TESTS <suite/test>...]
-#                         [PROPERTIES <property> <value>...])
+#                         [TIMEOUT <seconds>] [PROPERTIES <property> <value>...])
 #     registers the tests of <target> as <name>/<suite>/<test> (NAME: the
 #     target's name; another NAME runs the same program again, e.g. under
 #     another provider), only those of TESTS when given (each must exist).
-#     Every test gets SKIP_RETURN_CODE 77 and TIMEOUT 900 unless PROPERTIES
-#     says otherwise.
+#     Every test gets SKIP_RETURN_CODE 77 and a TIMEOUT unless PROPERTIES
+#     says otherwise: TIMEOUT's, or by label (KINET_TEST_TIMEOUT_<LABEL>:
+#     unit 120 s, net 300 s; 900 s for any other, the GPU's). A hung test
+#     then costs minutes; each is 4 times or more its longest run measured
+#     on the 2-core CI machine (20 s for unit, 31 s for net), and above its
+#     own bounds (a test that bounds its waits fails with a message first:
+#     tw_run's 90 s, the shmem PEs' alarm of 240 s).
+#     CTest's own default, for a test without TIMEOUT, is no limit at all
+#     (this project does not include(CTest)): tests/CMakeLists.txt gives
+#     every other test one too.
 #   kinet_test_properties(<regex> <property> <value> [<property> <value>...])
 #     sets properties (one value each) on every test whose full name matches
 #     <regex> (CMake's regular expressions), of the Criterion programs
@@ -27,6 +35,10 @@
 #     than one match, the last one wins.
 include_guard(GLOBAL)
 set(KINET_CRITERION_DISCOVER ${CMAKE_CURRENT_LIST_DIR}/criterion_discover.cmake)
+set(KINET_TEST_TIMEOUT_UNIT 120 CACHE STRING "CTest TIMEOUT (s) of each unit test")
+set(KINET_TEST_TIMEOUT_NET 300 CACHE STRING "CTest TIMEOUT (s) of each net test")
+set(KINET_TEST_TIMEOUT_OTHER 900 CACHE STRING
+    "CTest TIMEOUT (s) of each Criterion test of another label (gpu)")
 
 function(kinet_criterion_discover target)
   set(list ${CMAKE_CURRENT_BINARY_DIR}/${target}.tests)
@@ -85,7 +97,7 @@ function(_kinet_tweak_lines out)
 endfunction()
 
 function(kinet_criterion_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 a "" "NAME" "LABELS;ENVIRONMENT;TESTS;PROPERTIES")
+  cmake_parse_arguments(PARSE_ARGV 1 a "" "NAME;TIMEOUT" "LABELS;ENVIRONMENT;TESTS;PROPERTIES")
   if(a_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kinet_criterion_tests(${target}): unknown ${a_UNPARSED_ARGUMENTS}")
   endif()
@@ -99,7 +111,16 @@ function(kinet_criterion_tests target)
   endif()
   # LABELS and ENVIRONMENT (lists), then PROPERTIES: a later value of a
   # property replaces an earlier one
-  set(props_args " SKIP_RETURN_CODE 77 TIMEOUT 900")
+  if(a_TIMEOUT)
+    set(timeout ${a_TIMEOUT})
+  elseif("unit" IN_LIST a_LABELS)
+    set(timeout ${KINET_TEST_TIMEOUT_UNIT})
+  elseif("net" IN_LIST a_LABELS)
+    set(timeout ${KINET_TEST_TIMEOUT_NET})
+  else()
+    set(timeout ${KINET_TEST_TIMEOUT_OTHER})
+  endif()
+  set(props_args " SKIP_RETURN_CODE 77 TIMEOUT ${timeout}")
   set(sep "")
   if(a_LABELS)
     string(APPEND props_args " LABELS [==[${a_LABELS}]==]")

@@ -14,7 +14,8 @@
  * returns why (NULL: they can run), asked before any test starts. */
 extern const char *(*tu_skip_program)(void);
 /* Runs fn in a child process: what it returned there (a copy, up to 255
- * bytes), or NULL when it returned NULL or the child died. */
+ * bytes), or NULL when it returned NULL or the child died (it is killed
+ * after 60 s). */
 const char *tu_ask_child(const char *(*fn)(void));
 
 /* Deterministic pseudo-random bytes (xorshift), never all zero. */

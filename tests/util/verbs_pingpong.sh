@@ -4,6 +4,8 @@
 # client exchange GID, QP number and PSN over TCP, and kinet-verbs finds the
 # peer's software-NIC QP from them alone (docs/verbs.md, "Addressing").
 #   verbs_pingpong.sh KINET_RUN [pingpong]   ibv_rc_pingpong -c
+#   verbs_pingpong.sh KINET_RUN srq          ibv_srq_pingpong -c: 16 RC QPs a
+#                                            side, receiving through one SRQ
 #   verbs_pingpong.sh KINET_RUN MODE [VARIANT...]
 # where MODE names one of perftest's RC programs, ib_MODE: write_bw,
 # write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw, atomic_lat.
@@ -43,7 +45,7 @@ run=$1
 mode=${2:-pingpong}
 shift
 [ $# -eq 0 ] || shift
-old= all= size= op= netns= hosts= takeover= nsgid=3
+old= all= size= op= netns= hosts= takeover= nsgid=3 pp=
 for v in "$@"; do
 	case $v in
 	old) old=1 ;;
@@ -58,7 +60,8 @@ for v in "$@"; do
 	esac
 done
 case $mode in
-pingpong) prog=ibv_rc_pingpong pkg="Debian's ibverbs-utils" ;;
+pingpong) prog=ibv_rc_pingpong pkg="Debian's ibverbs-utils" pp=1 ;;
+srq) prog=ibv_srq_pingpong pkg="Debian's ibverbs-utils" pp=1 ;;
 write_bw | write_lat | read_bw | read_lat | send_bw | send_lat | atomic_bw | atomic_lat)
 	prog=ib_$mode pkg="Debian's perftest" ;;
 *) echo "verbs_pingpong: unknown mode $mode" >&2; exit 2 ;;
@@ -134,8 +137,8 @@ if [ -n "$all" ]; then
 elif [ -n "$size" ]; then
 	sizes=$size
 fi
-if [ "$mode" = pingpong ]; then
-	set -- ibv_rc_pingpong -d kinet0 -g "$gid" -c -p "$port" -n "$n"
+if [ -n "$pp" ]; then
+	set -- "$prog" -d kinet0 -g "$gid" -c -p "$port" -n "$n"
 else
 	set -- "$prog" -d kinet0 -x "$gid" -p "$port" -n "$n"
 	[ -z "$old" ] || set -- "$@" --use_old_post_send
@@ -197,7 +200,7 @@ attempt() {
 	result() { # file, size
 		grep -qE "^ $2[[:space:]]+$n([[:space:]]+[0-9.]+){3}" "$1"
 	}
-	if [ "$mode" = pingpong ]; then
+	if [ -n "$pp" ]; then
 		for s in server client; do
 			grep -qE "^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" "$tmp/$s" ||
 				no "$s printed no bandwidth line" || return 1
@@ -256,7 +259,7 @@ if [ -n "$netns" ]; then
 	# other's as the remote one (the IPv4 GIDs)
 	if [ "$gid" != 3 ]; then
 		ga= gb=
-	elif [ "$mode" = pingpong ]; then
+	elif [ -n "$pp" ]; then
 		ga="::ffff:$ipa" gb="::ffff:$ipb"
 	else
 		# perftest prints the 16 bytes in decimal, two digits at least
@@ -282,6 +285,6 @@ if [ -n "$netns" ]; then
 		[ "$gid" = 3 ] || netns="$netns, GID index $gid"
 	fi
 fi
-[ "$mode" = pingpong ] || sizes=", sizes $(echo $sizes)"
-[ "$mode" != pingpong ] || sizes=
+[ -n "$pp" ] || sizes=", sizes $(echo $sizes)"
+[ -z "$pp" ] || sizes=
 echo "verbs_pingpong: $cmd$netns ($n iterations$sizes): server and client passed"

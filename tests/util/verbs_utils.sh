@@ -54,8 +54,11 @@ if [ "$mode" = netns ]; then
 		exec sh "$0" "$1" netns-inside' "$0" "$run"
 fi
 
-"$run" ibv_devices >"$tmp/devices" 2>"$tmp/devices.err" || fail "ibv_devices failed"
-"$run" -- ibv_devinfo -v >"$tmp/devinfo" 2>"$tmp/devinfo.err" || fail "ibv_devinfo -v failed"
+# each bounded: a stuck utility fails the test in 30 s, with what it printed
+timeout -s KILL 30 "$run" ibv_devices >"$tmp/devices" 2>"$tmp/devices.err" ||
+	fail "ibv_devices failed (status $?; 137: still running after 30 s)"
+timeout -s KILL 30 "$run" -- ibv_devinfo -v >"$tmp/devinfo" 2>"$tmp/devinfo.err" ||
+	fail "ibv_devinfo -v failed (status $?; 137: still running after 30 s)"
 n=$(grep -c '^kinet-run: ' "$tmp/devinfo.err" || true)
 [ "$n" -eq 1 ] || fail "kinet-run said $n times (once expected) that it runs kinet-verbs"
 expect "$tmp/devices" "kinet0"

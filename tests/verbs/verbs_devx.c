@@ -16,7 +16,9 @@
  * syndrome in the output mailbox) with a log line; umem in use and a CQ of
  * a QP must be EBUSY; a UAR freed under a live QP must not crash; a bad
  * rkey gives an error CQE and QUERY_QP says ERR; a DevX QP and a verbs QP
- * connect to each other.
+ * connect to each other; a QP of the shape NVSHMEM's IBGDA makes (a
+ * collapsed send CQ, receives through an SRQ of verbs into a verbs CQ)
+ * carries traffic both ways.
  *
  * Three modes: no argument, two QPs of this process; "fork", the same
  * between a parent and a child process, whose QPs find each other from
@@ -27,6 +29,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -76,7 +79,19 @@ enum {
 	OP_QUERY_HCA_CAP = 0x100, OP_CREATE_CQ = 0x400, OP_CREATE_QP = 0x500,
 	OP_RST2INIT = 0x502, OP_INIT2RTR = 0x503, OP_RTR2RTS = 0x504, OP_2ERR = 0x507,
 	OP_2RST = 0x50a, OP_QUERY_QP = 0x50b, OP_INIT2INIT = 0x50e,
+	OP_QUERY_ROCE_ADDRESS = 0x760,
 };
+/* query_roce_address_in and _out (roce_addr_layout at bit 0x80 of the output) */
+#define RA_INDEX 0x40, 16
+#define RA_PORT 0x5c, 4
+#define RA_GID_BYTE 16
+#define RA_VLAN_VALID 0x103, 1
+#define RA_MAC_BYTE 34 /* source_mac_47_32, then source_mac_31_0: 6 bytes */
+#define RA_L3_TYPE 0x154, 4
+#define RA_VERSION 0x158, 8
+#define RA_OUT_BYTES 48
+#define OP_DUMP 0x23 /* WQE opcode: reads its local buffers and discards them */
+#define OP_WAIT 0x0f /* WQE opcode: holds the queue until a CQ's CQE is written */
 #define CMD_BYTES 272   /* CREATE_CQ, CREATE_QP, modify and QUERY_QP: 0x880 bits */
 #define CQC 0x80        /* cq_context in CREATE_CQ */
 #define QPC 0xc0        /* qpc in CREATE_QP, the modifies and QUERY_QP's output */
@@ -85,6 +100,7 @@ enum {
 #define CQC_DBR_UMEM_VALID CQC + 0x06, 1
 #define CQC_DBR_UMEM_ID CQC + 0x20, 32
 #define CQC_CC CQC + 0x0b, 1
+#define CQC_OI CQC + 0x0e, 1
 #define CQC_LOG_PAGE_SIZE CQC + 0xc3, 5
 #define CQC_LOG_SIZE CQC + 0x63, 5
 #define CQC_UAR_PAGE CQC + 0x68, 24
@@ -119,6 +135,8 @@ enum {
 #define QPC_CQN_RCV QPC + 0x4e8, 24
 #define QPC_DBR_ADDR QPC + 0x500, 64
 #define QPC_RQ_TYPE QPC + 0x565, 3
+#define QPC_SRQN QPC + 0x568, 24
+#define QPC_USER_INDEX QPC + 0x88, 24
 #define QPC_DBR_UMEM_VALID QPC + 0x683, 1
 #define QPC_DBR_UMEM_ID QPC + 0x720, 32
 #define WQ_UMEM_OFFSET 0x800, 64
@@ -142,6 +160,9 @@ enum {
 #define CAP_NUM_PORTS 0x80 + 0x1b8, 8
 #define CAP_CQE_VERSION 0x80 + 0x1fc, 4
 #define CAP_LOG_BF_REG_SIZE 0x80 + 0x26b, 5
+#define CAP_MAX_WQE_SZ_SQ 0x80 + 0x290, 16
+#define CAP_MAX_WQE_SZ_RQ 0x80 + 0x2b0, 16
+#define CAP_LOG_MAX_SRQ_SZ 0x80 + 0x80, 8
 /* QUERY_HCA_CAP's atomic capabilities (op_mod 3 << 1 | 1) */
 #define ATOMIC_ENDIANNESS 0x80 + 0x40, 2
 #define ATOMIC_ENDIANNESS_SUP 0x80 + 0x46, 1
@@ -180,7 +201,18 @@ struct side {
 	uint8_t *buf;
 	union ibv_gid gid;
 	int gid_index;
+	uint8_t mac[6]; /* of gid, as QUERY_ROCE_ADDRESS gives it */
 	uint32_t psn;
+	/* the shape of NVSHMEM's IBGDA RC QPs: a collapsed send CQ (every CQE
+	 * in slot 0, overrun ignored), receives through an SRQ of
+	 * ibv_create_srq, their completions in a CQ of ibv_create_cq */
+	bool ibgda;
+	/* the commands as GPUNetIO and IBGDA write them on RoCE: no pm_state
+	 * at CREATE_QP, no grh and no port in INIT2RTR */
+	bool lean;
+	struct ibv_srq *srq;
+	struct ibv_cq *rcq;
+	uint32_t srqn, rcqn;
 };
 
 /* What a peer needs: its QP number, GID, PSN, buffer and rkey. */
@@ -188,24 +220,20 @@ struct peer_info {
 	uint32_t qpn, psn, rkey;
 	uint64_t addr;
 	union ibv_gid gid;
+	uint8_t mac[6]; /* QUERY_ROCE_ADDRESS's source MAC of gid */
 };
 
-static struct ibv_context *open_kinet0(void)
+static struct ibv_context *open_devx(struct ibv_device *dev)
 {
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	CHECK(l && n > 0, "no RDMA device (run under kinet-run)");
-	struct ibv_device *dev = NULL;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "kinet0"))
-			dev = l[i];
-	CHECK(dev, "no kinet0 (run under kinet-run)");
 	CHECK(mlx5dv_is_supported(dev), "kinet0 is not an mlx5 device");
 	struct mlx5dv_context_attr a = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
-	struct ibv_context *ctx = mlx5dv_open_device(dev, &a);
-	CHECK(ctx, "mlx5dv_open_device(DEVX): %s", strerror(errno));
-	ibv_free_device_list(l);
-	return ctx;
+	return mlx5dv_open_device(dev, &a);
+}
+
+/* kinet0, with DevX */
+static struct ibv_context *open_kinet0(void)
+{
+	return vt_open_kinet("kinet0", open_devx);
 }
 
 /* A RoCE v2 GID of port 1. */
@@ -241,6 +269,17 @@ static void side_open(struct side *s)
 	CHECK(mlx5dv_init_obj(&o, MLX5DV_OBJ_PD) == 0, "mlx5dv_init_obj(PD)");
 	s->pdn = dpd.pdn;
 	s->gid_index = roce_gid(s->ctx, &s->gid);
+	/* this GID's entry as the NIC holds it: GPUNetIO takes its GID and MAC
+	 * from here (the MAC the peer's address handle must resolve) */
+	uint8_t ra_in[16] = {0}, ra[RA_OUT_BYTES] = {0};
+	prm_set(ra_in, OPCODE, OP_QUERY_ROCE_ADDRESS);
+	prm_set(ra_in, RA_INDEX, (uint64_t)s->gid_index);
+	prm_set(ra_in, RA_PORT, 1);
+	cmd_ok(mlx5dv_devx_general_cmd(s->ctx, ra_in, sizeof(ra_in), ra, sizeof(ra)), ra,
+	       "QUERY_ROCE_ADDRESS");
+	CHECK(!memcmp(ra + RA_GID_BYTE, s->gid.raw, 16) && prm_get(ra, RA_VERSION) == 2,
+	      "QUERY_ROCE_ADDRESS of GID %d: not its RoCE v2 GID", s->gid_index);
+	memcpy(s->mac, ra + RA_MAC_BYTE, 6);
 
 	/* QUERY_HCA_CAP (general, current): RC, message and queue sizes */
 	uint8_t in[16] = {0}, cap[0x1010] = {0};
@@ -259,6 +298,14 @@ static void side_open(struct side *s)
 	CHECK(prm_get(cap, CAP_LOG_BF_REG_SIZE) >= 8, "QUERY_HCA_CAP: log_bf_reg_size");
 	CHECK(prm_get(cap, CAP_CQE_VERSION) == 1, "QUERY_HCA_CAP: cqe_version %u, IBGDA needs 1",
 	      (unsigned)prm_get(cap, CAP_CQE_VERSION));
+	/* GPUNetIO divides by the send WQE size and bounds receive WQEs by the
+	 * other: the software NIC's largest (63 units of 16 bytes; 32 data
+	 * segments) */
+	CHECK(prm_get(cap, CAP_MAX_WQE_SZ_SQ) == 1008 && prm_get(cap, CAP_MAX_WQE_SZ_RQ) == 512 &&
+		      prm_get(cap, CAP_LOG_MAX_SRQ_SZ) == 15,
+	      "QUERY_HCA_CAP: max_wqe_sz_sq %u, max_wqe_sz_rq %u, log_max_srq_sz %u",
+	      (unsigned)prm_get(cap, CAP_MAX_WQE_SZ_SQ), (unsigned)prm_get(cap, CAP_MAX_WQE_SZ_RQ),
+	      (unsigned)prm_get(cap, CAP_LOG_MAX_SRQ_SZ));
 	/* the atomic capabilities, as IBGDA reads them: every RC atomic of 4 and
 	 * 8 bytes, host byte order (IBV_ATOMIC_HCA), no DC */
 	memset(cap, 0, sizeof(cap));
@@ -272,6 +319,24 @@ static void side_open(struct side *s)
 	      (unsigned)prm_get(cap, ATOMIC_SIZE_DC));
 	CHECK(prm_get(cap, ATOMIC_ENDIANNESS) == 1 && prm_get(cap, ATOMIC_ENDIANNESS_SUP) == 1,
 	      "atomic caps: not host byte order");
+	/* the RoCE capabilities, as GPUNetIO reads them: the GID table's size
+	 * (it bounds the source GID index by it), v1 and v2, IPv4 and IPv6,
+	 * RoCE v2's UDP ports */
+	memset(cap, 0, sizeof(cap));
+	prm_set(in, OP_MOD, 4 << 1 | 1);
+	cmd_ok(mlx5dv_devx_general_cmd(s->ctx, in, sizeof(in), cap, sizeof(cap)), cap,
+	       "QUERY_HCA_CAP (RoCE)");
+	struct ibv_port_attr pa;
+	CHECK(ibv_query_port(s->ctx, 1, &pa) == 0, "ibv_query_port");
+	CHECK(prm_get(cap, 0x80 + 0xf0, 16) == (uint64_t)pa.gid_tbl_len,
+	      "RoCE caps: roce_address_table_size %u, the port's GID table %d",
+	      (unsigned)prm_get(cap, 0x80 + 0xf0, 16), pa.gid_tbl_len);
+	CHECK(prm_get(cap, 0x80 + 0x98, 8) == 0x5 && prm_get(cap, 0x80 + 0x8c, 4) == 0x6,
+	      "RoCE caps: roce_version 0x%x, l3_type 0x%x", (unsigned)prm_get(cap, 0x80 + 0x98, 8),
+	      (unsigned)prm_get(cap, 0x80 + 0x8c, 4));
+	CHECK(prm_get(cap, 0x80 + 0xb0, 16) == 4791 && prm_get(cap, 0x80 + 0xd0, 16) == 0xc000 &&
+		      prm_get(cap, 0x80 + 0xc0, 16) == 0xffff,
+	      "RoCE caps: UDP ports");
 
 	CHECK(mlx5dv_devx_query_eqn(s->ctx, 0, &s->eqn) == 0, "mlx5dv_devx_query_eqn");
 	s->uar = mlx5dv_devx_alloc_uar(s->ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
@@ -300,6 +365,10 @@ static void side_open(struct side *s)
 	prm_set(cin, CQ_UMEM_VALID, 1);
 	prm_set(cin, CQ_UMEM_ID, s->umem->umem_id);
 	prm_set(cin, CQ_UMEM_OFFSET, CQ_AT);
+	if (s->ibgda) {
+		prm_set(cin, CQC_CC, 1);
+		prm_set(cin, CQC_OI, 1);
+	}
 	s->cq = mlx5dv_devx_obj_create(s->ctx, cin, sizeof(cin), out, sizeof(out));
 	CHECK(s->cq, "CREATE_CQ: %s (status 0x%x)", strerror(errno),
 	      (unsigned)prm_get(out, OUT_STATUS));
@@ -309,7 +378,8 @@ static void side_open(struct side *s)
 	memset(out, 0, sizeof(out));
 	prm_set(qin, OPCODE, OP_CREATE_QP);
 	prm_set(qin, QPC_ST, 0x0); /* RC */
-	prm_set(qin, QPC_PM_STATE, 0x3);
+	if (!s->lean)
+		prm_set(qin, QPC_PM_STATE, 0x3);
 	prm_set(qin, QPC_PD, s->pdn);
 	prm_set(qin, QPC_UAR_PAGE, s->uar->page_id);
 	prm_set(qin, QPC_LOG_SQ_SIZE, LOG_SQ);
@@ -317,6 +387,31 @@ static void side_open(struct side *s)
 	prm_set(qin, QPC_TS_FORMAT, 0x1);
 	prm_set(qin, QPC_CQN_SND, s->cqn);
 	prm_set(qin, QPC_CQN_RCV, s->cqn);
+	if (s->ibgda) {
+		/* an SRQ and a receive CQ of verbs, named by the numbers
+		 * mlx5dv_init_obj gives */
+		struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+		s->srq = ibv_create_srq(s->pd, &sa);
+		CHECK(s->srq, "ibv_create_srq: %s", strerror(errno));
+		s->rcq = ibv_create_cq(s->ctx, 128, NULL, NULL, 0);
+		CHECK(s->rcq, "ibv_create_cq: %s", strerror(errno));
+		struct mlx5dv_srq dsrq = {.comp_mask = MLX5DV_SRQ_MASK_SRQN};
+		struct mlx5dv_cq dcq;
+		struct mlx5dv_obj ob = {.srq = {.in = s->srq, .out = &dsrq},
+					.cq = {.in = s->rcq, .out = &dcq}};
+		CHECK(mlx5dv_init_obj(&ob, MLX5DV_OBJ_SRQ | MLX5DV_OBJ_CQ) == 0,
+		      "mlx5dv_init_obj(SRQ, CQ)");
+		CHECK((dsrq.comp_mask & MLX5DV_SRQ_MASK_SRQN) && dsrq.srqn != 0 && dsrq.buf &&
+			      dsrq.dbrec && dsrq.stride >= 32 && dsrq.head == 0 && dsrq.tail >= 64,
+		      "mlx5dv_init_obj(SRQ): srqn 0x%x stride %u head %u tail %u", dsrq.srqn,
+		      dsrq.stride, dsrq.head, dsrq.tail);
+		s->srqn = dsrq.srqn;
+		s->rcqn = dcq.cqn;
+		prm_set(qin, QPC_RQ_TYPE, 0x1); /* SRQ */
+		prm_set(qin, QPC_SRQN, s->srqn);
+		prm_set(qin, QPC_CQN_RCV, s->rcqn);
+		prm_set(qin, QPC_USER_INDEX, 7);
+	}
 	prm_set(qin, QPC_DBR_UMEM_VALID, 1);
 	prm_set(qin, QPC_DBR_UMEM_ID, s->umem->umem_id);
 	prm_set(qin, QPC_DBR_ADDR, DBR_AT + 64);
@@ -340,7 +435,9 @@ static void side_open(struct side *s)
 
 static struct peer_info side_info(const struct side *s)
 {
-	struct peer_info p = {s->qpn, s->psn, s->mr->rkey, (uint64_t)(uintptr_t)s->buf, s->gid};
+	struct peer_info p = {s->qpn, s->psn, s->mr->rkey, (uint64_t)(uintptr_t)s->buf, s->gid,
+			      {0}};
+	memcpy(p.mac, s->mac, 6);
 	return p;
 }
 
@@ -387,14 +484,50 @@ static void side_connect(struct side *s, const struct peer_info *p)
 	prm_set(in, QPC_NEXT_RCV_PSN, p->psn);
 	prm_set(in, QPC_LOG_RRA_MAX, 4);
 	prm_set(in, QPC_MIN_RNR_NAK, 12);
-	prm_set(in, ADS_GRH, 1);
+	if (!s->lean)
+		prm_set(in, ADS_GRH, 1);
 	memcpy(in + ADS_RGID_BYTE, p->gid.raw, 16);
+	if (s->lean) {
+		/* as IBGDA: the next hop's MAC and the GID from an address handle */
+		struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .dlid = 0xc000};
+		aa.grh.dgid = p->gid;
+		aa.grh.sgid_index = (uint8_t)s->gid_index;
+		struct ibv_ah *ah = ibv_create_ah(s->pd, &aa);
+		CHECK(ah, "ibv_create_ah: %s", strerror(errno));
+		struct mlx5dv_ah dah;
+		struct mlx5dv_obj ob = {.ah = {.in = ah, .out = &dah}};
+		CHECK(mlx5dv_init_obj(&ob, MLX5DV_OBJ_AH) == 0 && dah.av, "mlx5dv_init_obj(AH)");
+		static const uint8_t zero[6];
+		CHECK(!memcmp(dah.av->rgid, p->gid.raw, 16) && memcmp(dah.av->rmac, zero, 6),
+		      "the AH's address vector: GID or MAC");
+		CHECK(!memcmp(dah.av->rmac, p->mac, 6),
+		      "the AH's MAC is not the one the peer's QUERY_ROCE_ADDRESS gave");
+		CHECK(be16toh(dah.av->rlid) == 0xc000, "the AH's rlid (IBGDA's UDP port base)");
+		memcpy(in + ADS_RGID_BYTE, dah.av->rgid, 16);
+		prm_set(in, ADS_RMAC_47_32, (uint64_t)dah.av->rmac[0] << 8 | dah.av->rmac[1]);
+		prm_set(in, ADS_RMAC_31_0,
+			(uint64_t)dah.av->rmac[2] << 24 | (uint64_t)dah.av->rmac[3] << 16 |
+				(uint64_t)dah.av->rmac[4] << 8 | dah.av->rmac[5]);
+		CHECK(ibv_destroy_ah(ah) == 0, "ibv_destroy_ah");
+		/* RoCE addresses are global; the port is 1; the GID index a RoCE one */
+		struct ibv_ah_attr bad[] = {aa, aa, aa};
+		bad[0].is_global = 0;
+		bad[1].port_num = 2;
+		bad[2].grh.sgid_index = 200;
+		for (int i = 0; i < 3; i++) {
+			errno = 0;
+			CHECK(!ibv_create_ah(s->pd, &bad[i]) && errno == EINVAL,
+			      "ibv_create_ah of bad address %d: errno %d", i, errno);
+		}
+	}
 	prm_set(in, ADS_SRC_ADDR_INDEX, (uint64_t)s->gid_index);
 	prm_set(in, ADS_HOP_LIMIT, 64);
 	prm_set(in, ADS_UDP_SPORT, 0xc000 | (s->qpn & 0x3fff));
-	prm_set(in, ADS_VHCA_PORT, 1);
-	prm_set(in, ADS_RMAC_47_32, 0x02aa);
-	prm_set(in, ADS_RMAC_31_0, 0xbbccddee);
+	if (!s->lean) {
+		prm_set(in, ADS_VHCA_PORT, 1);
+		prm_set(in, ADS_RMAC_47_32, 0x02aa);
+		prm_set(in, ADS_RMAC_31_0, 0xbbccddee);
+	}
 	modify(s, in, OP_INIT2RTR, "INIT2RTR");
 	CHECK(query_qp(s, q) == 2, "QUERY_QP: not RTR after INIT2RTR");
 	CHECK(prm_get(q, QPC_REMOTE_QPN) == p->qpn, "QUERY_QP: remote_qpn 0x%x, want 0x%x",
@@ -417,14 +550,19 @@ static void side_connect(struct side *s, const struct peer_info *p)
 
 /* ---- the data path, as a GPU-initiated stack writes it ----------------------- */
 
+static uint32_t post_lkey_xor; /* a bad local key, when not 0 */
+
 /* One WQE: ctrl, remote address, [atomic], one data segment; signaled. */
+static void ring(struct side *s, const uint8_t *w);
+
 static void post(struct side *s, uint8_t opcode, uint64_t laddr, uint32_t len, uint64_t raddr,
 		 uint32_t rkey, uint64_t swap_add, uint64_t cmp)
 {
 	uint8_t *w = s->sq + (s->pi & (NSQ - 1)) * 64;
 	memset(w, 0, 64);
 	bool atomic = opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA;
-	uint8_t ds = atomic ? 4 : 3;
+	bool send = opcode == MLX5_OPCODE_SEND || opcode == OP_DUMP;
+	uint8_t ds = atomic ? 4 : send ? 2 : 3;
 	struct mlx5_wqe_ctrl_seg *c = (void *)w;
 	mlx5dv_set_ctrl_seg(c, (uint16_t)s->pi, opcode, 0, s->qpn, MLX5_WQE_CTRL_CQ_UPDATE, ds, 0,
 			    0);
@@ -438,7 +576,15 @@ static void post(struct side *s, uint8_t opcode, uint64_t laddr, uint32_t len, u
 		a->compare = htobe64(cmp);
 		d = (void *)(w + 48);
 	}
-	mlx5dv_set_data_seg(d, len, s->mr->lkey, laddr);
+	if (send)
+		d = (void *)(w + 16); /* no remote address */
+	mlx5dv_set_data_seg(d, len, s->mr->lkey ^ post_lkey_xor, laddr);
+	ring(s, w);
+}
+
+/* The WQE at w posted: the record, then the register. */
+static void ring(struct side *s, const uint8_t *w)
+{
 	s->pi++;
 	/* the record, then the register: the WQE before either */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -459,6 +605,34 @@ static uint64_t now_ns(void)
 /* The next CQE within 5 s: its opcode; wqe_counter and syndrome out. */
 static uint8_t poll_cqe(struct side *s, uint16_t *wqe_counter, uint8_t *syndrome)
 {
+	if (s->ibgda) {
+		/* collapsed, as IBGDA polls it: slot 0's wqe_counter reaches the
+		 * WQE; its owner bit that of a CQ of one entry; the other slots
+		 * never written */
+		struct mlx5_cqe64 *e = (void *)s->cqb;
+		uint64_t end = now_ns() + 5000000000ull;
+		for (;;) {
+			uint8_t op_own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
+			if ((op_own >> 4) != MLX5_CQE_INVALID &&
+			    be16toh(__atomic_load_n(&e->wqe_counter, __ATOMIC_ACQUIRE)) ==
+				    (uint16_t)s->ci)
+				break;
+			CHECK(now_ns() < end, "no CQE %u in the collapsed CQ within 5 s (QP 0x%x)",
+			      s->ci, s->qpn);
+		}
+		uint8_t op_own = e->op_own;
+		CHECK((op_own & 1) == (s->ci & 1), "collapsed CQE %u: owner bit %u", s->ci,
+		      op_own & 1);
+		for (uint32_t i = 1; i < NCQ; i++)
+			CHECK(((struct mlx5_cqe64 *)(s->cqb + 64 * i))->op_own ==
+				      (MLX5_CQE_INVALID << 4 | 1),
+			      "the collapsed CQ's slot %u was written", i);
+		uint8_t op = mlx5dv_get_cqe_opcode(e);
+		*wqe_counter = be16toh(e->wqe_counter);
+		*syndrome = op == MLX5_CQE_REQ_ERR ? ((struct mlx5_err_cqe *)e)->syndrome : 0;
+		s->ci++;
+		return op;
+	}
 	struct mlx5_cqe64 *e = (void *)(s->cqb + (s->ci & (NCQ - 1)) * 64);
 	uint8_t lap = (s->ci >> LOG_CQ) & 1;
 	uint64_t end = now_ns() + 5000000000ull;
@@ -511,6 +685,11 @@ static void traffic(struct side *s, const struct peer_info *p, uint8_t *peer_buf
 		post(s, MLX5_OPCODE_RDMA_READ, (uint64_t)(uintptr_t)(back + lo), len, p->addr + ro,
 		     p->rkey, 0, 0);
 		expect_ok(s, "RDMA read");
+		if (round % 8 == 0) {
+			/* IBGDA's read consistency: a DUMP of one byte of what was read */
+			post(s, OP_DUMP, (uint64_t)(uintptr_t)(back + lo), 1, 0, 0, 0, 0);
+			expect_ok(s, "DUMP");
+		}
 		CHECK(!memcmp(src + lo, back + lo, len), "RDMA write/read: data differ (round %u, "
 		      "%u bytes)", round, len);
 		if (peer_buf)
@@ -584,21 +763,16 @@ static void bad_rkey(struct side *s, const struct peer_info *p)
 static char logbuf[8192];
 static const char *logged(void (*f)(struct side *), struct side *s)
 {
-	fflush(stderr);
-	FILE *t = tmpfile();
-	CHECK(t, "tmpfile");
-	saved_stderr = dup(2);
-	dup2(fileno(t), 2);
+	FILE *t = vt_capture_begin();
 	f(s);
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	saved_stderr = -1;
-	rewind(t);
-	size_t n = fread(logbuf, 1, sizeof(logbuf) - 1, t);
-	logbuf[n] = 0;
-	fclose(t);
-	return logbuf;
+	return vt_capture_end(t, logbuf, sizeof(logbuf));
+}
+
+static const char *logged_void(void (*f)(void))
+{
+	FILE *t = vt_capture_begin();
+	f();
+	return vt_capture_end(t, logbuf, sizeof(logbuf));
 }
 
 static void refused(int rc, int err, const uint8_t *out, const char *what)
@@ -609,6 +783,32 @@ static void refused(int rc, int err, const uint8_t *out, const char *what)
 	      "%s: no status and syndrome in the output", what);
 }
 
+/* A CREATE_CQ command of 2^lg CQEs on s's UAR and EQ, its buffer and
+ * doorbell record in umem `umem`. */
+static void cq_cmd(const struct side *s, uint8_t *in, unsigned lg, uint32_t umem)
+{
+	memset(in, 0, CMD_BYTES);
+	prm_set(in, OPCODE, OP_CREATE_CQ);
+	prm_set(in, CQC_LOG_SIZE, lg);
+	prm_set(in, CQC_UAR_PAGE, s->uar->page_id);
+	prm_set(in, CQC_EQN, s->eqn);
+	prm_set(in, CQC_DBR_UMEM_VALID, 1);
+	prm_set(in, CQC_DBR_UMEM_ID, umem);
+	prm_set(in, CQ_UMEM_VALID, 1);
+	prm_set(in, CQ_UMEM_ID, umem);
+}
+
+/* mlx5dv_devx_obj_create of `in` (CMD_BYTES) is refused as firmware does. */
+static void create_refused(const struct side *s, const uint8_t *in, const char *what)
+{
+	uint8_t out[CMD_BYTES];
+	memset(out, 0, sizeof(out));
+	errno = 0;
+	struct mlx5dv_devx_obj *o = mlx5dv_devx_obj_create(s->ctx, in, CMD_BYTES, out, sizeof(out));
+	CHECK(!o, "%s succeeded", what);
+	refused(EREMOTEIO, errno, out, what);
+}
+
 static void bad_commands(struct side *s)
 {
 	uint8_t in[CMD_BYTES] = {0}, out[CMD_BYTES];
@@ -617,44 +817,22 @@ static void bad_commands(struct side *s)
 	prm_set(in, OPCODE, OP_CREATE_QP);
 	prm_set(in, QPC_ST, 0x2);
 	prm_set(in, QPC_PM_STATE, 0x3);
-	memset(out, 0, sizeof(out));
-	errno = 0;
-	struct mlx5dv_devx_obj *o = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
-	CHECK(!o, "CREATE_QP of a UD QP succeeded");
-	refused(EREMOTEIO, errno, out, "CREATE_QP (UD)");
+	create_refused(s, in, "CREATE_QP of a UD QP");
 
 	/* CREATE_CQ over a umem that does not exist */
-	memset(in, 0, sizeof(in));
-	prm_set(in, OPCODE, OP_CREATE_CQ);
-	prm_set(in, CQC_LOG_SIZE, LOG_CQ);
-	prm_set(in, CQC_UAR_PAGE, s->uar->page_id);
-	prm_set(in, CQC_EQN, s->eqn);
-	prm_set(in, CQC_DBR_UMEM_VALID, 1);
-	prm_set(in, CQC_DBR_UMEM_ID, 0xdead);
-	prm_set(in, CQ_UMEM_VALID, 1);
-	prm_set(in, CQ_UMEM_ID, 0xdead);
-	memset(out, 0, sizeof(out));
-	errno = 0;
-	o = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
-	CHECK(!o, "CREATE_CQ over an unknown umem succeeded");
-	refused(EREMOTEIO, errno, out, "CREATE_CQ (unknown umem)");
+	cq_cmd(s, in, LOG_CQ, 0xdead);
+	create_refused(s, in, "CREATE_CQ over an unknown umem");
 
-	/* a collapsed CQ (every CQE in slot 0): not something the NIC does */
-	memset(in, 0, sizeof(in));
-	prm_set(in, OPCODE, OP_CREATE_CQ);
+	/* a collapsed CQ (every CQE in slot 0) without overrun ignore */
+	cq_cmd(s, in, LOG_CQ, s->umem->umem_id);
 	prm_set(in, CQC_CC, 1);
-	prm_set(in, CQC_LOG_SIZE, LOG_CQ);
-	prm_set(in, CQC_UAR_PAGE, s->uar->page_id);
-	prm_set(in, CQC_EQN, s->eqn);
-	prm_set(in, CQC_DBR_UMEM_VALID, 1);
-	prm_set(in, CQC_DBR_UMEM_ID, s->umem->umem_id);
-	prm_set(in, CQ_UMEM_VALID, 1);
-	prm_set(in, CQ_UMEM_ID, s->umem->umem_id);
-	memset(out, 0, sizeof(out));
-	errno = 0;
-	o = mlx5dv_devx_obj_create(s->ctx, in, sizeof(in), out, sizeof(out));
-	CHECK(!o, "CREATE_CQ of a collapsed CQ succeeded");
-	refused(EREMOTEIO, errno, out, "CREATE_CQ (collapsed)");
+	create_refused(s, in, "CREATE_CQ of a collapsed CQ");
+
+	/* a CQ buffer off the CQE size's alignment: the NIC's CQE stores are
+	 * whole words, so it is refused (one CQE at umem offset 8) */
+	cq_cmd(s, in, 0, s->umem->umem_id);
+	prm_set(in, CQ_UMEM_OFFSET, 8);
+	create_refused(s, in, "CREATE_CQ at umem offset 8");
 
 	/* a modify the device does not have; one naming another QP */
 	memset(in, 0, sizeof(in));
@@ -700,7 +878,7 @@ static void check_bad_commands(struct side *s)
 {
 	const char *log = logged(bad_commands, s);
 	static const char *const want[] = {
-		"CREATE_QP", "CREATE_CQ", "collapsed", "unsupported opcode", "another QP", "log_msg_max",
+		"CREATE_QP", "CREATE_CQ", "collapsed", "64-byte aligned", "unsupported opcode", "another QP", "log_msg_max",
 		"EBUSY", "umem_reg", "dma-buf",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -718,8 +896,13 @@ static void free_uar_early(struct side *s)
 
 static void side_close(struct side *s)
 {
+	if (s->srq) /* in use by the QP */
+		CHECK(ibv_destroy_srq(s->srq) == EBUSY, "ibv_destroy_srq of a DevX QP's SRQ");
 	CHECK(mlx5dv_devx_obj_destroy(s->qp) == 0, "destroy QP");
 	CHECK(mlx5dv_devx_obj_destroy(s->cq) == 0, "destroy CQ");
+	if (s->srq)
+		CHECK(ibv_destroy_srq(s->srq) == 0 && ibv_destroy_cq(s->rcq) == 0,
+		      "destroy the SRQ and receive CQ");
 	CHECK(mlx5dv_devx_umem_dereg(s->umem) == 0, "umem_dereg");
 	mlx5dv_devx_free_uar(s->uar);
 	CHECK(ibv_dereg_mr(s->mr) == 0, "ibv_dereg_mr");
@@ -787,7 +970,7 @@ static void devx_to_verbs(void)
 	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 					     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					     IBV_QP_MAX_QP_RD_ATOMIC), "verbs peer: RTS");
-	struct peer_info pv = {qp->qp_num, psn, mr->rkey, (uint64_t)(uintptr_t)buf, gid};
+	struct peer_info pv = {qp->qp_num, psn, mr->rkey, (uint64_t)(uintptr_t)buf, gid, {0}};
 	side_connect(&d, &pv);
 	traffic(&d, &pv, buf, NSQ);
 	CHECK(!ibv_destroy_qp(qp) && !ibv_destroy_cq(cq) && !ibv_dereg_mr(mr) &&
@@ -797,22 +980,14 @@ static void devx_to_verbs(void)
 	printf("%s: one process: DevX QP 0x%x with verbs QP 0x%x: ok\n", who, d.qpn, pv.qpn);
 }
 
-/* A context opened without DevX (ibv_open_device): QUERY_HCA_CAP works
- * there, as the kernel lets any context send it; other general commands
- * are EINVAL. The capability pages of features the software NIC lacks
+/* A context of ibv_open_device, which rdma-core 44 opens for DevX where
+ * the kernel allows it: QUERY_HCA_CAP, umem, UAR and EQ work there; a
+ * command that makes an object is EINVAL as a general command. The capability pages of features the software NIC lacks
  * (NIC flow table 0x7, device memory 0xf) are all zeros, as pyverbs'
  * tests read them to decide to skip. */
 static void plain_context(void)
 {
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	CHECK(l && n > 0, "no RDMA device (run under kinet-run)");
-	struct ibv_context *ctx = NULL;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "kinet0"))
-			ctx = ibv_open_device(l[i]);
-	ibv_free_device_list(l);
-	CHECK(ctx, "ibv_open_device(kinet0): %s", strerror(errno));
+	struct ibv_context *ctx = vt_open_kinet("kinet0", NULL);
 	uint8_t in[16] = {0}, cap[0x1010];
 	prm_set(in, OPCODE, OP_QUERY_HCA_CAP);
 	prm_set(in, OP_MOD, 0 << 1 | 1);
@@ -833,13 +1008,173 @@ static void plain_context(void)
 	uint8_t cin[CMD_BYTES] = {0}, cout[CMD_BYTES] = {0};
 	prm_set(cin, OPCODE, OP_CREATE_CQ);
 	int rc = mlx5dv_devx_general_cmd(ctx, cin, sizeof(cin), cout, sizeof(cout));
-	CHECK(rc == EINVAL, "CREATE_CQ as a general command without DevX: %d, not EINVAL", rc);
+	CHECK(rc == EINVAL, "CREATE_CQ as a general command: %d, not EINVAL", rc);
+	/* rdma-core 44 opens a DevX context for ibv_open_device where the
+	 * kernel allows it, and IBGDA and GPUNetIO rely on it: umem, UAR and
+	 * EQ on this plain context */
+	static uint8_t page[4096] __attribute__((aligned(4096)));
+	struct mlx5dv_devx_umem *um = mlx5dv_devx_umem_reg(ctx, page, sizeof(page), 0);
+	CHECK(um, "mlx5dv_devx_umem_reg on a context of ibv_open_device: %s", strerror(errno));
+	struct mlx5dv_devx_uar *uar = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+	CHECK(uar, "mlx5dv_devx_alloc_uar on a context of ibv_open_device: %s", strerror(errno));
+	uint32_t eqn;
+	CHECK(mlx5dv_devx_query_eqn(ctx, 0, &eqn) == 0, "mlx5dv_devx_query_eqn (plain context)");
+	mlx5dv_devx_free_uar(uar);
+	CHECK(mlx5dv_devx_umem_dereg(um) == 0, "umem_dereg (plain context)");
 	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
 }
+
+static void ibgda_shape(void);
+/* A cross-channel WAIT WQE (opmod 0, ds 2): 8 reserved bytes, the CQE
+ * index, the CQ's number; signaled, as GPUNetIO writes it. */
+static void post_wait(struct side *s, uint32_t cqn, uint32_t index)
+{
+	uint8_t *w = s->sq + (s->pi & (NSQ - 1)) * 64;
+	memset(w, 0, 64);
+	mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)(void *)w, (uint16_t)s->pi, OP_WAIT, 0,
+			    s->qpn, MLX5_WQE_CTRL_CQ_UPDATE, 2, 0, 0);
+	uint32_t seg[4] = {0, 0, htobe32(index), htobe32(cqn)};
+	memcpy(w + 16, seg, sizeof(seg));
+	ring(s, w);
+}
+
+/* GPUNetIO's put-with-counter: b (the companion) posts a WAIT on a's send
+ * CQ for the CQE of a's k-th next WQE, then a fetch-and-add of a counter;
+ * a then posts k writes. The counter must not move, nor b complete
+ * anything, until a's k-th CQE is written; then b completes both, in
+ * order, with the writes' data in place. A WAIT naming a CQ the context
+ * does not have is an error CQE. */
+static void cross_channel(void)
+{
+	struct side a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	side_open(&a);
+	side_open(&b);
+	struct peer_info pa = side_info(&a), pb = side_info(&b);
+	side_connect(&a, &pb);
+	side_connect(&b, &pa);
+	enum { K = 5 };
+	volatile uint64_t *counter = (volatile uint64_t *)(void *)(a.buf + QTR - 128);
+	*counter = 0;
+	uint64_t *old = (uint64_t *)(void *)(b.buf + 3 * QTR);
+	*old = ~0ull;
+	uint64_t add = rnd() | 1;
+	uint32_t b_ci = b.ci;
+	post_wait(&b, a.cqn, (a.ci + K - 1) & 0xffffff);
+	post(&b, MLX5_OPCODE_ATOMIC_FA, (uint64_t)(uintptr_t)old, 8,
+	     pa.addr + QTR - 128, pa.rkey, add, 0);
+	uint8_t *src = a.buf + QTR;
+	for (int i = 0; i < K; i++) {
+		/* nothing of b's yet: the WAIT holds it and the add behind it */
+		usleep(i ? 20 * 1000 : 100 * 1000);
+		CHECK(*counter == 0, "the counter moved after %d of %d writes", i, K);
+		CHECK(b.ci == b_ci, "b completed a WQE");
+		const struct mlx5_cqe64 *e = (const void *)(b.cqb + (b.ci & (NCQ - 1)) * 64);
+		uint8_t own = __atomic_load_n(&e->op_own, __ATOMIC_ACQUIRE);
+		CHECK((own >> 4) == MLX5_CQE_INVALID || (own & 1) != ((b.ci >> LOG_CQ) & 1),
+		      "a CQE in b's CQ after %d of %d writes: the WAIT did not hold", i, K);
+		uint32_t len = 1 + (uint32_t)(rnd() % 2048);
+		fill(src + (uint32_t)i * 2048, len);
+		post(&a, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)(src + (uint32_t)i * 2048), len,
+		     pb.addr + (uint32_t)i * 2048, pb.rkey, 0, 0);
+		expect_ok(&a, "write before the counter");
+		CHECK(!memcmp(b.buf + (uint32_t)i * 2048, src + (uint32_t)i * 2048, len),
+		      "write %d: the target differs", i);
+	}
+	expect_ok(&b, "WAIT");
+	expect_ok(&b, "fetch-and-add behind the WAIT");
+	CHECK(*counter == add && be64toh(*old) == 0,
+	      "the counter: 0x%" PRIx64 " (old 0x%" PRIx64 "), want 0x%" PRIx64, *counter,
+	      be64toh(*old), add);
+	/* a WAIT met already: completes at once */
+	post_wait(&b, a.cqn, (a.ci - 1) & 0xffffff);
+	expect_ok(&b, "WAIT on a CQE already written");
+	/* a CQ number no CQ has */
+	post_wait(&b, 0xabcdef, 0);
+	uint16_t wc;
+	uint8_t syn;
+	CHECK(poll_cqe(&b, &wc, &syn) == MLX5_CQE_REQ_ERR &&
+		      syn == MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR,
+	      "WAIT on an unknown CQ: not a local QP operation error (syndrome 0x%x)", syn);
+	side_close(&a);
+	side_close(&b);
+	printf("%s: a WAIT on another QP's CQ held a fetch-and-add behind %d writes: ok\n", who,
+	       K);
+}
+
+/* QUERY_ROCE_ADDRESS of every entry of the GID table, against
+ * ibv_query_gid_ex: the same GID, its RoCE version, its L3 type, no VLAN, a
+ * unicast locally administered MAC, equal for a v1 and v2 entry of one
+ * address; an empty entry reads as zeros; past the table, another port or a
+ * short output: refused. */
+static void roce_addresses(void)
+{
+	struct ibv_context *ctx = open_kinet0();
+	struct ibv_port_attr pa;
+	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "ibv_query_port");
+	uint8_t in[16] = {0}, out[RA_OUT_BYTES];
+	static const uint8_t zero[RA_OUT_BYTES], v4[12] = {[10] = 0xff, [11] = 0xff};
+	unsigned set = 0;
+	for (uint32_t i = 0; i < (uint32_t)pa.gid_tbl_len; i++) {
+		memset(out, 0xa5, sizeof(out));
+		prm_set(in, OPCODE, OP_QUERY_ROCE_ADDRESS);
+		prm_set(in, RA_INDEX, i);
+		prm_set(in, RA_PORT, i % 2); /* 0 and 1 both name the one port */
+		cmd_ok(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), out,
+		       "QUERY_ROCE_ADDRESS");
+		struct ibv_gid_entry e;
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0)) {
+			CHECK(!memcmp(out, zero, sizeof(out)), "GID %u: empty, but not zeros", i);
+			continue;
+		}
+		set++;
+		CHECK(!memcmp(out + RA_GID_BYTE, e.gid.raw, 16), "GID %u: another address", i);
+		CHECK(prm_get(out, RA_VERSION) == (e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 2u : 0u),
+		      "GID %u: roce_version %u for type %u", i, (unsigned)prm_get(out, RA_VERSION),
+		      e.gid_type);
+		CHECK(prm_get(out, RA_L3_TYPE) == (memcmp(e.gid.raw, v4, 12) ? 1u : 0u),
+		      "GID %u: roce_l3_type %u", i, (unsigned)prm_get(out, RA_L3_TYPE));
+		const uint8_t *mac = out + RA_MAC_BYTE;
+		CHECK(prm_get(out, RA_VLAN_VALID) == 0 && !(mac[0] & 1) && (mac[0] & 2),
+		      "GID %u: a VLAN, or not a unicast local MAC", i);
+		/* a v2 entry of the same address: the same MAC */
+		struct ibv_gid_entry f;
+		if (i % 2 == 0 && !ibv_query_gid_ex(ctx, 1, i + 1, &f, 0) &&
+		    !memcmp(f.gid.raw, e.gid.raw, 16)) {
+			uint8_t o2[RA_OUT_BYTES];
+			prm_set(in, RA_INDEX, i + 1);
+			cmd_ok(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), o2, sizeof(o2)), o2,
+			       "QUERY_ROCE_ADDRESS");
+			CHECK(!memcmp(o2 + RA_MAC_BYTE, mac, 6), "GIDs %u and %u: two MACs", i, i + 1);
+		}
+	}
+	CHECK(set >= 2, "only %u RoCE GIDs", set);
+	int rc;
+	prm_set(in, RA_INDEX, (uint64_t)pa.gid_tbl_len);
+	prm_set(in, RA_PORT, 1);
+	errno = 0;
+	rc = mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out));
+	refused(rc, errno, out, "QUERY_ROCE_ADDRESS past the table");
+	prm_set(in, RA_INDEX, 0);
+	prm_set(in, RA_PORT, 2);
+	errno = 0;
+	rc = mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out));
+	refused(rc, errno, out, "QUERY_ROCE_ADDRESS of port 2");
+	prm_set(in, RA_PORT, 1);
+	errno = 0;
+	rc = mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, 16);
+	refused(rc, errno, out, "QUERY_ROCE_ADDRESS into 16 bytes");
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+}
+
 
 static void one_process(void)
 {
 	plain_context();
+	const char *ralog = logged_void(roce_addresses);
+	CHECK(strstr(ralog, "past the GID table") && strstr(ralog, "one port"),
+	      "QUERY_ROCE_ADDRESS's refusals are not said; the log:\n%s", ralog);
 	struct side a, b;
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
@@ -863,8 +1198,77 @@ static void one_process(void)
 	side_close(&a);
 	side_close(&b);
 	devx_to_verbs();
+	ibgda_shape();
+	const char *cxlog = logged_void(cross_channel);
+	CHECK(strstr(cxlog, "names CQ 0xabcdef"), "the unknown CQ of a WAIT is not said; the "
+	      "log:\n%s", cxlog);
 	printf("%s: one process: DevX QPs 0x%x and 0x%x: writes, reads, atomics over %u laps, "
 	       "bad commands, error CQE: ok\n", who, pa.qpn, pb.qpn, 2 * 5 * NSQ / NSQ);
+}
+
+/* A QP of IBGDA's shape (b), made and connected with the commands as the
+ * stacks write them on RoCE (no pm_state, grh or INIT2RTR port), and a
+ * plain one (a): b's writes, reads and
+ * atomics complete into its collapsed CQ over laps of it; a's sends land in
+ * the receives posted to b's SRQ, completed in b's verbs CQ with their
+ * work requests' ids and the data in their buffers. */
+static void ibgda_shape(void)
+{
+	struct side a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	b.ibgda = true;
+	b.lean = true;
+	side_open(&a);
+	side_open(&b);
+	struct peer_info pa = side_info(&a), pb = side_info(&b);
+	side_connect(&a, &pb);
+	side_connect(&b, &pa);
+	traffic(&b, &pa, a.buf, 3 * NCQ);
+	uint8_t *rb = b.buf + 2 * QTR; /* the receive slots, 4 KiB each */
+	const uint32_t n = 40;
+	for (uint32_t k = 0; k < n; k++) {
+		struct ibv_sge g = {.addr = (uintptr_t)(rb + (size_t)k * 4096), .length = 4096,
+				    .lkey = b.mr->lkey};
+		struct ibv_recv_wr w = {.wr_id = 900 + k, .sg_list = &g, .num_sge = 1}, *bad;
+		CHECK(ibv_post_srq_recv(b.srq, &w, &bad) == 0, "ibv_post_srq_recv");
+	}
+	uint8_t *src = a.buf + QTR;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t len = 1 + (uint32_t)(rnd() % 4096);
+		fill(src + (size_t)k * 4096, len);
+		post(&a, MLX5_OPCODE_SEND, (uint64_t)(uintptr_t)(src + (size_t)k * 4096), len, 0, 0, 0,
+		     0);
+		expect_ok(&a, "SEND to an SRQ");
+		struct ibv_wc wc;
+		uint64_t end = now_ns() + 5000000000ull;
+		int got;
+		while ((got = ibv_poll_cq(b.rcq, 1, &wc)) == 0)
+			CHECK(now_ns() < end, "no receive completion %u within 5 s", k);
+		CHECK(got == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 900 + k &&
+			      wc.opcode == IBV_WC_RECV && wc.byte_len == len && wc.qp_num == b.qpn,
+		      "receive %u: status %s wr_id %" PRIu64 " opcode %d byte_len %u (sent %u) "
+		      "qp 0x%x (want 0x%x)",
+		      k, ibv_wc_status_str(wc.status), wc.wr_id, wc.opcode, wc.byte_len, len,
+		      wc.qp_num, b.qpn);
+		CHECK(!memcmp(rb + (size_t)k * 4096, src + (size_t)k * 4096, len),
+		      "receive %u: data differ", k);
+	}
+	/* a DUMP whose key is bad: a local protection error, as a NIC's */
+	post_lkey_xor = 0x5500;
+	post(&b, OP_DUMP, (uint64_t)(uintptr_t)b.buf, 1, 0, 0, 0, 0);
+	post_lkey_xor = 0;
+	uint16_t wc;
+	uint8_t syn;
+	uint8_t op = poll_cqe(&b, &wc, &syn);
+	CHECK(op == MLX5_CQE_REQ_ERR && syn == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+	      "DUMP with a bad key: CQE opcode 0x%x, syndrome 0x%x", op, syn);
+	uint32_t cqes = b.ci;
+	CHECK(cqes > 4 * NCQ, "only %u CQEs in the collapsed CQ", cqes);
+	side_close(&a);
+	side_close(&b);
+	printf("%s: IBGDA's shape: %u CQEs in a collapsed CQ of %u, %u sends through an SRQ: ok\n",
+	       who, cqes, NCQ, n);
 }
 
 /* Parent and child: each a DevX QP; they swap peer_info over pipes, connect
@@ -884,15 +1288,23 @@ static void two_processes(void)
 	side_open(&s);
 	struct peer_info me = side_info(&s), peer;
 	int wfd = child ? up[1] : down[1], rfd = child ? down[0] : up[0];
+	/* only the other process writes what this one reads: when it fails, the
+	 * read ends (instead of waiting for ever) */
+	close(child ? up[0] : down[0]);
+	close(child ? down[1] : up[1]);
+	signal(SIGPIPE, SIG_IGN); /* a write to it fails then, with a message */
 	CHECK(write(wfd, &me, sizeof(me)) == (ssize_t)sizeof(me), "pipe write");
-	CHECK(read(rfd, &peer, sizeof(peer)) == (ssize_t)sizeof(peer), "pipe read");
+	CHECK(read(rfd, &peer, sizeof(peer)) == (ssize_t)sizeof(peer),
+	      "the other process ended before it sent its QP");
 	side_connect(&s, &peer);
 	/* both in RTS before traffic: a byte each way */
 	char c = 1;
-	CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1, "pipe sync");
+	CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1,
+	      "pipe sync: the other process ended before its QP was ready");
 	traffic(&s, &peer, NULL, NSQ); /* two laps of the queues */
 	/* the peer's QP must stay until both are done */
-	CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1, "pipe sync");
+	CHECK(write(wfd, &c, 1) == 1 && read(rfd, &c, 1) == 1,
+	      "pipe sync: the other process ended before its traffic was done");
 	side_close(&s);
 	if (child)
 		_exit(0);
@@ -906,48 +1318,26 @@ static void two_processes(void)
 /* GPU memory cannot hold DevX queues on the software NIC: refused. */
 static void gpu_umem(struct side *s)
 {
-	void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-	if (!cu) {
-		printf("%s: gpu: no CUDA driver: skipped\n", who);
-		exit(77);
-	}
-	int (*init)(unsigned) = (int (*)(unsigned))dlsym(cu, "cuInit");
-	int (*dev_get)(int *, int) = (int (*)(int *, int))dlsym(cu, "cuDeviceGet");
-	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(cu, "cuDevicePrimaryCtxRetain");
-	int (*set)(void *) = (int (*)(void *))dlsym(cu, "cuCtxSetCurrent");
-	int (*alloc)(unsigned long long *, size_t) =
-		(int (*)(unsigned long long *, size_t))dlsym(cu, "cuMemAlloc_v2");
-	int (*release)(unsigned long long) = (int (*)(unsigned long long))dlsym(cu, "cuMemFree_v2");
-	int dev = 0;
+	struct vt_cuda c;
+	vt_cuda_open(&c);
 	void *cctx = NULL;
 	unsigned long long p = 0;
-	if (!init || !dev_get || !retain || !set || !alloc || !release || init(0) ||
-	    dev_get(&dev, 0)) {
-		printf("%s: gpu: no GPU: skipped\n", who);
-		exit(77);
-	}
-	CHECK(retain(&cctx, dev) == 0 && set(cctx) == 0 && alloc(&p, 1 << 16) == 0,
+	CHECK(c.retain(&cctx, c.dev) == 0 && c.set(cctx) == 0 && c.alloc(&p, 1 << 16) == 0,
 	      "cuMemAlloc of 64 KiB");
 	errno = 0;
 	struct mlx5dv_devx_umem *u = mlx5dv_devx_umem_reg(s->ctx, (void *)(uintptr_t)p, 1 << 16,
 							  IBV_ACCESS_LOCAL_WRITE);
 	CHECK(!u && errno == EOPNOTSUPP, "umem_reg of GPU memory: %s, want EOPNOTSUPP",
 	      u ? "accepted" : strerror(errno));
-	release(p);
+	c.release(p);
 }
 
 static void gpu_mode(void)
 {
 	/* skipped before anything is opened: an exit with the device open, and
 	 * stderr in logged()'s file, hid what the sanitizer build says at exit */
-	void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-	int (*init)(unsigned) = cu ? (int (*)(unsigned))dlsym(cu, "cuInit") : NULL;
-	int (*dev_get)(int *, int) = cu ? (int (*)(int *, int))dlsym(cu, "cuDeviceGet") : NULL;
-	int dev = 0;
-	if (!cu || !init || !dev_get || init(0) || dev_get(&dev, 0)) {
-		printf("%s: gpu: %s: skipped\n", who, cu ? "no GPU" : "no CUDA driver");
-		exit(77);
-	}
+	struct vt_cuda c;
+	vt_cuda_open(&c);
 	struct side s;
 	memset(&s, 0, sizeof(s));
 	s.ctx = open_kinet0();
@@ -965,10 +1355,7 @@ static void gpu_mode(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	rng = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)getpid();
-	if (!rng)
-		rng = 1;
-	printf("%s: seed 0x%" PRIx64 "\n", who, rng);
+	vt_seed(NULL);
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		two_processes();
 	else if (argc > 1 && !strcmp(argv[1], "gpu"))

@@ -8,7 +8,8 @@
  * RDMA write, write with immediate, read, send, send with immediate, both
  * atomics, inline data, unsignaled work requests, a full send queue, a
  * completion channel, a bad rkey (remote access error, then flushes), a
- * target QP whose qp_access_flags refuse a write, read or atomic, and
+ * target QP whose qp_access_flags refuse a write, read or atomic, a shared
+ * receive queue under two QPs (ibv_create_srq, ibv_post_srq_recv), and
  * extended QPs (ibv_create_qp_ex, ibv_qp_to_qp_ex, every ibv_wr_* builder)
  * and extended CQs (ibv_create_cq_ex, read through ibv_start_poll ..
  * ibv_end_poll and the ibv_wc_read_* functions).
@@ -49,6 +50,7 @@ static union ibv_gid gid;
 static int gid_index;
 static enum ibv_mtu mtu;
 static uint32_t recv_sge = 1; /* max_recv_sge of the QPs make_side_ops creates */
+static struct ibv_srq *side_srq; /* the SRQ they receive through (NULL: their own RQ) */
 
 /* One work completion within 5 s. */
 static struct ibv_wc wait_wc(struct ibv_cq *cq, const char *what)
@@ -107,6 +109,7 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 		.cap = {.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 4,
 			.max_recv_sge = recv_sge, .max_inline_data = 128},
 		.qp_type = IBV_QPT_RC,
+		.srq = side_srq,
 	};
 	if (ops) {
 		struct ibv_qp_init_attr_ex ix = {
@@ -117,6 +120,7 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			.pd = pd,
 			.send_ops_flags = ops,
+			.srq = side_srq,
 		};
 		s->qp = ibv_create_qp_ex(ctx, &ix);
 		CHECK(s->qp, "ibv_create_qp_ex: %s", strerror(errno));
@@ -129,9 +133,11 @@ static void make_side_ops(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq
 	struct ibv_qp_init_attr qi;
 	CHECK(ibv_query_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_CAP, &qi) == 0, "ibv_query_qp");
 	CHECK(a.qp_state == IBV_QPS_RESET, "a new QP is in state %d", a.qp_state);
-	CHECK(qi.cap.max_send_wr >= DEPTH && qi.cap.max_recv_wr >= DEPTH &&
-		      qi.cap.max_send_sge == 4 && qi.cap.max_recv_sge >= recv_sge &&
-		      qi.cap.max_recv_sge < 2 * recv_sge &&
+	/* through an SRQ, a QP has no receive queue of its own */
+	bool rq_ok = side_srq ? qi.cap.max_recv_wr == 0 && qi.srq == side_srq
+			      : qi.cap.max_recv_wr >= DEPTH && qi.cap.max_recv_sge >= recv_sge &&
+					qi.cap.max_recv_sge < 2 * recv_sge;
+	CHECK(qi.cap.max_send_wr >= DEPTH && rq_ok && qi.cap.max_send_sge == 4 &&
 		      qi.cap.max_inline_data >= 128 && a.cap.max_inline_data >= 128,
 	      "ibv_query_qp caps: send_wr %u recv_wr %u send_sge %u recv_sge %u inline %u",
 	      qi.cap.max_send_wr, qi.cap.max_recv_wr, qi.cap.max_send_sge, qi.cap.max_recv_sge,
@@ -400,6 +406,203 @@ static void test_recv_sge(void)
 	free(E.buf);
 	free(F.buf);
 	recv_sge = 1;
+}
+
+/* Shared receive queues: two RC QPs receive through one SRQ from two
+ * senders. Receives are taken in the order they were posted, whichever QP
+ * the message comes to; each completion names the receiving QP and its
+ * posted work request, with the data in that request's buffer; laps of the
+ * queue as completed WQEs are posted again; a full SRQ refuses with ENOMEM
+ * and names the request; a bad key in a posted receive fails the QP it
+ * comes to, and the other goes on; an SRQ in use cannot be destroyed. */
+#define SRQ_SLOT 4096
+
+/* A signaled send of len bytes of s's buffer, completed on scq, and its
+ * receive through the SRQ on r, completed on rcq with work request rwr. */
+static void srq_exchange(struct side *s, struct ibv_cq *scq, struct side *r, struct ibv_cq *rcq,
+			 uint64_t swr, uint32_t len, uint64_t rwr, const char *what)
+{
+	struct ibv_sge sg = {.addr = (uintptr_t)s->buf, .length = len, .lkey = s->mr->lkey};
+	struct ibv_send_wr sw = {.wr_id = swr, .sg_list = &sg, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	post_send(s, &sw, what);
+	struct ibv_wc wc = wait_wc(scq, what);
+	expect_wc(&wc, swr, IBV_WC_SUCCESS, IBV_WC_SEND, s->qp->qp_num, what);
+	wc = wait_wc(rcq, what);
+	expect_wc(&wc, rwr, IBV_WC_SUCCESS, IBV_WC_RECV, r->qp->qp_num, what);
+	CHECK(wc.byte_len == len, "%s: byte_len %u, sent %u", what, wc.byte_len, len);
+}
+
+static void test_srq(void)
+{
+	struct ibv_device_attr da;
+	CHECK(ibv_query_device(ctx, &da) == 0, "ibv_query_device");
+	CHECK(da.max_srq > 0 && da.max_srq_wr >= 1024 && da.max_srq_sge >= 1,
+	      "SRQ limits: max_srq %d, max_srq_wr %d, max_srq_sge %d", da.max_srq, da.max_srq_wr,
+	      da.max_srq_sge);
+	struct ibv_srq_init_attr bad[] = {
+		{.attr = {.max_wr = 0, .max_sge = 1}},
+		{.attr = {.max_wr = (uint32_t)da.max_srq_wr + 1, .max_sge = 1}},
+		{.attr = {.max_wr = 4, .max_sge = 0}},
+		{.attr = {.max_wr = 4, .max_sge = (uint32_t)da.max_srq_sge + 1}},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		CHECK(!ibv_create_srq(pd, &bad[i]) && errno == EINVAL,
+		      "ibv_create_srq of %u WQEs, %u entries: errno %d", bad[i].attr.max_wr,
+		      bad[i].attr.max_sge, errno);
+	}
+	uint32_t want = 8 + (uint32_t)(rnd() % 60);
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = want, .max_sge = 2}};
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	CHECK(srq, "ibv_create_srq: %s", strerror(errno));
+	uint32_t max = sa.attr.max_wr;
+	CHECK(max >= want && max < 4 * want && sa.attr.max_sge >= 2,
+	      "ibv_create_srq: %u WQEs of %u entries (asked %u of 2)", max, sa.attr.max_sge, want);
+	struct ibv_srq_attr qa;
+	CHECK(ibv_query_srq(srq, &qa) == 0 && qa.max_wr == max && qa.max_sge == sa.attr.max_sge,
+	      "ibv_query_srq");
+	qa.srq_limit = 2;
+	CHECK(ibv_modify_srq(srq, &qa, IBV_SRQ_LIMIT) == EOPNOTSUPP,
+	      "ibv_modify_srq of the limit: not EOPNOTSUPP");
+	struct ibv_cq *scq = ibv_create_cq(ctx, 4 * DEPTH, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 4 * DEPTH, NULL, NULL, 0);
+	CHECK(scq && rcq, "ibv_create_cq: %s", strerror(errno));
+	struct side R[2], S[2];
+	for (int i = 0; i < 2; i++) {
+		make_side(&S[i], scq, scq);
+		side_srq = srq;
+		make_side(&R[i], scq, rcq);
+		side_srq = NULL;
+		connect_to(&S[i], &R[i]);
+		connect_to(&R[i], &S[i]);
+		to_rts(&S[i]);
+		to_rts(&R[i]);
+	}
+	/* a QP of an SRQ has no receive queue to post to */
+	struct ibv_sge g0 = {.addr = (uintptr_t)R[0].buf, .length = 8, .lkey = R[0].mr->lkey};
+	struct ibv_recv_wr w0 = {.wr_id = 1, .sg_list = &g0, .num_sge = 1}, *rbad = NULL;
+	CHECK(ibv_post_recv(R[0].qp, &w0, &rbad) == EINVAL && rbad == &w0,
+	      "ibv_post_recv on a QP of an SRQ: not EINVAL");
+	/* the receive buffers: a slot per WQE of R[0]'s region, two pieces each */
+	uint32_t nslot = max + 1;
+	CHECK(2 * (size_t)nslot * SRQ_SLOT <= BUF, "too many slots");
+	uint64_t *fifo = calloc(4 * (size_t)max + 8, sizeof(*fifo)); /* wr_ids in post order */
+	CHECK(fifo, "no memory");
+	size_t fh = 0, ft = 0;
+	uint64_t next_id = 7000;
+	/* posts one receive per free slot, as one list: with max + 1 the last
+	 * does not fit */
+	struct ibv_recv_wr *wl = calloc(nslot, sizeof(*wl));
+	struct ibv_sge *gl = calloc(2 * (size_t)nslot, sizeof(*gl));
+	CHECK(wl && gl, "no memory");
+	for (uint32_t k = 0; k < nslot; k++) {
+		uint8_t *at = R[0].buf + (size_t)k * 2 * SRQ_SLOT;
+		gl[2 * k] = (struct ibv_sge){.addr = (uintptr_t)at, .length = SRQ_SLOT / 2,
+					     .lkey = R[0].mr->lkey};
+		gl[2 * k + 1] = (struct ibv_sge){.addr = (uintptr_t)(at + SRQ_SLOT),
+						 .length = SRQ_SLOT / 2, .lkey = R[0].mr->lkey};
+		wl[k] = (struct ibv_recv_wr){.wr_id = next_id + k, .sg_list = &gl[2 * k],
+					     .num_sge = 2, .next = k + 1 < nslot ? &wl[k + 1] : NULL};
+	}
+	rbad = NULL;
+	int rc = ibv_post_srq_recv(srq, wl, &rbad);
+	CHECK(rc == ENOMEM && rbad == &wl[max],
+	      "ibv_post_srq_recv of %u WQEs into %u: %d, bad_wr %td", nslot, max, rc,
+	      rbad ? rbad - wl : -1);
+	for (uint32_t k = 0; k < max; k++)
+		fifo[ft++] = next_id + k;
+	next_id += nslot;
+	/* laps: messages from either sender, the receive taken in post order */
+	uint8_t *msg = malloc(SRQ_SLOT);
+	CHECK(msg, "no memory");
+	uint32_t laps = 3 * max + (uint32_t)(rnd() % max), got[2] = {0, 0};
+	for (uint32_t m = 0; m < laps; m++) {
+		int i = (int)(rnd() % 2);
+		uint32_t len = rlen(SRQ_SLOT);
+		fill(msg, len);
+		memcpy(S[i].buf, msg, len);
+		struct ibv_sge sg = {.addr = (uintptr_t)S[i].buf, .length = len,
+				     .lkey = S[i].mr->lkey};
+		struct ibv_send_wr sw = {.wr_id = 100 + m, .sg_list = &sg, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+		post_send(&S[i], &sw, "send to an SRQ");
+		struct ibv_wc wc = wait_wc(scq, "send to an SRQ");
+		expect_wc(&wc, 100 + m, IBV_WC_SUCCESS, IBV_WC_SEND, S[i].qp->qp_num,
+			  "send to an SRQ");
+		uint64_t id = fifo[fh++ % (4 * (size_t)max + 8)];
+		wc = wait_wc(rcq, "receive through an SRQ");
+		expect_wc(&wc, id, IBV_WC_SUCCESS, IBV_WC_RECV, R[i].qp->qp_num,
+			  "receive through an SRQ");
+		CHECK(wc.byte_len == len && wc.src_qp == S[i].qp->qp_num,
+		      "receive through an SRQ: byte_len %u (sent %u), src_qp 0x%x", wc.byte_len,
+		      len, wc.src_qp);
+		/* the slot of wr_id id: two pieces */
+		uint32_t k = (uint32_t)((id - 7000) % nslot);
+		const uint8_t *at = R[0].buf + (size_t)k * 2 * SRQ_SLOT;
+		uint32_t a = len < SRQ_SLOT / 2 ? len : SRQ_SLOT / 2;
+		CHECK(!memcmp(at, msg, a) && !memcmp(at + SRQ_SLOT, msg + a, len - a),
+		      "message %u (%u bytes) differs in the buffers of wr_id %" PRIu64, m, len, id);
+		got[i]++;
+		/* the slot again, with a new id */
+		struct ibv_sge gp[2] = {
+			{.addr = (uintptr_t)at, .length = SRQ_SLOT / 2, .lkey = R[0].mr->lkey},
+			{.addr = (uintptr_t)(at + SRQ_SLOT), .length = SRQ_SLOT / 2,
+			 .lkey = R[0].mr->lkey}};
+		uint64_t nid = 7000 + (id - 7000) + nslot * (1 + m / nslot + 1);
+		struct ibv_recv_wr rw = {.wr_id = nid, .sg_list = gp, .num_sge = 2};
+		CHECK(ibv_post_srq_recv(srq, &rw, &rbad) == 0, "ibv_post_srq_recv again");
+		fifo[ft++ % (4 * (size_t)max + 8)] = nid;
+	}
+	CHECK(got[0] && got[1], "both QPs received (%u, %u)", got[0], got[1]);
+	printf("verbs_rc: SRQ of %u WQEs: %u messages over two QPs (%u, %u)\n", max, laps, got[0],
+	       got[1]);
+	errno = 0;
+	CHECK(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq while QPs use it: not EBUSY");
+	/* a receive with a bad key, and S[0]'s message comes to it */
+	/* S[1] takes every posted receive; then the SRQ is empty */
+	while (fh < ft)
+		srq_exchange(&S[1], scq, &R[1], rcq, 50, 8, fifo[fh++ % (4 * (size_t)max + 8)],
+			     "drain");
+	no_wc(rcq, "an empty SRQ");
+	uint8_t before[64];
+	memcpy(before, R[0].buf, sizeof(before));
+	struct ibv_sge gb = {.addr = (uintptr_t)R[0].buf, .length = 64,
+			     .lkey = R[0].mr->lkey ^ 0x5a5a00u};
+	struct ibv_recv_wr rb = {.wr_id = 99, .sg_list = &gb, .num_sge = 1};
+	CHECK(ibv_post_srq_recv(srq, &rb, &rbad) == 0, "ibv_post_srq_recv (bad key)");
+	struct ibv_sge sg0 = {.addr = (uintptr_t)S[0].buf, .length = 64, .lkey = S[0].mr->lkey};
+	struct ibv_send_wr sw0 = {.wr_id = 52, .sg_list = &sg0, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	post_send(&S[0], &sw0, "to a bad key");
+	struct ibv_wc wc = wait_wc(rcq, "a receive with a bad key");
+	expect_wc(&wc, 99, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, R[0].qp->qp_num,
+		  "a receive with a bad key");
+	wc = wait_wc(scq, "a send to a bad key");
+	CHECK(wc.wr_id == 52 && wc.status != IBV_WC_SUCCESS,
+	      "a send to a bad key: wr_id %" PRIu64 " status %s", wc.wr_id,
+	      ibv_wc_status_str(wc.status));
+	CHECK(!memcmp(before, R[0].buf, sizeof(before)), "a receive with a bad key wrote");
+	/* R[1] goes on through the same SRQ */
+	struct ibv_sge gg = {.addr = (uintptr_t)R[1].buf, .length = 64, .lkey = R[1].mr->lkey};
+	struct ibv_recv_wr rg = {.wr_id = 98, .sg_list = &gg, .num_sge = 1};
+	CHECK(ibv_post_srq_recv(srq, &rg, &rbad) == 0, "ibv_post_srq_recv (after an error)");
+	fill(S[1].buf, 64);
+	srq_exchange(&S[1], scq, &R[1], rcq, 53, 64, 98, "after an error");
+	CHECK(!memcmp(R[1].buf, S[1].buf, 64), "receive after an error: data differs");
+	free(msg);
+	free(fifo);
+	free(wl);
+	free(gl);
+	for (int i = 0; i < 2; i++) {
+		CHECK(ibv_destroy_qp(S[i].qp) == 0 && ibv_destroy_qp(R[i].qp) == 0,
+		      "ibv_destroy_qp (srq)");
+		CHECK(ibv_dereg_mr(S[i].mr) == 0 && ibv_dereg_mr(R[i].mr) == 0, "ibv_dereg_mr (srq)");
+		free(S[i].buf);
+		free(R[i].buf);
+	}
+	CHECK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq");
+	CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0, "ibv_destroy_cq (srq)");
 }
 
 /* Extended QPs (ibv_create_qp_ex with send_ops_flags, ibv_qp_to_qp_ex):
@@ -990,23 +1193,8 @@ static void test_cqx(void)
 
 int main(void)
 {
-	const char *seed = getenv("VERBS_RC_SEED");
-	rng = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	if (!rng)
-		rng = 1;
-	printf("verbs_rc: seed 0x%" PRIx64 "\n", rng);
-
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	CHECK(l && n > 0, "no RDMA device (run under kinet-run)");
-	struct ibv_device *dev = NULL;
-	for (int i = 0; i < n; i++)
-		if (!strncmp(ibv_get_device_name(l[i]), "kinet", 5))
-			dev = l[i];
-	CHECK(dev, "no kinet device (run under kinet-run)");
-	ctx = ibv_open_device(dev);
-	CHECK(ctx, "ibv_open_device: %s", strerror(errno));
-	ibv_free_device_list(l);
+	vt_seed("VERBS_RC_SEED");
+	ctx = vt_open_kinet("kinet", NULL);
 	struct ibv_port_attr pa;
 	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "ibv_query_port");
 	mtu = pa.active_mtu;
@@ -1418,6 +1606,7 @@ int main(void)
 	test_qpx();
 	test_cqx();
 	test_recv_sge();
+	test_srq();
 	test_qp_access();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */

@@ -18,7 +18,8 @@
  *   block   the same for all the threads of a CTA (kn_block_post).
  *   At warp and block scope write_bw and write_lat post puts, read_* gets,
  *   atomic_* fetch-adds (KN_OP_FETCH_ADD), put_bw the high-level
- *   kn_warp_put / kn_block_put; send_bw is thread scope only.
+ *   kn_warp_put / kn_block_put; send_bw and send_lat are thread scope only
+ *   (a receive queue has one consumer: kinet-perf.c refuses the others).
  *
  * QPs (kinet-perf.c sets opts.qp_group and qp_share, setup.c creates them):
  * one per posting agent (thread, warp or CTA) by default, one per CTA shared
@@ -37,8 +38,9 @@
  * itself (gpu_copy) at the points of its exchange.
  *
  * Across processes the server's jobs are PERF_ROLE_TARGET jobs: at thread
- * scope perf_body_run; at warp and block scope grp_target_run (write_lat's
- * replies, posted by the group; the other tests give the server no jobs).
+ * scope perf_body_run (send_lat's and send_bw's receives and replies too); at
+ * warp and block scope grp_target_run (write_lat's replies, posted by the
+ * group; the other tests give the server no jobs).
  * The client's jobs have no tqp: the server replies.
  *
  * Jobs are copied to GPU memory with their descriptors and (with --mem gpu)

@@ -24,8 +24,9 @@
  *      creates only this process's side, meets the peer through the
  *      bootstrap (kinet/boot.h), exchanges QP and memory descriptors
  *      (kinet/net.h) and fills the same jobs with tqp = NULL; the server
- *      runs the target's work (write_lat's replies, send_bw's receives) as
- *      PERF_ROLE_TARGET jobs, and each side checks the data it holds.
+ *      runs the target's work (the replies of write_lat and send_lat, the
+ *      receives of send_bw and send_lat) as PERF_ROLE_TARGET jobs, and each
+ *      side checks the data it holds.
  *
  *   3. Test bodies (perf_body.h). What one initiator thread does, written
  *      only against kinet/device.h in C that nvcc also accepts: the low-level
@@ -83,6 +84,8 @@ static const struct perf_test tests[] = {
 	 "Atomic FETCH_AND_ADD Latency Test", "8-byte fetch-add latency (post to completion)"},
 	{"send_bw", PERF_SEND_BW, PERF_BW, PERF_F_DEVICE | PERF_F_RECV, "Send BW Test",
 	 "SEND bandwidth (the target's receives are posted by the same thread)"},
+	{"send_lat", PERF_SEND_LAT, PERF_LAT, PERF_F_DEVICE | PERF_F_PINGPONG | PERF_F_RECV,
+	 "Send Latency Test", "SEND ping-pong latency (half round trip)"},
 	{"put_bw", PERF_PUT_BW, PERF_BW, PERF_F_DEVICE, "kn_put BW Test",
 	 "bandwidth of the high-level kn_put (RDMA write)"},
 	{"memcpy_bw", PERF_MEMCPY_BW, PERF_BW, PERF_F_NO_NIC, "memcpy BW (baseline)",
@@ -188,7 +191,7 @@ static void usage(FILE *f)
 		"      --scope=SCOPE      cuda: who posts: thread (each thread alone, the\n"
 		"                         default), warp (the 32 lanes in one post, one\n"
 		"                         doorbell) or block (the whole CTA in one post);\n"
-		"                         send_bw is thread scope only\n"
+		"                         send_bw and send_lat are thread scope only\n"
 		"      --mem=host|gpu     cuda: payload buffers in pinned host memory (default)\n"
 		"                         or in GPU memory (cudaMalloc, registered with the\n"
 		"                         NIC; copied back for the data check)\n"
@@ -217,9 +220,9 @@ static void usage(FILE *f)
 		"Bandwidth: BW average = bytes / (last completion - first post), all threads\n"
 		"together; BW peak = best rate over max(q*threads, messages/16) consecutive\n"
 		"messages; MB = 2^20 bytes, Gb = 10^9 bits; MsgRate in 10^6 messages per\n"
-		"second. Latency in microseconds; t_typical is the median; write_lat reports\n"
-		"half the round trip of a ping-pong. Every run checks its data (random\n"
-		"contents) and fails if a byte differs.\n"
+		"second. Latency in microseconds; t_typical is the median; write_lat and\n"
+		"send_lat report half the round trip of a ping-pong. Every run checks its\n"
+		"data (random contents) and fails if a byte differs.\n"
 		"\n"
 		"Exit status: 0 success, 1 the run failed, 2 bad usage.\n");
 }
@@ -275,16 +278,17 @@ struct exec_given {
 	bool executor, threads, poll, ctas, cta_threads, scope, mem;
 };
 
-/* The QP grouping both executors share: SQ size and send_bw's single
- * receive consumer. 0, or 2 after a message. */
+/* The QP grouping both executors share: SQ size and the single receive
+ * consumer of send_bw and send_lat. 0, or 2 after a message. */
 static int qp_checks(const struct perf_opts *o)
 {
 	if ((uint64_t)o->qp_group * o->qdepth > KPERF_MAX_SQ)
 		return usage_error("%s", "threads per QP x tx depth (-t) above the largest SQ "
 					 "(32768): lower -t or use more QPs (-q)");
-	if (o->test->id == PERF_SEND_BW && o->qp_group > 1)
-		return usage_error("%s", "send_bw on a shared QP takes one thread: the receive "
-					 "queue has a single consumer");
+	if ((o->test->flags & PERF_F_RECV) && o->qp_group > 1)
+		return usage_error("%s on a shared QP takes one thread: the receive queue has a "
+				   "single consumer",
+				   o->test->name);
 	return 0;
 }
 
@@ -377,9 +381,10 @@ static int resolve_executor(struct perf_opts *o, const struct exec_given *g)
 	if (scope == PERF_SCOPE_WARP && tpc % 32)
 		return usage_error("%s", "--scope warp: --cta-threads must be whole warps (a "
 					 "multiple of 32)");
-	if (scope != PERF_SCOPE_THREAD && pt->id == PERF_SEND_BW)
-		return usage_error("%s", "send_bw is thread scope only: a receive queue has a "
-					 "single consumer");
+	if (scope != PERF_SCOPE_THREAD && (pt->flags & PERF_F_RECV))
+		return usage_error("%s is thread scope only: a receive queue has a single "
+				   "consumer",
+				   pt->name);
 	if (scope != PERF_SCOPE_THREAD && (o->nqp || o->duration_s || o->inline_size))
 		return usage_error("--scope %s: -q, -D and -I are for thread scope (a warp or a "
 				   "CTA posts on its own QP, for -n iterations, without inline data)",
@@ -844,7 +849,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (optind >= argc)
 		return usage_error("%s", "which test? (write_bw, write_lat, read_bw, read_lat, "
-					  "atomic_bw, atomic_lat, send_bw, put_bw, memcpy_bw)");
+					  "atomic_bw, atomic_lat, send_bw, send_lat, put_bw, "
+					  "memcpy_bw)");
 	for (size_t i = 0; i < NTESTS; i++)
 		if (!strcmp(argv[optind], tests[i].name))
 			o->test = &tests[i];
@@ -936,9 +942,10 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->shared && o->threads * (uint64_t)o->qdepth > KPERF_MAX_SQ)
 		return usage_error("%s", "--shared: threads x tx depth above the largest SQ (32768)");
-	if (o->shared && pt->id == PERF_SEND_BW && o->threads > 1)
-		return usage_error("%s", "send_bw --shared takes one thread: the receive queue "
-					 "has a single consumer");
+	if (o->shared && (pt->flags & PERF_F_RECV) && o->threads > 1)
+		return usage_error("%s --shared takes one thread: the receive queue has a "
+				   "single consumer",
+				   pt->name);
 	if (!o->duration_s && (uint64_t)o->threads * o->iters > (1ull << 26))
 		return usage_error("%s", "threads x iterations above 2^26 (samples would not fit)");
 	if (o->pair_threads && ((gg.executor && strcmp(o->executor, "host")) || gg.ctas ||

@@ -25,8 +25,8 @@ enum perf_kind { PERF_BW = 0, PERF_LAT = 1 };
 
 /* Test flags. */
 #define PERF_F_FIXED8 1u    /* atomics: the message is always 8 bytes */
-#define PERF_F_RECV 2u      /* the target QP needs a receive queue */
-#define PERF_F_PINGPONG 4u  /* both directions carry data (write_lat) */
+#define PERF_F_RECV 2u      /* SENDs: receive queues (the target's; send_lat: both) */
+#define PERF_F_PINGPONG 4u  /* both directions carry data (write_lat, send_lat) */
 #define PERF_F_NO_NIC 8u    /* baseline without the NIC (memcpy_bw) */
 #define PERF_F_DEVICE 16u   /* runs device-API code (perf_body.h) */
 
@@ -133,7 +133,8 @@ struct perf_env {
 	/* side A (initiator) and side B (target): one slice per thread */
 	uint8_t *abuf, *bbuf;
 	size_t slice;         /* bytes per thread slice */
-	size_t off_buf1;      /* second data buffer of a slice (write_lat) */
+	size_t off_buf1;      /* second data buffer of a slice (write_lat, send_lat:
+			       * where the peer's messages land) */
 	size_t off_small;     /* atomic results / counters of a slice */
 	size_t buf_len;       /* bytes of a side */
 	kinet_mr *amr, *bmr;

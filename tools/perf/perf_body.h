@@ -47,12 +47,13 @@ enum perf_test_id {
 	PERF_SEND_BW,
 	PERF_PUT_BW,
 	PERF_MEMCPY_BW, /* baseline, host only (exec_host.c) */
+	PERF_SEND_LAT,
 };
 
 /* What a job does: everything (the initiator; with a local pair it also
- * plays the target's part), or only the target's part of write_lat (the
- * replies) and send_bw (the receives), for the server of a run across
- * processes (remote.c). */
+ * plays the target's part), or only the target's part of write_lat and
+ * send_lat (the replies) and send_bw (the receives), for the server of a run
+ * across processes (remote.c). */
 enum perf_role {
 	PERF_ROLE_INITIATOR = 0,
 	PERF_ROLE_TARGET = 1,
@@ -85,26 +86,31 @@ struct perf_job {
 	uint32_t lkey;
 	uint32_t res_lkey;
 	uint64_t res;    /* atomics: `window` 8-byte result slots */
-	uint64_t land;   /* write_lat: where the target's writes land */
+	uint64_t land;   /* write_lat: where the target's writes land; send_lat:
+			  * the initiator's receive buffer */
 	/* the target as the initiator addresses it */
 	uint64_t raddr;  /* destination, read source, or the atomic word */
 	uint32_t rkey;
 	uint32_t t_lkey;
 	/* the target's side when this job drives it too (a local pair: the
-	 * target's QP replies in write_lat and takes the receives of send_bw);
-	 * tqp == NULL when another process plays the target */
+	 * target's QP replies in write_lat and send_lat and takes the receives
+	 * of send_bw and send_lat); tqp == NULL when another process plays the
+	 * target */
 	const kn_qp *tqp;
 	uint32_t role;    /* enum perf_role; a target job uses only the t_* fields */
-	uint64_t t_laddr; /* write_lat: target's source; send_bw: receive buffer */
-	uint64_t t_land;  /* write_lat: where the initiator's writes land */
+	uint64_t t_laddr; /* write_lat, send_lat: target's source; send_bw: receive
+			   * buffer */
+	uint64_t t_land;  /* write_lat: where the initiator's writes land;
+			   * send_lat: the target's receive buffer */
 	uint64_t t_raddr; /* write_lat: the initiator's landing buffer */
 	uint32_t t_rkey;
 	uint32_t yield;   /* host: sched_yield() instead of pause while waiting */
 	uint64_t atomic_init; /* atomics: initial value of the remote word */
-	/* a duration run across processes (write_lat, send_bw): the target does
-	 * not know how many messages come, so the initiator writes the count + 1
-	 * into the target's stop word after its last message (from stop_laddr,
-	 * 8 registered bytes of its own), and the target job watches t_stop */
+	/* a duration run across processes (write_lat, send_lat, send_bw): the
+	 * target does not know how many messages come, so the initiator writes
+	 * the count + 1 into the target's stop word after its last message (from
+	 * stop_laddr, 8 registered bytes of its own), and the target job
+	 * watches t_stop */
 	uint64_t stop_raddr, stop_laddr;
 	uint32_t stop_rkey, stop_lkey;
 	uint64_t t_stop;      /* target job: its stop word (0: none) */
@@ -117,7 +123,9 @@ struct perf_job {
 	uint64_t done;     /* timed messages completed (every run; a duration run's count) */
 	uint64_t lat_sum;  /* latency tests: sum of the timed samples (ns) */
 	uint64_t seen_ns;  /* time of the last completions perf_reap() saw */
-	uint64_t rx_posted, rx_done; /* send_bw: receives posted / consumed */
+	uint64_t rx_posted, rx_done; /* send_bw, send_lat: the target's receives
+				      * posted / consumed */
+	uint64_t irx_posted, irx_done; /* send_lat: the initiator's receives */
 	uint64_t bad;      /* data or length mismatches seen during the run */
 	uint64_t first_bad; /* message number of the first one */
 	int rc;            /* 0 or the first negative errno */
@@ -444,6 +452,110 @@ KN_INLINE int perf_pingpong(struct perf_job *j, uint64_t k)
 	return perf_wait_byte(j, j->land, stamp, j->tqp, u, k);
 }
 
+/* send_lat: keeps receives of j->size bytes into buf posted on qp, as many
+ * as its receive queue holds, and never more than `total` in all (*posted of
+ * them so far, done consumed): a size leaves no receive of its length for
+ * the next one. 0 or the error of the post. */
+KN_INLINE int perf_rx_fill(struct perf_job *j, const kn_qp *qp, uint64_t buf, uint32_t lkey,
+			   uint64_t *posted, uint64_t done, uint64_t total)
+{
+	while (*posted < total && *posted - done < qp->rq_wqe_cnt) {
+		kn_ticket_t rt;
+		int rc = kn_recv_post(qp, (void *)(uintptr_t)buf, lkey, j->size, &rt);
+		if (rc)
+			return perf_fail(j, (const kn_qp *)0, rc, PERF_STEP_RECV);
+		(*posted)++;
+	}
+	return 0;
+}
+
+/* send_lat: waits for the next receive completion of qp, message k of the
+ * ping-pong, and checks it: its length, and the stamp the sender put in its
+ * last byte (in buf, the receive buffer); a mismatch counts in bad. The send
+ * that the peer answers is ticket t of sq (its error ends the wait; sq NULL:
+ * none of ours). A target job of a duration run also watches its stop word:
+ * 1 when it says that message k never comes. 0, 1, or the error. */
+KN_INLINE int perf_rx_wait(struct perf_job *j, const kn_qp *qp, uint64_t buf, uint64_t *done,
+			   uint8_t stamp, const kn_qp *sq, kn_ticket_t t, uint64_t k)
+{
+	volatile const uint64_t *stop = (volatile const uint64_t *)(uintptr_t)j->t_stop;
+	kn_recv_info info;
+	uint64_t t0 = 0;
+	unsigned spins = 0;
+	int rc;
+	while ((rc = kn_recv_poll(qp, qp->st->rq_done, 0, &info)) == -EBUSY) {
+		if ((++spins & 63u) == 0) {
+			if (sq && kn_test(sq, t) == -EIO)
+				return perf_fail(j, sq, -EIO, PERF_STEP_CQE);
+			if (stop && *stop == k + 1)
+				return 1;
+			if (perf_timed_out(&t0, j->timeout_ns))
+				return perf_fail(j, (const kn_qp *)0, -ETIMEDOUT, PERF_STEP_RECV);
+		}
+		PERF_RELAX(j);
+	}
+	if (rc) {
+		if (rc == -EIO && !j->rc)
+			j->syndrome = info.syndrome;
+		return perf_fail(j, (const kn_qp *)0, rc, PERF_STEP_RECV);
+	}
+	(*done)++;
+	if (info.byte_len != j->size ||
+	    ((volatile const uint8_t *)(uintptr_t)buf)[j->size - 1] != stamp) {
+		if (!j->bad)
+			j->first_bad = k;
+		j->bad++;
+	}
+	return 0;
+}
+
+/* send_lat: one SEND of the message in buffer laddr on qp, its last byte
+ * stamped first: its ticket in *t. */
+KN_INLINE int perf_send_one(struct perf_job *j, const kn_qp *qp, uint64_t laddr, uint32_t lkey,
+			    uint8_t stamp, kn_ticket_t *t)
+{
+	((volatile uint8_t *)(uintptr_t)laddr)[j->size - 1] = stamp;
+	int rc = kn_sq_reserve(qp, 1, t);
+	if (rc)
+		return rc;
+	void *w = kn_wqe_ptr(qp, *t);
+	rc = kn_prep_send(qp, w, *t, laddr, lkey, j->size, 0, 0);
+	if (rc)
+		kn_prep_nop(qp, w, *t); /* the slot is reserved: it must still complete */
+	kn_sq_submit(qp, *t, 1);
+	return rc;
+}
+
+/* send_lat, one round trip as perftest's ib_send_lat makes it: both sides
+ * keep receives posted; the initiator SENDs, the target's receive completes
+ * and it SENDs back, the initiator's receive completes (the report halves
+ * the round trip). Each side's receives are posted before the send that
+ * its peer answers, so no message waits for one. With a local pair this job
+ * plays both sides. */
+KN_INLINE int perf_send_pingpong(struct perf_job *j, uint64_t k)
+{
+	uint8_t stamp = (uint8_t)(k % 255u + 1u); /* never 0: receive buffers start at 0 */
+	uint64_t total = perf_job_limit(j);
+	kn_ticket_t t, u;
+	int rc;
+	if ((rc = perf_rx_fill(j, j->qp, j->land, j->lkey, &j->irx_posted, j->irx_done, total)))
+		return rc;
+	if (j->tqp && (rc = perf_rx_fill(j, j->tqp, j->t_land, j->t_lkey, &j->rx_posted,
+					 j->rx_done, total)))
+		return rc;
+	if ((rc = perf_send_one(j, j->qp, j->laddr, j->lkey, stamp, &t)))
+		return perf_fail(j, j->qp, rc, PERF_STEP_POST);
+	if (!j->tqp) /* another process replies */
+		return perf_rx_wait(j, j->qp, j->land, &j->irx_done, stamp, j->qp, t, k);
+	/* the target's side */
+	if ((rc = perf_rx_wait(j, j->tqp, j->t_land, &j->rx_done, stamp, j->qp, t, k)))
+		return rc;
+	if ((rc = perf_send_one(j, j->tqp, j->t_laddr, j->t_lkey, stamp, &u)))
+		return perf_fail(j, j->tqp, rc, PERF_STEP_POST);
+	/* back at the initiator */
+	return perf_rx_wait(j, j->qp, j->land, &j->irx_done, stamp, j->tqp, u, k);
+}
+
 /* Latency: messages [*k, end), one at a time; a timed phase of a duration
  * run ends earlier, when its time is up. */
 KN_INLINE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
@@ -456,6 +568,9 @@ KN_INLINE int perf_lat_phase(struct perf_job *j, uint64_t *k, uint64_t end)
 			break;
 		if (j->test == PERF_WRITE_LAT) {
 			if ((rc = perf_pingpong(j, *k)))
+				return rc;
+		} else if (j->test == PERF_SEND_LAT) {
+			if ((rc = perf_send_pingpong(j, *k)))
 				return rc;
 		} else {
 			kn_ticket_t t;
@@ -482,7 +597,8 @@ KN_INLINE int perf_drain(struct perf_job *j)
 	int rc = kn_quiet(j->qp);
 	if (rc)
 		return perf_fail(j, j->qp, rc, PERF_STEP_CQE);
-	if (j->tqp && j->test == PERF_WRITE_LAT && (rc = kn_quiet(j->tqp)))
+	if (j->tqp && (j->test == PERF_WRITE_LAT || j->test == PERF_SEND_LAT) &&
+	    (rc = kn_quiet(j->tqp)))
 		return perf_fail(j, j->tqp, rc, PERF_STEP_CQE);
 	return 0;
 }
@@ -541,11 +657,13 @@ KN_INLINE int perf_target_rx_until_stop(struct perf_job *j)
 
 /* The target's part only (PERF_ROLE_TARGET; the initiator is another
  * process): write_lat answers each of the initiator's writes with one of its
- * own once it has landed; send_bw keeps receives posted (up to the RQ depth)
- * and consumes them, checking their lengths. warmup + iters of them, or in a
- * duration run as many as the stop word (t_stop) says came. Other tests have
- * nothing to do at the target. Uses tqp and the t_* fields; done counts the
- * messages served. */
+ * own once it has landed; send_lat keeps receives posted and answers each
+ * SEND with one of its own once its receive has completed (checked as the
+ * initiator checks the replies); send_bw keeps receives posted (up to the RQ
+ * depth) and consumes them, checking their lengths. warmup + iters of them,
+ * or in a duration run as many as the stop word (t_stop) says came. Other
+ * tests have nothing to do at the target. Uses tqp and the t_* fields; done
+ * counts the messages served. */
 KN_INLINE int perf_target_run(struct perf_job *j)
 {
 	const kn_qp *tq = j->tqp;
@@ -564,6 +682,27 @@ KN_INLINE int perf_target_run(struct perf_job *j)
 			((volatile uint8_t *)(uintptr_t)j->t_laddr)[j->size - 1] = stamp;
 			if ((rc = perf_write_one(j, tq, j->t_laddr, j->t_lkey, j->t_raddr, j->t_rkey,
 						 &u))) {
+				perf_fail(j, tq, rc, PERF_STEP_POST);
+				break;
+			}
+			j->done = k + 1;
+		}
+		if (!j->rc && (rc = kn_quiet(tq)))
+			perf_fail(j, tq, rc, PERF_STEP_CQE);
+	} else if (j->test == PERF_SEND_LAT) {
+		kn_ticket_t u = 0;
+		for (uint64_t k = 0; k < total; k++) {
+			uint8_t stamp = (uint8_t)(k % 255u + 1u);
+			if (perf_rx_fill(j, tq, j->t_land, j->t_lkey, &j->rx_posted, j->rx_done,
+					 total) ||
+			    perf_rx_wait(j, tq, j->t_land, &j->rx_done, stamp,
+					 k ? tq : (const kn_qp *)0, u, k))
+				break;
+			/* the next message's receive is posted before the reply */
+			if (perf_rx_fill(j, tq, j->t_land, j->t_lkey, &j->rx_posted, j->rx_done,
+					 total))
+				break;
+			if ((rc = perf_send_one(j, tq, j->t_laddr, j->t_lkey, stamp, &u))) {
 				perf_fail(j, tq, rc, PERF_STEP_POST);
 				break;
 			}
@@ -593,9 +732,10 @@ KN_INLINE int perf_body_run(struct perf_job *j)
 	if (j->role == PERF_ROLE_TARGET)
 		return perf_target_run(j);
 	int lat = j->test == PERF_WRITE_LAT || j->test == PERF_READ_LAT ||
-		  j->test == PERF_ATOMIC_LAT;
+		  j->test == PERF_ATOMIC_LAT || j->test == PERF_SEND_LAT;
 	uint64_t k = 0;
 	j->rx_posted = j->rx_done = 0;
+	j->irx_posted = j->irx_done = 0;
 	j->bad = 0;
 	j->done = 0;
 	j->lat_sum = 0;

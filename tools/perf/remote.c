@@ -31,20 +31,20 @@
  *   READY    both buffers hold the size's random contents (same seed on
  *            both sides), the connection is up: the client starts.
  *   DONE     the run's outcome on each side (the client's jobs; the
- *            server's replies for write_lat, receives for send_bw), and the
- *            number of messages each client job posted (a duration run's
- *            server checks against them).
+ *            server's replies for write_lat and send_lat, receives for
+ *            send_bw), and the number of messages each client job posted (a
+ *            duration run's server checks against them).
  *   VERDICT  each side checked what it holds (the server the destination of
  *            writes, sends and atomics, the client the sink of reads, both
- *            for write_lat), byte for byte against the contents regenerated
- *            from the seed; the client adds its report, as columns and as a
- *            JSON record, which the server prints too. The server's buffer
- *            stays registered until this exchange: the client has finished
- *            with it by then.
+ *            for write_lat and send_lat), byte for byte against the contents
+ *            regenerated from the seed; the client adds its report, as
+ *            columns and as a JSON record, which the server prints too. The
+ *            server's buffer stays registered until this exchange: the
+ *            client has finished with it by then.
  *
- * A duration run (-D) of write_lat or send_bw: the server's target job
- * cannot know how many messages come, so the client's job writes the count
- * into the server's stop word after its last message (perf_body.h).
+ * A duration run (-D) of write_lat, send_lat or send_bw: the server's target
+ * job cannot know how many messages come, so the client's job writes the
+ * count into the server's stop word after its last message (perf_body.h).
  *
  * A failure on either side travels in the next record, so both processes
  * say what went wrong (a --pair server leaves that to its client) and both
@@ -451,7 +451,7 @@ static int hello_agree(struct rmt *r, const uint8_t *srv, const uint8_t *cli)
 			 (ctas && tpc && tpc <= 1024 && (uint64_t)ctas * tpc >= threads &&
 			  (scope == PERF_SCOPE_THREAD ||
 			   ((uint64_t)ctas * tpc == threads && !nqp && !duration && !inl &&
-			    r->o.test->id != PERF_SEND_BW &&
+			    !(r->o.test->flags & PERF_F_RECV) &&
 			    (scope == PERF_SCOPE_BLOCK ||
 			     (scope == PERF_SCOPE_WARP && tpc % 32 == 0)))));
 	if (!group || share > KN_SHARE_GPU ||
@@ -540,8 +540,8 @@ static int side_open(struct rmt *r, const char **what)
 	uint64_t want = (uint64_t)o->qdepth * (uint64_t)group;
 	struct kinet_qp_attr qa = {
 		.sq_depth = (uint32_t)(want < 16 ? 16 : want),
-		/* the receives of send_bw are the server's */
-		.rq_depth = ((pt->flags & PERF_F_RECV) && r->server)
+		/* the receives of send_bw are the server's, send_lat's both sides' */
+		.rq_depth = ((pt->flags & PERF_F_RECV) && (r->server || pt->id == PERF_SEND_LAT))
 				    ? (o->qdepth < 16 ? 16 : o->qdepth)
 				    : 0,
 		.db_mode = o->db_mode,
@@ -708,7 +708,8 @@ out:
 /* ---- one message size -------------------------------------------------------------- */
 
 /* The contents of the data check: client buffer (A), server buffer (B),
- * their second buffers (write_lat) and the atomic word, per thread. */
+ * their second buffers (write_lat, send_lat) and the atomic word, per
+ * thread. */
 static uint64_t seed_a(uint64_t s, int i) { return s * 131 + (uint64_t)i * 2; }
 static uint64_t seed_b(uint64_t s, int i) { return s * 131 + (uint64_t)i * 2 + 1; }
 static uint64_t seed_a1(uint64_t s, int i) { return s * 11 + (uint64_t)i; }
@@ -724,7 +725,7 @@ static uint64_t total_of(const struct rmt *r, int i)
 	return r->server ? r->peer_counts[i] : r->counts[i];
 }
 
-/* write_lat: the stamp in the last byte of the last of n messages */
+/* write_lat, send_lat: the stamp in the last byte of the last of n messages */
 static uint8_t last_stamp(uint64_t n)
 {
 	return (uint8_t)((n - 1) % 255u + 1u);
@@ -745,7 +746,8 @@ static void prepare(struct rmt *r, uint64_t size)
 		uint32_t lkey = kinet_mr_lkey(r->mr);
 		struct perf_job *j = &e->jobs[i];
 		const kn_qp *qp = e->da[perf_qp_of(o, i)];
-		bool stop = o->duration_s && (pt->id == PERF_WRITE_LAT || pt->id == PERF_SEND_BW);
+		bool stop = o->duration_s && (pt->id == PERF_WRITE_LAT || pt->id == PERF_SEND_LAT ||
+					      pt->id == PERF_SEND_BW);
 		uint64_t init;
 		perf_fill_random((uint8_t *)&init, 8, seed_w(s, i));
 		perf_fill_random(a, (size_t)size, r->server ? seed_b(s, i) : seed_a(s, i));
@@ -777,7 +779,8 @@ static void prepare(struct rmt *r, uint64_t size)
 		j->atomic_init = init;
 		j->yield = o->yield;
 		j->timeout_ns = qp->timeout_ns;
-		if (r->server) { /* the target's part: write_lat replies, send_bw receives */
+		if (r->server) { /* the target's part: replies (write_lat, send_lat),
+				  * receives (send_bw, send_lat) */
 			j->role = PERF_ROLE_TARGET;
 			j->tqp = qp;
 			j->t_lkey = lkey;
@@ -814,11 +817,11 @@ static void prepare(struct rmt *r, uint64_t size)
 }
 
 /* Does this side run jobs? The client always; the server for the tests
- * whose target posts (write_lat) or receives (send_bw). */
+ * whose target posts (write_lat, send_lat) or receives (send_bw, send_lat). */
 static bool has_jobs(const struct rmt *r)
 {
 	int id = r->o.test->id;
-	return !r->server || id == PERF_WRITE_LAT || id == PERF_SEND_BW;
+	return !r->server || id == PERF_WRITE_LAT || id == PERF_SEND_LAT || id == PERF_SEND_BW;
 }
 
 static const char *step_str(int step)
@@ -868,6 +871,7 @@ static void corrupt(struct rmt *r, uint64_t size)
 			a[size / 2] ^= 0x5a;
 		break;
 	case PERF_WRITE_LAT:
+	case PERF_SEND_LAT:
 		if (r->server)
 			a[r->e.off_buf1 + size / 2] ^= 0x5a;
 		break;
@@ -925,12 +929,15 @@ static void verify(struct rmt *r, uint64_t size)
 				check_bytes(r, a, n, seed_b(s, i), 0, i, "read buffer");
 			break;
 		case PERF_WRITE_LAT:
+		case PERF_SEND_LAT: /* the last message, its stamp included */
 			if (!total_of(r, i))
 				break; /* no message: the landing buffer holds its own contents */
 			check_bytes(r, a + e->off_buf1, n, r->server ? seed_a(s, i) : seed_b(s, i),
 				    last_stamp(total_of(r, i)), i,
-				    r->server ? "the server's landing buffer"
-					      : "the client's landing buffer");
+				    id == PERF_SEND_LAT ? (r->server ? "the server's receive buffer"
+								     : "the client's receive buffer")
+				    : r->server	       ? "the server's landing buffer"
+						       : "the client's landing buffer");
 			break;
 		case PERF_ATOMIC_BW:
 		case PERF_ATOMIC_LAT:
@@ -952,7 +959,9 @@ static void verify(struct rmt *r, uint64_t size)
 			fail(r, "data check failed at %zu bytes: thread %d: %" PRIu64 " message(s) "
 				"came back wrong, the first is number %" PRIu64 " (%s)",
 			     n, i, j->bad, j->first_bad,
-			     id == PERF_SEND_BW ? "receive length" : "fetch-add result");
+			     id == PERF_SEND_BW	    ? "receive length"
+			     : id == PERF_SEND_LAT ? "receive length or last byte"
+						   : "fetch-add result");
 	}
 }
 

@@ -10,7 +10,7 @@
  * remote.c replaces perf_env_open()/perf_env_buffers() with a version that
  * creates only its own side and exchanges descriptors with the peer; the
  * jobs then get tqp = NULL and the peer process runs the target's part
- * (write_lat replies, send_bw receives). Every QP is created with CQs of its
+ * (write_lat and send_lat replies, send_bw and send_lat receives). Every QP is created with CQs of its
  * own and used from RTS to its end: the mlx5 backend has no shared CQs and
  * no reuse of a QP after RESET, and kinet-perf needs neither.
  */
@@ -20,7 +20,8 @@
 #include <string.h>
 #include "perf.h"
 
-/* Thread slice of a side: [buf0: max][buf1: max, write_lat][small: atomics] */
+/* Thread slice of a side: [buf0: max][buf1: max, write_lat and send_lat: where
+ * the peer's messages land][small: atomics] */
 #define PERF_ALIGN 4096u
 
 static size_t round_up(size_t v, size_t a)
@@ -294,11 +295,16 @@ int perf_env_verify(struct perf_env *e, uint64_t size, char *why, size_t whylen)
 			rc = cmp_bytes(b, a, n, i, "read buffer", why, whylen);
 			break;
 		case PERF_WRITE_LAT:
-			rc = cmp_bytes(a, b + e->off_buf1, n, i, "target's landing buffer", why,
-				       whylen);
+		case PERF_SEND_LAT: /* the last message of each side, stamp included */
+			rc = cmp_bytes(a, b + e->off_buf1, n, i,
+				       pt->id == PERF_SEND_LAT ? "target's receive buffer"
+							       : "target's landing buffer",
+				       why, whylen);
 			if (!rc)
 				rc = cmp_bytes(b, a + e->off_buf1, n, i,
-					       "initiator's landing buffer", why, whylen);
+					       pt->id == PERF_SEND_LAT ? "initiator's receive buffer"
+								       : "initiator's landing buffer",
+					       why, whylen);
 			break;
 		case PERF_ATOMIC_BW:
 		case PERF_ATOMIC_LAT: {
@@ -325,7 +331,9 @@ int perf_env_verify(struct perf_env *e, uint64_t size, char *why, size_t whylen)
 				 "thread %d: %llu message(s) came back wrong, the first is number "
 				 "%llu (%s)",
 				 i, (unsigned long long)j->bad, (unsigned long long)j->first_bad,
-				 pt->id == PERF_SEND_BW ? "receive length" : "fetch-add result");
+				 pt->id == PERF_SEND_BW	   ? "receive length"
+				 : pt->id == PERF_SEND_LAT ? "receive length or last byte"
+							   : "fetch-add result");
 			return -EIO;
 		}
 	}
@@ -341,6 +349,7 @@ void perf_env_corrupt(struct perf_env *e, uint64_t size)
 		a[size / 2] ^= 0x5a;
 		break;
 	case PERF_WRITE_LAT:
+	case PERF_SEND_LAT:
 		b[e->off_buf1 + size / 2] ^= 0x5a;
 		break;
 	case PERF_ATOMIC_BW:

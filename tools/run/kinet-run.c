@@ -34,7 +34,10 @@ static int verbs_dir(char *out, size_t len)
 		return -ENOENT;
 	*slash = 0;
 	int w;
-	if (!strcmp(exe, KINET_RUN_BUILD_BIN))
+	/* the build tree, also when reached through a link (exe is resolved) */
+	char bin[PATH_MAX];
+	if (!strcmp(exe, KINET_RUN_BUILD_BIN) ||
+	    (realpath(KINET_RUN_BUILD_BIN, bin) && !strcmp(exe, bin)))
 		w = snprintf(out, len, "%s", KINET_RUN_BUILD_VERBS);
 	else
 		w = snprintf(out, len, "%s/%s", exe, KINET_RUN_REL);

@@ -9,7 +9,11 @@
  *   kinet-trace --json OUT FILE      the timeline: one track per QP, each
  *                                    WQE a slice from the moment the NIC
  *                                    took it to its CQE (unsignaled WQEs
- *                                    and receive CQEs are instants)
+ *                                    receive CQEs and LOST records are
+ *                                    instants)
+ *
+ * Records of the GPU engine show engine "gpu"; LOST lines (the GPU engine's
+ * trace ring was full) say how many of a QP's records are missing.
  *
  * Exit status: 0, 1 (unreadable or not a kinet trace), 2 (usage).
  */
@@ -22,6 +26,8 @@
 
 static const char *op_name(const struct kinet_trace_rec *r)
 {
+	if (r->type == KINET_TR_LOST)
+		return "lost";
 	if (r->type == KINET_TR_WQE) {
 		switch (r->opcode) {
 		case 0x00: return "nop";
@@ -48,7 +54,11 @@ static const char *op_name(const struct kinet_trace_rec *r)
 
 static const char *type_name(int t)
 {
-	return t == KINET_TR_WQE ? "WQE" : t == KINET_TR_CQE ? "CQE" : t == KINET_TR_RCQE ? "RCQE" : "?";
+	return t == KINET_TR_WQE    ? "WQE"
+	       : t == KINET_TR_CQE  ? "CQE"
+	       : t == KINET_TR_RCQE ? "RCQE"
+	       : t == KINET_TR_LOST ? "LOST"
+				    : "?";
 }
 
 static const char *db_name(int d)
@@ -60,6 +70,17 @@ static const char *db_name(int d)
 	case KINET_TR_DB_BF: return "blueflame";
 	default: return "-";
 	}
+}
+
+/* The engine column: a CPU engine's index, gpu, or - (not an engine). */
+static const char *eng_name(uint8_t e, char buf[8])
+{
+	if (e == KINET_TR_ENGINE_NONE)
+		return "-";
+	if (e == KINET_TR_ENGINE_GPU)
+		return "gpu";
+	snprintf(buf, 8, "%u", e);
+	return buf;
 }
 
 static int by_time(const void *a, const void *b)
@@ -182,22 +203,23 @@ static void print_text(const struct kinet_trace_rec *r, size_t n)
 	printf("%14s %3s %8s %4s %-14s %10s %10s %10s %6s %4s %-7s %-9s %3s %8s\n", "t[us]", "ctx",
 	       "qp", "type", "op", "len", "lkey", "rkey", "idx", "synd", "reason", "doorbell", "eng",
 	       "pass");
+	char eb[8];
 	for (size_t i = 0; i < n; i++)
-		printf("%14.3f %3u %8x %4s %-14s %10u %#10x %#10x %6u %#4x %-7u %-9s %3d %8u\n",
+		printf("%14.3f %3u %8x %4s %-14s %10u %#10x %#10x %6u %#4x %-7u %-9s %3s %8u\n",
 		       (double)r[i].t_ns / 1000.0, r[i].ctx, r[i].qpn, type_name(r[i].type),
 		       op_name(&r[i]), r[i].len, r[i].lkey, r[i].rkey, r[i].wqe_idx, r[i].syndrome,
 		       r[i].reason, r[i].type == KINET_TR_WQE ? db_name(r[i].db_form) : "-",
-		       r[i].engine == 0xff ? -1 : r[i].engine, r[i].pass);
+		       eng_name(r[i].engine, eb), r[i].pass);
 }
 
 static void print_summary(const struct kinet_trace_rec *r, size_t n)
 {
-	printf("%3s %8s %10s %10s %10s %8s %14s %14s\n", "ctx", "qp", "wqes", "cqes", "rcqes",
-	       "errors", "bytes", "span[us]");
+	printf("%3s %8s %10s %10s %10s %8s %14s %14s %10s\n", "ctx", "qp", "wqes", "cqes", "rcqes",
+	       "errors", "bytes", "span[us]", "lost");
 	/* QPs in order of first appearance */
 	struct q {
 		uint32_t ctx, qpn;
-		uint64_t w, c, rc, e, bytes, t0, t1;
+		uint64_t w, c, rc, e, bytes, t0, t1, lost;
 	} *qs = NULL;
 	size_t nq = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -219,6 +241,8 @@ static void print_summary(const struct kinet_trace_rec *r, size_t n)
 			x->bytes += r[i].len;
 		} else if (r[i].type == KINET_TR_CQE) {
 			x->c++;
+		} else if (r[i].type == KINET_TR_LOST) {
+			x->lost += r[i].len;
 		} else {
 			x->rc++;
 		}
@@ -226,9 +250,9 @@ static void print_summary(const struct kinet_trace_rec *r, size_t n)
 	}
 	for (size_t k = 0; k < nq; k++)
 		printf("%3u %8x %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %14" PRIu64
-		       " %14.3f\n",
+		       " %14.3f %10" PRIu64 "\n",
 		       qs[k].ctx, qs[k].qpn, qs[k].w, qs[k].c, qs[k].rc, qs[k].e, qs[k].bytes,
-		       (double)(qs[k].t1 - qs[k].t0) / 1000.0);
+		       (double)(qs[k].t1 - qs[k].t0) / 1000.0, qs[k].lost);
 	free(qs);
 }
 
@@ -236,9 +260,12 @@ static void json_args(FILE *o, const struct kinet_trace_rec *w, const struct kin
 {
 	fprintf(o, "\"args\":{\"len\":%u,\"wqe_idx\":%u,\"lkey\":\"%#x\",\"rkey\":\"%#x\"", w->len,
 		w->wqe_idx, w->lkey, w->rkey);
-	if (w->type == KINET_TR_WQE)
+	if (w->type == KINET_TR_WQE && w->engine == KINET_TR_ENGINE_GPU)
+		fprintf(o, ",\"doorbell\":\"%s\",\"engine\":\"gpu\",\"pass\":%u",
+			db_name(w->db_form), w->pass);
+	else if (w->type == KINET_TR_WQE)
 		fprintf(o, ",\"doorbell\":\"%s\",\"engine\":%d,\"pass\":%u", db_name(w->db_form),
-			w->engine == 0xff ? -1 : w->engine, w->pass);
+			w->engine == KINET_TR_ENGINE_NONE ? -1 : w->engine, w->pass);
 	if (c && c->syndrome)
 		fprintf(o, ",\"syndrome\":\"%#x\",\"reason\":%u", c->syndrome, c->reason);
 	fprintf(o, "}");
@@ -292,11 +319,16 @@ static int write_json(const char *out, const struct kinet_trace_hdr *h,
 			json_args(o, x, c);
 			fprintf(o, "}");
 		} else if (x->type == KINET_TR_WQE || x->type == KINET_TR_RCQE ||
+			   x->type == KINET_TR_LOST ||
 			   (x->type == KINET_TR_CQE && x->syndrome && !(ended && ended[i]))) {
 			/* unsignaled WQEs, receive CQEs, error CQEs without their WQE */
 			fprintf(o, "%s{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\",\"name\":\"%s\","
 				   "\"pid\":%u,\"tid\":%u,\"ts\":%.3f,",
-				first ? "" : ",\n", x->syndrome ? "error" : "event", op_name(x), x->ctx,
+				first ? "" : ",\n",
+				x->type == KINET_TR_LOST ? "lost"
+				: x->syndrome		 ? "error"
+							 : "event",
+				op_name(x), x->ctx,
 				x->qpn, ts);
 			json_args(o, x, x->type == KINET_TR_WQE ? NULL : x);
 			fprintf(o, "}");

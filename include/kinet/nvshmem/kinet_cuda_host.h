@@ -143,6 +143,20 @@ static inline const char *cudaGetErrorString(cudaError_t e)
  * has none. */
 typedef struct CUmod_st *CUmodule;
 
+/* CUDA's double2 (16 bytes, aligned to 16: maxloc's (value, index) pair). */
+typedef struct __attribute__((aligned(16))) double2 {
+	double x;
+	double y;
+} double2;
+
+static inline double2 make_double2(double x, double y)
+{
+	double2 r;
+	r.x = x;
+	r.y = y;
+	return r;
+}
+
 /* ---- the 16-bit floating-point types ---------------------------------------------------------- */
 
 /* half (__half) and __nv_bfloat16 as their 2 bytes (what RMA moves), with

@@ -96,8 +96,23 @@
 
 /* ---- constants ------------------------------------------------------------------------ */
 
-#define NVSHMEM_MAJOR_VERSION 3
-#define NVSHMEM_MINOR_VERSION 0
+/* The version macros of NVSHMEM 3.4's headers, with its meanings.
+ * NVSHMEM_MAJOR_VERSION and NVSHMEM_MINOR_VERSION are the OpenSHMEM
+ * specification version NVSHMEM follows (1.3), not a release; they are what
+ * nvshmem_info_get_version reports. The NVSHMEM_VENDOR_* ones are the NVSHMEM
+ * release whose API these headers implement: 3.4.5, the release whose own
+ * programs are built against them (docs/shmem.md), and NVSHMEM_VENDOR_VERSION
+ * is major * 10000 + minor * 100 + patch (30405), as NVSHMEM computes it, for
+ * #if tests; nvshmemx_vendor_get_version_info reports the three. The name
+ * (nvshmem_info_get_name) stays kinet's. */
+#define NVSHMEM_MAJOR_VERSION 1
+#define NVSHMEM_MINOR_VERSION 3
+#define NVSHMEM_VENDOR_MAJOR_VERSION 3
+#define NVSHMEM_VENDOR_MINOR_VERSION 4
+#define NVSHMEM_VENDOR_PATCH_VERSION 5
+#define NVSHMEM_VENDOR_VERSION                                                              \
+	((NVSHMEM_VENDOR_MAJOR_VERSION) * 10000 + (NVSHMEM_VENDOR_MINOR_VERSION) * 100 +     \
+	 (NVSHMEM_VENDOR_PATCH_VERSION))
 #define NVSHMEM_VENDOR_STRING "kinet"
 #define NVSHMEM_MAX_NAME_LEN 256
 
@@ -125,9 +140,30 @@ typedef int32_t nvshmem_team_t;
 #define NVSHMEM_TEAM_SHARED_INDEX KINET_SHMEM_TEAM_SHARED
 #define NVSHMEMX_TEAM_NODE_INDEX KINET_SHMEM_TEAM_NODE
 
+/* A team's configuration, NVSHMEM 3.4's layout (64 bytes): version 2
+ * (version holds (2 << 16) + the size); version 1 has num_contexts only.
+ * kinet keeps the config a team was split with and gives it back
+ * (nvshmem_team_get_config); it has no contexts and no teams made from a
+ * unique id, so it does nothing else with the fields. */
+typedef uint64_t nvshmemx_team_uniqueid_t;
 typedef struct {
+	int version;
 	int num_contexts;
-} nvshmem_team_config_t;
+	nvshmemx_team_uniqueid_t uniqueid;
+	char padding[48];
+} nvshmem_team_config_v2;
+typedef struct {
+	int version;
+	int num_contexts;
+	char padding[56];
+} nvshmem_team_config_v1;
+typedef nvshmem_team_config_v2 nvshmem_team_config_t;
+#define NVSHMEM_TEAM_UNIQUID_INITIALIZER 0xFFFFFFFFFFFFFFFFull
+#define NVSHMEM_TEAM_CONFIG_INITIALIZER                                                   \
+	{(2 << 16) + (int)sizeof(nvshmem_team_config_t), -1, NVSHMEM_TEAM_UNIQUID_INITIALIZER, \
+	 {0}}
+#define NVSHMEM_TEAM_CONFIG_MASK_NUM_CONTEXTS 0x0000000000000001
+#define NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID 0x0000000000000002
 
 /* nvshmemx_init_attr */
 #define NVSHMEMX_INIT_THREAD_PES 1
@@ -318,6 +354,14 @@ KNX_NV_H void nvshmem_info_get_version(int *major, int *minor)
 	*minor = NVSHMEM_MINOR_VERSION;
 }
 
+/* The NVSHMEM release whose API this is (NVSHMEM_VENDOR_*_VERSION). */
+KNX_NV_H void nvshmemx_vendor_get_version_info(int *major, int *minor, int *patch)
+{
+	*major = NVSHMEM_VENDOR_MAJOR_VERSION;
+	*minor = NVSHMEM_VENDOR_MINOR_VERSION;
+	*patch = NVSHMEM_VENDOR_PATCH_VERSION;
+}
+
 KNX_NV_H void nvshmem_info_get_name(char *name)
 {
 	strcpy(name, NVSHMEM_VENDOR_STRING);
@@ -434,14 +478,64 @@ KNX_NV_HD int nvshmem_team_translate_pe(nvshmem_team_t src_team, int src_pe,
 #endif
 }
 
-/* Collective over every PE of the world in kinet (docs/shmem.md); config
- * is accepted and ignored (one context per team). */
+/* The config a new team keeps, as NVSHMEM 3.4: the one passed (whatever
+ * the mask says), else version 1 with num_contexts -1. */
+KNX_NV_H int knx_nv_team_keep_config(nvshmem_team_t team, const nvshmem_team_config_t *config)
+{
+	nvshmem_team_config_t c;
+	if (team == NVSHMEM_TEAM_INVALID)
+		return 0;
+	if (config) {
+		c = *config;
+	} else {
+		memset(&c, 0, sizeof(c));
+		c.version = (1 << 16) + (int)sizeof(nvshmem_team_config_v1);
+		c.num_contexts = -1;
+	}
+	return kinet_shmem_team_set_config(team, &c, sizeof(c));
+}
+
+/* Collective over every PE of the world in kinet (docs/shmem.md); the
+ * team keeps config (kinet has one context per team and uses none of it). */
 KNX_NV_H int nvshmem_team_split_strided(nvshmem_team_t parent, int start, int stride, int size,
 					const nvshmem_team_config_t *config, long config_mask,
 					nvshmem_team_t *new_team)
 {
-	(void)config, (void)config_mask;
-	return kinet_shmem_team_split_strided(parent, start, stride, size, new_team) ? -1 : 0;
+	(void)config_mask;
+	if (kinet_shmem_team_split_strided(parent, start, stride, size, new_team))
+		return -1;
+	return knx_nv_team_keep_config(*new_team, config) ? -1 : 0;
+}
+
+/* Rows of xrange PEs (xaxis_team) and columns (yaxis_team), each keeping
+ * its axis' config; collective over the world (kinet_shmem_team_split_2d). */
+KNX_NV_H int nvshmem_team_split_2d(nvshmem_team_t parent, int xrange,
+				   const nvshmem_team_config_t *xaxis_config, long xaxis_mask,
+				   nvshmem_team_t *xaxis_team,
+				   const nvshmem_team_config_t *yaxis_config, long yaxis_mask,
+				   nvshmem_team_t *yaxis_team)
+{
+	(void)xaxis_mask, (void)yaxis_mask;
+	if (kinet_shmem_team_split_2d(parent, xrange, xaxis_team, yaxis_team))
+		return -1;
+	if (knx_nv_team_keep_config(*xaxis_team, xaxis_config) ||
+	    knx_nv_team_keep_config(*yaxis_team, yaxis_config))
+		return -1;
+	return 0;
+}
+
+/* The config team was split with (the predefined teams:
+ * NVSHMEM_TEAM_CONFIG_INITIALIZER's values). NVSHMEM_TEAM_INVALID leaves
+ * config as it is (as NVSHMEM); another team this PE is not in too, and
+ * says so on stderr. */
+KNX_NV_H void nvshmem_team_get_config(nvshmem_team_t team, nvshmem_team_config_t *config)
+{
+	nvshmem_team_config_t c = NVSHMEM_TEAM_CONFIG_INITIALIZER;
+	if (team == NVSHMEM_TEAM_INVALID || !config)
+		return;
+	int n = kinet_shmem_team_get_config(team, &c, sizeof(c));
+	if (n >= 0)
+		*config = c;
 }
 
 KNX_NV_H void nvshmem_team_destroy(nvshmem_team_t team)
@@ -522,6 +616,11 @@ KNX_NV_D int nvshmemx_barrier_warp(nvshmem_team_t team)
 KNX_NV_D int nvshmemx_barrier_block(nvshmem_team_t team)
 {
 	return kn_shmem_barrier_block(team) ? -1 : 0;
+}
+/* Every thread of a warpgroup (4 consecutive warps of the block) calls. */
+KNX_NV_D int nvshmemx_barrier_warpgroup(nvshmem_team_t team)
+{
+	return kn_shmem_barrier_warpgroup(team) ? -1 : 0;
 }
 KNX_NV_D int nvshmemx_team_sync_warp(nvshmem_team_t team)
 {
@@ -879,117 +978,50 @@ KNX_NV_RMA_TYPES_F16(KNX_NV_RMA)
  * elements): kn_shmem_iput / kn_shmem_iget in device code (the warp and
  * block forms: the group's copy, or its first thread's WQEs), the
  * host-initiated kinet_shmem_iput / _iget elsewhere, kinet_shmem_*_on_stream
- * on a stream. */
-#define KNX_NV_IRMA(NAME, TYPE)                                                                 \
-	KNX_NV_HD void nvshmem_##NAME##_iput(TYPE *dest, const TYPE *source, ptrdiff_t dst,     \
-					     ptrdiff_t sst, size_t nelems, int pe)              \
+ * on a stream. One macro per shape: FN the name, T the element type (void
+ * for the sized names), ES its bytes. The blocking form, host or device: */
+#define KNX_NV_I_HD(FN, DEV, HOST, T, ES)                                                       \
+	KNX_NV_HD void FN(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
+			  int pe)                                                                \
 	{                                                                                       \
-		(void)KNX_NV_DUAL(                                                              \
-			kn_shmem_iput(dest, source, dst, sst, nelems, sizeof(TYPE), pe),        \
-			kinet_shmem_iput(dest, source, dst, sst, nelems, sizeof(TYPE), pe));    \
-	}                                                                                       \
-	KNX_NV_HD void nvshmem_##NAME##_iget(TYPE *dest, const TYPE *source, ptrdiff_t dst,     \
-					     ptrdiff_t sst, size_t nelems, int pe)              \
-	{                                                                                       \
-		(void)KNX_NV_DUAL(                                                              \
-			kn_shmem_iget(dest, source, dst, sst, nelems, sizeof(TYPE), pe),        \
-			kinet_shmem_iget(dest, source, dst, sst, nelems, sizeof(TYPE), pe));    \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_##NAME##_iput_warp(TYPE *dest, const TYPE *source, ptrdiff_t dst, \
-						  ptrdiff_t sst, size_t nelems, int pe)         \
-	{                                                                                       \
-		kn_shmem_iput_warp(dest, source, dst, sst, nelems, sizeof(TYPE), pe);           \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_##NAME##_iput_block(TYPE *dest, const TYPE *source,              \
-						   ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
-						   int pe)                                      \
-	{                                                                                       \
-		kn_shmem_iput_block(dest, source, dst, sst, nelems, sizeof(TYPE), pe);          \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_##NAME##_iget_warp(TYPE *dest, const TYPE *source, ptrdiff_t dst, \
-						  ptrdiff_t sst, size_t nelems, int pe)         \
-	{                                                                                       \
-		kn_shmem_iget_warp(dest, source, dst, sst, nelems, sizeof(TYPE), pe);           \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_##NAME##_iget_block(TYPE *dest, const TYPE *source,              \
-						   ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
-						   int pe)                                      \
-	{                                                                                       \
-		kn_shmem_iget_block(dest, source, dst, sst, nelems, sizeof(TYPE), pe);          \
-	}                                                                                       \
-	KNX_NV_H void nvshmemx_##NAME##_iput_on_stream(TYPE *dest, const TYPE *source,          \
-						       ptrdiff_t dst, ptrdiff_t sst,            \
-						       size_t nelems, int pe,                   \
-						       cudaStream_t cstrm)                      \
-	{                                                                                       \
-		kinet_shmem_iput_on_stream(dest, source, dst, sst, nelems, sizeof(TYPE), pe,    \
-					   (void *)cstrm);                                      \
-	}                                                                                       \
-	KNX_NV_H void nvshmemx_##NAME##_iget_on_stream(TYPE *dest, const TYPE *source,          \
-						       ptrdiff_t dst, ptrdiff_t sst,            \
-						       size_t nelems, int pe,                   \
-						       cudaStream_t cstrm)                      \
-	{                                                                                       \
-		kinet_shmem_iget_on_stream(dest, source, dst, sst, nelems, sizeof(TYPE), pe,    \
-					   (void *)cstrm);                                      \
+		(void)KNX_NV_DUAL(DEV(dest, source, dst, sst, nelems, ES, pe),                  \
+				  HOST(dest, source, dst, sst, nelems, ES, pe));                \
 	}
+/* a warp or block form (device): */
+#define KNX_NV_I_GRP(FN, DEV, T, ES)                                                            \
+	KNX_NV_D void FN(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,  \
+			 int pe)                                                                 \
+	{                                                                                       \
+		DEV(dest, source, dst, sst, nelems, ES, pe);                                    \
+	}
+/* a stream form (host): */
+#define KNX_NV_I_STREAM(FN, HOST, T, ES)                                                        \
+	KNX_NV_H void FN(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,  \
+			 int pe, cudaStream_t cstrm)                                             \
+	{                                                                                       \
+		HOST(dest, source, dst, sst, nelems, ES, pe, (void *)cstrm);                    \
+	}
+/* The eight names of an element type: nvshmem_<PRE>iput<POST>, _iget and
+ * nvshmemx_<PRE>iput<POST>_warp, _block, _on_stream (and iget's), PRE
+ * "int_" and POST empty for nvshmem_int_iput, PRE empty and POST 8 for
+ * nvshmem_iput8. */
+#define KNX_NV_ISTRIDE(PRE, POST, T, ES)                                                        \
+	KNX_NV_I_HD(nvshmem_##PRE##iput##POST, kn_shmem_iput, kinet_shmem_iput, T, ES)          \
+	KNX_NV_I_HD(nvshmem_##PRE##iget##POST, kn_shmem_iget, kinet_shmem_iget, T, ES)          \
+	KNX_NV_I_GRP(nvshmemx_##PRE##iput##POST##_warp, kn_shmem_iput_warp, T, ES)              \
+	KNX_NV_I_GRP(nvshmemx_##PRE##iput##POST##_block, kn_shmem_iput_block, T, ES)            \
+	KNX_NV_I_GRP(nvshmemx_##PRE##iget##POST##_warp, kn_shmem_iget_warp, T, ES)              \
+	KNX_NV_I_GRP(nvshmemx_##PRE##iget##POST##_block, kn_shmem_iget_block, T, ES)            \
+	KNX_NV_I_STREAM(nvshmemx_##PRE##iput##POST##_on_stream, kinet_shmem_iput_on_stream, T,  \
+			ES)                                                                     \
+	KNX_NV_I_STREAM(nvshmemx_##PRE##iget##POST##_on_stream, kinet_shmem_iget_on_stream, T,  \
+			ES)
+#define KNX_NV_IRMA(NAME, TYPE) KNX_NV_ISTRIDE(NAME##_, , TYPE, sizeof(TYPE))
 KNX_NV_RMA_TYPES(KNX_NV_IRMA)
 KNX_NV_RMA_TYPES_F16(KNX_NV_IRMA)
 
 /* nvshmem_iputSIZE, _igetSIZE and their forms: elements of SIZE bits. */
-#define KNX_NV_ISIZED(BITS)                                                                     \
-	KNX_NV_HD void nvshmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst,        \
-					  ptrdiff_t sst, size_t nelems, int pe)                 \
-	{                                                                                       \
-		(void)KNX_NV_DUAL(kn_shmem_iput(dest, source, dst, sst, nelems, BITS / 8, pe),  \
-				  kinet_shmem_iput(dest, source, dst, sst, nelems, BITS / 8,    \
-						   pe));                                        \
-	}                                                                                       \
-	KNX_NV_HD void nvshmem_iget##BITS(void *dest, const void *source, ptrdiff_t dst,        \
-					  ptrdiff_t sst, size_t nelems, int pe)                 \
-	{                                                                                       \
-		(void)KNX_NV_DUAL(kn_shmem_iget(dest, source, dst, sst, nelems, BITS / 8, pe),  \
-				  kinet_shmem_iget(dest, source, dst, sst, nelems, BITS / 8,    \
-						   pe));                                        \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_iput##BITS##_warp(void *dest, const void *source, ptrdiff_t dst, \
-						 ptrdiff_t sst, size_t nelems, int pe)          \
-	{                                                                                       \
-		kn_shmem_iput_warp(dest, source, dst, sst, nelems, BITS / 8, pe);               \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_iput##BITS##_block(void *dest, const void *source,               \
-						  ptrdiff_t dst, ptrdiff_t sst, size_t nelems,  \
-						  int pe)                                       \
-	{                                                                                       \
-		kn_shmem_iput_block(dest, source, dst, sst, nelems, BITS / 8, pe);              \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_iget##BITS##_warp(void *dest, const void *source, ptrdiff_t dst, \
-						 ptrdiff_t sst, size_t nelems, int pe)          \
-	{                                                                                       \
-		kn_shmem_iget_warp(dest, source, dst, sst, nelems, BITS / 8, pe);               \
-	}                                                                                       \
-	KNX_NV_D void nvshmemx_iget##BITS##_block(void *dest, const void *source,               \
-						  ptrdiff_t dst, ptrdiff_t sst, size_t nelems,  \
-						  int pe)                                       \
-	{                                                                                       \
-		kn_shmem_iget_block(dest, source, dst, sst, nelems, BITS / 8, pe);              \
-	}                                                                                       \
-	KNX_NV_H void nvshmemx_iput##BITS##_on_stream(void *dest, const void *source,           \
-						      ptrdiff_t dst, ptrdiff_t sst,             \
-						      size_t nelems, int pe,                    \
-						      cudaStream_t cstrm)                       \
-	{                                                                                       \
-		kinet_shmem_iput_on_stream(dest, source, dst, sst, nelems, BITS / 8, pe,        \
-					   (void *)cstrm);                                      \
-	}                                                                                       \
-	KNX_NV_H void nvshmemx_iget##BITS##_on_stream(void *dest, const void *source,           \
-						      ptrdiff_t dst, ptrdiff_t sst,             \
-						      size_t nelems, int pe,                    \
-						      cudaStream_t cstrm)                       \
-	{                                                                                       \
-		kinet_shmem_iget_on_stream(dest, source, dst, sst, nelems, BITS / 8, pe,        \
-					   (void *)cstrm);                                      \
-	}
+#define KNX_NV_ISIZED(BITS) KNX_NV_ISTRIDE(, BITS, void, BITS / 8)
 KNX_NV_ISIZED(8)
 KNX_NV_ISIZED(16)
 KNX_NV_ISIZED(32)
@@ -1656,6 +1688,16 @@ KNX_NV_RED_F16(KNX_NV_RED16, max)
 KNX_NV_RED_F16(KNX_NV_RED16, sum)
 KNX_NV_RED_F16(KNX_NV_RED16, prod)
 
+/* maxloc of (value, index) pairs, block scope only (as NVSHMEM 3.4): the
+ * pair of the largest x, ties to the lowest y, for each of nreduce pairs
+ * (NVSHMEM reduces one). */
+KNX_NV_D int nvshmemx_double2_maxloc_reduce_block(nvshmem_team_t team, double2 *dest,
+						  const double2 *source, size_t nreduce)
+{
+	return kn_shmem_coll_block(KN_COLL_REDUCE, team, dest, source, nreduce, 0, KN_RED_MAXLOC,
+				   KN_DT_DOUBLE2);
+}
+
 /* broadcast, fcollect, alltoall of one kind (COLL), bytes or TYPE
  * elements: the four forms. ROOT_P / ROOT_A: broadcast's root parameter
  * and argument (empty and 0 for the others). */
@@ -1703,5 +1745,20 @@ KNX_NV_MOVE(nvshmem_broadcastmem, nvshmemx_broadcastmem, KN_COLL_BROADCAST, void
 	    KNX_NV_COMMA int PE_root, PE_root)
 KNX_NV_MOVE(nvshmem_fcollectmem, nvshmemx_fcollectmem, KN_COLL_FCOLLECT, void, KN_DT_UINT8, , 0)
 KNX_NV_MOVE(nvshmem_alltoallmem, nvshmemx_alltoallmem, KN_COLL_ALLTOALL, void, KN_DT_UINT8, , 0)
+
+/* The strided alltoall, host and device (thread scope) as in NVSHMEM 3.4:
+ * strides in elements, at least 1. */
+#define KNX_NV_ALLTOALLS(NAME, TYPE)                                                            \
+	KNX_NV_HD int nvshmem_##NAME##_alltoalls(nvshmem_team_t team, TYPE *dest,               \
+						 const TYPE *source, ptrdiff_t dst,             \
+						 ptrdiff_t sst, size_t nelems)                  \
+	{                                                                                       \
+		return KNX_NV_DUAL(kn_shmem_alltoalls(team, dest, source, dst, sst, nelems,     \
+						      sizeof(TYPE)),                            \
+				   kinet_shmem_alltoalls(team, dest, source, dst, sst, nelems,  \
+							 sizeof(TYPE)));                        \
+	}
+KNX_NV_RMA_TYPES(KNX_NV_ALLTOALLS)
+KNX_NV_RMA_TYPES_F16(KNX_NV_ALLTOALLS)
 
 #endif /* KINET_NVSHMEM_H */

@@ -11,8 +11,9 @@
 	const struct kinet_prm_layout var = {nm, bits_, tab,                              \
 					     (int)(sizeof(tab) / sizeof(tab[0]))}
 
-/* The input header every command starts with. */
+/* The input header every command starts with, and the output's. */
 #define IN_HDR F("opcode", 0x00, 16), F("uid", 0x10, 16), F("op_mod", 0x30, 16)
+#define OUT_HDR F("status", 0x00, 8), F("syndrome", 0x20, 32)
 
 /* ---- address path (ads) ---- */
 static const struct kinet_prm_field ads_f[] = {
@@ -150,8 +151,7 @@ LAYOUT(kinet_prm_cqc, "cqc", 0x200, cqc_f);
 
 /* ---- commands ---- */
 static const struct kinet_prm_field cmd_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 };
 LAYOUT(kinet_prm_cmd_out, "cmd_out", 0x40, cmd_out_f);
 
@@ -165,8 +165,7 @@ static const struct kinet_prm_field create_cq_in_f[] = {
 LAYOUT(kinet_prm_create_cq_in, "create_cq_in", 0x880, create_cq_in_f);
 
 static const struct kinet_prm_field create_cq_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	F("cqn", 0x48, 24),
 };
 LAYOUT(kinet_prm_create_cq_out, "create_cq_out", 0x80, create_cq_out_f);
@@ -190,8 +189,7 @@ static const struct kinet_prm_field create_qp_in_f[] = {
 LAYOUT(kinet_prm_create_qp_in, "create_qp_in", 0x880, create_qp_in_f);
 
 static const struct kinet_prm_field create_qp_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	F("qpn", 0x48, 24),
 };
 LAYOUT(kinet_prm_create_qp_out, "create_qp_out", 0x80, create_qp_out_f);
@@ -207,8 +205,7 @@ LAYOUT(kinet_prm_modify_qp_in, "modify_qp_in", 0x880, modify_qp_in_f);
 
 /* QUERY_QP output: the QP context as the device holds it. */
 static const struct kinet_prm_field query_qp_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	F("opt_param_mask", 0x80, 32),
 	F("ece", 0xa0, 32),
 	S("qpc", 0xc0, kinet_prm_qpc),
@@ -225,8 +222,7 @@ static const struct kinet_prm_field alloc_uar_in_f[] = {IN_HDR};
 LAYOUT(kinet_prm_alloc_uar_in, "alloc_uar_in", 0x80, alloc_uar_in_f);
 
 static const struct kinet_prm_field alloc_uar_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	F("uar", 0x48, 24),
 };
 LAYOUT(kinet_prm_alloc_uar_out, "alloc_uar_out", 0x80, alloc_uar_out_f);
@@ -234,7 +230,9 @@ LAYOUT(kinet_prm_alloc_uar_out, "alloc_uar_out", 0x80, alloc_uar_out_f);
 /* ---- device capabilities (QUERY_HCA_CAP) ---- */
 /* The general device capabilities (cmd_hca_cap): the fields kinet reads. */
 static const struct kinet_prm_field hca_cap_f[] = {
+	F("log_max_srq_sz", 0x80, 8),
 	F("log_max_qp_sz", 0x88, 8),
+	F("log_max_srq", 0xab, 5),
 	F("log_max_cq_sz", 0xc8, 8),
 	F("port_type", 0x1b6, 2), /* 0 InfiniBand, 1 Ethernet (RoCE) */
 	F("num_ports", 0x1b8, 8),
@@ -244,14 +242,23 @@ static const struct kinet_prm_field hca_cap_f[] = {
 	F("rc", 0x23f, 1),
 	F("bf", 0x260, 1),
 	F("log_bf_reg_size", 0x26b, 5),
+	F("max_wqe_sz_sq", 0x290, 16),
+	F("max_wqe_sz_rq", 0x2b0, 16),
 	F("sq_ts_format", 0x440, 2),
 	F("rq_ts_format", 0x442, 2),
 };
 LAYOUT(kinet_prm_hca_cap, "cmd_hca_cap", 0x800, hca_cap_f);
 
-/* The RoCE capabilities (roce_cap): timestamp format of RC QPs on RoCE. */
+/* The RoCE capabilities (roce_cap): timestamp format of RC QPs on RoCE, the
+ * versions and address families, UDP ports, the GID table's size. */
 static const struct kinet_prm_field roce_cap_f[] = {
 	F("qp_ts_format", 0x1e, 2),
+	F("l3_type", 0x8c, 4),                  /* bits: 1 << 1 IPv4, 1 << 2 IPv6 */
+	F("roce_version", 0x98, 8),             /* bits: 1 << 0 v1, 1 << 2 v2 */
+	F("r_roce_dest_udp_port", 0xb0, 16),
+	F("r_roce_max_src_udp_port", 0xc0, 16),
+	F("r_roce_min_src_udp_port", 0xd0, 16),
+	F("roce_address_table_size", 0xf0, 16), /* GID table entries */
 };
 LAYOUT(kinet_prm_roce_cap, "roce_cap", 0x800, roce_cap_f);
 
@@ -276,25 +283,48 @@ LAYOUT(kinet_prm_query_hca_cap_in, "query_hca_cap_in", 0x80, query_hca_cap_in_f)
  * 0x8000 bits); read with kinet_prm_hca_cap or kinet_prm_roce_cap at
  * KINET_PRM_CAP_OFFSET bits. */
 static const struct kinet_prm_field query_hca_cap_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	S("capability", 0x80, kinet_prm_hca_cap),
 };
 LAYOUT(kinet_prm_query_hca_cap_out, "query_hca_cap_out", 0x8080, query_hca_cap_out_f);
 
 static const struct kinet_prm_field query_roce_cap_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	S("capability", 0x80, kinet_prm_roce_cap),
 };
 LAYOUT(kinet_prm_query_roce_cap_out, "query_roce_cap_out", 0x8080, query_roce_cap_out_f);
 
 static const struct kinet_prm_field query_atomic_cap_out_f[] = {
-	F("status", 0x00, 8),
-	F("syndrome", 0x20, 32),
+	OUT_HDR,
 	S("capability", 0x80, kinet_prm_atomic_cap),
 };
 LAYOUT(kinet_prm_query_atomic_cap_out, "query_atomic_cap_out", 0x8080, query_atomic_cap_out_f);
+
+/* A RoCE address (roce_addr_layout): a GID table entry as the NIC holds it. */
+static const struct kinet_prm_field roce_addr_f[] = {
+	F("source_l3_address", 0x00, 128),
+	F("vlan_valid", 0x83, 1),
+	F("vlan_id", 0x84, 12),
+	F("source_mac_47_32", 0x90, 16),
+	F("source_mac_31_0", 0xa0, 32),
+	F("roce_l3_type", 0xd4, 4), /* KINET_PRM_ROCE_L3_* */
+	F("roce_version", 0xd8, 8), /* KINET_PRM_ROCE_VERSION_* */
+};
+LAYOUT(kinet_prm_roce_addr, "roce_addr_layout", 0x100, roce_addr_f);
+
+static const struct kinet_prm_field query_roce_address_in_f[] = {
+	IN_HDR,
+	F("roce_address_index", 0x40, 16),
+	F("vhca_port_num", 0x5c, 4),
+};
+LAYOUT(kinet_prm_query_roce_address_in, "query_roce_address_in", 0x80, query_roce_address_in_f);
+
+static const struct kinet_prm_field query_roce_address_out_f[] = {
+	OUT_HDR,
+	S("roce_address", 0x80, kinet_prm_roce_addr),
+};
+LAYOUT(kinet_prm_query_roce_address_out, "query_roce_address_out", 0x180,
+       query_roce_address_out_f);
 
 const struct kinet_prm_layout *const kinet_prm_layouts[] = {
 	&kinet_prm_ads,           &kinet_prm_qpc,           &kinet_prm_cqc,
@@ -304,6 +334,7 @@ const struct kinet_prm_layout *const kinet_prm_layouts[] = {
 	&kinet_prm_alloc_uar_out, &kinet_prm_hca_cap,       &kinet_prm_roce_cap,
 	&kinet_prm_query_hca_cap_in, &kinet_prm_query_hca_cap_out, &kinet_prm_query_roce_cap_out,
 	&kinet_prm_query_qp_out, &kinet_prm_atomic_cap, &kinet_prm_query_atomic_cap_out,
+	&kinet_prm_roce_addr, &kinet_prm_query_roce_address_in, &kinet_prm_query_roce_address_out,
 	NULL,
 };
 

@@ -30,6 +30,7 @@ enum {
 	KINET_PRM_OP_2ERR_QP = 0x507,
 	KINET_PRM_OP_2RST_QP = 0x50a,
 	KINET_PRM_OP_QUERY_QP = 0x50b,
+	KINET_PRM_OP_QUERY_ROCE_ADDRESS = 0x760,
 	KINET_PRM_OP_ALLOC_PD = 0x800,
 	KINET_PRM_OP_ALLOC_UAR = 0x802,
 	KINET_PRM_OP_DEALLOC_UAR = 0x803,
@@ -41,6 +42,7 @@ enum {
 	KINET_PRM_QPC_ST_RC = 0x0,
 	KINET_PRM_QPC_PM_MIGRATED = 0x3,
 	KINET_PRM_QPC_RQ_REGULAR = 0x0,
+	KINET_PRM_QPC_RQ_SRQ = 0x1,
 	KINET_PRM_QPC_RQ_ZERO_SIZE = 0x3,
 	/* qpc.state */
 	KINET_PRM_QPC_STATE_RST = 0x0,
@@ -50,6 +52,11 @@ enum {
 	KINET_PRM_QPC_STATE_SQER = 0x4,
 	KINET_PRM_QPC_STATE_ERR = 0x6,
 	KINET_PRM_CQE_SIZE_64 = 0x0,
+	/* roce_addr_layout */
+	KINET_PRM_ROCE_L3_IPV4 = 0x0,
+	KINET_PRM_ROCE_L3_IPV6 = 0x1,
+	KINET_PRM_ROCE_VERSION_1 = 0x0,
+	KINET_PRM_ROCE_VERSION_2 = 0x2,
 	KINET_PRM_ATOMIC_MODE_IB = 0x1, /* 8-byte IB atomics (qpc.atomic_mode) */
 	/* qpc.ts_format */
 	KINET_PRM_TS_FREE_RUNNING = 0x0,
@@ -105,6 +112,9 @@ extern const struct kinet_prm_layout kinet_prm_query_hca_cap_out;  /* general */
 extern const struct kinet_prm_layout kinet_prm_query_roce_cap_out; /* the same bytes, RoCE */
 extern const struct kinet_prm_layout kinet_prm_atomic_cap;
 extern const struct kinet_prm_layout kinet_prm_query_atomic_cap_out; /* the same, atomics */
+extern const struct kinet_prm_layout kinet_prm_roce_addr; /* a GID table entry */
+extern const struct kinet_prm_layout kinet_prm_query_roce_address_in;
+extern const struct kinet_prm_layout kinet_prm_query_roce_address_out;
 
 /* Every layout above, for tests and tools (NULL-terminated). */
 extern const struct kinet_prm_layout *const kinet_prm_layouts[];

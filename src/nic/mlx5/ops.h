@@ -66,6 +66,14 @@ struct kinet_mlx5_ops {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 	int (*destroy_qp)(struct ibv_qp *qp);
+	/* shared receive queues (kinet-verbs; NULL in the rdma-core table) */
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+	int (*destroy_srq)(struct ibv_srq *srq);
+	/* address handles (kinet-verbs; NULL in the rdma-core table) */
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+	int (*destroy_ah)(struct ibv_ah *ah);
 	/* RoCE: the next hop's MAC for a destination GID (DevX needs it) */
 	int (*resolve_eth_l2_from_gid)(struct ibv_context *ib, struct ibv_ah_attr *attr,
 				       uint8_t eth_mac[6], uint16_t *vid);

@@ -163,11 +163,13 @@ static int soft_cq_create(kinet_cq *c)
 	if (rc)
 		return rc;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	soft_cq_register(c);
 	return 0;
 }
 
 static void soft_cq_destroy(kinet_cq *c)
 {
+	soft_cq_unregister(c);
 	kinet_cq_host_fini(c);
 	pthread_spin_destroy(&soft_cq(c)->lock);
 }
@@ -348,6 +350,10 @@ static void soft_qp_detach(kinet_qp *qp)
 static void soft_qp_destroy(kinet_qp *qp)
 {
 	struct soft_qp *s = soft_qp(qp);
+	if (s->srq) {
+		atomic_fetch_sub(&s->srq->refs, 1);
+		s->srq = NULL;
+	}
 	qp_free_cqs(qp);
 	qp_free_queues(qp);
 	pthread_mutex_destroy(&s->rq_lock);

@@ -49,6 +49,8 @@ struct eng_qp {
 	uint64_t bf_seen[2][KN_SEND_WQE_BB / 8]; /* register words 1..7 when last looked at */
 	uint32_t bf_bad; /* a register body that differed from the SQ: its WQE index, bit 16 */
 	uint64_t last_ctrl; /* first 8 bytes of the last WQE consumed (0: none since reset) */
+	uint64_t infl_since; /* when the oldest copy in flight began waiting (0: none) */
+	bool infl_warned;    /* that wait was reported */
 	struct infl ring[INFL];
 };
 
@@ -473,6 +475,7 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct eng_qp *sp, uin
 			  uint32_t synd)
 {
 	struct soft_req *d = &e->done;
+	sp->infl_since = 0; /* the oldest copy landed (or failed): a new wait begins */
 	if (synd) {
 		to_error(qp);
 		KLOG_DBG("qp 0x%x: WQE %u: %s (%s)", qp->qpn, sp->ring[sp->head & (INFL - 1)].wqe_idx,
@@ -498,6 +501,26 @@ static void infl_complete(struct engine *e, kinet_qp *qp, struct eng_qp *sp, uin
 	}
 }
 
+/* A copy in flight that has not landed for 1 s is reported once (a stream
+ * that waits for an application kernel that waits for this QP's CQE would
+ * otherwise be a silent hang): the QP's WQEs after it wait too. */
+static void infl_stalled(kinet_qp *qp, struct eng_qp *sp)
+{
+	uint64_t now = kn_now_ns();
+	if (!sp->infl_since) {
+		sp->infl_since = now;
+		sp->infl_warned = false;
+	} else if (!sp->infl_warned && now - sp->infl_since > 1000000000ull) {
+		sp->infl_warned = true;
+		KLOG_WARN("qp 0x%x: a GPU copy has been in flight for 1 s (%u WQEs wait behind "
+			  "it%s)",
+			  qp->qpn, sp->tail - sp->head,
+			  soft_qp(qp)->geng == 1 && kinet_geng_running()
+				  ? "; the GPU engine takes the QP once they land"
+				  : "");
+	}
+}
+
 /* Completes what has landed, in order; wait: everything, blocking. Between
  * passes the last WQE of a non-empty ring always holds a fence. Returns the
  * number of WQEs completed. */
@@ -513,8 +536,10 @@ static int infl_progress(struct engine *e, kinet_qp *qp, struct eng_qp *sp, bool
 		void *fc = sp->ring[j & (INFL - 1)].fence;
 		int rc = wait ? (kinet_cuda->fence_wait(fc) == 0 ? 1 : -EIO)
 			      : kinet_cuda->fence_query(fc);
-		if (rc == 0)
+		if (rc == 0) {
+			infl_stalled(qp, sp);
 			break;
+		}
 		n += (int)(j + 1 - sp->head);
 		if (rc < 0) {
 			/* which copy failed is not known: the oldest WQE fails,
@@ -705,6 +730,24 @@ static int serve_qp(struct engine *e, kinet_qp *qp)
 			if (rsv)
 				soft_cq_unreserve(qp->scq);
 			break; /* held: a later pass */
+		}
+		if (!synd && __builtin_expect(r->opcode == KN_OPCODE_WAIT, 0)) {
+			/* cross-channel WAIT: the queue holds here until the CQ
+			 * it names has written the CQE it names (a later pass
+			 * looks again); a CQ the context does not have is an
+			 * error CQE. Met, it completes as a NOP would */
+			int met = soft_cq_wait_met(qp->ctx, r->wait_cqn, r->wait_index);
+			if (met < 0) {
+				KLOG_ERR("qp 0x%x: WAIT WQE %u names CQ 0x%x, which this "
+					 "context does not have", qp->qpn, r->wqe_idx,
+					 r->wait_cqn);
+				synd = SOFT_REASON(KN_SYND_LOCAL_QP_OP_ERR,
+						   KINET_REASON_MALFORMED);
+			} else if (!met) {
+				if (rsv)
+					soft_cq_unreserve(qp->scq);
+				break;
+			}
 		}
 		int res = synd;
 		if (synd && s->wire && !kinet_wire_drained(qp))

@@ -121,16 +121,11 @@ struct soft_eth_port {
 };
 
 /* Writes a CQE into a CQ only the port thread produces into (its queues'
- * dedicated CQs; reset under the pass lock): no lock, the owner bit of the
- * lap, op_own last. The caller checked soft_cq_space(). */
+ * dedicated CQs; reset under the pass lock): no lock (soft_cq_store). The
+ * caller checked soft_cq_space(). */
 static inline void seth_cq_write(struct soft_eth_port *p, kinet_cq *c, const void *cqe)
 {
-	struct soft_cq *cq = soft_cq(c);
-	uint64_t idx = cq->pi++;
-	uint8_t *dst = c->buf + (idx & (c->cnt - 1)) * KN_CQE_SIZE;
-	uint8_t op_own = (uint8_t)((((const uint8_t *)cqe)[63] & 0xfe) | ((idx / c->cnt) & 1));
-	memcpy(dst, cqe, KN_CQE_SIZE - 1);
-	__atomic_store_n(&dst[63], op_own, __ATOMIC_RELEASE);
+	soft_cq_store(soft_cq(c), c->cnt, cqe);
 	p->pass_cqes++;
 }
 

@@ -17,6 +17,15 @@
  *                 error CQEs included), when asked, or when it exits idle;
  *   BACK -> CPU   the CPU takes the state back (gengine.c, geng_settle).
  * The GPU only stores to `own` (no CPU-GPU atomics over PCIe).
+ *
+ * The WQE trace (KINET_TRACE): a slot whose trace_cap is not 0 has a ring of
+ * trace_cap records (struct kn_geng_trec, in pinned host memory mapped into
+ * the GPU, one ring per slot: one producer, the engine serving the slot, and
+ * one consumer, the CPU). The engine writes a record for each WQE it takes
+ * and each CQE it writes, then, after a fence, the number written
+ * (trace_pi); the CPU reads them and stores the number read (trace_ci). A
+ * full ring never stops the engine: the records that do not fit are counted
+ * (trace_lost) and the CPU says so in the trace (KINET_TR_LOST).
  */
 #ifndef KINET_SOFT_GENG_H
 #define KINET_SOFT_GENG_H
@@ -43,6 +52,27 @@ enum kn_geng_why {
 	KN_GWHY__N
 };
 
+/* The trace's record types and doorbell forms, as trace_fmt.h numbers them
+ * (KINET_TR_*; gengine.c checks that they agree): the kernel's code does not
+ * include core's headers. */
+enum { KN_GTR_WQE = 1, KN_GTR_CQE = 2 };
+enum { KN_GTR_DB_NONE = 0, KN_GTR_DB_WQE = 1, KN_GTR_DB_PI = 2, KN_GTR_DB_DBR = 3 };
+
+/* A trace record as the engine writes it (32 bytes, four 8-byte stores); the
+ * CPU adds the context and QP numbers and the engine index (trace_fmt.h). */
+struct kn_geng_trec {
+	uint64_t t;        /* the engine's clock, ns (kn_gx_now: %globaltimer in the kernel,
+			    * CLOCK_MONOTONIC in the host form) */
+	uint32_t len;      /* payload bytes (CQE: byte count) */
+	uint32_t lkey;     /* first local key (0: none, inline) */
+	uint32_t rkey;     /* remote key (0: none) */
+	uint16_t wqe_idx;  /* WQE index (CQE: wqe_counter) */
+	uint8_t type;      /* KN_GTR_WQE or KN_GTR_CQE */
+	uint8_t opcode;    /* WQE: KN_OPCODE_*; CQE: the CQE opcode */
+	uint8_t db_form;   /* WQE: KN_GTR_DB_* */
+	uint8_t pad[7];
+};
+
 struct kn_geng_slot {
 	volatile uint32_t own;  /* KN_GOWN_* */
 	volatile uint32_t why;  /* enum kn_geng_why, with own = BACK */
@@ -66,6 +96,13 @@ struct kn_geng_slot {
 	uint64_t n_moved; /* bytes of writes and reads (the contexts' bytes) */
 	/* the doorbell forms, as the CPU engine counts them */
 	uint64_t n_db_wqe, n_db_pi, n_db_foreign, n_dbr_only;
+	/* the trace (KINET_TRACE), above */
+	uint64_t trace;              /* the GPU's address of the ring */
+	uint32_t trace_cap;          /* records in it, a power of two; 0: no trace */
+	uint32_t db_form;            /* KN_GTR_DB_*: how the producer last rang */
+	volatile uint64_t trace_pi;  /* the engine: records written (after a fence) */
+	volatile uint64_t trace_ci;  /* the CPU: records read */
+	volatile uint64_t trace_lost; /* the engine: records not written, the ring full */
 };
 
 struct kn_geng_ctl {
@@ -74,7 +111,11 @@ struct kn_geng_ctl {
 	uint32_t idle_us;          /* exit after this long without work */
 	volatile uint32_t nslots;  /* the CPU: slots [0, nslots) may be in use */
 	volatile uint64_t passes;  /* the kernel's passes (liveness) */
-	uint64_t pad[5];
+	volatile uint64_t clock;   /* with passes, while trace is set: the engine's clock
+				    * (kn_gx_now), the CPU's calibration of trace times */
+	uint32_t trace;            /* the CPU: some slot has a trace ring */
+	uint32_t pad32;
+	uint64_t pad[3];
 	struct kn_geng_slot slot[KN_GENG_SLOTS];
 };
 

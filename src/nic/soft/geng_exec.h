@@ -10,7 +10,10 @@
  * checks of one WQE (kn_gx_plan, with a key cache per take: kn_gx_key),
  * its execution, its CQE (kn_gx_cqe_body, op_own after the fence), and the protocol's loads and
  * give-backs (kn_gx_load_slot, kn_gx_give_back, kn_gx_visit,
- * kn_gx_exit_slot); kn_gx_serve is one pass over one slot.
+ * kn_gx_exit_slot); kn_gx_serve is one pass over one slot. With KINET_TRACE
+ * (a slot with a trace ring, geng.h) it writes a record for each WQE it
+ * takes and each CQE it writes (kn_gx_trace*); without, that costs one
+ * branch per WQE.
  *
  * Written for a warp: `lane` is the caller's lane, lane 0 decides and the
  * lanes copy; on the host there is one lane. The few things that differ
@@ -36,6 +39,8 @@ struct kn_gx_slot {
 	uint32_t active;
 	uint32_t nkc;
 	uint32_t cq_ci;                 /* the CQ consumer's index as last read */
+	uint64_t tr_ci;                 /* the trace ring's consumer index as last read */
+	uint64_t tr_pub, tr_lost_pub;   /* trace_pi and trace_lost as last published */
 	struct kn_keyent kc[KN_GX_KEYC]; /* entries looked up since the take (views do
 					  * not change while the slot is taken) */
 	uint32_t kcside[KN_GX_KEYC];    /* 0 own view, 1 peer's */
@@ -49,8 +54,20 @@ struct kn_gx_db {
 };
 
 /* One WQE being executed (a warp's, in shared memory on the GPU). */
+#define KN_GX_PRE 32u /* WQEBBs read ahead per pass over a slot (one per lane) */
+
 struct kn_gx_warp {
 	uint8_t wqe[KN_MAX_WQE_BBS * KN_SEND_WQE_BB];
+	/* the first KN_GX_PRE published WQEBBs of a pass, read at once: one
+	 * round trip for the burst instead of one per WQE */
+	uint64_t pre[KN_GX_PRE * (KN_SEND_WQE_BB / 8)];
+	/* the op_own words of the burst's signaled WQEs (lane 0), stored after
+	 * one fence at the burst's end */
+	uint64_t *own_word[KN_GENG_BURST];
+	uint64_t own_val[KN_GENG_BURST];
+	/* their byte counts and indexes (KINET_TRACE: their CQE records) */
+	uint32_t own_len[KN_GENG_BURST];
+	uint16_t own_idx[KN_GENG_BURST];
 	struct kn_rule_wqe d;
 	uint64_t lg[KN_RULE_MAX_SGE]; /* local segments: the executor's addresses */
 	uint64_t rg;                  /* remote: the executor's address */
@@ -74,8 +91,16 @@ struct kn_gx_warp {
 	((uint64_t)atomicCAS((unsigned long long *)(p), (unsigned long long)(c), \
 			     (unsigned long long)(v)))
 #define KN_GX_ATOMIC_KIND_OK(kind) ((kind) == 1 /* KINET_MEM_CUDA */)
+/* The engine's clock (the trace's records): the GPU's global timer, ns. */
+KN_GX uint64_t kn_gx_now(void)
+{
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
 #else
 #include <string.h>
+#include <time.h>
 #define KN_GX static inline __attribute__((unused))
 #define KN_GX_LANES 1u
 /* __threadfence_system: a full fence */
@@ -94,6 +119,14 @@ KN_GX uint64_t kn_gx_cas64(uint64_t *p, uint64_t c, uint64_t v)
 }
 #define KN_GX_CAS64(p, c, v) kn_gx_cas64((uint64_t *)(p), (c), (v))
 #define KN_GX_ATOMIC_KIND_OK(kind) ((void)(kind), 1)
+/* The engine's clock (the trace's records): CLOCK_MONOTONIC, ns, the
+ * trace's own clock. */
+KN_GX uint64_t kn_gx_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 #endif
 
 /* A key through the slot's cache (lane 0): 0 or the failed check. */
@@ -151,6 +184,15 @@ KN_GX void kn_gx_give_back(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g,
 		h->n_db_pi = g->s.n_db_pi;
 		h->n_db_foreign = g->s.n_db_foreign;
 		h->n_dbr_only = g->s.n_dbr_only;
+		h->db_form = g->s.db_form;
+		/* the trace's records were written before a fence of the pass
+		 * that wrote them (kn_gx_serve) */
+		if (g->s.trace_cap) {
+			KN_GX_ST64(&h->trace_lost, g->s.trace_lost);
+			KN_GX_ST64(&h->trace_pi, g->s.trace_pi);
+			g->tr_pub = g->s.trace_pi;
+			g->tr_lost_pub = g->s.trace_lost;
+		}
 		KN_GX_ST64(&h->sq_ci_pub, g->s.sq_ci);
 	}
 	KN_GX_ST32(&h->why, why);
@@ -174,12 +216,16 @@ KN_GX uint32_t kn_gx_published(struct kn_gx_slot *g, uint32_t dbr, uint64_t w0, 
 		s->n_doorbells++;
 		uint16_t p;
 		int k = kn_rule_db_word(w, s->qpn, &p);
-		if (k < 0)
+		if (k < 0) {
 			s->n_db_foreign++;
-		else if (k == 0)
+		} else if (k == 0) {
 			s->n_db_pi++;
-		else
+			s->db_form = KN_GTR_DB_PI;
+		} else {
 			s->n_db_wqe++;
+			if (w != s->last_ctrl)
+				s->db_form = KN_GTR_DB_WQE;
+		}
 		if (k == 0 || (k == 1 && w != s->last_ctrl))
 			s->db_target = kn_rule_db_offer(s->db_target, ci, p, s->sq_cnt);
 	}
@@ -189,8 +235,10 @@ KN_GX uint32_t kn_gx_published(struct kn_gx_slot *g, uint32_t dbr, uint64_t w0, 
 	}
 	uint32_t a = kn_rule_db_avail(&s->dbr_target, ci, s->sq_cnt);
 	uint32_t b = kn_rule_db_avail(&s->db_target, ci, s->sq_cnt);
-	if (a > b)
+	if (a > b) {
 		s->n_dbr_only++; /* found through the record alone */
+		s->db_form = KN_GTR_DB_DBR;
+	}
 	return a > b ? a : b;
 }
 
@@ -233,6 +281,7 @@ KN_GX void kn_gx_plan(struct kn_gx_slot *g, struct kn_gx_warp *w, uint32_t avail
 	}
 	switch (d->opcode) {
 	case KN_OPCODE_NOP:
+	case KN_OPCODE_DUMP:
 	case KN_OPCODE_RDMA_WRITE:
 	case KN_OPCODE_RDMA_READ:
 	case KN_OPCODE_ATOMIC_CS:
@@ -260,7 +309,7 @@ KN_GX void kn_gx_plan(struct kn_gx_slot *g, struct kn_gx_warp *w, uint32_t avail
 			return;
 		}
 	}
-	if (d->opcode != KN_OPCODE_NOP) {
+	if (d->opcode != KN_OPCODE_NOP && d->opcode != KN_OPCODE_DUMP) {
 		bool atomic = d->opcode == KN_OPCODE_ATOMIC_CS || d->opcode == KN_OPCODE_ATOMIC_FA;
 		uint64_t len = atomic ? 8 : d->total;
 		if (atomic && (d->raddr & 7))
@@ -381,6 +430,93 @@ KN_GX uint64_t *kn_gx_cqe_body(struct kn_geng_slot *s, const struct kn_rule_wqe 
 	return &dst[7];
 }
 
+/* Appends a record to the slot's trace ring (lane 0), or counts it lost
+ * when the ring is full as the CPU last said: the engine never waits for
+ * the CPU's drain. Published by kn_gx_trace_pub, after a fence. */
+KN_GX void kn_gx_trace(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g,
+			const struct kn_geng_trec *r)
+{
+	struct kn_geng_slot *s = &g->s;
+	if (s->trace_pi - g->tr_ci >= s->trace_cap) {
+		/* full as last seen: read the consumer's index again (only then:
+		 * a round trip over PCIe) */
+		g->tr_ci = KN_GX_LD64(&ctl->slot[i].trace_ci);
+		if (s->trace_pi - g->tr_ci >= s->trace_cap) {
+			s->trace_lost++;
+			return;
+		}
+	}
+	uint64_t *dst = (uint64_t *)(uintptr_t)(s->trace + (s->trace_pi & (s->trace_cap - 1)) *
+								 sizeof(struct kn_geng_trec));
+	const uint64_t *src = (const uint64_t *)r;
+	for (unsigned k = 0; k < sizeof(*r) / 8; k++)
+		KN_GX_ST64(&dst[k], src[k]);
+	s->trace_pi++;
+}
+
+/* The record of the WQE just planned (lane 0), taken at time t. */
+KN_GX void kn_gx_trace_wqe(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g,
+			   const struct kn_gx_warp *w, uint64_t t)
+{
+	const struct kn_rule_wqe *d = &w->d;
+	struct kn_geng_trec r;
+	uint64_t *rw = (uint64_t *)&r;
+	for (unsigned k = 0; k < sizeof(r) / 8; k++)
+		rw[k] = 0;
+	r.t = t;
+	r.type = KN_GTR_WQE;
+	r.opcode = d->opcode;
+	r.wqe_idx = (uint16_t)g->s.sq_ci;
+	r.len = (uint32_t)d->total;
+	/* as the CPU engine: the first data segment's key, none for inline
+	 * data; the remote key of the opcodes that have one */
+	if (d->nseg && !d->seg[0].inl)
+		r.lkey = d->seg[0].lkey;
+	if (d->opcode == KN_OPCODE_RDMA_WRITE || d->opcode == KN_OPCODE_RDMA_READ ||
+	    d->opcode == KN_OPCODE_ATOMIC_CS || d->opcode == KN_OPCODE_ATOMIC_FA)
+		r.rkey = d->rkey;
+	r.db_form = (uint8_t)g->s.db_form;
+	kn_gx_trace(ctl, i, g, &r);
+}
+
+/* The records of the burst's first n CQEs (lane 0), written now: before
+ * the fence that precedes their op_own words. */
+KN_GX void kn_gx_trace_cqes(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g,
+			    const struct kn_gx_warp *w, uint32_t n)
+{
+	if (!n)
+		return;
+	struct kn_geng_trec r;
+	uint64_t *rw = (uint64_t *)&r;
+	for (unsigned k = 0; k < sizeof(r) / 8; k++)
+		rw[k] = 0;
+	r.t = kn_gx_now();
+	r.type = KN_GTR_CQE;
+	r.opcode = KN_CQE_REQ;
+	for (uint32_t j = 0; j < n; j++) {
+		r.len = w->own_len[j];
+		r.wqe_idx = w->own_idx[j];
+		kn_gx_trace(ctl, i, g, &r);
+	}
+}
+
+/* Whether the slot has trace records or losses to publish (lane 0). */
+KN_GX uint32_t kn_gx_trace_due(const struct kn_gx_slot *g)
+{
+	return g->s.trace_cap &&
+	       (g->s.trace_pi != g->tr_pub || g->s.trace_lost != g->tr_lost_pub);
+}
+
+/* Publishes the ring's producer index and the losses (lane 0), after a
+ * fence that ordered the records. */
+KN_GX void kn_gx_trace_pub(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g)
+{
+	KN_GX_ST64(&ctl->slot[i].trace_lost, g->s.trace_lost);
+	KN_GX_ST64(&ctl->slot[i].trace_pi, g->s.trace_pi);
+	g->tr_pub = g->s.trace_pi;
+	g->tr_lost_pub = g->s.trace_lost;
+}
+
 /* One pass over slot i (all lanes): the amount of work done. pre: the
  * slot's doorbells as read with its own word this pass (NULL: read here). */
 KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, struct kn_gx_warp *w,
@@ -399,7 +535,20 @@ KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, stru
 	if (lane == 0)
 		avail = kn_gx_published(g, dbr, w0, w1);
 	avail = KN_GX_SHFL(avail, 0);
+	if (!avail)
+		return 0;
 	int work = 0;
+	KN_GX_FENCE(); /* the WQEs after the doorbell that published them */
+	uint32_t mask = g->s.sq_cnt - 1;
+	const uint64_t *sq = (const uint64_t *)(uintptr_t)g->s.sq;
+	/* read ahead: WQEBB b of the burst by lane b, all in one round trip */
+	uint64_t base = g->s.sq_ci;
+	uint32_t npre = avail < KN_GX_PRE ? avail : KN_GX_PRE;
+	for (uint32_t b = lane; b < npre; b += KN_GX_LANES)
+		for (uint32_t k = 0; k < 8; k++)
+			w->pre[b * 8 + k] = KN_GX_LD64(sq + ((base + b) & mask) * 8 + k);
+	KN_GX_SYNC();
+	uint32_t npend = 0; /* lane 0: signaled WQEs whose op_own waits */
 	for (int n = 0; n < KN_GENG_BURST && avail; n++) {
 		uint32_t go = 1;
 		if (lane == 0 && !g->s.cq_ignore_overrun &&
@@ -412,14 +561,12 @@ KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, stru
 		}
 		if (!KN_GX_SHFL(go, 0))
 			break;
-		KN_GX_FENCE(); /* the WQE after the doorbell that published it */
-		uint32_t mask = g->s.sq_cnt - 1;
-		/* the first WQEBB, 8 bytes a lane */
+		uint64_t off = g->s.sq_ci - base; /* WQEBBs of the burst consumed */
+		/* the first WQEBB, 8 bytes a lane: read ahead, or read now */
 		for (uint32_t k = lane; k < 8; k += KN_GX_LANES)
-			((uint64_t *)w->wqe)[k] = KN_GX_LD64(
-				(const uint64_t *)(uintptr_t)(g->s.sq +
-							      (g->s.sq_ci & mask) * KN_SEND_WQE_BB) +
-				k);
+			((uint64_t *)w->wqe)[k] =
+				off < npre ? w->pre[off * 8 + k]
+					   : KN_GX_LD64(sq + (g->s.sq_ci & mask) * 8 + k);
 		KN_GX_SYNC();
 		uint32_t nbb = 0;
 		if (lane == 0) {
@@ -427,38 +574,45 @@ KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, stru
 			nbb = w->d.nbb <= avail ? w->d.nbb : 0;
 		}
 		nbb = KN_GX_SHFL(nbb, 0);
-		for (uint32_t k = lane + 8; k < nbb * 8; k += KN_GX_LANES)
-			((uint64_t *)w->wqe)[k] = KN_GX_LD64(
-				(const uint64_t *)(uintptr_t)(g->s.sq + ((g->s.sq_ci + k / 8) & mask) *
-										KN_SEND_WQE_BB) +
-				(k & 7));
+		for (uint32_t k = lane + 8; k < nbb * 8; k += KN_GX_LANES) {
+			uint64_t bb = off + k / 8;
+			((uint64_t *)w->wqe)[k] =
+				bb < npre ? w->pre[bb * 8 + (k & 7)]
+					  : KN_GX_LD64(sq + ((g->s.sq_ci + k / 8) & mask) * 8 + (k & 7));
+		}
 		KN_GX_SYNC();
 		if (lane == 0)
 			kn_gx_plan(g, w, avail);
 		KN_GX_SYNC();
 		uint32_t dec = w->decision;
 		if (dec) {
-			KN_GX_FENCE(); /* the payloads of unsignaled WQEs before the
-					* CPU engine's next CQE */
+			if (lane == 0 && g->s.trace_cap)
+				kn_gx_trace_cqes(ctl, i, g, w, npend);
+			/* the payloads of unsignaled WQEs and the burst's CQE bodies
+			 * (and trace records) before their op_own words, and all of
+			 * it before the CPU engine's next CQE */
+			KN_GX_FENCE();
 			KN_GX_SYNC();
-			if (lane == 0)
+			if (lane == 0) {
+				for (uint32_t j = 0; j < npend; j++)
+					KN_GX_ST64(w->own_word[j], w->own_val[j]);
+				if (npend)
+					KN_GX_FENCE();
 				kn_gx_give_back(ctl, i, g, dec);
+			}
 			KN_GX_SYNC();
 			return work + 1;
 		}
-		uint64_t *own_word = 0, own_val = 0;
-		if (lane == 0 && w->d.signaled)
-			own_word = kn_gx_cqe_body(&g->s, &w->d, &own_val);
-		kn_gx_execute(w, lane);
-		if (w->d.signaled) {
-			/* each lane's payload and the CQE's body before op_own: one
-			 * fence. An unsignaled WQE's payload is ordered by the fence
-			 * of the next signaled one (or of the give-back). */
-			KN_GX_FENCE();
-			KN_GX_SYNC();
-			if (lane == 0)
-				KN_GX_ST64(own_word, own_val);
+		if (lane == 0 && g->s.trace_cap) {
+			kn_gx_trace_wqe(ctl, i, g, w, kn_gx_now());
+			w->own_len[npend] = (uint32_t)w->d.total;
+			w->own_idx[npend] = w->d.wqe_idx;
 		}
+		if (lane == 0 && w->d.signaled) {
+			w->own_word[npend] = kn_gx_cqe_body(&g->s, &w->d, &w->own_val[npend]);
+			npend++;
+		}
+		kn_gx_execute(w, lane);
 		if (lane == 0) {
 			g->s.last_ctrl = ((const uint64_t *)w->wqe)[0];
 			g->s.sq_ci += w->d.nbb;
@@ -470,6 +624,28 @@ KN_GX int kn_gx_serve(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g, stru
 		KN_GX_SYNC();
 		avail -= w->d.nbb;
 		work++;
+	}
+	/* every lane's payloads and the CQE bodies before the op_own words: one
+	 * fence for the burst (an unsignaled WQE's payload is ordered by the
+	 * fence of a later signaled one, or of the give-back) */
+	npend = KN_GX_SHFL(npend, 0);
+	uint32_t tdue = 0; /* trace records (KINET_TRACE): ordered by the same fence */
+	if (g->s.trace_cap) { /* the same for every lane: set at the take */
+		if (lane == 0) {
+			kn_gx_trace_cqes(ctl, i, g, w, npend);
+			tdue = kn_gx_trace_due(g);
+		}
+		tdue = KN_GX_SHFL(tdue, 0);
+	}
+	if (npend || tdue) {
+		KN_GX_FENCE();
+		KN_GX_SYNC();
+		if (lane == 0) {
+			for (uint32_t j = 0; j < npend; j++)
+				KN_GX_ST64(w->own_word[j], w->own_val[j]);
+			if (tdue)
+				kn_gx_trace_pub(ctl, i, g);
+		}
 	}
 	if (lane == 0 && work)
 		KN_GX_ST64(&ctl->slot[i].sq_ci_pub, g->s.sq_ci);
@@ -493,6 +669,9 @@ KN_GX void kn_gx_load_slot(struct kn_geng_ctl *ctl, int i, struct kn_gx_slot *g)
 	g->active = 1;
 	g->nkc = 0;
 	g->cq_ci = kn_be32toh(KN_GX_LD32(g->s.cq_dbrec)) & 0xffffff;
+	g->tr_ci = g->s.trace_ci;
+	g->tr_pub = g->s.trace_pi;
+	g->tr_lost_pub = g->s.trace_lost;
 }
 
 /* A slot whose own word (ko) says the executor has it, GPU or STOP (all

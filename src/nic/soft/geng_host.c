@@ -44,6 +44,7 @@ static void *host_main(void *arg)
 	KN_GX_FENCE();
 	uint64_t last = kn_now_ns();
 	uint64_t idle_ns = (uint64_t)ctl->idle_us * 1000ull;
+	uint32_t trace = KN_GX_LD32(&ctl->trace); /* set before the launch */
 	uint32_t n = 0, idle = 0;
 	for (uint32_t pass = 0;; pass++) {
 		int work = 0;
@@ -72,6 +73,8 @@ static void *host_main(void *arg)
 		bool exit = t - last > idle_ns;
 		if ((pass & 15) == 15) {
 			KN_GX_ST64(&ctl->passes, (uint64_t)pass + 1);
+			if (trace)
+				KN_GX_ST64(&ctl->clock, t);
 			exit |= KN_GX_LD32(&ctl->stop) != 0;
 		}
 		if (exit)

@@ -6,9 +6,20 @@
  * One kernel per process (one block, KINET_GPU_ENGINE_WARPS warps) serves
  * up to KN_GENG_SLOTS (256) QPs. A QP is eligible at connect time (RTR) when
  * KINET_GPU_ENGINE=on, the CUDA module is loaded, its peer is in this
- * process, its send CQ is its own, and the trace is off; kinet_qp_ep_info
- * says which engine serves it and why. With KINET_FAULT rules, the WQEs
- * they may match go back to the CPU engine one by one (fault_ops).
+ * process and its send CQ is its own; kinet_qp_ep_info says which engine
+ * serves it and why. With KINET_FAULT rules, the WQEs they may match go back
+ * to the CPU engine one by one (fault_ops).
+ *
+ * KINET_TRACE: each slot has a ring the engine writes its WQE and CQE
+ * records into (geng.h); the CPU reads it into the trace (trace_drain)
+ * with every pass of the QP's CPU engine while the GPU engine has the QP,
+ * when it takes the QP back, and at the QP's destroy, so before the trace
+ * is written out at kinet_close. The records' times are the engine's clock
+ * (kn_gx_now) turned into the trace's: the same clock in the host form
+ * (exact); for the kernel, %globaltimer plus an offset to CLOCK_MONOTONIC
+ * that the kernel's clock samples (ctl->clock) bound from above, kept
+ * within [the take, the drain] of the QP and never before the QP's previous
+ * record (trace_time).
  *
  * The CPU engine serves every QP first. When an eligible QP has work, its
  * CPU engine launches the kernel (if it is not running) and, once the
@@ -32,13 +43,40 @@
 #include "nic/soft/soft.h"
 #include "nic/soft/geng.h"
 
+_Static_assert((int)KN_GTR_WQE == (int)KINET_TR_WQE && (int)KN_GTR_CQE == (int)KINET_TR_CQE &&
+		       (int)KN_GTR_DB_NONE == (int)KINET_TR_DB_NONE &&
+		       (int)KN_GTR_DB_WQE == (int)KINET_TR_DB_WQE &&
+		       (int)KN_GTR_DB_PI == (int)KINET_TR_DB_PI &&
+		       (int)KN_GTR_DB_DBR == (int)KINET_TR_DB_DBR,
+	       "geng.h numbers the trace's types and doorbell forms as trace_fmt.h");
+_Static_assert(sizeof(struct kn_geng_trec) == 32, "a GPU engine trace record is 32 bytes");
+_Static_assert(sizeof(struct kn_geng_slot) % 8 == 0, "slots are loaded in 8-byte words");
+
+/* KINET_TRACE: the CPU's side of a slot's trace ring (geng.h). */
+struct gtrace {
+	pthread_mutex_t lock;      /* the ring's one consumer */
+	struct kn_geng_trec *ring; /* NULL: no trace */
+	uint32_t cap;
+	uint64_t ci;               /* records read */
+	uint64_t lost;             /* losses reported */
+	uint64_t bad;              /* records dropped for an impossible producer index */
+	uint64_t floor;            /* the earliest time of the slot's next record (t_ns) */
+};
+
 static struct {
 	pthread_mutex_t lock;
 	struct kn_geng_ctl *ctl; /* mapped into the GPU */
 	kinet_qp *qp[KN_GENG_SLOTS];
 	uint64_t launch_ns; /* the last launch */
 	bool failed;        /* a launch or the kernel failed: no more takes */
-} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	bool warned_start;  /* the last launch was reported as not started */
+	struct gtrace tr[KN_GENG_SLOTS];
+	int64_t clk_off;    /* the kernel's clock to CLOCK_MONOTONIC: an upper bound */
+	bool clk_have;
+	pthread_mutex_t clk_lock;
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .clk_lock = PTHREAD_MUTEX_INITIALIZER,
+       .tr = {[0 ... KN_GENG_SLOTS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}}};
 
 static const char *why_str(uint32_t w)
 {
@@ -134,6 +172,142 @@ static uint32_t fault_ops(kinet_qp *qp)
 	return m;
 }
 
+/* KINET_TRACE: gives slot i its trace ring if it has none (G.lock held; the
+ * slot is the CPU's). 0, or -ENOMEM. */
+static int trace_ring(int i)
+{
+	struct gtrace *t = &G.tr[i];
+	if (!kinet_trace_on || t->ring)
+		return 0;
+	uint32_t cap = 2;
+	while (cap < (uint32_t)KT(GPU_ENGINE_TRACE_RECS))
+		cap <<= 1;
+	size_t bytes = (size_t)cap * sizeof(struct kn_geng_trec);
+	struct kn_geng_trec *ring = kinet_queue_alloc(bytes);
+	if (ring && !dev(ring)) {
+		kinet_queue_free(ring, bytes);
+		ring = NULL;
+	}
+	if (!ring) {
+		KLOG_ERR("soft: no memory for the GPU engine's trace ring of %u records "
+			 "(KINET_GPU_ENGINE_TRACE_RECS): the QP stays on the CPU engine", cap);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&t->lock);
+	t->cap = cap;
+	__atomic_store_n(&t->ring, ring, __ATOMIC_RELAXED);
+	t->ci = t->lost = t->bad = t->floor = 0;
+	pthread_mutex_unlock(&t->lock);
+	struct kn_geng_slot *sl = &G.ctl->slot[i];
+	sl->trace_pi = sl->trace_ci = sl->trace_lost = 0;
+	sl->trace = dev(ring);
+	sl->trace_cap = cap;
+	G.ctl->trace = 1; /* the executor samples its clock (read at its launch) */
+	return 0;
+}
+
+/* The offset from the kernel's clock to CLOCK_MONOTONIC: each sample of
+ * the kernel's clock (ctl->clock, written every 16 of its passes) was taken
+ * before the CPU reads it, so now minus the sample bounds the offset from
+ * above; the smallest such bound is kept. The host form runs on
+ * CLOCK_MONOTONIC itself: 0. false while the kernel has written no sample. */
+static bool clock_off(int64_t *off)
+{
+	if (kinet_geng_host()) {
+		*off = 0;
+		return true;
+	}
+	uint64_t c = __atomic_load_n(&G.ctl->clock, __ATOMIC_ACQUIRE);
+	uint64_t m = kn_now_ns();
+	pthread_mutex_lock(&G.clk_lock);
+	if (c) {
+		int64_t o = (int64_t)(m - c);
+		if (!G.clk_have || o < G.clk_off)
+			G.clk_off = o;
+		G.clk_have = true;
+	}
+	*off = G.clk_off;
+	bool have = G.clk_have;
+	pthread_mutex_unlock(&G.clk_lock);
+	return have;
+}
+
+/* A record's trace time: its engine time converted (stamped now when no
+ * offset is known yet), within [t->floor, now]: never before the take or
+ * the slot's previous record, never after the drain. */
+static uint64_t trace_time(struct gtrace *t, uint64_t eng_t, bool have, int64_t off, uint64_t now)
+{
+	uint64_t ts = have ? kinet_trace_at(eng_t + (uint64_t)off) : now;
+	if (ts > now)
+		ts = now;
+	if (ts < t->floor)
+		ts = t->floor;
+	t->floor = ts;
+	return ts;
+}
+
+/* Reads slot i's trace ring into the trace (t->lock held): its records as
+ * the GPU engine's (engine KINET_TR_ENGINE_GPU, pass 0), then a
+ * KINET_TR_LOST record for the records lost since the last drain. */
+static void trace_drain(kinet_qp *qp, int i)
+{
+	struct gtrace *t = &G.tr[i];
+	struct kn_geng_slot *sl = &G.ctl->slot[i];
+	if (!t->ring)
+		return;
+	uint64_t pi = __atomic_load_n(&sl->trace_pi, __ATOMIC_ACQUIRE);
+	uint64_t lost = __atomic_load_n(&sl->trace_lost, __ATOMIC_ACQUIRE) + t->bad;
+	if (pi == t->ci && lost == t->lost)
+		return;
+	if (pi - t->ci > t->cap) {
+		/* never written so by the engine: a torn or foreign index */
+		KLOG_ERR("qp 0x%x: the GPU engine's trace ring says %llu records, at most %u "
+			 "fit: they are counted as lost",
+			 qp->qpn, (unsigned long long)(pi - t->ci), t->cap);
+		t->bad += pi - t->ci;
+		lost += pi - t->ci;
+		t->ci = pi;
+	}
+	int64_t off;
+	bool have = clock_off(&off);
+	uint64_t now = kinet_trace_now();
+	struct kinet_trace_rec r;
+	for (; t->ci != pi; t->ci++) {
+		struct kn_geng_trec e;
+		memcpy(&e, &t->ring[t->ci & (t->cap - 1)], sizeof(e));
+		memset(&r, 0, sizeof(r));
+		r.t_ns = trace_time(t, e.t, have, off, now);
+		r.ctx = qp->ctx->id;
+		r.qpn = qp->qpn;
+		r.len = e.len;
+		r.lkey = e.lkey;
+		r.rkey = e.rkey;
+		r.wqe_idx = e.wqe_idx;
+		r.type = e.type;
+		r.opcode = e.opcode;
+		r.db_form = e.type == KINET_TR_WQE ? e.db_form : 0;
+		r.engine = KINET_TR_ENGINE_GPU;
+		kinet_trace_emit_as(&r);
+	}
+	__atomic_store_n(&sl->trace_ci, t->ci, __ATOMIC_RELEASE);
+	if (lost != t->lost) {
+		memset(&r, 0, sizeof(r));
+		r.t_ns = trace_time(t, 0, false, 0, now);
+		r.ctx = qp->ctx->id;
+		r.qpn = qp->qpn;
+		r.len = (uint32_t)(lost - t->lost);
+		r.type = KINET_TR_LOST;
+		r.engine = KINET_TR_ENGINE_GPU;
+		kinet_trace_emit_as(&r);
+		if (!t->lost)
+			KLOG_WARN("qp 0x%x: the GPU engine's trace ring (%u records) was full: "
+				  "records lost (KINET_TR_LOST records in the trace count them; "
+				  "KINET_GPU_ENGINE_TRACE_RECS sets the ring's size)",
+				  qp->qpn, t->cap);
+		t->lost = lost;
+	}
+}
+
 void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 {
 	struct soft_qp *s = soft_qp(qp);
@@ -146,8 +320,6 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 		return refuse(s, "the peer is in another process (the wire stays on the CPU)");
 	if (qp->scq->sq_owner != qp || qp->scq == qp->rcq)
 		return refuse(s, "its send CQ is shared");
-	if (kinet_trace_on)
-		return refuse(s, "the trace is on (KINET_TRACE)");
 	if (qp->db_mode == KN_DB_CPU_PROXY)
 		return refuse(s, "doorbell mode cpu (the CPU proxy)");
 	if (!dev(qp->sq) || !dev(qp->dbrec) || !dev(qp->db) || !dev(qp->scq->buf) ||
@@ -189,11 +361,15 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 				G.ctl->nslots = (uint32_t)slot + 1;
 		}
 	}
+	int trc = slot >= 0 ? trace_ring(slot) : 0;
 	pthread_mutex_unlock(&G.lock);
 	if (!G.ctl)
 		return refuse(s, "the GPU engine's control block could not be mapped");
 	if (slot < 0)
 		return refuse(s, "every GPU engine slot is in use");
+	if (trc)
+		return refuse(s, "no memory for the GPU engine's trace ring "
+				 "(KINET_GPU_ENGINE_TRACE_RECS)");
 	s->geng = 1;
 	snprintf(s->geng_why, sizeof(s->geng_why), "%s",
 		 kinet_geng_host() ? "eligible: same process (the GPU engine's code on a CPU thread)"
@@ -217,6 +393,14 @@ static void settle(kinet_qp *qp)
 	if (sl->own != KN_GOWN_BACK)
 		return;
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	struct gtrace *t = &G.tr[s->gslot1 - 1];
+	if (t->ring) {
+		/* every record of the engine before the CPU engine's next ones */
+		pthread_mutex_lock(&t->lock);
+		trace_drain(qp, s->gslot1 - 1);
+		pthread_mutex_unlock(&t->lock);
+	}
+	s->db_form = (uint8_t)sl->db_form;
 	s->sq_ci = sl->sq_ci;
 	struct soft_cq *cq = soft_cq(qp->scq);
 	pthread_spin_lock(&cq->lock);
@@ -280,6 +464,12 @@ int kinet_geng_pass(kinet_qp *qp)
 		settle(qp);
 		return 0;
 	}
+	struct gtrace *t = &G.tr[s->gslot1 - 1];
+	if (__builtin_expect(__atomic_load_n(&t->ring, __ATOMIC_RELAXED) != NULL, 0) &&
+	    !pthread_mutex_trylock(&t->lock)) {
+		trace_drain(qp, s->gslot1 - 1); /* KINET_TRACE: the records so far */
+		pthread_mutex_unlock(&t->lock);
+	}
 	return 1; /* the GPU serves it */
 }
 
@@ -308,9 +498,20 @@ static void launch(void)
 		KLOG_ERR("soft: the GPU engine failed: every QP stays on the CPU engine");
 		return;
 	}
-	if (q == 1)
-		return; /* launched, not started yet (or exiting) */
+	if (q == 1) {
+		/* launched, not started yet (or exiting): a kernel that cannot
+		 * start (every SM taken) is reported once; the CPU engine serves */
+		if (!G.warned_start && !G.ctl->passes && kn_now_ns() - G.launch_ns > 1000000000ull) {
+			G.warned_start = true;
+			KLOG_WARN("soft: the GPU engine's kernel was launched %.1f s ago and has "
+				  "not started (the GPU may have no room for its block): the "
+				  "CPU engine serves meanwhile",
+				  (double)(kn_now_ns() - G.launch_ns) / 1e9);
+		}
+		return;
+	}
 	G.ctl->stop = 0;
+	G.ctl->passes = 0; /* the kernel's first 16 passes set it: started */
 	G.ctl->idle_us = (uint32_t)KT(GPU_ENGINE_IDLE_US);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (eng_launch(G.ctl, (unsigned)KT(GPU_ENGINE_WARPS))) {
@@ -319,6 +520,7 @@ static void launch(void)
 		return;
 	}
 	G.launch_ns = kn_now_ns();
+	G.warned_start = false;
 }
 
 bool kinet_geng_running(void)
@@ -377,7 +579,8 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	}
 	sl->qpn = qp->qpn;
 	sl->sq_cnt = qp->sq_cnt;
-	sl->cq_cnt = qp->scq->cnt;
+	/* a collapsed CQ is written as a CQ of one entry (slot 0) */
+	sl->cq_cnt = qp->scq->flags & KINET_CQF_COLLAPSED ? 1 : qp->scq->cnt;
 	sl->cq_ignore_overrun = (qp->scq->flags & KINET_CQ_OVERRUN_IGNORE) != 0;
 	sl->sq = dev(qp->sq);
 	sl->dbrec = dev(qp->dbrec);
@@ -404,6 +607,16 @@ void kinet_geng_offer(kinet_qp *qp, uint64_t last_ctrl)
 	sl->db_target = s->db_target;
 	sl->n_wqes = sl->n_bytes = sl->n_cqes = sl->n_doorbells = sl->n_moved = 0;
 	sl->n_db_wqe = sl->n_db_pi = sl->n_db_foreign = sl->n_dbr_only = 0;
+	sl->db_form = s->db_form;
+	struct gtrace *t = &G.tr[s->gslot1 - 1];
+	if (t->ring) {
+		/* the engine's records come after the take */
+		pthread_mutex_lock(&t->lock);
+		uint64_t now = kinet_trace_now();
+		if (now > t->floor)
+			t->floor = now;
+		pthread_mutex_unlock(&t->lock);
+	}
 	sl->sq_ci_pub = s->sq_ci;
 	sl->why = 0;
 	sl->gen++;
@@ -517,6 +730,21 @@ void kinet_geng_release(kinet_qp *qp)
 			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_MEM],
 			  (unsigned long long)s->geng_backs[KN_GWHY_HOST_ATOMIC],
 			  (unsigned long long)s->geng_backs[KN_GWHY_FAULT]);
+	struct gtrace *t = &G.tr[i];
+	if (t->ring) {
+		/* settle read it whole: the ring goes with the slot */
+		pthread_mutex_lock(&t->lock);
+		trace_drain(qp, i);
+		if (t->lost)
+			KLOG_WARN("qp 0x%x: %llu trace records of the GPU engine lost (its ring of "
+				  "%u records was full; KINET_GPU_ENGINE_TRACE_RECS)",
+				  qp->qpn, (unsigned long long)t->lost, t->cap);
+		kinet_queue_free(t->ring, (size_t)t->cap * sizeof(struct kn_geng_trec));
+		__atomic_store_n(&t->ring, NULL, __ATOMIC_RELAXED);
+		G.ctl->slot[i].trace_cap = 0;
+		G.ctl->slot[i].trace = 0;
+		pthread_mutex_unlock(&t->lock);
+	}
 	G.qp[i] = NULL;
 	s->gslot1 = 0;
 	bool any = false;

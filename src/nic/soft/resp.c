@@ -113,7 +113,7 @@ static void resp_fail(kinet_qp *t, uint32_t synd, uint8_t why, uint32_t src_qpn)
 	e->syndrome = (uint8_t)synd;
 	e->vendor_err_synd = why;
 	e->s_wqe_opcode_qpn = kn_htobe32(t->qpn);
-	e->wqe_counter = kn_htobe16((uint16_t)soft_qp(t)->rq_ci);
+	e->wqe_counter = kn_htobe16(soft_qp(t)->rwqe);
 	e->op_own = KN_CQE_RESP_ERR << 4;
 	(void)src_qpn;
 	atomic_store(&t->state, KINET_QPS_ERR);
@@ -121,12 +121,13 @@ static void resp_fail(kinet_qp *t, uint32_t synd, uint8_t why, uint32_t src_qpn)
 	kinet_count_syndrome(t->ctx, synd);
 	kinet_qp_count_syndrome(t, synd);
 	KINET_QCOUNT(t, KQ_RECV, 1);
-	KLOG_DBG("qp 0x%x: receive WQE %u: %s (%s), from qp 0x%x", t->qpn,
-		 (unsigned)(uint16_t)soft_qp(t)->rq_ci, kinet_syndrome_str(synd),
-		 kinet_reason_str(why), src_qpn);
+	KLOG_DBG("qp 0x%x: receive WQE %u%s: %s (%s), from qp 0x%x", t->qpn,
+		 (unsigned)soft_qp(t)->rwqe, soft_qp(t)->srq ? " of its SRQ" : "",
+		 kinet_syndrome_str(synd), kinet_reason_str(why), src_qpn);
 	if (__builtin_expect(kinet_trace_on, 0))
 		kinet_trace_cqe(t, &cqe, 0);
-	soft_qp(t)->rq_ci++;
+	if (!soft_qp(t)->srq)
+		soft_qp(t)->rq_ci++;
 }
 
 /* Takes the next receive WQE of t (rq_lock held): scatter list into iov.
@@ -135,18 +136,39 @@ static void resp_fail(kinet_qp *t, uint32_t synd, uint8_t why, uint32_t src_qpn)
  * resp_fail. */
 static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap, uint32_t src_qpn)
 {
-	if (!t->rq_cnt)
-		return SOFT_RNR;
-	uint16_t pi = (uint16_t)kn_be32toh(__atomic_load_n(&t->dbrec[KN_RCV_DBR], __ATOMIC_ACQUIRE));
-	uint16_t avail = (uint16_t)(pi - (uint16_t)soft_qp(t)->rq_ci);
-	if (avail == 0 || avail > t->rq_cnt)
-		return SOFT_RNR;
-	if (soft_cq_reserve(t->rcq)) /* the receive CQ may be shared: reserve */
-		return SOFT_STALL;
-	const uint8_t *w = t->rq + (soft_qp(t)->rq_ci & (t->rq_cnt - 1)) * t->rq_stride;
+	struct soft_qp *sq = soft_qp(t);
+	const uint8_t *w;
+	uint32_t first, stride;
+	const kinet_pd *pd = t->pd;
+	if (sq->srq) {
+		/* the CQE slot first: a WQE taken from the SRQ is this QP's */
+		if (soft_cq_reserve(t->rcq))
+			return SOFT_STALL;
+		if (soft_srq_take(sq->srq, &sq->rwqe, &w)) {
+			soft_cq_unreserve(t->rcq);
+			return SOFT_RNR;
+		}
+		first = 16; /* after the next segment */
+		stride = sq->srq->stride;
+		pd = sq->srq->pd;
+	} else {
+		if (!t->rq_cnt)
+			return SOFT_RNR;
+		uint16_t pi =
+			(uint16_t)kn_be32toh(__atomic_load_n(&t->dbrec[KN_RCV_DBR], __ATOMIC_ACQUIRE));
+		uint16_t avail = (uint16_t)(pi - (uint16_t)sq->rq_ci);
+		if (avail == 0 || avail > t->rq_cnt)
+			return SOFT_RNR;
+		if (soft_cq_reserve(t->rcq)) /* the receive CQ may be shared: reserve */
+			return SOFT_STALL;
+		w = t->rq + (sq->rq_ci & (t->rq_cnt - 1)) * t->rq_stride;
+		sq->rwqe = (uint16_t)sq->rq_ci;
+		first = 0;
+		stride = t->rq_stride;
+	}
 	*niov = 0;
 	*cap = 0;
-	for (uint32_t off = 0; off + 16 <= t->rq_stride; off += 16) {
+	for (uint32_t off = first; off + 16 <= stride; off += 16) {
 		uint32_t bc, lkey;
 		uint64_t addr;
 		memcpy(&bc, w + off, 4);
@@ -160,7 +182,7 @@ static int take_recv(kinet_qp *t, struct soft_iov *iov, int *niov, uint64_t *cap
 		/* a byte count of 0 means 2^31 bytes (the PRM's data segment) */
 		uint64_t len = bc ? bc : 1ull << 31;
 		struct kinet_mr_ref ref;
-		uint32_t why = soft_mr_check(t->ctx, t->pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE,
+		uint32_t why = soft_mr_check(t->ctx, pd, lkey, addr, len, KINET_ACCESS_LOCAL_WRITE,
 					     &ref);
 		if (why) {
 			resp_fail(t, KN_SYND_LOCAL_PROT_ERR, (uint8_t)why, src_qpn);
@@ -184,14 +206,15 @@ static void recv_cqe(kinet_qp *t, uint8_t op, uint64_t total, int with_imm, uint
 	cqe.imm_inval_pkey = with_imm ? imm : 0;
 	cqe.flags_rqpn = kn_htobe32(src_qpn & 0xffffff);
 	cqe.sop_drop_qpn = kn_htobe32(t->qpn & 0xffffff);
-	cqe.wqe_counter = kn_htobe16((uint16_t)soft_qp(t)->rq_ci);
+	cqe.wqe_counter = kn_htobe16(soft_qp(t)->rwqe);
 	cqe.op_own = (uint8_t)(op << 4);
 	soft_cq_push_reserved(t->rcq, &cqe); /* reserved by take_recv */
 	KINET_QCOUNT(t, KQ_RECV, 1);
 	KINET_QCOUNT(t, KQ_RECV_BYTES, total);
 	if (__builtin_expect(kinet_trace_on, 0))
 		kinet_trace_cqe(t, &cqe, total);
-	soft_qp(t)->rq_ci++;
+	if (!soft_qp(t)->srq)
+		soft_qp(t)->rq_ci++;
 }
 
 int soft_resp_write(kinet_qp *t, uint64_t raddr, uint32_t rkey, const struct soft_iov *src,
@@ -505,6 +528,8 @@ static int exec_local(kinet_qp *qp, kinet_qp *t, struct soft_req *r)
 {
 	switch (r->opcode) {
 	case KN_OPCODE_NOP:
+	case KN_OPCODE_DUMP: /* its buffers were checked: nothing moves */
+	case KN_OPCODE_WAIT: /* the engine held it until its CQE was written */
 		return 0;
 	case KN_OPCODE_RDMA_WRITE:
 	case KN_OPCODE_RDMA_WRITE_IMM:

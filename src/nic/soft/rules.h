@@ -106,6 +106,7 @@ struct kn_rule_wqe {
 	uint32_t rkey;
 	uint64_t swap_add, compare, swap_mask, compare_mask;
 	unsigned access;  /* what the local segments need (0: the NIC reads them) */
+	uint32_t wait_index, wait_cqn; /* WAIT: the CQE index (24 bits) and its CQ */
 	uint32_t nseg;    /* segments decoded before the result (all, on success) */
 	uint64_t total;   /* their bytes */
 	struct kn_rule_seg seg[KN_RULE_MAX_SGE];
@@ -128,6 +129,7 @@ KN_INLINE void kn_rule_ctrl(const uint8_t *wqe, struct kn_rule_wqe *d)
 	d->raddr = 0;
 	d->rkey = 0;
 	d->swap_add = d->compare = d->swap_mask = d->compare_mask = 0;
+	d->wait_index = d->wait_cqn = 0;
 }
 
 /* Gather list from off to end. */
@@ -226,6 +228,9 @@ KN_INLINE uint32_t kn_rule_decode(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
 	switch (d->opcode) {
 	case KN_OPCODE_NOP:
 		return 0;
+	case KN_OPCODE_DUMP:
+		/* local buffers only, read and discarded: their keys are checked */
+		return kn_rule_gather(wqe, d, 16, end, 0);
 	case KN_OPCODE_RDMA_WRITE:
 	case KN_OPCODE_RDMA_WRITE_IMM:
 	case KN_OPCODE_RDMA_READ:
@@ -260,6 +265,16 @@ KN_INLINE uint32_t kn_rule_decode(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
 	case KN_OPCODE_ATOMIC_MASKED_CS:
 	case KN_OPCODE_ATOMIC_MASKED_FA:
 		return kn_rule_masked(wqe, d, end);
+	case KN_OPCODE_WAIT:
+		/* cross-channel WAIT on a CQ (opmod 0; the clock form is the
+		 * Ethernet queues'): ctrl, then 8 reserved bytes, the CQE index
+		 * (max_index) and the CQ's number. The queue holds until that
+		 * CQE of the CQ is written; the caller checks that */
+		if (kn_wqe_opmod_of(c) != 0 || end != 32)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		d->wait_index = kn_load_be32(wqe + 24) & 0xffffff;
+		d->wait_cqn = kn_load_be32(wqe + 28) & 0xffffff;
+		return 0;
 	default:
 		return KN_SYND_LOCAL_QP_OP_ERR;
 	}

@@ -12,6 +12,7 @@
 #ifndef KINET_SOFT_H
 #define KINET_SOFT_H
 
+#include <string.h>
 #include "core/driver.h"
 #include "gpu/gpu.h"
 #include "nic/soft/keytab.h"
@@ -46,8 +47,10 @@ struct soft_ctx {
 struct soft_cq {
 	kinet_cq c;
 	pthread_spinlock_t lock; /* producers */
-	uint64_t pi;             /* next CQE index the NIC writes */
+	uint64_t pi;             /* next CQE index the NIC writes (stored under lock,
+				  * read by WAITs without it) */
 	uint32_t reserved;       /* slots promised by soft_cq_reserve (under lock) */
+	struct soft_cq *reg_next; /* every CQ of the process (soft_cq_wait_met) */
 };
 
 struct soft_qp {
@@ -76,6 +79,8 @@ struct soft_qp {
 	uint32_t dbr_target;        /* producer named by the record (bit 16: valid) */
 	pthread_mutex_t rq_lock;    /* receive queue consumer (any engine) */
 	uint32_t rq_ci;             /* receive WQEs consumed */
+	struct kinet_srq *srq;      /* receives through this SRQ (srq.c), not an RQ */
+	uint16_t rwqe;              /* the receive WQE taken last (its CQE's wqe_counter) */
 	uint32_t rnr_count;
 	uint64_t rnr_until_ns;
 	uint8_t db_form;     /* how the producer last rang (KINET_TR_DB_*: the trace) */
@@ -99,6 +104,23 @@ struct soft_qp {
 	char geng_why[96];
 };
 
+/* A shared receive queue (srq.c, nic/soft/srq.h). */
+struct kinet_srq {
+	kinet_ctx *ctx;
+	kinet_pd *pd;            /* the receive WQEs' keys are checked against it */
+	uint8_t *buf;
+	uint32_t cnt, stride;
+	volatile uint32_t *dbrec;
+	uint32_t srqn;
+	_Atomic int refs;        /* QPs receiving through it */
+	pthread_mutex_t lock;    /* the consumer: any engine, any QP */
+	uint16_t head;           /* the next WQE the NIC takes */
+	uint32_t taken;          /* WQEs taken (low 16 bits vs the doorbell record; lock) */
+};
+/* Takes the SRQ's next posted WQE: 0 with its index and address, or -EAGAIN
+ * when none is posted. */
+int soft_srq_take(struct kinet_srq *srq, uint16_t *idx, const uint8_t **wqe);
+
 static inline struct soft_ctx *soft_ctx(kinet_ctx *c)
 {
 	return kinet_container_of(c, struct soft_ctx, c);
@@ -110,6 +132,26 @@ static inline struct soft_qp *soft_qp(kinet_qp *q)
 static inline struct soft_cq *soft_cq(kinet_cq *c)
 {
 	return kinet_container_of(c, struct soft_cq, c);
+}
+
+/* Writes a CQE (64 bytes the caller prepared; op_own's owner bit is set
+ * here) at the producer index of a CQ of cnt slots (1: a collapsed CQ) and
+ * advances the index; the caller owns the producer side (its lock, or the
+ * only thread producing). The body first, then the last word
+ * (sop_drop_qpn, wqe_counter, signature, op_own) in one store: a poller of
+ * the owner bit and one of wqe_counter (IBGDA's, on a collapsed CQ) both
+ * see the CQE whole, never a new wqe_counter beside the last CQE's opcode.
+ * The index is stored atomically: WAIT WQEs read it (soft_cq_wait_met). */
+static inline void soft_cq_store(struct soft_cq *cq, uint32_t cnt, const void *cqe)
+{
+	uint64_t idx = cq->pi;
+	__atomic_store_n(&cq->pi, idx + 1, __ATOMIC_RELEASE);
+	uint8_t *dst = cq->c.buf + (idx & (cnt - 1)) * KN_CQE_SIZE;
+	uint64_t last;
+	memcpy(&last, (const uint8_t *)cqe + KN_CQE_SIZE - 8, 8);
+	((uint8_t *)&last)[7] = (uint8_t)((((uint8_t *)&last)[7] & 0xfe) | ((idx / cnt) & 1));
+	memcpy(dst, cqe, KN_CQE_SIZE - 8);
+	__atomic_store_n((uint64_t *)(dst + KN_CQE_SIZE - 8), last, __ATOMIC_RELEASE);
 }
 
 /* The region checks of the NIC against ctx's key table (keytab.h). */
@@ -202,6 +244,13 @@ int soft_cq_reserve(kinet_cq *cq);
 void soft_cq_unreserve(kinet_cq *cq);
 /* soft_cq_push into a promised slot: cannot fail. */
 void soft_cq_push_reserved(kinet_cq *cq, struct kn_cqe64 *cqe);
+/* The CQs a WAIT WQE may name: registered at creation, gone at destroy. */
+void soft_cq_register(kinet_cq *cq);
+void soft_cq_unregister(kinet_cq *cq);
+/* Has the CQ of ctx numbered cqn (kinet_cq.num) written its CQE of index
+ * `index` (24 bits, cyclic: within 2^23 behind its producer)? 1 yes, 0 not
+ * yet, -ENOENT no such CQ in ctx. The index a WAIT WQE names. */
+int soft_cq_wait_met(kinet_ctx *ctx, uint32_t cqn, uint32_t index);
 /* Empties a CQ (all CQEs invalid, indexes 0): a dedicated CQ of a QP reset. */
 void soft_cq_reset(kinet_cq *cq);
 
@@ -230,6 +279,7 @@ struct soft_req {
 	uint64_t swap_mask, compare_mask; /* masked atomics (FA: swap_mask is the
 					     field boundary) */
 	uint8_t atomic_size; /* masked atomics: 4 or 8 bytes */
+	uint32_t wait_index, wait_cqn; /* WAIT: the CQE index (24 bits) and its CQ */
 	uint64_t total;    /* payload bytes */
 	uint8_t async_ok;  /* in: GPU-to-GPU copies may be left in flight (engine) */
 	uint8_t in_flight; /* out: soft_exec_local left a copy in flight */

@@ -68,6 +68,8 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	r->swap_mask = d->swap_mask;
 	r->compare_mask = d->compare_mask;
 	r->atomic_size = d->atomic_size;
+	r->wait_index = d->wait_index;
+	r->wait_cqn = d->wait_cqn;
 	for (uint32_t i = 0; i < d->nseg; i++) {
 		const struct kn_rule_seg *g = &d->seg[i];
 		struct soft_iov *iov = &r->iov[i];

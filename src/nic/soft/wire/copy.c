@@ -42,6 +42,7 @@ struct wire_copier {
 	bool sleeping;                 /* waits on cv (mu) */
 	bool stop;                     /* (mu) */
 	int out;                       /* handed over, not yet accounted (the engine's) */
+	uint64_t forgets;              /* forgets that marked their ops skipped (mu) */
 };
 
 static void *copier_main(void *arg)
@@ -199,9 +200,21 @@ void wire_copy_forget(struct kinet_wire *w)
 	for (struct rdop *op = c->todo; op; op = op->next)
 		if (!op->p)
 			op->skip = true;
+	c->forgets++;
 	while (c->cur && !c->cur->p)
 		pthread_cond_wait(&c->cur_cv, &c->mu); /* a memcpy of at most RD_PIECE bytes */
 	pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t wire_copy_forgets(struct kinet_wire *w)
+{
+	struct wire_copier *c = w->cp;
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	uint64_t n = c->forgets;
+	pthread_mutex_unlock(&c->mu);
+	return n;
 }
 
 void wire_copy_stop(struct kinet_wire *w)

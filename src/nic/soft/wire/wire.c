@@ -486,7 +486,8 @@ int kinet_wire_post(kinet_qp *qp, struct soft_req *r)
 	e->sent = e->got = 0;
 	e->started = false;
 	e->fin = false;
-	e->done = r->opcode == KN_OPCODE_NOP;
+	e->done = r->opcode == KN_OPCODE_NOP || r->opcode == KN_OPCODE_DUMP ||
+		  r->opcode == KN_OPCODE_WAIT; /* held by the engine until met */
 	e->rndv = false;
 	e->nmr = 0;
 	e->eager = 0;

@@ -612,6 +612,9 @@ struct rdop *wire_copy_take(struct kinet_wire *w);
  * copies none of their bytes any more; one it is copying now has landed
  * when this returns */
 void wire_copy_forget(struct kinet_wire *w);
+/* Forgets that have marked what waits for the copy thread as skipped (a
+ * test waits for one before it lets the copy under way finish). */
+uint64_t wire_copy_forgets(struct kinet_wire *w);
 /* Stops the thread: it copies what it was handed first (then wire_rd_reap
  * accounts for those, and wire_copy_free frees it). */
 void wire_copy_stop(struct kinet_wire *w);
