@@ -55,7 +55,12 @@ struct prod {
 	uint64_t rung;       /* producer index last rung (ring_lock) */
 	atomic_int bad;      /* first failure (line) */
 	char why[160];
+	uint64_t fail_at;    /* a thread fails at this index, unpublished (0: none) */
 };
+
+/* Every wait of the producers is bounded, and stops at the first failure of
+ * any thread: a failure is a message, never a hang. */
+#define PROD_WAIT_NS 20000000000ull
 
 static void fail(struct prod *p, int line, const char *what, uint64_t i)
 {
@@ -226,10 +231,16 @@ static int post_fn(int tid, int nt, void *arg)
 		uint64_t i = atomic_fetch_add(&p->resv, 1);
 		if (i >= p->n)
 			break;
+		if (p->fail_at && i == p->fail_at) {
+			/* a producer that dies holding index i: the WQEs after it
+			 * are never published */
+			fail(p, __LINE__, "injected failure", i);
+			return 1;
+		}
 		/* the slot's previous WQE is complete (its CQE consumed) */
 		while (i >= DEPTH && atomic_load(&p->done) <= i - DEPTH) {
 			poll(p);
-			if (atomic_load(&p->bad) || kn_now_ns() - t0 > 20000000000ull) {
+			if (atomic_load(&p->bad) || kn_now_ns() - t0 > PROD_WAIT_NS) {
 				fail(p, __LINE__, "no room in the SQ", i);
 				return 1;
 			}
@@ -238,9 +249,15 @@ static int post_fn(int tid, int nt, void *arg)
 		uint64_t q[8];
 		build(p, i, q);
 		memcpy(p->d->sq + (i & (p->d->sq_wqe_cnt - 1)) * KN_SEND_WQE_BB, q, 64);
-		/* publish in order, ring under the lock */
-		while (atomic_load(&p->ready) != i)
+		/* publish in order, ring under the lock: the thread with the
+		 * index before may have failed, or be stuck */
+		while (atomic_load(&p->ready) != i) {
+			if (atomic_load(&p->bad) || kn_now_ns() - t0 > PROD_WAIT_NS) {
+				fail(p, __LINE__, "the WQEs before this one never published", i);
+				return 1;
+			}
 			sched_yield();
+		}
 		atomic_store(&p->ready, i + 1);
 		pthread_mutex_lock(&p->ring_lock);
 		uint64_t r = atomic_load(&p->ready);
@@ -254,7 +271,7 @@ static int post_fn(int tid, int nt, void *arg)
 	}
 	while (atomic_load(&p->done) < p->n && !atomic_load(&p->bad)) {
 		poll(p);
-		if (kn_now_ns() - t0 > 20000000000ull) {
+		if (kn_now_ns() - t0 > PROD_WAIT_NS) {
 			fail(p, __LINE__, "completions missing", atomic_load(&p->done));
 			return 1;
 		}
@@ -323,6 +340,28 @@ Test(producers, blueflame_then_doorbell_word)
 	if (!last_gpu_wqes)
 		cr_assert_gt(c.bf_wqes, 0);
 	cr_assert_leq(c.bf_wqes + c.bf_mismatch, N);
+}
+
+/* A producer thread that fails with an index reserved and not published
+ * (here: made to, at index 100 of 4 threads): the threads holding the
+ * indexes after it wait for it to publish, and must stop, bounded, on its
+ * failure. The run ends with that failure, promptly. */
+Test(producers, failed_producer_stops_the_others)
+{
+	struct prod p;
+	prod_open(&p, RDMA_CORE, N);
+	p.fail_at = 100;
+	uint64_t t0 = kn_now_ns();
+	int rc = kinet_host_exec(4, post_fn, &p);
+	uint64_t took = kn_now_ns() - t0;
+	cr_assert_neq(rc, 0, "a run with a failed producer passed");
+	cr_assert(strstr(p.why, "injected failure (WQE 100)"), "failure: %s", p.why);
+	cr_assert_lt(took, PROD_WAIT_NS / 2, "the other producers took %llu ms to stop",
+		     (unsigned long long)(took / 1000000));
+	/* WQEs 0 to 99 were published before the failure and may all have
+	 * completed; none after index 100 may */
+	cr_assert_leq(atomic_load(&p.done), 100, "WQEs past the unpublished one completed");
+	prod_close(&p);
 }
 
 Test(producers, doorbell_record_only)
