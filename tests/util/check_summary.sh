@@ -9,6 +9,11 @@
 #
 # usage: check_summary.sh TITLE RUN=FILE...   (RUN: a name for the run, e.g.
 #        plain or asan; FILE: its JUnit file)
+#   RUN.rerun=FILE  the JUnit file of the run again of RUN's failed tests, one
+#        at a time (Makefile: RERUN); absent when none failed. A test that
+#        failed in RUN and passed there counts as passed and is listed by name
+#        under "passed only when run again alone"; one that failed again
+#        counts as failed.
 # Exit status: 0 when every run's file is there and no test failed, else 1.
 #
 # A test is passed (status "run"), failed ("fail", or not run for any reason
@@ -23,16 +28,31 @@ shift
 pass=0 fail=0 skip=0 missing=0
 skipped=$(mktemp)
 failed=$(mktemp)
-trap 'rm -f "$skipped" "$failed"' EXIT
+again=$(mktemp)  # "RUN NAME" of each test that passed when run again
+flaky=$(mktemp)
+trap 'rm -f "$skipped" "$failed" "$again" "$flaky"' EXIT
 for arg in "$@"; do
 	run=${arg%%=*}
 	file=${arg#*=}
+	case $run in *.rerun) ;; *) continue ;; esac
+	[ -s "$file" ] || continue
+	awk -v run="${run%.rerun}" '
+	/<testcase / && match($0, / name="[^"]*"/) { name = substr($0, RSTART + 7, RLENGTH - 8) }
+	/<testcase / && / status="run"/ { print run, name }
+	' "$file" >>"$again"
+done
+for arg in "$@"; do
+	run=${arg%%=*}
+	file=${arg#*=}
+	case $run in *.rerun) continue ;; esac
 	if [ ! -s "$file" ]; then
 		echo "$title: $run: no results ($file is missing: did its ctest run end?)" >&2
 		missing=1
 		continue
 	fi
-	counts=$(awk -v run="$run" -v skipped="$skipped" -v failed="$failed" '
+	counts=$(awk -v run="$run" -v skipped="$skipped" -v failed="$failed" -v again="$again" \
+		-v flaky="$flaky" '
+	BEGIN { while ((getline l < again) > 0) passed_again[l] = 1 }
 	function unxml(s) {
 		gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s); gsub(/&quot;/, "\"", s)
 		gsub(/&apos;/, "\047", s); gsub(/&amp;/, "\\&", s)
@@ -77,6 +97,9 @@ for arg in "$@"; do
 			if (reason == "")
 				reason = last == "" ? "(no output)" : last
 			printf "  %-5s %s: %s\n", run, name, reason >> skipped
+		} else if ((run " " name) in passed_again) {
+			np++
+			printf "  %-5s %s (%s%s)\n", run, name, status, msg == "" ? "" : ": " msg >> flaky
 		} else {
 			nf++
 			printf "  %-5s %s (%s%s)\n", run, name, status, msg == "" ? "" : ": " msg >> failed
@@ -93,12 +116,19 @@ if [ -s "$skipped" ]; then
 	echo "$title: skipped tests, and why:"
 	cat "$skipped"
 fi
+if [ -s "$flaky" ]; then
+	echo "$title: tests that failed, then passed when run again alone (counted as passed;"
+	echo "  the first run's output is above: a race or a timing assumption to mend):"
+	cat "$flaky"
+fi
 if [ -s "$failed" ]; then
 	echo "$title: FAILED tests (their output: ctest --output-on-failure above):"
 	cat "$failed"
 fi
 note=""
 [ "$skip" -gt 0 ] && note=" (skipped: see the list above)"
+nflaky=$(wc -l <"$flaky")
+[ "$nflaky" -gt 0 ] && note="$note ($nflaky passed only when run again: listed above)"
 [ "$missing" -ne 0 ] && note="$note (some runs left no results)"
 echo "$title: $pass passed, $fail failed, $skip skipped$note"
 [ "$fail" -eq 0 ] && [ "$missing" -eq 0 ]
