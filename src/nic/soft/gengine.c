@@ -404,7 +404,7 @@ static void settle(kinet_qp *qp)
 	s->sq_ci = sl->sq_ci;
 	struct soft_cq *cq = soft_cq(qp->scq);
 	pthread_spin_lock(&cq->lock);
-	cq->pi = sl->cq_pi;
+	__atomic_store_n(&cq->pi, sl->cq_pi, __ATOMIC_RELEASE); /* read without the lock (WAIT) */
 	pthread_spin_unlock(&cq->lock);
 	kinet_soft_engine_state(qp, sl->last_ctrl);
 	s->last_db_word[0] = sl->last_db_word[0];
