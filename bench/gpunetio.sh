@@ -16,7 +16,8 @@
 #                 proxy, GPU doorbell, GPU BlueFlame)
 #   EXAMPLES      default "write_lat write_bw put_bw"
 #   GID           the GID index (-l, default 3: kinet-verbs' IPv4-mapped RoCE v2)
-#   ITERS         -i (default 64)
+#   ITERS         -i (default 64; the bandwidth examples' is rounded up to a
+#                 multiple of their CUDA_THREADS_BW, which they require)
 #   OUT           where the examples' output goes (default /tmp/gpunetio-out)
 #   MPS=0         do not start the CUDA MPS daemon
 # exit: 0 every run passed; 1 some run failed (listed); 77 skipped, with the
@@ -78,21 +79,28 @@ bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1)
 echo "### GPUNetIO's examples on kinet-verbs (bench/gpunetio.sh)"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
-echo "- GPUNetIO $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '(not a git checkout)'); server and client on one GPU$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo ', CUDA MPS'); GID index $GID; $ITERS iterations"
+echo "- GPUNetIO $([ -e "$SRC/.git" ] && git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '(not a git checkout)'); server and client on one GPU$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo ', CUDA MPS'); GID index $GID; $ITERS iterations"
 echo
 echo "| example | handler (-p) | result | last line |"
 echo "| --- | ---: | --- | --- |"
 fails=0
+# the bandwidth examples take iterations in multiples of their threads
+bw_threads=$(awk '$1 == "#define" && $2 == "CUDA_THREADS_BW" {print $3}' "$SRC/examples/verbs_common.h")
 for e in $EXAMPLES; do
   bin=$W/examples/gpunetio_verbs_$e/gpunetio_verbs_$e
+  args=(-d kinet0 -g "$bus")
+  # -l (the GID index) where the example takes it (write_bw does not)
+  grep -qs 'getopt(argc, argv, "[^"]*l:' "$SRC/examples/gpunetio_verbs_$e/"*_main.cpp &&
+    args+=(-l "$GID")
+  it=$ITERS
+  case $e in *_bw) [ -n "$bw_threads" ] && it=$(( (ITERS + bw_threads - 1) / bw_threads * bw_threads )) ;; esac
+  args+=(-i "$it")
   for h in $HANDLERS; do
     log=$OUT/${e}_p$h
-    timeout 120 "$KRUN" "$bin" -d kinet0 -g "$bus" -l "$GID" -i "$ITERS" -p "$h" \
-      >"$log.srv" 2>&1 &
+    timeout 120 "$KRUN" "$bin" "${args[@]}" -p "$h" >"$log.srv" 2>&1 &
     srv=$!
     sleep 2
-    timeout 120 "$KRUN" "$bin" -d kinet0 -g "$bus" -l "$GID" -i "$ITERS" -p "$h" \
-      -c 127.0.0.1 >"$log.cli" 2>&1
+    timeout 120 "$KRUN" "$bin" "${args[@]}" -p "$h" -c 127.0.0.1 >"$log.cli" 2>&1
     crc=$?
     wait $srv
     src=$?

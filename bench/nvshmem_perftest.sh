@@ -127,7 +127,7 @@ perf_lines() {
   echo "### kinet-shmem against NVSHMEM: NVSHMEM's perftest (bench/nvshmem_perftest.sh)"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
-  echo "- NVSHMEM: $NVH; sources: $SRC ($(cat "$SRC/.git_tag" 2>/dev/null || git -C "$SRC" describe --tags 2>/dev/null || echo 'tag not recorded'))"
+  echo "- NVSHMEM: $NVH; sources: $SRC ($(cat "$SRC/.git_tag" 2>/dev/null || { [ -e "$SRC/.git" ] && git -C "$SRC" describe --tags 2>/dev/null; } || echo 'tag not recorded'))"
   echo "- 2 PEs, one GPU$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo ', CUDA MPS'), mpirun; kinet: KINET_BOOT_MODE=mpi, KINET_ALLOW_HOST_STAGING=1"
   echo
   echo "| program | test, size | NVSHMEM | kinet | kinet / NVSHMEM |"

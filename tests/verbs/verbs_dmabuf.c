@@ -82,8 +82,8 @@ static struct ibv_mr *reg(uint64_t offset, size_t len, uint64_t iova, int fd, in
 		CHECK(mr, "%s: ibv_reg_dmabuf_mr: %s; the log:\n%s", what, strerror(err), logbuf);
 		return mr;
 	}
-	CHECK(!mr && err == want, "%s: ibv_reg_dmabuf_mr: %s (errno %d), want %s", what,
-	      mr ? "registered" : strerror(err), err, strerror(want));
+	CHECK(!mr && err == want, "%s: ibv_reg_dmabuf_mr: %s (errno %d), want %s; the log:\n%s",
+	      what, mr ? "registered" : strerror(err), err, strerror(want), logbuf);
 	CHECK(strstr(logbuf, "ibv_reg_dmabuf_mr"), "%s: no log line naming ibv_reg_dmabuf_mr",
 	      what);
 	printf("%s: %s: %s, logged: ok\n", who, what, strerror(want));
