@@ -114,6 +114,58 @@ static inline const char *vt_capture_end(FILE *t, char *buf, size_t n)
 	return buf;
 }
 
+/* An RC QP to INIT (port 1, these remote-access flags), then RTR toward a
+ * peer: its QP number, PSN and GID, through source GID index sgid_index. */
+static inline void vt_rc_init_rtr(struct ibv_qp *qp, unsigned access, enum ibv_mtu mtu,
+				  uint32_t dest_qpn, uint32_t rq_psn, const union ibv_gid *dgid,
+				  int sgid_index, uint8_t hop_limit)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+		      0,
+	      "modify to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.sgid_index = (uint8_t)sgid_index;
+	a.ah_attr.grh.hop_limit = hop_limit;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER) == 0,
+	      "modify to RTR toward QP 0x%x", dest_qpn);
+}
+
+/* An RC QP from RTR to RTS, sending from PSN psn. */
+static inline void vt_rc_rts(struct ibv_qp *qp, uint32_t psn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.sq_psn = psn,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.max_rd_atomic = 16,
+	};
+	CHECK(ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
+	      "modify to RTS");
+}
+
 /* The CUDA driver's calls the GPU cases use (libcuda.so.1, loaded at run
  * time: the programs build without CUDA), and GPU 0. */
 struct vt_cuda {

@@ -939,37 +939,10 @@ static void devx_to_verbs(void)
 	union ibv_gid gid;
 	int gi = roce_gid(ctx, &gid);
 	uint32_t psn = (uint32_t)rnd() & 0xffffff;
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						   IBV_ACCESS_REMOTE_ATOMIC};
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_ACCESS_FLAGS), "verbs peer: INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = d.qpn;
-	a.rq_psn = d.psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = d.gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gi;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					     IBV_QP_MIN_RNR_TIMER),
-	      "verbs peer: RTR to the DevX QP 0x%x", d.qpn);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-					     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					     IBV_QP_MAX_QP_RD_ATOMIC), "verbs peer: RTS");
+	vt_rc_init_rtr(qp,
+		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+		       IBV_MTU_1024, d.qpn, d.psn, &d.gid, gi, 64);
+	vt_rc_rts(qp, psn);
 	struct peer_info pv = {qp->qp_num, psn, mr->rkey, (uint64_t)(uintptr_t)buf, gid, {0}};
 	side_connect(&d, &pv);
 	traffic(&d, &pv, buf, NSQ);

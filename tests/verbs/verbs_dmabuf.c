@@ -204,42 +204,9 @@ static void make_side(struct side *s)
 
 static void connect_to(struct side *s, const struct side *peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-	};
-	CHECK(ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0,
-	      "modify to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER) == 0,
-	      "modify to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s->psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	CHECK(ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
-	      "modify to RTS");
+	vt_rc_init_rtr(s->qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, mtu,
+		       peer->qp->qp_num, peer->psn, &gid, 1, 1);
+	vt_rc_rts(s->qp, s->psn);
 }
 
 /* One RDMA operation from s, complete within 10 s. */

@@ -155,33 +155,7 @@ static void make_side(struct side *s, struct ibv_cq *scq, struct ibv_cq *rcq)
  * PSN). */
 static void connect_access(struct side *s, const struct side *peer, unsigned access)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = 1,
-		.qp_access_flags = access,
-	};
-	CHECK(ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
-		      0,
-	      "modify to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER) == 0,
-	      "modify to RTR");
+	vt_rc_init_rtr(s->qp, access, mtu, peer->qp->qp_num, peer->psn, &gid, gid_index, 1);
 }
 
 /* INIT (every remote access), RTR toward the peer. */
@@ -193,18 +167,7 @@ static void connect_to(struct side *s, const struct side *peer)
 
 static void to_rts(struct side *s)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTS,
-		.sq_psn = s->psn,
-		.timeout = 14,
-		.retry_cnt = 7,
-		.rnr_retry = 7,
-		.max_rd_atomic = 16,
-	};
-	CHECK(ibv_modify_qp(s->qp, &a,
-			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
-	      "modify to RTS");
+	vt_rc_rts(s->qp, s->psn);
 }
 
 static void post_send(struct side *s, struct ibv_send_wr *wr, const char *what)
