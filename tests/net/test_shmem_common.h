@@ -104,7 +104,11 @@ static int sh_pe_main(const struct sh_job *j, int pe)
 	unsetenv("BXFI_MAP");
 	setenv("KINET_SHMEM_P2P", j->p2p ? "1" : "0", 1);
 	setenv("FI_TCP_IFACE", "lo", 1);
-	setenv("KINET_NET_TIMEOUT_MS", "2000", 0);
+	/* 2 s, times how loaded the machine is (tu_load_scale: 1 to 4), so that a
+	 * PE's peer that is only slow to be scheduled is not given up */
+	char net_ms[16];
+	snprintf(net_ms, sizeof(net_ms), "%u", 2000u * tu_load_scale());
+	setenv("KINET_NET_TIMEOUT_MS", net_ms, 0);
 	setenv("KINET_TIMEOUT_MS", "20000", 0);
 	setenv("KINET_SHMEM_TIMEOUT_MS", "20000", 0);
 	if (j->qps) {

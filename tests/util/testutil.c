@@ -311,3 +311,20 @@ int tu_sh(const char *fmt, ...)
 		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
 	return rc;
 }
+
+unsigned tu_load_scale(void)
+{
+	double load = 0;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (fscanf(f, "%lf", &load) != 1)
+			load = 0;
+		fclose(f);
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1)
+		cpus = 1;
+	double per = load / (double)cpus;
+	unsigned k = per <= 1.0 ? 1u : (unsigned)per + (per > (unsigned)per ? 1u : 0u);
+	return k > 4u ? 4u : k;
+}

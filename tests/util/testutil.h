@@ -24,6 +24,12 @@ void tu_fill_random(void *buf, size_t n, uint64_t seed);
  * the command printed on stderr when it failed. */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t tu_rand64(uint64_t *state);
+/* How loaded this machine is, as a factor for the tests' bounds on a silent
+ * peer: the 1-minute load average per online CPU, rounded up, from 1 (idle
+ * or no /proc/loadavg) to 4. A bound of "no answer for N ms" that holds on an
+ * idle machine is given N times this where the test sets it, so that a test
+ * run beside others on 2 cores is not failed by its own scheduling. */
+unsigned tu_load_scale(void);
 
 /* A buffer with inaccessible guard pages on both sides: any write outside
  * [ptr, ptr+len) by the NIC faults. */
