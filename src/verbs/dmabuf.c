@@ -129,9 +129,12 @@ int kv_dmabuf_check(const struct kv_dmabuf *d, int fd, uint64_t offset, size_t l
 			 fd);
 		return -EOPNOTSUPP;
 	}
-	if (!names(d->exp_name, "nvidia")) {
+	/* NVIDIA's kernel module names its dma-bufs "nv_dmabuf" (driver 580 on
+	 * an H100, 2026-12-07); "nvidia" is the module's own name */
+	if (!names(d->exp_name, "nvidia") && !names(d->exp_name, "nv_dmabuf")) {
 		KLOG_ERR("kinet-verbs: ibv_reg_dmabuf_mr: fd %d's exporter is \"%s\": the software "
-			 "NIC reaches only GPU memory that CUDA exported (exporter nvidia) "
+			 "NIC reaches only GPU memory that CUDA exported (exporter nv_dmabuf or "
+			 "nvidia) "
 			 "(EOPNOTSUPP)",
 			 fd, d->exp_name);
 		return -EOPNOTSUPP;

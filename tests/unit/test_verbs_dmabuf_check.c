@@ -146,6 +146,10 @@ Test(verbs_dmabuf, gpu_accepted, .init = capture, .fini = release)
 	expect(&d, 0, 1, GPU_BASE + 2 * ALLOC - 1, &fake_cu, 0, "");
 	struct kv_dmabuf upper = buf("NVIDIA", ALLOC);
 	expect(&upper, 0, ALLOC, GPU_BASE, &fake_cu, 0, "");
+	/* the name NVIDIA's driver 580 gives its dma-bufs (seen on an H100) */
+	struct kv_dmabuf nv = buf("nv_dmabuf", ALLOC);
+	expect(&nv, 0, ALLOC, GPU_BASE, &fake_cu, 0, "");
+	expect(&nv, 0, ALLOC, 4096, &fake_cu, -EINVAL, "CUDA");
 	/* without mem_info, both ends must be GPU memory */
 	const struct kinet_cuda_ops kind_only = {.pointer_kind = fake_kind};
 	expect(&d, 0, ALLOC, GPU_BASE, &kind_only, 0, "");
