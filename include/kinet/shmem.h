@@ -203,9 +203,14 @@ int kinet_shmem_team_get_config(kinet_shmem_team team, void *out, size_t len);
 
 /* ---- host-side synchronisation ----------------------------------------------------------- */
 
-/* Barrier of every PE's host thread (collective, the bootstrap's). Device
- * work in flight is not waited for: a kernel's operations complete at its
- * own quiet or barrier. */
+/* Barrier of every PE's host thread (collective): kinet_shmem_barrier on
+ * the world team, so this PE's host-initiated operations are complete
+ * first, and every PE leaves within about one poll of the last arrival (as
+ * NVSHMEM's host barrier does; programs that reset a word after the barrier
+ * that a peer writes right after it rely on that). Kernels in flight are
+ * not waited for: a kernel's operations complete at its own quiet or
+ * barrier. A PE that is gone makes it fail (-ETIMEDOUT after
+ * KINET_SHMEM_TIMEOUT_MS, or the NIC's error), never hang. */
 int kinet_shmem_barrier_all(void);
 
 /* ---- the host executor --------------------------------------------------------------------- */

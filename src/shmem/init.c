@@ -850,5 +850,12 @@ int kinet_shmem_barrier_all(void)
 {
 	if (!shm_g.up)
 		return -EINVAL;
-	return kinet_boot_barrier(shm_g.boot);
+	/* The layer's own barrier on the world (kinet_shmem_barrier: on the
+	 * PE's stream or this thread), not the bootstrap's: every PE leaves it
+	 * within one poll of the last arrival, as NVSHMEM's host barrier does.
+	 * Over the bootstrap the PE that releases the others left tens of
+	 * microseconds first, and NVSHMEM's atomic ping-pong perftest, which
+	 * resets its flag after the barrier while its peer's first atomic is
+	 * already on the way, lost that atomic and hung. */
+	return kinet_shmem_barrier(KINET_SHMEM_TEAM_WORLD);
 }

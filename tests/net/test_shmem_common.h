@@ -69,6 +69,13 @@ SH_FN uint64_t sh_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+SH_FN uint64_t sh_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 SH_FN void sh_sleep_us(unsigned us)
 {
 	struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000L};
