@@ -5,7 +5,9 @@
  *
  * usage: gpu_bench [section...]   sections: floors lat rate bw pingpong post
  *                                 (default: all, in that order), engines (the
- *                                 engine-thread sweep, host and GPU memory)
+ *                                 engine-thread sweep, host and GPU memory),
+ *                                 smfull (which CUDA copies land while a kernel
+ *                                 holds every SM)
  * Prints markdown tables. Every figure comes from CUDA events or the GPU's
  * global timer around many iterations (means); warm-up runs come first.
  */
@@ -857,6 +859,85 @@ static void post(void)
 	printf("\n");
 }
 
+/* ---- copies while every SM is held (section "smfull") ---------------------------- */
+
+static __global__ void hold_sm(volatile int *stop, int *started, long long max_cycles)
+{
+	if (threadIdx.x == 0)
+		atomicAdd(started, 1);
+	long long t0 = clock64();
+	while (!*stop && clock64() - t0 < max_cycles)
+		;
+}
+
+/* Which CUDA copies land while a kernel holds every SM (the CPU engine's
+ * copies must: a GPU-initiated program waits for its CQEs with every SM
+ * busy). Each kind is issued on a stream of its own while the kernel spins,
+ * and waited for up to 1 s; then with one spinning block, as the control. */
+static void smfull(void)
+{
+	printf("#### CUDA copies while a kernel holds SMs (landed within 1 s?)\n\n");
+	int dev = 0, nsm = 0, per = 0;
+	CK(cudaGetDevice(&dev));
+	CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+	CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, hold_sm, 1024, 0));
+	int *flags;
+	CK(cudaHostAlloc((void **)&flags, 64, cudaHostAllocMapped));
+	volatile int *stop = flags, *started = flags + 8;
+	const size_t big = 1u << 20;
+	char *a, *b, *h;
+	CK(cudaMalloc((void **)&a, big));
+	CK(cudaMalloc((void **)&b, big));
+	CK(cudaHostAlloc((void **)&h, big, cudaHostAllocDefault));
+	cudaStream_t ks, cs;
+	CK(cudaStreamCreateWithFlags(&ks, cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+	struct {
+		const char *name;
+		void *dst;
+		const void *src;
+		size_t n;
+		cudaMemcpyKind kind;
+	} c[] = {
+		{"GPU to GPU, 8 B", b, a, 8, cudaMemcpyDeviceToDevice},
+		{"GPU to GPU, 1 MiB", b, a, big, cudaMemcpyDeviceToDevice},
+		{"pinned host to GPU, 8 B", a, h, 8, cudaMemcpyHostToDevice},
+		{"GPU to pinned host, 8 B", h, a, 8, cudaMemcpyDeviceToHost},
+		{"GPU to pinned host, 1 MiB", h, a, big, cudaMemcpyDeviceToHost},
+	};
+	printf("| copy | every SM held (%d blocks of 1024 threads) | one block spinning |\n", nsm * per);
+	printf("| --- | --- | --- |\n");
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *res[2];
+		for (int full = 1; full >= 0; full--) {
+			int blocks = full ? nsm * per : 1;
+			*stop = 0;
+			*started = 0;
+			hold_sm<<<blocks, 1024, 0, ks>>>(stop, (int *)started, 4000000000ll);
+			double t0 = host_now_us();
+			while (*started < blocks && host_now_us() - t0 < 2e6)
+				;
+			CK(cudaMemcpyAsync(c[i].dst, c[i].src, c[i].n, c[i].kind, cs));
+			bool ok = false;
+			t0 = host_now_us();
+			while (!ok && host_now_us() - t0 < 1e6)
+				ok = cudaStreamQuery(cs) == cudaSuccess;
+			res[full] = ok ? "landed" : "**did not land**";
+			*stop = 1;
+			CK(cudaStreamSynchronize(ks));
+			CK(cudaStreamSynchronize(cs));
+		}
+		printf("| %s | %s | %s |\n", c[i].name, res[1], res[0]);
+	}
+	printf("\n");
+	cudaStreamDestroy(ks);
+	cudaStreamDestroy(cs);
+	cudaFree(a);
+	cudaFree(b);
+	cudaFreeHost(h);
+	cudaFreeHost(flags);
+}
+
 int main(int argc, char **argv)
 {
 	/* GPU payloads on the software NIC are staged: allowed (read at the
@@ -889,6 +970,8 @@ int main(int argc, char **argv)
 			pingpong();
 		else if (!strcmp(s, "post"))
 			post();
+		else if (!strcmp(s, "smfull"))
+			smfull();
 		else {
 			fprintf(stderr, "gpu_bench: unknown section %s\n", s);
 			return 1;

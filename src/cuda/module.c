@@ -28,7 +28,21 @@ static pthread_key_t g_key;
 struct cu_thread {
 	cudaStream_t stream; /* one of g_streams */
 	uint8_t *stage;      /* pinned, g_stage bytes */
+	uint8_t *bounce;     /* pinned, CU_BOUNCE bytes: GPU-to-GPU copies (KINET_GPU_COPY_D2D=ce) */
 };
+
+/* GPU-to-GPU copies through pinned host memory (KINET_GPU_COPY_D2D=ce, the
+ * default). A device-to-device CUDA copy runs on an SM: on an H100
+ * (2026-12-07, driver 580) none landed within a second while a kernel held
+ * every SM, where copies to and from pinned host memory, which the copy
+ * engines do alone, landed at once. A GPU-initiated program commonly holds
+ * every SM while it waits for the NIC, so the CPU engine's GPU-to-GPU copies
+ * go to host memory and back, in CU_BOUNCE chunks on the thread's stream:
+ * each chunk's copy out of the bounce buffer is ordered before the next
+ * chunk's copy into it, so one buffer per thread serves copies left in
+ * flight too. */
+#define CU_BOUNCE (1u << 20)
+static int g_d2d_ce = 1;
 
 /* The engine threads' streams: at most CU_STREAMS, shared round-robin. The
  * GPU has a few hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
@@ -47,6 +61,8 @@ static void cu_thread_free(void *p)
 		return;
 	if (t->stage)
 		cudaFreeHost(t->stage);
+	if (t->bounce)
+		cudaFreeHost(t->bounce);
 	free(t);
 }
 
@@ -92,6 +108,27 @@ static struct cu_thread *cu_self(void)
 	return t;
 }
 
+/* dst and src both GPU memory, through t->bounce (above): enqueued on
+ * t->stream, not waited for. */
+static int cu_copy_d2d_ce(struct cu_thread *t, void *dst, const void *src, size_t n)
+{
+	if (!t->bounce &&
+	    cu_err(cudaHostAlloc((void **)&t->bounce, CU_BOUNCE, cudaHostAllocDefault),
+		   "cudaHostAlloc of the GPU-to-GPU bounce buffer"))
+		return -EIO;
+	for (size_t off = 0; off < n; off += CU_BOUNCE) {
+		size_t c = n - off < CU_BOUNCE ? n - off : CU_BOUNCE;
+		cudaError_t e = cudaMemcpyAsync(t->bounce, (const uint8_t *)src + off, c,
+						cudaMemcpyDeviceToHost, t->stream);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync((uint8_t *)dst + off, t->bounce, c,
+					    cudaMemcpyHostToDevice, t->stream);
+		if (cu_err(e, "GPU-to-GPU copy through host memory"))
+			return -EIO;
+	}
+	return 0;
+}
+
 static int cu_copy(void *dst, int dkind, const void *src, int skind, size_t n)
 {
 	struct cu_thread *t = cu_self();
@@ -116,6 +153,11 @@ static int cu_copy(void *dst, int dkind, const void *src, int skind, size_t n)
 		if (e == cudaSuccess)
 			memcpy(dst, t->stage, n);
 		return cu_err(e, "copy from GPU");
+	}
+	if (g_d2d_ce && dkind == KINET_MEM_CUDA && skind == KINET_MEM_CUDA) {
+		if (cu_copy_d2d_ce(t, dst, src, n))
+			return -EIO;
+		return cu_err(cudaStreamSynchronize(t->stream), "GPU-to-GPU copy (wait)");
 	}
 	e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, t->stream);
 	if (e == cudaSuccess)
@@ -162,13 +204,13 @@ static int cu_atomic64(void *addr, int op, uint64_t a, uint64_t b, uint64_t *old
 
 static int cu_copy_async(void *dst, int dkind, const void *src, int skind, size_t n)
 {
-	(void)dkind;
-	(void)skind;
 	struct cu_thread *t = cu_self();
 	if (!t)
 		return -EIO;
 	if (n == 0)
 		return 0;
+	if (g_d2d_ce && dkind == KINET_MEM_CUDA && skind == KINET_MEM_CUDA)
+		return cu_copy_d2d_ce(t, dst, src, n);
 	return cu_err(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, t->stream), "copy (async)");
 }
 
@@ -561,6 +603,7 @@ static void cu_init(void)
 		return;
 	long long s = (long long)KT(GPU_SMALL_COPY);
 	g_small = s > 0 ? (size_t)s : 0;
+	g_d2d_ce = strcmp(KT(GPU_COPY_D2D), "sm") != 0;
 	if (g_small > (1u << 20))
 		g_small = 1u << 20;
 	cu_entry_points();
