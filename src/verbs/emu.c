@@ -2485,11 +2485,14 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 	} else if (type == KINET_PRM_CAP_ATOMIC) {
 		/* what the software NIC executes on RC QPs: compare-and-swap and
 		 * fetch-and-add, plain and masked, of 4 and 8 bytes, on words in
-		 * host byte order (IBV_ATOMIC_HCA); no DC transport */
+		 * host byte order (IBV_ATOMIC_HCA). The DC sizes are the same:
+		 * NVSHMEM's IBGDA requires both of any NIC, RC-only use included,
+		 * and refused this one while atomic_size_dc was 0 (H100,
+		 * 2026-12-07). No DC is offered: the general caps' dct stays 0. */
 		const struct kinet_prm_layout *A = &kinet_prm_query_atomic_cap_out;
 		kinet_prm_set(A, out, "capability.atomic_operations", 0xf);
 		kinet_prm_set(A, out, "capability.atomic_size_qp", 0x4 | 0x8);
-		kinet_prm_set(A, out, "capability.atomic_size_dc", 0);
+		kinet_prm_set(A, out, "capability.atomic_size_dc", 0x4 | 0x8);
 		kinet_prm_set(A, out, "capability.supported_atomic_req_8B_endianness_mode_1", 1);
 		kinet_prm_set(A, out, "capability.atomic_req_8B_endianness_mode", 1);
 	} else if (type == KINET_PRM_CAP_ROCE) {
