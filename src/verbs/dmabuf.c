@@ -134,8 +134,7 @@ int kv_dmabuf_check(const struct kv_dmabuf *d, int fd, uint64_t offset, size_t l
 	if (!names(d->exp_name, "nvidia") && !names(d->exp_name, "nv_dmabuf")) {
 		KLOG_ERR("kinet-verbs: ibv_reg_dmabuf_mr: fd %d's exporter is \"%s\": the software "
 			 "NIC reaches only GPU memory that CUDA exported (exporter nv_dmabuf or "
-			 "nvidia) "
-			 "(EOPNOTSUPP)",
+			 "nvidia) (EOPNOTSUPP)",
 			 fd, d->exp_name);
 		return -EOPNOTSUPP;
 	}

@@ -62,18 +62,16 @@ static int sh_cur_pe = -1;
 		SK(rc_ == 0, "%s = %lld (%s)", #e, rc_, kinet_strerror((int)rc_));         \
 	} while (0)
 
-SH_FN uint64_t sh_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 SH_FN uint64_t sh_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+SH_FN uint64_t sh_ms(void)
+{
+	return sh_us() / 1000u;
 }
 
 SH_FN void sh_sleep_us(unsigned us)

@@ -325,6 +325,10 @@ unsigned tu_load_scale(void)
 	if (cpus < 1)
 		cpus = 1;
 	double per = load / (double)cpus;
-	unsigned k = per <= 1.0 ? 1u : (unsigned)per + (per > (unsigned)per ? 1u : 0u);
-	return k > 4u ? 4u : k;
+	if (per <= 1.0)
+		return 1;
+	unsigned k = (unsigned)per;
+	if ((double)k < per)
+		k++; /* rounded up */
+	return k < 4u ? k : 4u;
 }
