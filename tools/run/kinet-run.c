@@ -2,8 +2,10 @@
 /*
  * kinet-run [--] CMD [ARGS...]: runs CMD with kinet-verbs' libibverbs.so.1
  * and libmlx5.so.1 (lib/kinet/verbs/) first in LD_LIBRARY_PATH, so an
- * unmodified RDMA program finds the kinet devices, and says so once on
- * stderr. Exits as the command does; 127 when the command or the libraries
+ * unmodified RDMA program finds the kinet devices, preloads
+ * libkinet_sysfs.so from the same folder (the devices' sysfs link
+ * /sys/class/infiniband/kinetN/device for topology readers, src/verbs/sysfs.c)
+ * when it is there, and says so once on stderr. Exits as the command does; 127 when the command or the libraries
  * cannot be found, 126 when the command cannot be run, 2 on bad usage.
  */
 #include <errno.h>
@@ -85,8 +87,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kinet-run: LD_LIBRARY_PATH: %s\n", strerror(errno));
 		return 127;
 	}
-	fprintf(stderr, "kinet-run: %s runs on kinet-verbs (LD_LIBRARY_PATH=%s)\n", argv[first],
-		path);
+	char pre[PATH_MAX + 32];
+	snprintf(pre, sizeof(pre), "%s/libkinet_sysfs.so", dir);
+	const char *preload = "";
+	if (access(pre, R_OK) == 0) {
+		const char *op = getenv("LD_PRELOAD");
+		size_t pl = strlen(pre) + (op ? strlen(op) + 1 : 0) + 1;
+		char *p = malloc(pl);
+		if (!p) {
+			fputs("kinet-run: out of memory\n", stderr);
+			return 127;
+		}
+		snprintf(p, pl, "%s%s%s", pre, op && *op ? ":" : "", op && *op ? op : "");
+		if (setenv("LD_PRELOAD", p, 1)) {
+			fprintf(stderr, "kinet-run: LD_PRELOAD: %s\n", strerror(errno));
+			return 127;
+		}
+		free(p);
+		preload = ", LD_PRELOAD=libkinet_sysfs.so";
+	}
+	fprintf(stderr, "kinet-run: %s runs on kinet-verbs (LD_LIBRARY_PATH=%s%s)\n", argv[first],
+		path, preload);
 	free(path);
 	execvp(argv[first], argv + first);
 	int e = errno;
