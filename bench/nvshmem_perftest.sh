@@ -87,6 +87,17 @@ if [ "${MPS:-1}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" = 1 ]; then
   nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
 fi
 
+# After a run: no process of the binary may outlive it. A run that timed
+# out leaves its PEs behind when mpirun is stopped, and they hold the GPU
+# (measured: the next program's CUDA context failed with "device(s) busy or
+# unavailable"). They are killed, and waited for up to 20 s.
+reap() { # binary
+  pkill -9 -f -- "$1" 2>/dev/null || return 0
+  local i
+  for i in $(seq 40); do pgrep -f -- "$1" >/dev/null || return 0; sleep 0.5; done
+  echo "bench/nvshmem_perftest.sh: processes of $1 still there after 20 s" >&2
+}
+
 run_one() { # side prog
   local side=$1 prog=$2 log="$OUT/logs/run-$1-$2.log" args=()
   [ -n "${ITERS:-}" ] && args+=(-n "$ITERS")
@@ -101,6 +112,9 @@ run_one() { # side prog
   fi
   timeout "${RUN_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
     "$OUT/$side/$prog" "${args[@]}" >"$log" 2>&1
+  local rc=$?
+  reap "$OUT/$side/$prog"
+  return $rc
 }
 
 # NVSHMEM's own binary over its IBGDA transport on kinet-verbs (kinet-run),
@@ -116,6 +130,9 @@ run_ibgda() { # prog handler
   [ -n "$MPI_PLUGIN" ] && env+=(-x NVSHMEM_BOOTSTRAP_MPI_PLUGIN="$MPI_PLUGIN")
   timeout "${RUN_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
     "$BUILD/tools/run/kinet-run" "$OUT/nvshmem/$prog" "${args[@]}" >"$log" 2>&1
+  local rc=$?
+  reap "$OUT/nvshmem/$prog"
+  return $rc
 }
 
 # "job___subjob___size__N___var value unit" lines of one log, first PE's
