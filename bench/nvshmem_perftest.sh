@@ -209,9 +209,12 @@ for prog in "${PROGS[@]}"; do
   [ -e "$OUT/logs/build-nvshmem-$prog.failed" ] && continue
   for h in ${IBGDA_HANDLERS:-cpu_host_memory gpu}; do
     if ! run_ibgda "$prog" "$h"; then
-      # the first line NVSHMEM or kinet printed as an error, if any
-      why=$(grep -m1 -iE 'error|fail|skipping|abort' "$OUT/logs/run-ibgda-$h-$prog.log" |
-        tr '|' '/' | cut -c1-140)
+      # the first line NVSHMEM or kinet printed as an error, leaving out
+      # NVSHMEM's warnings (it warns, then falls back, on some steps), with
+      # NVSHMEM's source path cut to the file
+      why=$(grep -v '^WARN' "$OUT/logs/run-ibgda-$h-$prog.log" |
+        grep -m1 -iE 'error|fail|skipping|abort' | sed 's|^/[^ ]*/\([^/ ]*:[0-9]*:\)|\1|' |
+        tr '|' '/' | cut -c1-160)
       echo "| $prog | $h | failed: ${why:-see the log} | | | |" | tee -a "$OUT/table.md"
       continue
     fi
