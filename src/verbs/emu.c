@@ -3191,6 +3191,24 @@ int kinet_mlx5_emu_dev_port(struct ibv_device *dev, struct kinet_verbs_port *out
 	return rc;
 }
 
+int kinet_mlx5_emu_gid_version(const char *name, unsigned port, unsigned index)
+{
+	unsigned n;
+	int end = 0;
+	if (!name || sscanf(name, "kinet%u%n", &n, &end) != 1 || name[end] || port != 1 ||
+	    index >= EMU_HOST_GIDS)
+		return -ENOENT;
+	pthread_mutex_lock(&emu_lock);
+	int rc = -ENOENT;
+	if (cfg.host && host_scan() > 0 && n < (unsigned)cfg.ndev && devs[n].host) {
+		struct ibv_gid_entry e;
+		rc = gid_entry(&devs[n], index, &e);
+		rc = rc == ENODATA ? 0 : rc ? -rc : e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 2 : 1;
+	}
+	pthread_mutex_unlock(&emu_lock);
+	return rc;
+}
+
 static const struct kinet_mlx5_ops emu_ops = {
 	.name = "emulated rdma-core (software NIC)",
 	.get_device_list = emu_get_device_list,

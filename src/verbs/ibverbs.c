@@ -58,6 +58,16 @@ KV_EXPORT const struct kinet_mlx5_ops *kinet_verbs_ops(void)
 
 #define ops kinet_verbs_ops
 
+/* libkinet_sysfs.so's question (src/verbs/sysfs.c): what a kinet device's
+ * /sys/class/infiniband/<name>/ports/<port>/gid_attrs/types/<index> would
+ * say. The RoCE version 1 or 2, 0 for an entry without a GID, -ENOENT for
+ * no such file. */
+KV_EXPORT int kinet_verbs_gid_version(const char *name, unsigned port, unsigned index)
+{
+	(void)ops();
+	return kinet_mlx5_emu_gid_version(name, port, index);
+}
+
 static int refused(const char *verb)
 {
 	KLOG_ERR("kinet-verbs: %s is not supported (EOPNOTSUPP)", verb);

@@ -2,10 +2,16 @@
 # kinet-run's libkinet_sysfs.so (src/verbs/sysfs.c): under kinet-run, the C
 # library's realpath(3), looked up as a dlopen()ed plugin looks it up (the
 # global scope: NVSHMEM's IB transports resolve the device's sysfs link this
-# way), resolves /sys/class/infiniband/kinetN/device to the CPUs' sysfs
-# folder, with and without a caller's buffer; every other path resolves as
+# way), resolves /sys/class/infiniband/kinet0/device to the CPUs' sysfs
+# folder, with and without a caller's buffer, and a device kinet-verbs does
+# not have (kinet99) to ENOENT; every other path resolves as
 # without kinet-run (an existing one to itself, a missing one to ENOENT),
-# and outside kinet-run the kinet link does not exist.
+# and outside kinet-run the kinet link does not exist. A port's
+# gid_attrs/types/I opens (open(2), as NVSHMEM reads it) and says what the
+# kernel would, "IB/RoCE v1" or "RoCE v2", for each GID that ibv_devinfo -v
+# lists under kinet-run (with that GID's RoCE version), empty for an entry
+# without a GID, ENOENT past the table's gid_tbl_len, on another port or
+# device, and for writing EACCES (skipped without ibv_devinfo).
 #   verbs_sysfs.sh KINET_RUN
 set -eu
 if [ -n "${KINET_TEST_SANITIZED:-}" ]; then
@@ -38,10 +44,11 @@ under = sys.argv[1] == 'under'
 cpu = os.path.realpath('/sys/devices/system/cpu')
 bad = []
 for own in (False, True):
-    for p in ('/sys/class/infiniband/kinet0/device', '/sys/class/infiniband/kinet12//device/'):
+    for p in ('/sys/class/infiniband/kinet0/device', '/sys/class/infiniband/kinet0//device/',
+              '/sys/class/infiniband/kinet99/device'):
         got, e = resolve(p, own)
-        want = cpu if under else None
-        if got != want or (not under and e != errno.ENOENT):
+        want = cpu if under and '99' not in p else None
+        if got != want or (want is None and e != errno.ENOENT):
             bad.append('%s (own buffer %s): %r, errno %d; want %r' % (p, own, got, e, want))
     for p, want in (('/tmp/.', os.path.realpath('/tmp')), ('/', '/'),
                     ('/sys/class/infiniband/kinet0/devices', None),
@@ -50,11 +57,57 @@ for own in (False, True):
         got, e = resolve(p, own)
         if got != want or (want is None and e != errno.ENOENT):
             bad.append('%s (own buffer %s): %r, errno %d; want %r' % (p, own, got, e, want))
+gids = {}
+for line in os.environ.get('KINET_TEST_DEVINFO', '').splitlines():
+    line = line.strip()
+    if line.startswith('GID['):
+        i = int(line[4:line.index(']')])
+        gids[i] = 2 if line.endswith('RoCE v2') else 1
+def read_type(path, flags=os.O_RDONLY):
+    try:
+        fd = os.open(path, flags)
+    except OSError as x:
+        return x.errno
+    try:
+        return os.read(fd, 64).decode()
+    finally:
+        os.close(fd)
+base = '/sys/class/infiniband/kinet0/ports/1/gid_attrs/types/'
+if under and gids:
+    tbl = int(os.environ['KINET_TEST_GID_TBL'])
+    for i in list(range(tbl)):
+        want = {1: 'IB/RoCE v1\n', 2: 'RoCE v2\n'}.get(gids.get(i), '')
+        got = read_type(base + str(i))
+        if got != want:
+            bad.append('types/%d: %r, want %r' % (i, got, want))
+    for p, want in ((base + str(tbl), errno.ENOENT),
+                    ('/sys/class/infiniband/kinet0/ports/2/gid_attrs/types/0', errno.ENOENT),
+                    ('/sys/class/infiniband/kinet99/ports/1/gid_attrs/types/0', errno.ENOENT),
+                    (base + '1x', errno.ENOENT), (base + '-1', errno.ENOENT)):
+        got = read_type(p)
+        if got != want:
+            bad.append('%s: %r, want errno %d' % (p, got, want))
+    got = read_type(base + '1', os.O_WRONLY)
+    if got != errno.EACCES:
+        bad.append('types/1 for writing: %r, want EACCES' % (got,))
+elif under:
+    print('verbs_sysfs: no ibv_devinfo (ibverbs-utils): gid_attrs/types not checked')
+elif read_type(base + '1') != errno.ENOENT:
+    bad.append('types/1 exists outside kinet-run')
 if bad:
     sys.exit('verbs_sysfs (%s kinet-run):\n  ' % sys.argv[1] + '\n  '.join(bad))
 print('verbs_sysfs: %s kinet-run: every path resolved as expected' % sys.argv[1])
 PY
 f="${TMPDIR:-/tmp}/kinet-verbs-sysfs-$$.py"
 trap 'rm -f "$f"' EXIT
+if command -v ibv_devinfo >/dev/null 2>&1; then
+	KINET_TEST_DEVINFO=$(timeout 60 "$run" ibv_devinfo -v -d kinet0 2>/dev/null)
+	KINET_TEST_GID_TBL=$(printf '%s\n' "$KINET_TEST_DEVINFO" | sed -n 's/.*gid_tbl_len:[[:space:]]*//p' | head -1)
+	case "$KINET_TEST_DEVINFO" in
+	*"GID[  1]"*) ;;
+	*) echo "verbs_sysfs: ibv_devinfo -v -d kinet0 under kinet-run lists no GID"; exit 1 ;;
+	esac
+	export KINET_TEST_DEVINFO KINET_TEST_GID_TBL
+fi
 timeout 60 "$run" "$py" "$f" under
 timeout 60 "$py" "$f" outside
