@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libkinet_sysfs.so: the one piece of sysfs a kinet-verbs device lacks that
- * unmodified RDMA stacks read. kinet-run preloads it (LD_PRELOAD).
+ * libkinet_sysfs.so: the two sysfs entries of an RDMA device that unmodified
+ * stacks read and a kinet-verbs device lacks, which a software NIC can
+ * answer truthfully. kinet-run preloads it (LD_PRELOAD).
  *
  * rdma-core names a device's sysfs folder (ibv_device.ibdev_path); stacks
  * that place NICs by PCI topology resolve "<that folder>/device" with
@@ -9,9 +10,9 @@
  * at init: "realpath failed", "Failed to get paths for PCI devices"). A
  * kinet device is the software NIC, which runs on the CPUs and has no PCI
  * function, so /sys/class/infiniband/kinetN/device of a device kinet-verbs
- * has resolves here to the CPUs' sysfs folder, /sys/devices/system/cpu: a topology reader then finds
- * the device on no PCI path shared with a GPU (NVSHMEM rates it "SYS" or
- * "NODE"), which is the truth.
+ * has resolves here to the CPUs' sysfs folder, /sys/devices/system/cpu: a
+ * topology reader then finds the device on no PCI path shared with a GPU
+ * (NVSHMEM rates it "SYS" or "NODE"), which is the truth.
  *
  * The RoCE version of a GID, /sys/class/infiniband/kinetN/ports/P/
  * gid_attrs/types/I, is read with open(2) by stacks that pick GIDs or build
@@ -25,8 +26,9 @@
  *
  * Every other path goes to the C library untouched.
  *
- * The library links nothing of kinet: it is loaded into every program
- * kinet-run starts (mpirun included). The sanitizer build has none.
+ * The library links nothing of kinet (it asks kinet-verbs through dlopen):
+ * it is loaded into every program kinet-run starts, mpirun included. The
+ * sanitizer build has none.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -67,13 +69,16 @@ static int gid_version(const char *dev, unsigned port, unsigned index)
 static char *next_realpath(const char *path, char *resolved)
 {
 	static realpath_fn next;
-	if (!next)
-		next = (realpath_fn)dlsym(RTLD_NEXT, "realpath");
-	if (!next) {
-		errno = ENOSYS;
-		return NULL;
+	realpath_fn f = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (realpath_fn)dlsym(RTLD_NEXT, "realpath");
+		if (!f) {
+			errno = ENOSYS;
+			return NULL;
+		}
+		__atomic_store_n(&next, f, __ATOMIC_RELEASE);
 	}
-	return next(path, resolved);
+	return f(path, resolved);
 }
 
 /* Is path /sys/class/infiniband/kinetN/device (slashes repeated or trailing
@@ -189,23 +194,27 @@ static int gid_type_open(const char *dev, unsigned port, unsigned index, int fla
 	return fd;
 }
 
-static int next_open(const char *name, const char *path, int flags, mode_t mode)
-{
-	open_fn next = (open_fn)dlsym(RTLD_NEXT, name);
-	if (!next) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return next(path, flags, mode);
-}
+/* The C library's open functions, looked up once each. */
+enum { KS_OPEN, KS_OPEN64, KS_OPEN_2, KS_OPEN64_2, KS_NOPEN };
+static const char *const ks_open_name[KS_NOPEN] = {"open", "open64", "__open_2", "__open64_2"};
 
-static int ks_open(const char *name, const char *path, int flags, mode_t mode)
+static int ks_open(int which, const char *path, int flags, mode_t mode)
 {
+	static open_fn next[KS_NOPEN];
 	char dev[32];
 	unsigned port, index;
 	if (path && kinet_gid_type_file(path, dev, sizeof(dev), &port, &index))
 		return gid_type_open(dev, port, index, flags);
-	return next_open(name, path, flags, mode);
+	open_fn f = __atomic_load_n(&next[which], __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (open_fn)dlsym(RTLD_NEXT, ks_open_name[which]);
+		if (!f) {
+			errno = ENOSYS;
+			return -1;
+		}
+		__atomic_store_n(&next[which], f, __ATOMIC_RELEASE);
+	}
+	return f(path, flags, mode);
 }
 
 /* the mode argument is there only with O_CREAT or O_TMPFILE */
@@ -223,23 +232,23 @@ KS_EXPORT int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	KS_MODE(flags, mode);
-	return ks_open("open", path, flags, mode);
+	return ks_open(KS_OPEN, path, flags, mode);
 }
 
 KS_EXPORT int open64(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	KS_MODE(flags, mode);
-	return ks_open("open64", path, flags, mode);
+	return ks_open(KS_OPEN64, path, flags, mode);
 }
 
 /* _FORTIFY_SOURCE's entries (glibc): open without a mode */
 KS_EXPORT int __open_2(const char *path, int flags)
 {
-	return ks_open("__open_2", path, flags, 0);
+	return ks_open(KS_OPEN_2, path, flags, 0);
 }
 
 KS_EXPORT int __open64_2(const char *path, int flags)
 {
-	return ks_open("__open64_2", path, flags, 0);
+	return ks_open(KS_OPEN64_2, path, flags, 0);
 }
