@@ -30,11 +30,15 @@
 #   RUN_TIMEOUT   seconds one program may run on one side (default 120)
 #   JOBS          builds side by side (default: the number of CPUs)
 #   IBGDA=0       skip the third run: NVSHMEM itself (the same binaries) over
-#                 its IBGDA transport on kinet-verbs, through kinet-run (P2P
-#                 off so the NIC path is used; the settings docs/stacks.md
-#                 gives), reported in a second table against NVSHMEM's P2P
+#                 its IBGDA transport, and its ibrc transport, on kinet-verbs,
+#                 through kinet-run (P2P off so the NIC path is used; the
+#                 settings docs/stacks.md gives), reported in a second table
+#                 against NVSHMEM's P2P
 #   IBGDA_HANDLERS  NVSHMEM_IBGDA_NIC_HANDLER values to run (default
-#                 "cpu_host_memory gpu": the CPU-assisted mode, then the GPU's)
+#                 "cpu_host_memory gpu ibrc": the CPU-assisted mode, the GPU's,
+#                 and "ibrc", which is not a handler but NVSHMEM's other IB
+#                 transport, RC queues driven by NVSHMEM's CPU proxy thread
+#                 (NVSHMEM_REMOTE_TRANSPORT=ibrc), which needs no DC)
 # A program that does not build against one side, or fails, is reported as
 # such in the table, with its log; the run goes on.
 set -uo pipefail
@@ -118,15 +122,20 @@ run_one() { # side prog
 }
 
 # NVSHMEM's own binary over its IBGDA transport on kinet-verbs (kinet-run),
-# with the NIC handler h: the settings that go furthest (docs/stacks.md)
+# with the NIC handler h: the settings that go furthest (docs/stacks.md);
+# h "ibrc": over its IB RC transport (CPU proxy) instead
 run_ibgda() { # prog handler
   local prog=$1 h=$2 log="$OUT/logs/run-ibgda-$2-$1.log" args=()
   [ -n "${ITERS:-}" ] && args+=(-n "$ITERS")
   local env=(-x NVSHMEM_MACHINE_READABLE_OUTPUT=1 -x OMPI_MCA_btl_vader_single_copy_mechanism=none
-    -x NVSHMEM_BOOTSTRAP=MPI -x NVSHMEM_REMOTE_TRANSPORT=ibgda -x NVSHMEM_IB_ENABLE_IBGDA=1
-    -x NVSHMEM_DISABLE_P2P=1 -x NVSHMEM_HCA_PREFIX=kinet -x NVSHMEM_IB_GID_INDEX=3
-    -x NVSHMEM_IBGDA_NIC_HANDLER="$h" -x NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE=hostmem
-    -x KINET_ALLOW_HOST_STAGING=1)
+    -x NVSHMEM_BOOTSTRAP=MPI -x NVSHMEM_DISABLE_P2P=1 -x NVSHMEM_HCA_PREFIX=kinet
+    -x NVSHMEM_IB_GID_INDEX=3 -x KINET_ALLOW_HOST_STAGING=1)
+  if [ "$h" = ibrc ]; then
+    env+=(-x NVSHMEM_REMOTE_TRANSPORT=ibrc)
+  else
+    env+=(-x NVSHMEM_REMOTE_TRANSPORT=ibgda -x NVSHMEM_IB_ENABLE_IBGDA=1
+      -x NVSHMEM_IBGDA_NIC_HANDLER="$h" -x NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE=hostmem)
+  fi
   [ -n "$MPI_PLUGIN" ] && env+=(-x NVSHMEM_BOOTSTRAP_MPI_PLUGIN="$MPI_PLUGIN")
   timeout "${RUN_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe -np 2 "${env[@]}" \
     "$BUILD/tools/run/kinet-run" "$OUT/nvshmem/$prog" "${args[@]}" >"$log" 2>&1
@@ -192,22 +201,22 @@ echo "Latencies: a ratio above 1 is kinet slower; bandwidths: below 1 is kinet s
 [ "${IBGDA:-1}" = 1 ] || exit 0
 echo
 if [ ! -x "$BUILD/tools/run/kinet-run" ]; then
-  echo "NVSHMEM over IBGDA on kinet-verbs: not run ($BUILD/tools/run/kinet-run not found)" |
+  echo "NVSHMEM over IBGDA and ibrc on kinet-verbs: not run ($BUILD/tools/run/kinet-run not found)" |
     tee -a "$OUT/table.md"
   exit 0
 fi
 {
-  echo "### NVSHMEM over its IBGDA transport on kinet-verbs, against NVSHMEM's P2P"
+  echo "### NVSHMEM over its IB transports on kinet-verbs, against NVSHMEM's P2P"
   echo
-  echo "- the NVSHMEM binaries above, through kinet-run: NVSHMEM_REMOTE_TRANSPORT=ibgda, NVSHMEM_DISABLE_P2P=1, NVSHMEM_HCA_PREFIX=kinet, NVSHMEM_IB_GID_INDEX=3, NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE=hostmem, KINET_ALLOW_HOST_STAGING=1; the NIC handler per row"
+  echo "- the NVSHMEM binaries above, through kinet-run: NVSHMEM_DISABLE_P2P=1, NVSHMEM_HCA_PREFIX=kinet, NVSHMEM_IB_GID_INDEX=3, KINET_ALLOW_HOST_STAGING=1; IBGDA rows: NVSHMEM_REMOTE_TRANSPORT=ibgda, NVSHMEM_IBGDA_FORCE_NIC_BUF_MEMTYPE=hostmem and the NIC handler of the row; ibrc rows: NVSHMEM_REMOTE_TRANSPORT=ibrc (RC queues, NVSHMEM's CPU proxy)"
   echo
-  echo "| program | handler | test, size | NVSHMEM P2P | IBGDA on kinet-verbs | IBGDA / P2P |"
+  echo "| program | IBGDA handler, or ibrc | test, size | NVSHMEM P2P | on kinet-verbs | kinet-verbs / P2P |"
   echo "| --- | --- | --- | ---: | ---: | ---: |"
 } | tee -a "$OUT/table.md"
 for prog in "${PROGS[@]}"; do
   [ -n "$(nvshmem_program_src "$prog")" ] || continue
   [ -e "$OUT/logs/build-nvshmem-$prog.failed" ] && continue
-  for h in ${IBGDA_HANDLERS:-cpu_host_memory gpu}; do
+  for h in ${IBGDA_HANDLERS:-cpu_host_memory gpu ibrc}; do
     if ! run_ibgda "$prog" "$h"; then
       # the first line NVSHMEM or kinet printed as an error, leaving out
       # NVSHMEM's warnings (it warns, then falls back, on some steps), with
