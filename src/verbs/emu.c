@@ -87,7 +87,7 @@ static const char *call_names[] = {
 	"modify_qp",       "destroy_qp",      "mlx5dv_init_obj", "gpu_map",     "gpu_unmap",    "dmabuf_fd",
 	"devx_obj_create", "devx_obj_modify", "devx_obj_destroy", "devx_umem_reg",
 	"devx_umem_reg_dmabuf", "devx_alloc_uar", "devx_general_cmd", "create_wq", "create_flow",
-	"create_qp_ex", "create_rwq_ind_table", "devx_obj_query",
+	"create_qp_ex", "create_rwq_ind_table", "devx_obj_query", "alloc_parent_domain",
 };
 #define NCALLS ((int)(sizeof(call_names) / sizeof(call_names[0])))
 static _Atomic unsigned call_count[NCALLS];
@@ -559,10 +559,62 @@ static struct ibv_pd *emu_alloc_pd(struct ibv_context *ib)
 	return &p->pd;
 }
 
+/* ibv_alloc_parent_domain: a PD's stand-in, which objects are made on as
+ * on the PD itself (the same protection domain). kinet has no thread
+ * domains and allocates its queues itself: a thread domain, or allocators
+ * to call, are refused (EOPNOTSUPP) rather than ignored. */
+static struct ibv_pd *emu_alloc_parent_domain(struct ibv_context *ib,
+					      struct ibv_parent_domain_init_attr *attr)
+{
+	called("alloc_parent_domain");
+	if (!attr || !attr->pd || attr->pd->context != ib) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->td || (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS)) {
+		KLOG_ERR("kinet-verbs: ibv_alloc_parent_domain: %s not supported (EOPNOTSUPP)",
+			 attr->td ? "a thread domain is" : "custom allocators are");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask & ~(uint32_t)IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct emu_pd *base = (struct emu_pd *)attr->pd;
+	if (base->base) /* a parent domain's parent domain stands for its PD */
+		base = base->base;
+	struct emu_pd *p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->pd.context = ib;
+	p->pd.handle = base->pd.handle;
+	p->spd = base->spd;
+	p->base = base;
+	pthread_mutex_lock(&emu_lock);
+	base->children++;
+	pthread_mutex_unlock(&emu_lock);
+	return &p->pd;
+}
+
 static int emu_dealloc_pd(struct ibv_pd *pd)
 {
 	called("dealloc_pd");
 	struct emu_pd *p = (struct emu_pd *)pd;
+	if (p->base) { /* a parent domain: the PD stays */
+		pthread_mutex_lock(&emu_lock);
+		p->base->children--;
+		pthread_mutex_unlock(&emu_lock);
+		free(p);
+		return 0;
+	}
+	pthread_mutex_lock(&emu_lock);
+	unsigned children = p->children;
+	pthread_mutex_unlock(&emu_lock);
+	if (children)
+		return EBUSY; /* parent domains stand for it */
 	if (p->eport) {
 		int rc = kinet_eth_port_close(p->eport);
 		if (rc)
@@ -1323,6 +1375,8 @@ static int emu_init_obj(struct mlx5dv_obj *obj, uint64_t types)
 
 static kinet_eth_port *pd_port(struct emu_pd *p)
 {
+	if (p->base) /* a parent domain: its PD's port */
+		p = p->base;
 	pthread_mutex_lock(&emu_lock);
 	if (!p->eport) {
 		struct kinet_eth_port_attr a;
@@ -3171,6 +3225,7 @@ static void ctx_ops(struct emu_ctx *c)
 	c->vc.query_device_ex = emu_vquery_device_ex;
 	c->vc.create_qp_ex = emu_create_qp_ex; /* ibv_create_qp_ex beyond a PD alone */
 	c->vc.create_cq_ex = emu_create_cq_ex;
+	c->vc.alloc_parent_domain = emu_alloc_parent_domain;
 	emu_data_ops(ib); /* poll_cq, req_notify_cq, post_send, post_recv (data.c) */
 	ib->ops.post_srq_recv = emu_post_srq_recv; /* srq.c */
 	ib->ops.alloc_mw = emu_alloc_mw;

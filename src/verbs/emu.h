@@ -49,6 +49,10 @@ struct emu_pd {
 	kinet_pd *spd;
 	kinet_eth_port *eport; /* raw Ethernet: the software NIC's port (loopback) */
 	struct emu_pd *next;
+	/* a parent domain (ibv_alloc_parent_domain): the PD it stands for, whose
+	 * spd it shares; NULL for a PD. A PD counts its parent domains. */
+	struct emu_pd *base;
+	unsigned children;
 };
 struct emu_mr {
 	struct ibv_mr mr;

@@ -8,8 +8,8 @@
  * RDMA write, write with immediate, read, send, send with immediate, both
  * atomics, inline data, unsignaled work requests, a full send queue, a
  * completion channel, a bad rkey (remote access error, then flushes), a
- * target QP whose qp_access_flags refuse a write, read or atomic, a shared
- * receive queue under two QPs (ibv_create_srq, ibv_post_srq_recv), and
+ * target QP whose qp_access_flags refuse a write, read or atomic, parent
+ * domains (ibv_alloc_parent_domain), a shared receive queue under two QPs (ibv_create_srq, ibv_post_srq_recv), and
  * extended QPs (ibv_create_qp_ex, ibv_qp_to_qp_ex, every ibv_wr_* builder)
  * and extended CQs (ibv_create_cq_ex, read through ibv_start_poll ..
  * ibv_end_poll and the ibv_wc_read_* functions).
@@ -275,6 +275,76 @@ static void test_qp_access(void)
 	qp_access_case(0, false, IBV_WR_RDMA_WRITE);
 	qp_access_case(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, false, IBV_WR_RDMA_WRITE);
 	printf("verbs_rc: a target QP's qp_access_flags ok\n");
+}
+
+/* ibv_alloc_parent_domain (NVSHMEM's IBGDA makes its DC target's SRQ on
+ * one): QPs, MRs, CQs and an SRQ made on a parent domain of the PD move
+ * data as on the PD (a write checked byte for byte, a read refused by the
+ * target's access flags); an MR of the parent domain serves a QP of the PD
+ * (one protection domain); the PD cannot be freed while a parent domain
+ * stands for it (EBUSY); a thread domain or custom allocators are refused
+ * (EOPNOTSUPP), a missing PD is EINVAL. */
+static void test_parent_domain(void)
+{
+	struct ibv_pd *base = pd;
+	struct ibv_parent_domain_init_attr pa = {.pd = base};
+	struct ibv_pd *pd2 = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(pd2, "ibv_alloc_parent_domain: %s", strerror(errno));
+	CHECK(pd2 != base && pd2->context == ctx, "the parent domain is the PD itself");
+	pd = pd2; /* the case makes its QPs and MRs on pd */
+	qp_access_case(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, true, IBV_WR_RDMA_READ);
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq *srq = ibv_create_srq(pd2, &sa);
+	CHECK(srq, "ibv_create_srq on a parent domain: %s", strerror(errno));
+	/* an MR of the parent domain, a QP of the PD: one protection domain */
+	static uint8_t src[4096], dst[4096];
+	fill(src, sizeof(src));
+	memset(dst, 0, sizeof(dst));
+	struct ibv_mr *ms = ibv_reg_mr(pd2, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(ms, "ibv_reg_mr on a parent domain: %s", strerror(errno));
+	pd = base;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 2 * DEPTH, NULL, NULL, 0);
+	CHECK(cq, "ibv_create_cq: %s", strerror(errno));
+	struct side A, B;
+	make_side(&A, cq, cq);
+	make_side(&B, cq, cq);
+	connect_to(&A, &B);
+	connect_to(&B, &A);
+	to_rts(&A);
+	to_rts(&B);
+	struct ibv_mr *md = ibv_reg_mr(pd2, dst, sizeof(dst),
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(md, "ibv_reg_mr on a parent domain: %s", strerror(errno));
+	struct ibv_sge g = {(uintptr_t)src, sizeof(src), ms->lkey};
+	struct ibv_send_wr wr = {.wr_id = 7, .sg_list = &g, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	wr.wr.rdma.remote_addr = (uintptr_t)dst;
+	wr.wr.rdma.rkey = md->rkey;
+	post_send(&A, &wr, "write between a PD's QPs with a parent domain's MRs");
+	struct ibv_wc wc = wait_wc(cq, "write with a parent domain's MRs");
+	expect_wc(&wc, 7, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num,
+		  "write with a parent domain's MRs");
+	CHECK(!memcmp(src, dst, sizeof(src)), "write with a parent domain's MRs: data");
+	CHECK(ibv_destroy_qp(A.qp) == 0 && ibv_destroy_qp(B.qp) == 0, "ibv_destroy_qp");
+	CHECK(ibv_dereg_mr(A.mr) == 0 && ibv_dereg_mr(B.mr) == 0 && ibv_dereg_mr(ms) == 0 &&
+		      ibv_dereg_mr(md) == 0,
+	      "ibv_dereg_mr");
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_srq(srq) == 0, "ibv_destroy_cq, _srq");
+	free(A.buf);
+	free(B.buf);
+	int rc = ibv_dealloc_pd(base);
+	CHECK(rc == EBUSY, "ibv_dealloc_pd of a PD with a parent domain: %d, not EBUSY", rc);
+	CHECK(ibv_dealloc_pd(pd2) == 0, "ibv_dealloc_pd of the parent domain");
+	struct ibv_parent_domain_init_attr bad = {.pd = base,
+						  .comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS};
+	errno = 0;
+	CHECK(!ibv_alloc_parent_domain(ctx, &bad) && errno == EOPNOTSUPP,
+	      "ibv_alloc_parent_domain with allocators: errno %d, not EOPNOTSUPP", errno);
+	struct ibv_parent_domain_init_attr none = {.pd = NULL};
+	errno = 0;
+	CHECK(!ibv_alloc_parent_domain(ctx, &none) && errno == EINVAL,
+	      "ibv_alloc_parent_domain without a PD: errno %d, not EINVAL", errno);
+	printf("verbs_rc: parent domains ok\n");
 }
 
 /* Receives of several scatter entries (rdma-core's test_qp asks for up to
@@ -1571,6 +1641,7 @@ int main(void)
 	test_recv_sge();
 	test_srq();
 	test_qp_access();
+	test_parent_domain();
 
 	/* teardown, in rdma-core's order; a CQ with QPs refuses to go */
 	CHECK(ibv_destroy_cq(cqa) != 0, "a CQ in use was destroyed");
