@@ -217,10 +217,11 @@ static int ks_open(int which, const char *path, int flags, mode_t mode)
 	return f(path, flags, mode);
 }
 
-/* the mode argument is there only with O_CREAT or O_TMPFILE */
+/* the mode argument is there only with O_CREAT or O_TMPFILE (whose bits
+ * include O_DIRECTORY's: all of them, as the C library tests it) */
 #define KS_MODE(flags, mode)                                                                 \
 	do {                                                                                 \
-		if ((flags) & (O_CREAT | O_TMPFILE)) {                                       \
+		if (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE) {             \
 			va_list ap;                                                          \
 			va_start(ap, flags);                                                 \
 			mode = (mode_t)va_arg(ap, int);                                      \

@@ -11,7 +11,8 @@
 # kernel would, "IB/RoCE v1" or "RoCE v2", for each GID that ibv_devinfo -v
 # lists under kinet-run (with that GID's RoCE version), empty for an entry
 # without a GID, ENOENT past the table's gid_tbl_len, on another port or
-# device, and for writing EACCES (skipped without ibv_devinfo).
+# device, and for writing EACCES (skipped without ibv_devinfo). Any other
+# open(2) keeps its flags and its O_CREAT mode.
 #   verbs_sysfs.sh KINET_RUN
 set -eu
 if [ -n "${KINET_TEST_SANITIZED:-}" ]; then
@@ -94,6 +95,22 @@ elif under:
     print('verbs_sysfs: no ibv_devinfo (ibverbs-utils): gid_attrs/types not checked')
 elif read_type(base + '1') != errno.ENOENT:
     bad.append('types/1 exists outside kinet-run')
+# open(2) of anything else keeps its mode argument (O_CREAT) and flags
+import tempfile
+os.umask(0)
+d = tempfile.mkdtemp()
+try:
+    fd = os.open(d + '/created', os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o640)
+    os.close(fd)
+    m = os.stat(d + '/created').st_mode & 0o777
+    if m != 0o640:
+        bad.append('a file made with open(O_CREAT, 0640) has mode %o' % m)
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    os.close(fd)
+finally:
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    os.rmdir(d)
 if bad:
     sys.exit('verbs_sysfs (%s kinet-run):\n  ' % sys.argv[1] + '\n  '.join(bad))
 print('verbs_sysfs: %s kinet-run: every path resolved as expected' % sys.argv[1])
