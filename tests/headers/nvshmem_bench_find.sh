@@ -65,16 +65,30 @@ for p in device/pt-to-pt/dev_prog.cu host/pt-to-pt/stream_prog.cu host/pt-to-pt/
   check "perftest builds $p twice" test "$(grep -c "perftest/$p" "$w/perftest.log")" = 2
   check "perftest's table has $prog's figures" grep -q "^| $prog | size 8 | 1.5 | 1.5 | 1.00x |" "$w/perftest.out"
 done
-# NVSHMEM's binaries again over IBGDA through kinet-run, one row per handler; a failed
-# run says the error it printed
+# NVSHMEM's binaries again over IBGDA through kinet-run, one row per handler, and over
+# ibrc; a failed run says the error it printed
+runs_with() { # prog, then settings that one mpirun line of it through kinet-run has
+  local prog=$1 l
+  shift
+  l=$(grep "build/tools/run/kinet-run .*/nvshmem/$prog" "$w/perftest.log.mpirun") || return 1
+  for v; do printf '%s\n' "$l" | grep -q -- "$v" || return 1; done
+}
+runs_ibrc() { # prog: a line of it with ibrc and without a NIC handler
+  grep "build/tools/run/kinet-run .*/nvshmem/$1" "$w/perftest.log.mpirun" |
+    grep "NVSHMEM_REMOTE_TRANSPORT=ibrc" | grep "NVSHMEM_DISABLE_P2P=1" |
+    grep -qv "NVSHMEM_IBGDA_NIC_HANDLER"
+}
 for prog in dev_prog stream_prog host_prog coll_prog; do
   check "IBGDA table has $prog (cpu_host_memory)" \
     grep -q "^| $prog | cpu_host_memory | size 8 | 1.5 | 1.5 | 1.00x |" "$w/perftest.out"
   check "IBGDA table says $prog (gpu) failed" \
     grep -q "^| $prog | gpu | failed: stand-in IBGDA error: gpu handler |" "$w/perftest.out"
   check "IBGDA runs $prog through kinet-run with the transport set" \
-    grep -q "NVSHMEM_REMOTE_TRANSPORT=ibgda.*NVSHMEM_DISABLE_P2P=1.*build/tools/run/kinet-run .*/nvshmem/$prog" \
-    "$w/perftest.log.mpirun"
+    runs_with "$prog" NVSHMEM_REMOTE_TRANSPORT=ibgda NVSHMEM_DISABLE_P2P=1 \
+    NVSHMEM_IBGDA_NIC_HANDLER=cpu_host_memory
+  check "the table has $prog over ibrc" \
+    grep -q "^| $prog | ibrc | size 8 | 1.5 | 1.5 | 1.00x |" "$w/perftest.out"
+  check "ibrc runs $prog through kinet-run without a NIC handler" runs_ibrc "$prog"
 done
 # an example is not a perftest program; an unknown name is said to be one
 for prog in ex_prog nonesuch; do
