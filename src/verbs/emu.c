@@ -3246,12 +3246,9 @@ int kinet_mlx5_emu_dev_port(struct ibv_device *dev, struct kinet_verbs_port *out
 	return rc;
 }
 
-int kinet_mlx5_emu_gid_version(const char *name, unsigned port, unsigned index)
+int kinet_mlx5_emu_gid_version(unsigned n, unsigned port, unsigned index)
 {
-	unsigned n;
-	int end = 0;
-	if (!name || sscanf(name, "kinet%u%n", &n, &end) != 1 || name[end] || port != 1 ||
-	    index >= EMU_HOST_GIDS)
+	if (port != 1 || index >= EMU_HOST_GIDS)
 		return -ENOENT;
 	pthread_mutex_lock(&emu_lock);
 	int rc = -ENOENT;

@@ -58,14 +58,14 @@ KV_EXPORT const struct kinet_mlx5_ops *kinet_verbs_ops(void)
 
 #define ops kinet_verbs_ops
 
-/* libkinet_sysfs.so's question (src/verbs/sysfs.c): what a kinet device's
- * /sys/class/infiniband/<name>/ports/<port>/gid_attrs/types/<index> would
- * say. The RoCE version 1 or 2, 0 for an entry without a GID, -ENOENT for
- * no such file. */
-KV_EXPORT int kinet_verbs_gid_version(const char *name, unsigned port, unsigned index)
+/* libkinet_sysfs.so's question (src/verbs/sysfs.c): what
+ * /sys/class/infiniband/kinet<dev>/ports/<port>/gid_attrs/types/<index>
+ * would say. The RoCE version 1 or 2, 0 for an entry without a GID, -ENOENT
+ * for no such file. */
+KV_EXPORT int kinet_verbs_gid_version(unsigned dev, unsigned port, unsigned index)
 {
 	(void)ops();
-	return kinet_mlx5_emu_gid_version(name, port, index);
+	return kinet_mlx5_emu_gid_version(dev, port, index);
 }
 
 static int refused(const char *verb)

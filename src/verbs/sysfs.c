@@ -36,7 +36,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,62 +46,93 @@
 #define KS_NIC "/sys/devices/system/cpu"
 
 typedef char *(*realpath_fn)(const char *, char *);
-typedef int (*gid_version_fn)(const char *, unsigned, unsigned);
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*gid_version_fn)(unsigned, unsigned, unsigned);
 
-/* kinet-verbs' answer for a GID entry (kinet_verbs_gid_version): the RoCE
- * version 1 or 2, 0 for an entry without a GID, -ENOENT for no such device,
- * port or entry, also when the libibverbs.so.1 found is not kinet-verbs'.
- * kinet-run put kinet-verbs first in the library path, and a program has
- * loaded it before it asks sysfs about a device. */
-static int gid_version(const char *dev, unsigned port, unsigned index)
+/* The definition of name that follows this library's (the C library's),
+ * looked up once into *slot; NULL with ENOSYS when there is none. */
+static void *next_sym(void **slot, const char *name)
 {
-	void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_LOCAL);
-	gid_version_fn q = h ? (gid_version_fn)dlsym(h, "kinet_verbs_gid_version") : NULL;
-	if (!q) {
-		if (h)
-			dlclose(h);
-		return -ENOENT;
-	}
-	return q(dev, port, index); /* h stays open: the library stays loaded */
-}
-
-static char *next_realpath(const char *path, char *resolved)
-{
-	static realpath_fn next;
-	realpath_fn f = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
+	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!f) {
-		f = (realpath_fn)dlsym(RTLD_NEXT, "realpath");
+		f = dlsym(RTLD_NEXT, name);
 		if (!f) {
 			errno = ENOSYS;
 			return NULL;
 		}
-		__atomic_store_n(&next, f, __ATOMIC_RELEASE);
+		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
 	}
-	return f(path, resolved);
+	return f;
 }
 
-/* Is path /sys/class/infiniband/kinetN/device (slashes repeated or trailing
- * allowed, as realpath allows them)? Fills the device name. */
-static int kinet_device_link(const char *path, char *dev, size_t devlen)
+/* kinet-verbs' answer for a GID entry of device kinet<dev>
+ * (kinet_verbs_gid_version): the RoCE version 1 or 2, 0 for an entry
+ * without a GID, -ENOENT for no such device, port or entry, also when the
+ * libibverbs.so.1 found is not kinet-verbs'. kinet-run put kinet-verbs first
+ * in the library path, and a program has loaded it before it asks sysfs
+ * about a device; it is opened once and stays loaded. */
+static int gid_version(unsigned dev, unsigned port, unsigned index)
 {
-	if (strncmp(path, KS_CLASS, sizeof(KS_CLASS) - 1))
+	static void *q;
+	gid_version_fn f = (gid_version_fn)__atomic_load_n(&q, __ATOMIC_ACQUIRE);
+	if (!f) {
+		void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_LOCAL);
+		f = h ? (gid_version_fn)dlsym(h, "kinet_verbs_gid_version") : NULL;
+		if (!f) {
+			if (h)
+				dlclose(h);
+			return -ENOENT;
+		}
+		if (__atomic_exchange_n(&q, (void *)f, __ATOMIC_ACQ_REL))
+			dlclose(h); /* another thread's handle holds it */
+	}
+	return f(dev, port, index);
+}
+
+/* Moves *p past the literal lit; 0 when *p does not start with it. */
+static int ks_skip(const char **p, const char *lit)
+{
+	size_t n = strlen(lit);
+	if (strncmp(*p, lit, n))
 		return 0;
-	const char *p = path + sizeof(KS_CLASS) - 1;
-	if (*p < '0' || *p > '9')
+	*p += n;
+	return 1;
+}
+
+/* Reads a number of 1 to 9 decimal digits (no sign, no space) at *p and
+ * moves *p past it; 0 when there is none. */
+static int ks_number(const char **p, unsigned *out)
+{
+	const char *s = *p;
+	unsigned v = 0;
+	while (*s >= '0' && *s <= '9' && s - *p < 9)
+		v = v * 10 + (unsigned)(*s++ - '0');
+	if (s == *p || (*s >= '0' && *s <= '9'))
 		return 0;
-	const char *num = p;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p - num > 9)
-		return 0;
-	snprintf(dev, devlen, "kinet%.*s", (int)(p - num), num);
-	if (*p != '/')
+	*out = v;
+	*p = s;
+	return 1;
+}
+
+/* The part of path after /sys/class/infiniband/kinet<dev>, with dev; NULL
+ * when path is not under a kinet device's folder. */
+static const char *kinet_dev(const char *path, unsigned *dev)
+{
+	const char *p = path;
+	return ks_skip(&p, KS_CLASS) && ks_number(&p, dev) ? p : NULL;
+}
+
+/* Is path /sys/class/infiniband/kinet<dev>/device (slashes repeated or
+ * trailing allowed, as realpath allows them)? */
+static int kinet_device_link(const char *path, unsigned *dev)
+{
+	const char *p = kinet_dev(path, dev);
+	if (!p || *p != '/')
 		return 0;
 	while (*p == '/')
 		p++;
-	if (strncmp(p, "device", 6))
+	if (!ks_skip(&p, "device"))
 		return 0;
-	p += 6;
 	while (*p == '/')
 		p++;
 	return *p == 0;
@@ -110,15 +140,19 @@ static int kinet_device_link(const char *path, char *dev, size_t devlen)
 
 KS_EXPORT char *realpath(const char *path, char *resolved)
 {
-	char dev[32];
-	if (!path || !kinet_device_link(path, dev, sizeof(dev)))
-		return next_realpath(path, resolved);
+	static void *next;
+	unsigned dev;
+	if (!path || !kinet_device_link(path, &dev)) {
+		realpath_fn f = (realpath_fn)next_sym(&next, "realpath");
+		return f ? f(path, resolved) : NULL;
+	}
 	if (gid_version(dev, 1, 0) < 0) { /* no such device */
 		errno = ENOENT;
 		return NULL;
 	}
 	char nic[PATH_MAX];
-	if (!next_realpath(KS_NIC, nic))
+	realpath_fn f = (realpath_fn)next_sym(&next, "realpath");
+	if (!f || !f(KS_NIC, nic))
 		return NULL;
 	if (resolved) {
 		memcpy(resolved, nic, strlen(nic) + 1);
@@ -145,31 +179,18 @@ KS_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t resolved
 
 /* ---- gid_attrs/types ---------------------------------------------------------- */
 
-typedef int (*open_fn)(const char *, int, ...);
-
-/* Is path a kinet device's gid_attrs/types/I? Fills the device name, port
- * and index. */
-static int kinet_gid_type_file(const char *path, char *dev, size_t devlen, unsigned *port,
+/* Is path /sys/class/infiniband/kinet<dev>/ports/<port>/gid_attrs/types/
+ * <index>, exactly? */
+static int kinet_gid_type_file(const char *path, unsigned *dev, unsigned *port,
 			       unsigned *index)
 {
-	if (strncmp(path, KS_CLASS, sizeof(KS_CLASS) - 1))
-		return 0;
-	unsigned n;
-	int end = 0;
-	if (sscanf(path + sizeof("/sys/class/infiniband/") - 1,
-		   "kinet%u/ports/%u/gid_attrs/types/%u%n", &n, port, index, &end) != 3 ||
-	    path[sizeof("/sys/class/infiniband/") - 1 + end])
-		return 0;
-	/* digits only where the numbers are (sscanf takes signs and spaces) */
-	for (const char *p = path + sizeof("/sys/class/infiniband/") - 1; *p; p++)
-		if (*p == ' ' || *p == '+' || *p == '-')
-			return 0;
-	snprintf(dev, devlen, "kinet%u", n);
-	return 1;
+	const char *p = kinet_dev(path, dev);
+	return p && ks_skip(&p, "/ports/") && ks_number(&p, port) &&
+	       ks_skip(&p, "/gid_attrs/types/") && ks_number(&p, index) && *p == 0;
 }
 
 /* The file's fd, or -1 with errno. */
-static int gid_type_open(const char *dev, unsigned port, unsigned index, int flags)
+static int gid_type_open(unsigned dev, unsigned port, unsigned index, int flags)
 {
 	if ((flags & O_ACCMODE) != O_RDONLY) {
 		errno = EACCES;
@@ -200,21 +221,12 @@ static const char *const ks_open_name[KS_NOPEN] = {"open", "open64", "__open_2",
 
 static int ks_open(int which, const char *path, int flags, mode_t mode)
 {
-	static open_fn next[KS_NOPEN];
-	char dev[32];
-	unsigned port, index;
-	if (path && kinet_gid_type_file(path, dev, sizeof(dev), &port, &index))
+	static void *next[KS_NOPEN];
+	unsigned dev, port, index;
+	if (path && kinet_gid_type_file(path, &dev, &port, &index))
 		return gid_type_open(dev, port, index, flags);
-	open_fn f = __atomic_load_n(&next[which], __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = (open_fn)dlsym(RTLD_NEXT, ks_open_name[which]);
-		if (!f) {
-			errno = ENOSYS;
-			return -1;
-		}
-		__atomic_store_n(&next[which], f, __ATOMIC_RELEASE);
-	}
-	return f(path, flags, mode);
+	open_fn f = (open_fn)next_sym(&next[which], ks_open_name[which]);
+	return f ? f(path, flags, mode) : -1;
 }
 
 /* the mode argument is there only with O_CREAT or O_TMPFILE (whose bits

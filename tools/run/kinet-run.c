@@ -3,10 +3,11 @@
  * kinet-run [--] CMD [ARGS...]: runs CMD with kinet-verbs' libibverbs.so.1
  * and libmlx5.so.1 (lib/kinet/verbs/) first in LD_LIBRARY_PATH, so an
  * unmodified RDMA program finds the kinet devices, preloads
- * libkinet_sysfs.so from the same folder (the devices' sysfs link
- * /sys/class/infiniband/kinetN/device for topology readers, src/verbs/sysfs.c)
- * when it is there, and says so once on stderr. Exits as the command does; 127 when the command or the libraries
- * cannot be found, 126 when the command cannot be run, 2 on bad usage.
+ * libkinet_sysfs.so from the same folder when it is there (the sysfs
+ * entries of a kinet device that topology readers ask for,
+ * src/verbs/sysfs.c), and says so once on stderr. Exits as the command
+ * does; 127 when the command or the libraries cannot be found, 126 when the
+ * command cannot be run, 2 on bad usage.
  */
 #include <errno.h>
 #include <limits.h>
@@ -55,6 +56,27 @@ static int verbs_dir(char *out, size_t len)
 	return 0;
 }
 
+/* Puts value first in the colon-separated list of environment variable
+ * name. 0, or 127 having said why. */
+static int env_prepend(const char *name, const char *value)
+{
+	const char *old = getenv(name);
+	size_t l = strlen(value) + (old ? strlen(old) + 1 : 0) + 1;
+	char *v = malloc(l);
+	if (!v) {
+		fputs("kinet-run: out of memory\n", stderr);
+		return 127;
+	}
+	snprintf(v, l, "%s%s%s", value, old && *old ? ":" : "", old && *old ? old : "");
+	int rc = setenv(name, v, 1);
+	free(v);
+	if (rc) {
+		fprintf(stderr, "kinet-run: %s: %s\n", name, strerror(errno));
+		return 127;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int first = 1;
@@ -75,40 +97,18 @@ int main(int argc, char **argv)
 			argv[0], strerror(-rc));
 		return 127;
 	}
-	const char *old = getenv("LD_LIBRARY_PATH");
-	size_t l = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
-	char *path = malloc(l);
-	if (!path) {
-		fputs("kinet-run: out of memory\n", stderr);
+	if (env_prepend("LD_LIBRARY_PATH", dir))
 		return 127;
-	}
-	snprintf(path, l, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
-	if (setenv("LD_LIBRARY_PATH", path, 1)) {
-		fprintf(stderr, "kinet-run: LD_LIBRARY_PATH: %s\n", strerror(errno));
-		return 127;
-	}
 	char pre[PATH_MAX + 32];
 	snprintf(pre, sizeof(pre), "%s/libkinet_sysfs.so", dir);
 	const char *preload = "";
 	if (access(pre, R_OK) == 0) {
-		const char *op = getenv("LD_PRELOAD");
-		size_t pl = strlen(pre) + (op ? strlen(op) + 1 : 0) + 1;
-		char *p = malloc(pl);
-		if (!p) {
-			fputs("kinet-run: out of memory\n", stderr);
+		if (env_prepend("LD_PRELOAD", pre))
 			return 127;
-		}
-		snprintf(p, pl, "%s%s%s", pre, op && *op ? ":" : "", op && *op ? op : "");
-		if (setenv("LD_PRELOAD", p, 1)) {
-			fprintf(stderr, "kinet-run: LD_PRELOAD: %s\n", strerror(errno));
-			return 127;
-		}
-		free(p);
 		preload = ", LD_PRELOAD=libkinet_sysfs.so";
 	}
 	fprintf(stderr, "kinet-run: %s runs on kinet-verbs (LD_LIBRARY_PATH=%s%s)\n", argv[first],
-		path, preload);
-	free(path);
+		getenv("LD_LIBRARY_PATH"), preload);
 	execvp(argv[first], argv + first);
 	int e = errno;
 	fprintf(stderr, "kinet-run: %s: %s\n", argv[first], strerror(e));

@@ -191,10 +191,10 @@ const struct kinet_mlx5_ops *kinet_mlx5_emu_ops(void);
 struct kinet_verbs_port;
 int kinet_mlx5_emu_dev_port(struct ibv_device *dev, struct kinet_verbs_port *out);
 /* kinet-verbs' sysfs answer (src/verbs/sysfs.c): the RoCE version, 1 or 2,
- * of GID entry index of host device `name` (kinetN) on port 1; 0 for an
- * entry of the table that holds no GID; -ENOENT for no such device, port
- * or entry. The device list is scanned if it was not yet. */
-int kinet_mlx5_emu_gid_version(const char *name, unsigned port, unsigned index);
+ * of GID entry index of host device kinet<n> on port 1; 0 for an entry of
+ * the table that holds no GID; -ENOENT for no such device, port or entry.
+ * The device list is scanned if it was not yet. */
+int kinet_mlx5_emu_gid_version(unsigned n, unsigned port, unsigned index);
 #define KINET_EMU_GPU_REAL 2
 /* Reads / replaces the emulation's configuration (defaults: 2 RoCE devices,
  * active ports, no GPU or the real one, DevX on). */
