@@ -582,6 +582,7 @@ enum kinet_reason {
 	KINET_REASON_INJECTED = 14,     /* an error injected by kinet_fault_add / KINET_FAULT */
 	KINET_REASON_QP_ACCESS = 15,    /* the target QP does not allow the operation
 					 * (kinet_qp_attr.remote_access, ibv's qp_access_flags) */
+	KINET_REASON_DC_KEY = 16,       /* a DCI presented an access key its DCT does not have */
 	KINET_REASON_FLUSHED = 0xf9,    /* flushed: the QP was in ERR */
 };
 /* "unknown key", "wrong protection domain", ... (never NULL). */

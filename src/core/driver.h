@@ -199,6 +199,8 @@ struct kinet_qp_ctr {
 	_Atomic uint64_t shr[KQ_N];
 };
 
+enum kinet_dc_role { KINET_DC_NONE = 0, KINET_DC_DCI = 1, KINET_DC_DCT = 2 };
+
 struct kinet_qp {
 	kinet_ctx *ctx;
 	kinet_pd *pd;
@@ -226,6 +228,12 @@ struct kinet_qp {
 	kinet_mr *scratch_mr;
 	/* remote end */
 	uint32_t peer_qpn;
+	/* dynamically connected transport (the software NIC's; kinet-verbs):
+	 * a DCI names its target per WQE, a DCT answers any DCI presenting
+	 * dc_key; neither has a peer (nic/soft/dc.h) */
+	uint8_t dc;                /* enum kinet_dc_role */
+	_Atomic bool dc_gone;      /* a DCT being destroyed: found by no DCI */
+	uint64_t dc_key;
 	/* the CPU proxy (kinet_proxy_ring) */
 	uint32_t proxy_seen;
 	uint32_t proxy_bf_off; /* the register its next ring writes */

@@ -95,6 +95,7 @@ const char *kinet_reason_str(int r)
 	case KINET_REASON_BAD_RESPONSE: return "bad response";
 	case KINET_REASON_INJECTED: return "injected fault";
 	case KINET_REASON_QP_ACCESS: return "target QP does not allow the access";
+	case KINET_REASON_DC_KEY: return "DC access key mismatch";
 	case KINET_REASON_FLUSHED: return "flushed (QP in ERR)";
 	default: return "vendor syndrome (not a kinet reason)";
 	}

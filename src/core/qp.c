@@ -321,7 +321,7 @@ int kinet_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remot
 			 kinet_qp_state_str(state));
 		return -EINVAL;
 	}
-	if (state == KINET_QPS_RTR) {
+	if (state == KINET_QPS_RTR && !qp->dc) { /* a DC QP has no remote end */
 		if (!remote || (!remote->local && !remote->wire_addr)) {
 			KLOG_ERR("qp 0x%x: RTR needs the remote end", qp->qpn);
 			return -EINVAL;
@@ -346,7 +346,7 @@ int kinet_qp_modify(kinet_qp *qp, int state, const struct kinet_qp_remote *remot
 	int rc = qp->ctx->ops->qp_modify(qp, from, state, remote);
 	if (rc)
 		return rc;
-	if (state == KINET_QPS_RTR)
+	if (state == KINET_QPS_RTR && !qp->dc)
 		qp->peer_qpn = remote->local ? remote->local->qpn : remote->qpn;
 	if (state == KINET_QPS_RESET) {
 		kinet_qp_forget_peer(qp);

@@ -1033,7 +1033,26 @@ static struct emu_qp *find_dest(const struct emu_dev *self, const struct ibv_ah_
 	return NULL;
 }
 
-/* Attribute masks each transition requires (IB specification, modify QP). */
+/* Attribute masks each transition requires (IB specification, modify QP);
+ * a DC QP's (rdma-core's DCT and DCI): no remote end, a DCT stops at RTR. */
+static int required_mask_dc(int dc, int from, int to)
+{
+	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
+		return IBV_QP_STATE;
+	if (from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+		return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		       (dc == KINET_DC_DCT ? IBV_QP_ACCESS_FLAGS : 0);
+	if (from == IBV_QPS_INIT && to == IBV_QPS_RTR)
+		return IBV_QP_STATE | IBV_QP_PATH_MTU |
+		       (dc == KINET_DC_DCT ? IBV_QP_AV | IBV_QP_MIN_RNR_TIMER : 0);
+	if (dc == KINET_DC_DCI && from == IBV_QPS_RTR && to == IBV_QPS_RTS)
+		return IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	if (dc == KINET_DC_DCI && from == IBV_QPS_RTS && to == IBV_QPS_RTS)
+		return IBV_QP_STATE;
+	return -1;
+}
+
 static int required_mask(int from, int to)
 {
 	if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
@@ -1094,7 +1113,7 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	if (!(mask & IBV_QP_STATE))
 		return modify_fail(q, "IBV_QP_STATE missing");
 	int from = (int)q->qp.state, to = (int)a->qp_state;
-	int need = required_mask(from, to);
+	int need = q->dc ? required_mask_dc(q->dc, from, to) : required_mask(from, to);
 	if (need < 0)
 		return modify_fail(q, "illegal transition");
 	if ((mask & need) != need)
@@ -1123,7 +1142,7 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	int rc0;
 	pthread_mutex_lock(&emu_lock);
 	struct emu_qp *dest = NULL;
-	if (to == IBV_QPS_RTR) {
+	if (to == IBV_QPS_RTR && !q->dc) {
 		const struct ibv_ah_attr *ah = &a->ah_attr;
 		if (q->d->link_layer == IBV_LINK_LAYER_ETHERNET) {
 			struct ibv_gid_entry e;
@@ -1192,7 +1211,7 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 					  (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 					   IBV_ACCESS_REMOTE_ATOMIC)),
 				 __ATOMIC_RELAXED);
-	int rc = kinet_qp_modify(q->sqp, to, to == IBV_QPS_RTR ? &remote : NULL);
+	int rc = kinet_qp_modify(q->sqp, to, to == IBV_QPS_RTR && !q->dc ? &remote : NULL);
 	if (rc) {
 		__atomic_store_n(&q->sqp->attr.remote_access, old_access, __ATOMIC_RELAXED);
 		return -rc;
@@ -1203,7 +1222,7 @@ static int emu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		q->sqp->peer_gen = rinfo.gen;
 		q->sqp->remote_connected = true;
 	}
-	if (q->rv && from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+	if (q->rv && !q->dc && from == IBV_QPS_RESET && to == IBV_QPS_INIT)
 		rv_publish(q);
 	else if (q->rv && to == IBV_QPS_RESET)
 		emu_rv_publish(q->qp.qp_num, NULL, 0, NULL, 0); /* a new generation: not yet */
@@ -1544,6 +1563,77 @@ static struct ibv_qp *emu_create_rc_qp_ex(struct ibv_context *ib, struct ibv_qp_
 		return NULL;
 	}
 	return qp;
+}
+
+/* mlx5dv_create_qp: a DCT, the target side of the dynamically connected
+ * transport (nic/soft/dc.h): a PD, an SRQ whose WQEs take its sends, the
+ * CQ of their completions and the access key DCIs must present. A DCI is
+ * made with DevX (CREATE_QP, st DCI); with no mlx5 attributes the QP is
+ * ibv_create_qp_ex's. */
+static struct ibv_qp *emu_dv_create_qp(struct ibv_context *ib, struct ibv_qp_init_attr_ex *a,
+				       struct mlx5dv_qp_init_attr *dv)
+{
+	called("mlx5dv_create_qp");
+	if (!a)
+		return rc_fail(EINVAL, "mlx5dv_create_qp: no attributes (EINVAL)");
+	if (!dv || dv->comp_mask == 0)
+		return emu_create_qp_ex(ib, a);
+	if (dv->comp_mask != MLX5DV_QP_INIT_ATTR_MASK_DC)
+		return rc_fail(EOPNOTSUPP, "mlx5dv_create_qp: of the mlx5 attributes, only the DC "
+					    "type is supported (no create flags, send ops or DCI "
+					    "streams) (EOPNOTSUPP)");
+	if (dv->dc_init_attr.dc_type != MLX5DV_DCTYPE_DCT)
+		return rc_fail(EOPNOTSUPP, "mlx5dv_create_qp: a DCI is made with DevX (CREATE_QP "
+					    "of st DCI), not here (EOPNOTSUPP)");
+	if (a->qp_type != IBV_QPT_DRIVER || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd ||
+	    a->pd->context != ib || (a->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD))
+		return rc_fail(EINVAL, "mlx5dv_create_qp: a DCT is of type IBV_QPT_DRIVER with a "
+				       "PD of this context and nothing else in comp_mask (EINVAL)");
+	if (!a->srq || a->srq->context != ib || !a->recv_cq || a->recv_cq->context != ib ||
+	    (a->send_cq && a->send_cq->context != ib))
+		return rc_fail(EINVAL, "mlx5dv_create_qp: a DCT needs an SRQ and a receive CQ of "
+				       "this context (EINVAL)");
+	struct emu_pd *p = (struct emu_pd *)a->pd;
+	struct emu_qp *q = calloc(1, sizeof(*q));
+	if (!q)
+		return rc_fail(ENOMEM, "mlx5dv_create_qp: no memory");
+	/* no send queue of its own: the smallest the software NIC makes */
+	struct kinet_qp_attr qa = {
+		.sq_depth = 1,
+		.send_cq = ((struct emu_cq *)a->recv_cq)->scq,
+		.db_mode = KN_DB_GPU,
+		.rnr_retry = 7,
+	};
+	int rc = kinet_qp_create(p->spd, &qa, &q->sqp);
+	if (!rc && (rc = kinet_qp_set_srq(q->sqp, ((struct emu_srq *)a->srq)->s,
+					  ((struct emu_cq *)a->recv_cq)->scq)) == 0)
+		rc = kinet_qp_set_dc(q->sqp, KINET_DC_DCT, dv->dc_init_attr.dct_access_key);
+	if (rc) {
+		if (q->sqp)
+			kinet_qp_destroy(q->sqp);
+		free(q);
+		return rc_fail(-rc, "mlx5dv_create_qp: the software NIC refused the DCT");
+	}
+	q->srq = (struct emu_srq *)a->srq;
+	q->dc = KINET_DC_DCT;
+	q->d = dev_of(ib);
+	q->qp.context = ib;
+	q->qp.qp_context = a->qp_context;
+	q->qp.pd = a->pd;
+	q->qp.send_cq = a->send_cq;
+	q->qp.recv_cq = a->recv_cq;
+	q->qp.srq = a->srq;
+	/* the number DCIs name in their address vectors: the software NIC's,
+	 * which it finds the DCT by */
+	q->qp.qp_num = q->sqp->qpn;
+	q->qp.handle = q->qp.qp_num;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = IBV_QPT_DRIVER;
+	pthread_mutex_lock(&emu_lock);
+	q->next = all_qps;
+	all_qps = q;
+	pthread_mutex_unlock(&emu_lock);
+	return &q->qp;
 }
 
 static int emu_destroy_raw_qp(struct emu_qp *q)
@@ -2542,7 +2632,8 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 		 * host byte order (IBV_ATOMIC_HCA). The DC sizes are the same:
 		 * NVSHMEM's IBGDA requires both of any NIC, RC-only use included,
 		 * and refused this one while atomic_size_dc was 0 (H100,
-		 * 2026-12-07). No DC is offered: the general caps' dct stays 0. */
+		 * 2026-12-07). DC is served within a context (nic/soft/dc.h);
+		 * the general caps' dct bit is not in the layout and stays 0. */
 		const struct kinet_prm_layout *A = &kinet_prm_query_atomic_cap_out;
 		kinet_prm_set(A, out, "capability.atomic_operations", 0xf);
 		kinet_prm_set(A, out, "capability.atomic_size_qp", 0x4 | 0x8);
@@ -2691,8 +2782,10 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 #define Q(name) GET(kinet_prm_create_qp_in, in, name)
 	/* pm_state is not looked at: there is no alternate path to migrate to
 	 * (GPUNetIO leaves it 0 here and sets it in RST2INIT) */
-	if (Q("qpc.st") != KINET_PRM_QPC_ST_RC || !Q("wq_umem_valid") || !Q("qpc.dbr_umem_valid"))
-		return cmd_fail(out, outlen, "CREATE_QP: not an RC QP with umem queues");
+	uint64_t st = Q("qpc.st");
+	if ((st != KINET_PRM_QPC_ST_RC && st != KINET_PRM_QPC_ST_DCI) || !Q("wq_umem_valid") ||
+	    !Q("qpc.dbr_umem_valid"))
+		return cmd_fail(out, outlen, "CREATE_QP: not an RC QP or a DCI with umem queues");
 	uint64_t rq_type = Q("qpc.rq_type");
 	if (rq_type != KINET_PRM_QPC_RQ_REGULAR && rq_type != KINET_PRM_QPC_RQ_ZERO_SIZE &&
 	    rq_type != KINET_PRM_QPC_RQ_SRQ)
@@ -2781,6 +2874,17 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		return cmd_fail(out, outlen, "CREATE_QP: no resources (or no QP number free on "
 					     "the host)");
 	}
+	if (!rc && st == KINET_PRM_QPC_ST_DCI && (rc = kinet_qp_set_dc(q->sqp, KINET_DC_DCI, 0))) {
+		if (q->rv)
+			emu_rv_release(q->sqp->qpn);
+		kinet_qp_destroy(q->sqp);
+		free(q);
+		free(o);
+		umem_unref(uw, ud);
+		uar_unref(uar);
+		return cmd_fail(out, outlen, "CREATE_QP: the software NIC refused the DCI");
+	}
+	q->dc = st == KINET_PRM_QPC_ST_DCI ? KINET_DC_DCI : KINET_DC_NONE;
 	if (srq && (rc = kinet_qp_set_srq(q->sqp, srq->s, srq_cq))) {
 		if (q->rv)
 			emu_rv_release(q->sqp->qpn);
@@ -2996,7 +3100,7 @@ static int emu_devx_obj_modify(struct mlx5dv_devx_obj *o, const void *in, size_t
 				    a.ah_attr.grh.dgid.raw, 16);
 		/* kinet-verbs (cfg.host) finds the peer by GID and QP number
 		 * alone, whatever next hop's MAC the program resolved */
-		if (o->d->link_layer == IBV_LINK_LAYER_ETHERNET && !cfg.host) {
+		if (o->d->link_layer == IBV_LINK_LAYER_ETHERNET && !cfg.host && !o->q->dc) {
 			uint8_t mac[6], want[6];
 			uint64_t hi = P("qpc.primary_address_path.rmac_47_32");
 			uint64_t lo = P("qpc.primary_address_path.rmac_31_0");
@@ -3312,6 +3416,7 @@ static const struct kinet_mlx5_ops emu_ops = {
 	.create_flow = emu_create_flow,
 	.destroy_flow = emu_destroy_flow,
 	.mlx5dv_create_wq = emu_dv_create_wq,
+	.mlx5dv_create_qp = emu_dv_create_qp,
 	.mlx5dv_query_device = emu_dv_query_device,
 	.gpu_count = emu_gpu_count,
 	.dmabuf_supported = emu_dmabuf_supported,

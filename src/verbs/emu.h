@@ -16,6 +16,7 @@
 #include "core/driver.h"
 #include "verbs/host.h"
 #include "nic/soft/srq.h"
+#include "nic/soft/dc.h"
 
 #define EMU_MAXDEV 4
 #define EMU_GIDS 8
@@ -114,6 +115,7 @@ struct emu_qp {
 	bool rv;                 /* qp.qp_num is an entry of the host's rendezvous */
 	struct emu_wrx *wrx;     /* an extended QP: the work requests since wr_start */
 	struct emu_srq *srq;     /* receives through this SRQ (srq.c), no receive queue */
+	uint8_t dc;              /* a DCI (DevX) or DCT (mlx5dv_create_qp): enum kinet_dc_role */
 };
 
 /* Shared receive queues (srq.c). */

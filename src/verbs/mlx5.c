@@ -155,11 +155,13 @@ static void *refused_null(const char *verb)
 	return NULL;
 }
 
+/* A DCT (dynamically connected target); the rest is refused there. */
 KV_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
 					  struct mlx5dv_qp_init_attr *ma)
 {
-	(void)ctx, (void)a, (void)ma;
-	return refused_null("mlx5dv_create_qp");
+	if (!kinet_verbs_ops()->mlx5dv_create_qp)
+		return refused_null("mlx5dv_create_qp");
+	return kinet_verbs_ops()->mlx5dv_create_qp(ctx, a, ma);
 }
 
 KV_EXPORT struct mlx5dv_mkey *mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *a)

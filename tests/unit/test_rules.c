@@ -218,6 +218,69 @@ Test(rules, decode_malformed)
 	cr_assert_eq(d.access, (unsigned)KINET_ACCESS_LOCAL_WRITE);
 }
 
+/* A DCI's WQEs: the address vector (48 bytes, or the compact 16) names the
+ * DCT and the key; the segments after it decode as an RC WQE's; local
+ * operations carry none; a vector cut short is malformed. */
+Test(rules, decode_dci)
+{
+	static uint8_t w[KN_MAX_WQE_BBS * KN_SEND_WQE_BB];
+	struct kn_rule_wqe d;
+	for (int half = 0; half < 2; half++) {
+		uint32_t h = half ? 16 : 48;
+		memset(w, 0, sizeof(w));
+		kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 5, KN_OPCODE_ATOMIC_FA, 0, 0x321,
+				KN_WQE_CTRL_CQ_UPDATE, (uint8_t)(4 + h / 16), 0, 0);
+		kn_store_be64(w + 16, 0x1122334455667788ull);
+		kn_store_be32(w + 24, (half ? 0 : 1u << 31) | 0xabcdeu);
+		kn_store_be64(w + 16 + h, 0x1000);
+		kn_store_be32(w + 24 + h, 0x777);
+		kn_store_be64(w + 32 + h, 0x55);
+		kn_set_data_seg((struct kn_wqe_data_seg *)(w + 48 + h), 8, 0x99, 0x2000);
+		kn_rule_ctrl(w, &d);
+		cr_assert_eq(kn_rule_decode_dci(w, 5, 0x321, &d), 0, "half %d", half);
+		cr_assert_eq(d.dct, 0xabcdeu);
+		cr_assert_eq(d.dc_key, 0x1122334455667788ull);
+		cr_assert_eq(d.raddr, 0x1000u);
+		cr_assert_eq(d.rkey, 0x777u);
+		cr_assert_eq(d.swap_add, 0x55u);
+		cr_assert_eq(d.nseg, 1u);
+		cr_assert_eq(d.seg[0].lkey, 0x99u);
+		cr_assert_eq(d.seg[0].addr, 0x2000u);
+		/* the same bytes as an RC WQE: not an atomic of the right size */
+		kn_rule_ctrl(w, &d);
+		cr_assert_neq(kn_rule_decode(w, 5, 0x321, &d), 0u);
+	}
+	/* a send with inline data after the whole vector */
+	memset(w, 0, sizeof(w));
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 6, KN_OPCODE_SEND, 0, 0x321, 0, 5, 0, 0);
+	kn_store_be32(w + 24, 1u << 31 | 0x100u);
+	kn_store_be32(w + 64, KN_INLINE_SEG | 12);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode_dci(w, 6, 0x321, &d), 0);
+	cr_assert_eq(d.dct, 0x100u);
+	cr_assert_eq(d.nseg, 1u);
+	cr_assert_eq(d.seg[0].inl, 68u, "inline data's offset in the WQE, past the vector");
+	cr_assert_eq(d.seg[0].len, 12u);
+	/* a NOP carries no vector */
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 7, KN_OPCODE_NOP, 0, 0x321, 0, 1, 0, 0);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode_dci(w, 7, 0x321, &d), 0);
+	cr_assert_eq(d.dct, 0u);
+	/* a write whose ds leaves no room for the vector it announces */
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 8, KN_OPCODE_RDMA_WRITE, 0, 0x321, 0, 3, 0,
+			0);
+	kn_store_be32(w + 24, 1u << 31 | 0x100u);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode_dci(w, 8, 0x321, &d),
+		     KN_RULE(KN_SYND_LOCAL_QP_OP_ERR, KINET_REASON_MALFORMED));
+	/* with the compact vector, ds 2 leaves no room for the remote address */
+	kn_set_ctrl_seg((struct kn_wqe_ctrl_seg *)w, 8, KN_OPCODE_RDMA_WRITE, 0, 0x321, 0, 2, 0,
+			0);
+	kn_store_be32(w + 24, 0x100u);
+	kn_rule_ctrl(w, &d);
+	cr_assert_eq(kn_rule_decode_dci(w, 8, 0x321, &d), KN_SYND_LOCAL_QP_OP_ERR);
+}
+
 Test(rules, doorbell_words)
 {
 	uint8_t w[64];

@@ -210,6 +210,7 @@ struct side {
 	/* the commands as GPUNetIO and IBGDA write them on RoCE: no pm_state
 	 * at CREATE_QP, no grh and no port in INIT2RTR */
 	bool lean;
+	bool dci; /* a DC initiator (CREATE_QP of st DCI) */
 	struct ibv_srq *srq;
 	struct ibv_cq *rcq;
 	uint32_t srqn, rcqn;
@@ -378,7 +379,7 @@ static void side_open(struct side *s)
 	uint8_t qin[CMD_BYTES] = {0};
 	memset(out, 0, sizeof(out));
 	prm_set(qin, OPCODE, OP_CREATE_QP);
-	prm_set(qin, QPC_ST, 0x0); /* RC */
+	prm_set(qin, QPC_ST, s->dci ? 0x5 : 0x0); /* DCI or RC */
 	if (!s->lean)
 		prm_set(qin, QPC_PM_STATE, 0x3);
 	prm_set(qin, QPC_PD, s->pdn);
@@ -1289,6 +1290,313 @@ static void two_processes(void)
 	       me.qpn, peer.qpn);
 }
 
+/* ---- the dynamically connected transport, as NVSHMEM's IBGDA makes it --------- */
+
+#define DC_KEY 0x0123456789abcdefull
+
+/* The index of the last DCI WQE posted (its CQE's: WQEs may take two WQEBBs). */
+static uint16_t dc_last;
+
+/* RST2INIT, INIT2RTR, RTR2RTS of a DCI: no remote end. */
+static void dci_connect(struct side *s)
+{
+	uint8_t in[CMD_BYTES], q[CMD_BYTES];
+	memset(in, 0, sizeof(in));
+	prm_set(in, ADS_VHCA_PORT, 1);
+	prm_set(in, ADS_PKEY_INDEX, 0);
+	modify(s, in, OP_RST2INIT, "DCI RST2INIT");
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC_MTU, IBV_MTU_1024);
+	prm_set(in, QPC_LOG_MSG_MAX, 30);
+	modify(s, in, OP_INIT2RTR, "DCI INIT2RTR");
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC_NEXT_SEND_PSN, 0);
+	prm_set(in, ADS_ACK_TIMEOUT, 14);
+	prm_set(in, QPC_RETRY_COUNT, 7);
+	prm_set(in, QPC_RNR_RETRY, 7);
+	prm_set(in, QPC_LOG_SRA_MAX, 4);
+	modify(s, in, OP_RTR2RTS, "DCI RTR2RTS");
+	CHECK(query_qp(s, q) == 3, "QUERY_QP: the DCI is not in RTS");
+}
+
+/* The DCT and what it stands on, as IBGDA makes them: a parent domain of
+ * the PD, an SRQ on it, CQs, an address handle whose mlx5 address vector
+ * the DCIs' WQEs carry. */
+struct dct {
+	struct ibv_pd *pd; /* the parent domain */
+	struct ibv_srq *srq;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct mlx5_wqe_av av; /* dqp_dct and key set as the device code sets them */
+	uint8_t *buf;
+	struct ibv_mr *mr;
+};
+
+static void dct_open(struct side *s, struct dct *t)
+{
+	struct ibv_parent_domain_init_attr pa = {.pd = s->pd};
+	t->pd = ibv_alloc_parent_domain(s->ctx, &pa);
+	CHECK(t->pd, "ibv_alloc_parent_domain: %s", strerror(errno));
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+	t->srq = ibv_create_srq(t->pd, &sa);
+	CHECK(t->srq, "ibv_create_srq on the parent domain: %s", strerror(errno));
+	t->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	t->rcq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	CHECK(t->scq && t->rcq, "ibv_create_cq");
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_DRIVER, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = t->pd,
+		.srq = t->srq, .send_cq = t->scq, .recv_cq = t->rcq,
+		.cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct mlx5dv_qp_init_attr dv = {.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC};
+	dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+	errno = 0;
+	CHECK(!mlx5dv_create_qp(s->ctx, &qa, &dv) && errno == EOPNOTSUPP,
+	      "mlx5dv_create_qp of a DCI: %s, want EOPNOTSUPP (DevX makes DCIs)", strerror(errno));
+	dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
+	dv.dc_init_attr.dct_access_key = DC_KEY;
+	struct ibv_qp_init_attr_ex nosrq = qa;
+	nosrq.srq = NULL;
+	errno = 0;
+	CHECK(!mlx5dv_create_qp(s->ctx, &nosrq, &dv) && errno == EINVAL,
+	      "mlx5dv_create_qp of a DCT without an SRQ: %s, want EINVAL", strerror(errno));
+	t->qp = mlx5dv_create_qp(s->ctx, &qa, &dv);
+	CHECK(t->qp, "mlx5dv_create_qp of a DCT: %s", strerror(errno));
+	CHECK(t->qp->qp_num > 0 && t->qp->qp_num <= 0xffffff, "DCT number 0x%x", t->qp->qp_num);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+				.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC};
+	CHECK(ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				IBV_QP_ACCESS_FLAGS) == 0, "DCT to INIT");
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	aa.grh.dgid = s->gid;
+	aa.grh.sgid_index = (uint8_t)s->gid_index;
+	aa.grh.hop_limit = 255;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.min_rnr_timer = 12;
+	a.ah_attr = aa;
+	CHECK(ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				IBV_QP_MIN_RNR_TIMER) == 0, "DCT to RTR");
+	struct ibv_ah *ah = ibv_create_ah(s->pd, &aa);
+	CHECK(ah, "ibv_create_ah: %s", strerror(errno));
+	struct mlx5dv_ah dah;
+	struct mlx5dv_obj ob = {.ah = {.in = ah, .out = &dah}};
+	CHECK(mlx5dv_init_obj(&ob, MLX5DV_OBJ_AH) == 0 && dah.av, "mlx5dv_init_obj(AH)");
+	memcpy(&t->av, dah.av, sizeof(t->av));
+	CHECK(ibv_destroy_ah(ah) == 0, "ibv_destroy_ah");
+	t->av.dqp_dct = htobe32(1u << 31 | t->qp->qp_num); /* the whole 48-byte vector */
+	t->av.key.dc_key = htobe64(DC_KEY);
+	/* its memory: a region of the PD the parent domain stands for */
+	t->buf = aligned_alloc(4096, BUF);
+	CHECK(t->buf, "memory");
+	t->mr = ibv_reg_mr(s->pd, t->buf, BUF,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(t->mr, "ibv_reg_mr: %s", strerror(errno));
+	CHECK(ibv_dealloc_pd(s->pd) == EBUSY, "ibv_dealloc_pd under a parent domain: not EBUSY");
+}
+
+static void dct_close(struct dct *t)
+{
+	if (t->qp)
+		CHECK(ibv_destroy_qp(t->qp) == 0, "ibv_destroy_qp of the DCT");
+	CHECK(ibv_destroy_srq(t->srq) == 0 && ibv_destroy_cq(t->scq) == 0 &&
+		      ibv_destroy_cq(t->rcq) == 0 && ibv_dealloc_pd(t->pd) == 0 &&
+		      ibv_dereg_mr(t->mr) == 0,
+	      "destroying the DCT's objects");
+	free(t->buf);
+}
+
+/* One DCI WQE: ctrl, the address vector (48 bytes, or the 16-byte compact
+ * form: half), then what an RC WQE has; over two WQEBBs when it needs them. */
+static void post_dc(struct side *s, const struct mlx5_wqe_av *av, bool half, uint8_t opcode,
+		    uint64_t laddr, uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t swap_add,
+		    uint64_t cmp)
+{
+	uint8_t w[128];
+	memset(w, 0, sizeof(w));
+	dc_last = (uint16_t)s->pi;
+	bool atomic = opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA;
+	bool send = opcode == MLX5_OPCODE_SEND;
+	uint32_t avb = half ? 16 : 48, at = 16 + avb;
+	uint8_t ds = (uint8_t)(1 + avb / 16 + (send ? 0 : 1) + (atomic ? 1 : 0) + 1);
+	mlx5dv_set_ctrl_seg((void *)w, (uint16_t)s->pi, opcode, 0, s->qpn,
+			    MLX5_WQE_CTRL_CQ_UPDATE, ds, 0, 0);
+	memcpy(w + 16, av, avb);
+	if (half) /* the compact form: the ext bit clear */
+		((struct mlx5_wqe_av *)(w + 16))->dqp_dct &= htobe32(~(1u << 31));
+	if (!send) {
+		struct mlx5_wqe_raddr_seg *r = (void *)(w + at);
+		r->raddr = htobe64(raddr);
+		r->rkey = htobe32(rkey);
+		at += 16;
+	}
+	if (atomic) {
+		struct mlx5_wqe_atomic_seg *a = (void *)(w + at);
+		a->swap_add = htobe64(swap_add);
+		a->compare = htobe64(cmp);
+		at += 16;
+	}
+	mlx5dv_set_data_seg((void *)(w + at), len, s->mr->lkey, laddr);
+	uint32_t nbb = (ds * 16u + 63) / 64;
+	for (uint32_t i = 0; i < nbb; i++)
+		memcpy(s->sq + ((s->pi + i) & (NSQ - 1)) * 64, w + 64 * i, 64);
+	s->pi += nbb - 1;
+	ring(s, s->sq + ((s->pi - (nbb - 1)) & (NSQ - 1)) * 64);
+}
+
+static void dc_ok(struct side *s, const char *what)
+{
+	uint16_t wc;
+	uint8_t syn;
+	uint8_t op = poll_cqe(s, &wc, &syn);
+	CHECK(op == MLX5_CQE_REQ, "%s: CQE opcode 0x%x (syndrome 0x%x)", what, op, syn);
+	CHECK(wc == dc_last, "%s: wqe_counter %u, want %u", what, wc, dc_last);
+}
+
+static void expect_err(struct side *s, uint8_t want, const char *what)
+{
+	uint16_t wc;
+	uint8_t syn;
+	uint8_t op = poll_cqe(s, &wc, &syn);
+	CHECK(op == MLX5_CQE_REQ_ERR && syn == want, "%s: CQE opcode 0x%x syndrome 0x%x, want an "
+	      "error CQE of syndrome 0x%x", what, op, syn, want);
+}
+
+/* A DCI reaches a DCT of its context: writes, reads, atomics and sends,
+ * with the whole address vector and the compact one, over laps of the
+ * queue; data random and checked byte for byte. A wrong key, a DCT that
+ * does not exist (or was destroyed) are error CQEs, and the DCT's memory
+ * stays as it was. */
+static void dc_mode(void)
+{
+	struct side a;
+	memset(&a, 0, sizeof(a));
+	a.dci = true;
+	side_open(&a);
+	dci_connect(&a);
+	struct dct t;
+	memset(&t, 0, sizeof(t));
+	dct_open(&a, &t);
+	uint8_t *src = a.buf + QTR, *back = a.buf + 2 * QTR;
+	uint64_t tb = (uint64_t)(uintptr_t)t.buf;
+	uint32_t rounds = 3 * NSQ;
+	for (uint32_t round = 0; round < rounds; round++) {
+		bool half = round % 3 == 1;
+		uint32_t len = 1 + (uint32_t)(rnd() % 4096);
+		uint32_t lo = (uint32_t)(rnd() % (QTR - len));
+		uint32_t ro = (uint32_t)(rnd() % (QTR / 2 - len));
+		fill(src + lo, len);
+		post_dc(&a, &t.av, half, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)(src + lo),
+			len, tb + ro, t.mr->rkey, 0, 0);
+		dc_ok(&a, "DC RDMA write");
+		CHECK(!memcmp(t.buf + ro, src + lo, len), "DC write: the DCT's memory differs "
+		      "(round %u, %u bytes)", round, len);
+		fill(t.buf + ro, len);
+		memset(back + lo, 0, len);
+		post_dc(&a, &t.av, half, MLX5_OPCODE_RDMA_READ, (uint64_t)(uintptr_t)(back + lo),
+			len, tb + ro, t.mr->rkey, 0, 0);
+		dc_ok(&a, "DC RDMA read");
+		CHECK(!memcmp(back + lo, t.buf + ro, len), "DC read: data differ (round %u)", round);
+		if (round % 16 == 0) {
+			/* local operations carry no address vector */
+			dc_last = (uint16_t)a.pi;
+			post(&a, OP_DUMP, (uint64_t)(uintptr_t)(back + lo), 1, 0, 0, 0, 0);
+			dc_ok(&a, "DCI DUMP");
+		}
+	}
+	/* atomics on a word of the DCT's memory */
+	uint64_t *word = (uint64_t *)(t.buf + QTR - 64), v = rnd();
+	*word = v;
+	uint64_t *res = (uint64_t *)(a.buf + 3 * QTR);
+	for (int i = 0; i < 32; i++) {
+		uint64_t add = rnd(), swap = rnd();
+		*res = 0;
+		post_dc(&a, &t.av, i & 1, MLX5_OPCODE_ATOMIC_FA, (uint64_t)(uintptr_t)res, 8,
+			(uint64_t)(uintptr_t)word, t.mr->rkey, add, 0);
+		dc_ok(&a, "DC fetch-and-add");
+		CHECK(be64toh(*res) == v, "DC fetch-and-add: old value");
+		v += add;
+		bool hit = rnd() & 1;
+		post_dc(&a, &t.av, i & 1, MLX5_OPCODE_ATOMIC_CS, (uint64_t)(uintptr_t)res, 8,
+			(uint64_t)(uintptr_t)word, t.mr->rkey, swap, hit ? v : ~v);
+		dc_ok(&a, "DC compare-and-swap");
+		CHECK(be64toh(*res) == v, "DC compare-and-swap: old value");
+		if (hit)
+			v = swap;
+		CHECK(*word == v, "DC atomics: the DCT's word 0x%" PRIx64 ", want 0x%" PRIx64,
+		      *word, v);
+	}
+	/* sends into the DCT's SRQ, completed in its receive CQ */
+	uint8_t *rb = t.buf + 2 * QTR;
+	for (uint32_t k = 0; k < 16; k++) {
+		struct ibv_sge g = {.addr = (uintptr_t)(rb + (size_t)k * 4096), .length = 4096,
+				    .lkey = t.mr->lkey};
+		struct ibv_recv_wr w = {.wr_id = 500 + k, .sg_list = &g, .num_sge = 1}, *bad;
+		CHECK(ibv_post_srq_recv(t.srq, &w, &bad) == 0, "ibv_post_srq_recv");
+		uint32_t len = 1 + (uint32_t)(rnd() % 4096);
+		fill(src + (size_t)k * 4096, len);
+		post_dc(&a, &t.av, k & 1, MLX5_OPCODE_SEND, (uint64_t)(uintptr_t)(src + (size_t)k * 4096),
+			len, 0, 0, 0, 0);
+		dc_ok(&a, "DC SEND");
+		struct ibv_wc wc;
+		uint64_t end = now_ns() + 5000000000ull;
+		int got;
+		while ((got = ibv_poll_cq(t.rcq, 1, &wc)) == 0)
+			CHECK(now_ns() < end, "no DCT receive completion %u within 5 s", k);
+		CHECK(got == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 500 + k &&
+			      wc.byte_len == len && wc.qp_num == t.qp->qp_num,
+		      "DCT receive %u: status %s wr_id %" PRIu64 " byte_len %u (sent %u)", k,
+		      ibv_wc_status_str(wc.status), wc.wr_id, wc.byte_len, len);
+		CHECK(!memcmp(rb + (size_t)k * 4096, src + (size_t)k * 4096, len),
+		      "DCT receive %u: data differ", k);
+	}
+	/* a wrong key: an error CQE, the DCT's memory untouched */
+	struct mlx5_wqe_av bad = t.av;
+	bad.key.dc_key = htobe64(DC_KEY ^ 0x40);
+	uint8_t keep[256];
+	memcpy(keep, t.buf, sizeof(keep));
+	fill(src, sizeof(keep));
+	post_dc(&a, &bad, false, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)src, sizeof(keep), tb,
+		t.mr->rkey, 0, 0);
+	expect_err(&a, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "DC write with a wrong key");
+	CHECK(!memcmp(keep, t.buf, sizeof(keep)), "a write with a wrong DC key reached the DCT");
+	uint8_t in[CMD_BYTES], q[CMD_BYTES];
+	CHECK(query_qp(&a, q) == 6, "QUERY_QP: the DCI is not in ERR after an error CQE");
+	memset(in, 0, sizeof(in));
+	modify(&a, in, OP_2RST, "DCI 2RST");
+	/* the send queue starts again at 0; the CQ goes on */
+	a.pi = 0;
+	a.qp_dbr[MLX5_SND_DBR] = 0;
+	dci_connect(&a);
+	/* a DCT number nobody has: retry exceeded, as a DCT that never answers */
+	struct mlx5_wqe_av none = t.av;
+	none.dqp_dct = htobe32(1u << 31 | 0xfffff0);
+	post_dc(&a, &none, false, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)src, 64, tb,
+		t.mr->rkey, 0, 0);
+	expect_err(&a, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, "DC write to no DCT");
+	CHECK(!memcmp(keep, t.buf, sizeof(keep)), "a write to no DCT touched the DCT's memory");
+	/* and the DCT gone: the same */
+	memset(in, 0, sizeof(in));
+	modify(&a, in, OP_2RST, "DCI 2RST");
+	/* the send queue starts again at 0; the CQ goes on */
+	a.pi = 0;
+	a.qp_dbr[MLX5_SND_DBR] = 0;
+	dci_connect(&a);
+	uint32_t dctn = t.qp->qp_num;
+	CHECK(ibv_destroy_qp(t.qp) == 0, "ibv_destroy_qp of the DCT");
+	t.qp = NULL;
+	post_dc(&a, &t.av, false, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)src, 64, tb,
+		t.mr->rkey, 0, 0);
+	expect_err(&a, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, "DC write to a destroyed DCT");
+	CHECK(!memcmp(keep, t.buf, sizeof(keep)), "a write to a destroyed DCT reached its memory");
+	dct_close(&t);
+	side_close(&a);
+	printf("%s: dc: DCI 0x%x to DCT 0x%x: %u writes and reads, 64 atomics, 16 sends; a wrong "
+	       "key and a missing DCT are error CQEs: ok\n", who, a.qpn, dctn, rounds);
+}
+
 /* GPU memory cannot hold DevX queues on the software NIC: refused. */
 static void gpu_umem(struct side *s)
 {
@@ -1334,6 +1642,8 @@ int main(int argc, char **argv)
 		two_processes();
 	else if (argc > 1 && !strcmp(argv[1], "gpu"))
 		gpu_mode();
+	else if (argc > 1 && !strcmp(argv[1], "dc"))
+		dc_mode();
 	else
 		one_process();
 	return 0;

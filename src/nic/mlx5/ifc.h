@@ -40,6 +40,7 @@ enum {
 /* ---- context values ----------------------------------------------------------- */
 enum {
 	KINET_PRM_QPC_ST_RC = 0x0,
+	KINET_PRM_QPC_ST_DCI = 0x5, /* a DC initiator (its WQEs name their DCT) */
 	KINET_PRM_QPC_PM_MIGRATED = 0x3,
 	KINET_PRM_QPC_RQ_REGULAR = 0x0,
 	KINET_PRM_QPC_RQ_SRQ = 0x1,

@@ -217,6 +217,7 @@ static void real_load(void)
 	real.destroy_flow = real_destroy_flow;
 	NEED(m, mlx5dv_init_obj, "mlx5dv_init_obj");
 	MAY(m, mlx5dv_create_wq, "mlx5dv_create_wq");
+	MAY(m, mlx5dv_create_qp, "mlx5dv_create_qp");
 	MAY(m, mlx5dv_query_device, "mlx5dv_query_device");
 	MAY(m, mlx5dv_is_supported, "mlx5dv_is_supported");
 	MAY(m, mlx5dv_open_device, "mlx5dv_open_device");

@@ -95,6 +95,9 @@ struct kinet_mlx5_ops {
 	struct ibv_wq *(*mlx5dv_create_wq)(struct ibv_context *ib, struct ibv_wq_init_attr *attr,
 					   struct mlx5dv_wq_init_attr *dv);
 	int (*mlx5dv_query_device)(struct ibv_context *ib, struct mlx5dv_context *attr);
+	/* libmlx5: a QP with mlx5 attributes (kinet-verbs: a DCT) */
+	struct ibv_qp *(*mlx5dv_create_qp)(struct ibv_context *ib, struct ibv_qp_init_attr_ex *attr,
+					   struct mlx5dv_qp_init_attr *dv);
 
 	/* ---- libmlx5 (direct verbs, DevX) ---- */
 	bool (*mlx5dv_is_supported)(struct ibv_device *dev);

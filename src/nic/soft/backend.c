@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nic/soft/soft.h"
+#include "nic/soft/dc.h"
 #include "nic/soft/wire/wire.h"
 #include "nic/soft/eth_int.h" /* SOFT_ETH_OPS: Ethernet ports */
 
@@ -224,6 +225,47 @@ kinet_qp *soft_qp_lookup(kinet_ctx *c, uint32_t qpn)
 	return qp;
 }
 
+/* ---- dynamically connected transport (dc.h) ----------------------------------------- */
+
+int kinet_qp_set_dc(kinet_qp *qp, int role, uint64_t key)
+{
+	if (!qp || (role != KINET_DC_DCI && role != KINET_DC_DCT))
+		return -EINVAL;
+	if (!qp->ctx->ops || strcmp(qp->ctx->ops->name, "soft") != 0) {
+		KLOG_ERR("qp 0x%x: the DC transport is the software NIC's", qp->qpn);
+		return -EINVAL;
+	}
+	if (atomic_load(&qp->state) != KINET_QPS_RESET || qp->peer_qpn || qp->dc) {
+		KLOG_ERR("qp 0x%x: a DC role is given once, in RESET, before any connect",
+			 qp->qpn);
+		return -EINVAL;
+	}
+	qp->dc_key = role == KINET_DC_DCT ? key : 0;
+	qp->dc = (uint8_t)role;
+	return 0;
+}
+
+kinet_qp *soft_dct_find(kinet_ctx *c, uint32_t dct, uint64_t key, uint32_t *why)
+{
+	struct soft_ctx *ctx = soft_ctx(c);
+	kinet_qp *qp = NULL;
+	*why = KINET_REASON_PEER_GONE;
+	pthread_mutex_lock(&c->lock);
+	if (dct >= 0x100 && dct - 0x100 < ctx->qp_cap)
+		qp = ctx->qp_tab[dct - 0x100];
+	if (!qp || qp->dc != KINET_DC_DCT || atomic_load(&qp->dc_gone)) {
+		qp = NULL;
+	} else if (atomic_load(&qp->state) != KINET_QPS_RTR) {
+		*why = KINET_REASON_QP_NOT_READY;
+		qp = NULL;
+	} else if (qp->dc_key != key) {
+		*why = KINET_REASON_DC_KEY;
+		qp = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return qp;
+}
+
 /* ---- queue pairs ------------------------------------------------------------------- */
 
 static void qp_free_queues(kinet_qp *qp)
@@ -339,7 +381,11 @@ static void soft_qp_detach(kinet_qp *qp)
 		peer_unlink(x);
 		kinet_soft_start_world(xc);
 	}
-	kinet_soft_stop_world(qp->ctx, false);
+	/* a DCT: no DCI of ctx finds it from here on, and none that found it
+	 * is still executing against it (copies in flight included) */
+	if (qp->dc == KINET_DC_DCT)
+		atomic_store(&qp->dc_gone, true);
+	kinet_soft_stop_world(qp->ctx, qp->dc == KINET_DC_DCT);
 	peer_unlink(s);
 	kinet_soft_start_world(qp->ctx);
 	pthread_mutex_unlock(&soft_peer_lock);
@@ -389,7 +435,9 @@ static int soft_qp_modify(kinet_qp *qp, int from, int to, const struct kinet_qp_
 static int soft_qp_modify_state(kinet_qp *qp, int to, const struct kinet_qp_remote *remote)
 {
 	struct soft_qp *s = soft_qp(qp);
-	if (to == KINET_QPS_RTR) {
+	if (to == KINET_QPS_RTR && qp->dc) {
+		kinet_geng_connect(qp, NULL); /* refused: the CPU engine serves it */
+	} else if (to == KINET_QPS_RTR) {
 		if (remote->local) {
 			pthread_mutex_lock(&soft_peer_lock);
 			kinet_soft_stop_world(qp->ctx, false);

@@ -316,6 +316,8 @@ void kinet_geng_connect(kinet_qp *qp, kinet_qp *peer)
 	const char *why = kinet_geng_unavailable();
 	if (why)
 		return refuse(s, why);
+	if (qp->dc)
+		return refuse(s, "a DC QP (its target is named per WQE)");
 	if (!peer)
 		return refuse(s, "the peer is in another process (the wire stays on the CPU)");
 	if (qp->scq->sq_owner != qp || qp->scq == qp->rcq)

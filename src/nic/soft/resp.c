@@ -6,6 +6,7 @@
  */
 #include <string.h>
 #include "nic/soft/soft.h"
+#include "nic/soft/dc.h"
 
 static pthread_mutex_t gpu_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -509,6 +510,23 @@ static int exec_masked(kinet_qp *t, struct soft_req *r)
 int soft_exec_local(kinet_qp *qp, struct soft_req *r)
 {
 	kinet_qp *t = __atomic_load_n(&soft_qp(qp)->peer, __ATOMIC_ACQUIRE);
+	if (qp->dc == KINET_DC_DCI) {
+		/* the target this WQE names (dc.h); local operations need none */
+		uint8_t op = r->opcode;
+		if (op == KN_OPCODE_NOP || op == KN_OPCODE_DUMP || op == KN_OPCODE_WAIT)
+			return 0;
+		uint32_t why;
+		t = soft_dct_find(qp->ctx, r->dct, r->dc_key, &why);
+		if (!t) {
+			KLOG_DBG("dci 0x%x: WQE %u: DCT 0x%x: %s", qp->qpn, r->wqe_idx, r->dct,
+				 kinet_reason_str((int)why));
+			/* a DCT that does not answer: as hardware, whose requests
+			 * go unanswered, after its retries */
+			return why == KINET_REASON_PEER_GONE
+				       ? SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, why)
+				       : SOFT_REASON(KN_SYND_REMOTE_ACCESS_ERR, why);
+		}
+	}
 	if (!t) /* nobody answers */
 		return SOFT_REASON(KN_SYND_TRANSPORT_RETRY_EXC_ERR, KINET_REASON_PEER_GONE);
 	r->in_flight = 0;

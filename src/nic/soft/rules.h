@@ -12,7 +12,8 @@
  *    remote_access flags, ibv's qp_access_flags)?
  *  - kn_rule_decode: the format of a send WQE (ctrl, remote address,
  *    atomic operands, gather list), never trusting a byte; the protection
- *    checks of its local segments are the caller's, against its table.
+ *    checks of its local segments are the caller's, against its table;
+ *    kn_rule_decode_dci: a DCI's, with the address vector naming its DCT.
  *  - kn_rule_db_*: what a doorbell register word names.
  *
  * Pure functions of their arguments (KN_INLINE: host and device code under
@@ -107,6 +108,8 @@ struct kn_rule_wqe {
 	uint64_t swap_add, compare, swap_mask, compare_mask;
 	unsigned access;  /* what the local segments need (0: the NIC reads them) */
 	uint32_t wait_index, wait_cqn; /* WAIT: the CQE index (24 bits) and its CQ */
+	uint32_t dct;     /* a DCI's remote operation: the DCT its address vector names */
+	uint64_t dc_key;  /* and the access key it presents (host order) */
 	uint32_t nseg;    /* segments decoded before the result (all, on success) */
 	uint64_t total;   /* their bytes */
 	struct kn_rule_seg seg[KN_RULE_MAX_SGE];
@@ -130,6 +133,8 @@ KN_INLINE void kn_rule_ctrl(const uint8_t *wqe, struct kn_rule_wqe *d)
 	d->rkey = 0;
 	d->swap_add = d->compare = d->swap_mask = d->compare_mask = 0;
 	d->wait_index = d->wait_cqn = 0;
+	d->dct = 0;
+	d->dc_key = 0;
 }
 
 /* Gather list from off to end. */
@@ -170,8 +175,10 @@ KN_INLINE uint32_t kn_rule_gather(const uint8_t *wqe, struct kn_rule_wqe *d, uin
 
 /* Masked atomics: ctrl (opmod: the operand size), remote address, operands
  * (16 bytes; 32 for the 8-byte masked compare-and-swap), one data segment
- * of `size` bytes for the old value. */
-KN_INLINE uint32_t kn_rule_masked(const uint8_t *wqe, struct kn_rule_wqe *d, uint32_t end)
+ * of `size` bytes for the old value; h: the bytes of an address vector
+ * between ctrl and the rest (a DCI's), 0 otherwise. */
+KN_INLINE uint32_t kn_rule_masked(const uint8_t *wqe, struct kn_rule_wqe *d, uint32_t h,
+				  uint32_t end)
 {
 	uint8_t opmod = kn_wqe_opmod_of((const struct kn_wqe_ctrl_seg *)wqe);
 	uint32_t size = opmod == KN_OPMOD_EXT_ATOMIC_4 ? 4 : opmod == KN_OPMOD_EXT_ATOMIC_8 ? 8 : 0;
@@ -179,11 +186,11 @@ KN_INLINE uint32_t kn_rule_masked(const uint8_t *wqe, struct kn_rule_wqe *d, uin
 		return KN_SYND_LOCAL_QP_OP_ERR;
 	int cs = d->opcode == KN_OPCODE_ATOMIC_MASKED_CS;
 	uint32_t ops = cs && size == 8 ? 32 : 16;
-	if (end != 32 + ops + 16)
+	if (end != h + 32 + ops + 16)
 		return KN_SYND_LOCAL_QP_OP_ERR;
-	const uint8_t *o = wqe + 32;
-	d->raddr = kn_load_be64(wqe + 16);
-	d->rkey = kn_load_be32(wqe + 24);
+	const uint8_t *o = wqe + h + 32;
+	d->raddr = kn_load_be64(wqe + h + 16);
+	d->rkey = kn_load_be32(wqe + h + 24);
 	d->atomic_size = (uint8_t)size;
 	if (cs && size == 8) {
 		d->swap_add = kn_load_be64(o);
@@ -204,80 +211,13 @@ KN_INLINE uint32_t kn_rule_masked(const uint8_t *wqe, struct kn_rule_wqe *d, uin
 		d->swap_mask = kn_load_be32(o + 4);
 		d->compare = d->compare_mask = 0;
 	}
-	uint32_t bc = kn_load_be32(wqe + 32 + ops);
+	uint32_t bc = kn_load_be32(wqe + h + 32 + ops);
 	if (bc & KN_INLINE_SEG)
 		return KN_SYND_LOCAL_QP_OP_ERR;
 	if (bc != size)
 		return KN_RULE(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
 	d->access = KINET_ACCESS_LOCAL_WRITE;
-	return kn_rule_gather(wqe, d, 32 + ops, end, 0);
-}
-
-/* Decodes the whole WQE (nbb WQEBBs, contiguous at wqe) that the consumer
- * index ci of QP qpn names; kn_rule_ctrl ran first. Returns 0, or a result
- * for an error CQE that stands only once the local segments 0 .. nseg - 1
- * passed their checks (a NIC checks them in order: the first failure is
- * the one reported). */
-KN_INLINE uint32_t kn_rule_decode(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
-				  struct kn_rule_wqe *d)
-{
-	const struct kn_wqe_ctrl_seg *c = (const struct kn_wqe_ctrl_seg *)wqe;
-	if (d->ds == 0 || d->wqe_idx != ci || (kn_be32toh(c->qpn_ds) >> 8) != qpn)
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	uint32_t end = d->ds * 16;
-	switch (d->opcode) {
-	case KN_OPCODE_NOP:
-		return 0;
-	case KN_OPCODE_DUMP:
-		/* local buffers only, read and discarded: their keys are checked */
-		return kn_rule_gather(wqe, d, 16, end, 0);
-	case KN_OPCODE_RDMA_WRITE:
-	case KN_OPCODE_RDMA_WRITE_IMM:
-	case KN_OPCODE_RDMA_READ:
-		if (end < 32)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		d->raddr = kn_load_be64(wqe + 16);
-		d->rkey = kn_load_be32(wqe + 24);
-		if (d->opcode == KN_OPCODE_RDMA_READ) {
-			d->access = KINET_ACCESS_LOCAL_WRITE;
-			return kn_rule_gather(wqe, d, 32, end, 0);
-		}
-		return kn_rule_gather(wqe, d, 32, end, 1);
-	case KN_OPCODE_SEND:
-	case KN_OPCODE_SEND_IMM:
-		return kn_rule_gather(wqe, d, 16, end, 1);
-	case KN_OPCODE_ATOMIC_CS:
-	case KN_OPCODE_ATOMIC_FA: {
-		if (end != 64)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		d->raddr = kn_load_be64(wqe + 16);
-		d->rkey = kn_load_be32(wqe + 24);
-		d->swap_add = kn_load_be64(wqe + 32);
-		d->compare = kn_load_be64(wqe + 40);
-		uint32_t bc = kn_load_be32(wqe + 48);
-		if (bc & KN_INLINE_SEG)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		if (bc != 8)
-			return KN_RULE(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
-		d->access = KINET_ACCESS_LOCAL_WRITE;
-		return kn_rule_gather(wqe, d, 48, 64, 0);
-	}
-	case KN_OPCODE_ATOMIC_MASKED_CS:
-	case KN_OPCODE_ATOMIC_MASKED_FA:
-		return kn_rule_masked(wqe, d, end);
-	case KN_OPCODE_WAIT:
-		/* cross-channel WAIT on a CQ (opmod 0; the clock form is the
-		 * Ethernet queues'): ctrl, then 8 reserved bytes, the CQE index
-		 * (max_index) and the CQ's number. The queue holds until that
-		 * CQE of the CQ is written; the caller checks that */
-		if (kn_wqe_opmod_of(c) != 0 || end != 32)
-			return KN_SYND_LOCAL_QP_OP_ERR;
-		d->wait_index = kn_load_be32(wqe + 24) & 0xffffff;
-		d->wait_cqn = kn_load_be32(wqe + 28) & 0xffffff;
-		return 0;
-	default:
-		return KN_SYND_LOCAL_QP_OP_ERR;
-	}
+	return kn_rule_gather(wqe, d, h + 32 + ops, end, 0);
 }
 
 /* The remote access an opcode needs (0: none, NOP). */
@@ -297,6 +237,105 @@ KN_INLINE unsigned kn_rule_remote_access(uint8_t opcode)
 	default:
 		return 0;
 	}
+}
+
+/* Decodes the whole WQE (nbb WQEBBs, contiguous at wqe) that the consumer
+ * index ci of QP qpn names; kn_rule_ctrl ran first. Returns 0, or a result
+ * for an error CQE that stands only once the local segments 0 .. nseg - 1
+ * passed their checks (a NIC checks them in order: the first failure is
+ * the one reported). h: the bytes of an address vector after ctrl (a
+ * DCI's remote operation, kn_rule_decode_dci), 0 for an RC QP's WQE. */
+KN_INLINE uint32_t kn_rule_decode_at(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
+				     struct kn_rule_wqe *d, uint32_t h)
+{
+	const struct kn_wqe_ctrl_seg *c = (const struct kn_wqe_ctrl_seg *)wqe;
+	if (d->ds == 0 || d->wqe_idx != ci || (kn_be32toh(c->qpn_ds) >> 8) != qpn)
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	uint32_t end = d->ds * 16;
+	switch (d->opcode) {
+	case KN_OPCODE_NOP:
+		return 0;
+	case KN_OPCODE_DUMP:
+		/* local buffers only, read and discarded: their keys are checked */
+		return kn_rule_gather(wqe, d, h + 16, end, 0);
+	case KN_OPCODE_RDMA_WRITE:
+	case KN_OPCODE_RDMA_WRITE_IMM:
+	case KN_OPCODE_RDMA_READ:
+		if (end < h + 32)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		d->raddr = kn_load_be64(wqe + h + 16);
+		d->rkey = kn_load_be32(wqe + h + 24);
+		if (d->opcode == KN_OPCODE_RDMA_READ) {
+			d->access = KINET_ACCESS_LOCAL_WRITE;
+			return kn_rule_gather(wqe, d, h + 32, end, 0);
+		}
+		return kn_rule_gather(wqe, d, h + 32, end, 1);
+	case KN_OPCODE_SEND:
+	case KN_OPCODE_SEND_IMM:
+		return kn_rule_gather(wqe, d, h + 16, end, 1);
+	case KN_OPCODE_ATOMIC_CS:
+	case KN_OPCODE_ATOMIC_FA: {
+		if (end != h + 64)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		d->raddr = kn_load_be64(wqe + h + 16);
+		d->rkey = kn_load_be32(wqe + h + 24);
+		d->swap_add = kn_load_be64(wqe + h + 32);
+		d->compare = kn_load_be64(wqe + h + 40);
+		uint32_t bc = kn_load_be32(wqe + h + 48);
+		if (bc & KN_INLINE_SEG)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		if (bc != 8)
+			return KN_RULE(KN_SYND_LOCAL_LENGTH_ERR, KINET_REASON_LENGTH);
+		d->access = KINET_ACCESS_LOCAL_WRITE;
+		return kn_rule_gather(wqe, d, h + 48, h + 64, 0);
+	}
+	case KN_OPCODE_ATOMIC_MASKED_CS:
+	case KN_OPCODE_ATOMIC_MASKED_FA:
+		return kn_rule_masked(wqe, d, h, end);
+	case KN_OPCODE_WAIT:
+		/* cross-channel WAIT on a CQ (opmod 0; the clock form is the
+		 * Ethernet queues'): ctrl, then 8 reserved bytes, the CQE index
+		 * (max_index) and the CQ's number. The queue holds until that
+		 * CQE of the CQ is written; the caller checks that */
+		if (h || kn_wqe_opmod_of(c) != 0 || end != 32)
+			return KN_SYND_LOCAL_QP_OP_ERR;
+		d->wait_index = kn_load_be32(wqe + 24) & 0xffffff;
+		d->wait_cqn = kn_load_be32(wqe + 28) & 0xffffff;
+		return 0;
+	default:
+		return KN_SYND_LOCAL_QP_OP_ERR;
+	}
+}
+
+/* An RC QP's WQE. */
+KN_INLINE uint32_t kn_rule_decode(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
+				  struct kn_rule_wqe *d)
+{
+	return kn_rule_decode_at(wqe, ci, qpn, d, 0);
+}
+
+/* A DCI's WQE (dynamically connected transport): an operation that reaches
+ * a target (write, read, atomics, send) carries an address vector between
+ * ctrl and the rest: the DCT's access key (8 bytes), then dqp_dct (its bit
+ * 31: the whole 48-byte vector follows; clear: the 16-byte compact form),
+ * whose low 24 bits are the DCT's number. Local operations (NOP, DUMP,
+ * WAIT) carry none. d->dct and d->dc_key name the target. */
+KN_INLINE uint32_t kn_rule_decode_dci(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
+				      struct kn_rule_wqe *d)
+{
+	uint32_t h = 0;
+	if (kn_rule_remote_access(d->opcode) || d->opcode == KN_OPCODE_SEND ||
+	    d->opcode == KN_OPCODE_SEND_IMM) {
+		if (d->ds * 16 < 32)
+			return KN_RULE(KN_SYND_LOCAL_QP_OP_ERR, KINET_REASON_MALFORMED);
+		d->dc_key = kn_load_be64(wqe + 16);
+		uint32_t dq = kn_load_be32(wqe + 24);
+		d->dct = dq & 0xffffff;
+		h = (dq >> 31) ? 48 : 16;
+		if (d->ds * 16 < 16 + h)
+			return KN_RULE(KN_SYND_LOCAL_QP_OP_ERR, KINET_REASON_MALFORMED);
+	}
+	return kn_rule_decode_at(wqe, ci, qpn, d, h);
 }
 
 /* Does a target QP whose kinet_qp_attr.remote_access is `qp_access` allow

@@ -280,6 +280,8 @@ struct soft_req {
 					     field boundary) */
 	uint8_t atomic_size; /* masked atomics: 4 or 8 bytes */
 	uint32_t wait_index, wait_cqn; /* WAIT: the CQE index (24 bits) and its CQ */
+	uint32_t dct;      /* a DCI's remote operation: its DCT's number and key (dc.h) */
+	uint64_t dc_key;
 	uint64_t total;    /* payload bytes */
 	uint8_t async_ok;  /* in: GPU-to-GPU copies may be left in flight (engine) */
 	uint8_t in_flight; /* out: soft_exec_local left a copy in flight */

@@ -60,7 +60,8 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 		       KN_SEND_WQE_BB);
 	/* the format (rules.h, shared with the GPU engine), then the local
 	 * segments it decoded, in order: the first failure is reported */
-	uint32_t res = kn_rule_decode(r->wqe, (uint16_t)ci, qp->qpn, d);
+	uint32_t res = qp->dc == KINET_DC_DCI ? kn_rule_decode_dci(r->wqe, (uint16_t)ci, qp->qpn, d)
+					     : kn_rule_decode(r->wqe, (uint16_t)ci, qp->qpn, d);
 	r->raddr = d->raddr;
 	r->rkey = d->rkey;
 	r->swap_add = d->swap_add;
@@ -70,6 +71,8 @@ uint32_t soft_parse_wqe_bb(kinet_qp *qp, uint64_t ci, uint32_t avail, const uint
 	r->atomic_size = d->atomic_size;
 	r->wait_index = d->wait_index;
 	r->wait_cqn = d->wait_cqn;
+	r->dct = d->dct;
+	r->dc_key = d->dc_key;
 	for (uint32_t i = 0; i < d->nseg; i++) {
 		const struct kn_rule_seg *g = &d->seg[i];
 		struct soft_iov *iov = &r->iov[i];
