@@ -20,9 +20,12 @@
  * collapsed send CQ, receives through an SRQ of verbs into a verbs CQ)
  * carries traffic both ways.
  *
- * Three modes: no argument, two QPs of this process; "fork", the same
+ * Four modes: no argument, two QPs of this process; "fork", the same
  * between a parent and a child process, whose QPs find each other from
- * (GID, QP number) alone; "gpu", a umem of GPU memory (cuMemAlloc through
+ * (GID, QP number) alone; "dc", a DCI of DevX reaching a DCT of
+ * mlx5dv_create_qp as NVSHMEM's IBGDA makes them (address vectors whole and
+ * compact; a wrong key, a missing DCT and a DCT destroyed under writes in
+ * flight are error CQEs); "gpu", a umem of GPU memory (cuMemAlloc through
  * the CUDA driver, loaded at run time) must be refused with EOPNOTSUPP and a
  * log line (exit 77, skipped, without a CUDA driver or GPU). Without a kinet
  * device it fails.
@@ -1584,17 +1587,69 @@ static void dc_mode(void)
 	a.pi = 0;
 	a.qp_dbr[MLX5_SND_DBR] = 0;
 	dci_connect(&a);
+	/* the DCT destroyed while writes to it are in flight: those before it
+	 * complete and landed, then one error CQE (retry exceeded), then the
+	 * rest are flushed; nothing hangs */
 	uint32_t dctn = t.qp->qp_num;
+	const uint32_t K = NSQ / 2 - 1, piece = 2048;
+	uint16_t idx[NSQ / 2];
+	uint8_t *tq = t.buf + QTR; /* a quarter of the DCT's memory the checks above left */
+	memset(tq, 0, (size_t)K * piece);
+	fill(src, (size_t)K * piece);
+	for (uint32_t k = 0; k < K; k++) {
+		post_dc(&a, &t.av, false, MLX5_OPCODE_RDMA_WRITE,
+			(uint64_t)(uintptr_t)(src + (size_t)k * piece), piece,
+			(uint64_t)(uintptr_t)(tq + (size_t)k * piece), t.mr->rkey, 0, 0);
+		idx[k] = dc_last;
+	}
+	/* once the first has completed, so that the destroy meets the others */
+	struct mlx5_cqe64 *first = (void *)(a.cqb + (a.ci & (NCQ - 1)) * 64);
+	uint64_t until = now_ns() + 5000000000ull;
+	for (;;) {
+		uint8_t oo = __atomic_load_n(&first->op_own, __ATOMIC_ACQUIRE);
+		if ((oo >> 4) != MLX5_CQE_INVALID && (oo & 1) == ((a.ci >> LOG_CQ) & 1))
+			break;
+		CHECK(now_ns() < until, "racing destroy: no first CQE within 5 s");
+	}
 	CHECK(ibv_destroy_qp(t.qp) == 0, "ibv_destroy_qp of the DCT");
 	t.qp = NULL;
-	post_dc(&a, &t.av, false, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)src, 64, tb,
-		t.mr->rkey, 0, 0);
-	expect_err(&a, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, "DC write to a destroyed DCT");
+	uint32_t done = 0, errs = 0, flushed = 0;
+	for (uint32_t k = 0; k < K; k++) {
+		uint16_t wc;
+		uint8_t syn;
+		uint8_t op = poll_cqe(&a, &wc, &syn);
+		CHECK(wc == idx[k], "racing destroy: CQE %u has wqe_counter %u, want %u", k, wc,
+		      idx[k]);
+		if (op == MLX5_CQE_REQ) {
+			CHECK(!errs, "racing destroy: a write completed after the error CQE");
+			CHECK(!memcmp(tq + (size_t)k * piece, src + (size_t)k * piece, piece),
+			      "racing destroy: completed write %u did not land", k);
+			done++;
+		} else if (!errs) {
+			CHECK(op == MLX5_CQE_REQ_ERR &&
+				      syn == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			      "racing destroy: first error CQE opcode 0x%x syndrome 0x%x", op, syn);
+			errs++;
+		} else {
+			CHECK(op == MLX5_CQE_REQ_ERR && syn == MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+			      "racing destroy: after the error, CQE opcode 0x%x syndrome 0x%x, want "
+			      "a flush", op, syn);
+			flushed++;
+		}
+	}
+	if (!errs) {
+		/* every write landed before the DCT went: the next one finds none */
+		post_dc(&a, &t.av, false, MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)src, 64, tb,
+			t.mr->rkey, 0, 0);
+		expect_err(&a, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			   "DC write to a destroyed DCT");
+	}
 	CHECK(!memcmp(keep, t.buf, sizeof(keep)), "a write to a destroyed DCT reached its memory");
 	dct_close(&t);
 	side_close(&a);
 	printf("%s: dc: DCI 0x%x to DCT 0x%x: %u writes and reads, 64 atomics, 16 sends; a wrong "
-	       "key and a missing DCT are error CQEs: ok\n", who, a.qpn, dctn, rounds);
+	       "key and a missing DCT are error CQEs; destroyed under %u writes: %u landed, %u "
+	       "error, %u flushed: ok\n", who, a.qpn, dctn, rounds, K, done, errs, flushed);
 }
 
 /* GPU memory cannot hold DevX queues on the software NIC: refused. */
