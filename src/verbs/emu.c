@@ -2632,8 +2632,9 @@ static int emu_devx_general_cmd(struct ibv_context *ib, const void *in, size_t i
 		 * host byte order (IBV_ATOMIC_HCA). The DC sizes are the same:
 		 * NVSHMEM's IBGDA requires both of any NIC, RC-only use included,
 		 * and refused this one while atomic_size_dc was 0 (H100,
-		 * 2026-12-07). DC is served within a context (nic/soft/dc.h);
-		 * the general caps' dct bit is not in the layout and stays 0. */
+		 * 2026-12-07). DC is served within a context only (nic/soft/dc.h):
+		 * the general caps' dct bit stays 0, so that a stack choosing its
+		 * transport by it takes RC, which reaches every peer. */
 		const struct kinet_prm_layout *A = &kinet_prm_query_atomic_cap_out;
 		kinet_prm_set(A, out, "capability.atomic_operations", 0xf);
 		kinet_prm_set(A, out, "capability.atomic_size_qp", 0x4 | 0x8);
