@@ -2875,18 +2875,13 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		return cmd_fail(out, outlen, "CREATE_QP: no resources (or no QP number free on "
 					     "the host)");
 	}
-	if (!rc && st == KINET_PRM_QPC_ST_DCI && (rc = kinet_qp_set_dc(q->sqp, KINET_DC_DCI, 0))) {
-		if (q->rv)
-			emu_rv_release(q->sqp->qpn);
-		kinet_qp_destroy(q->sqp);
-		free(q);
-		free(o);
-		umem_unref(uw, ud);
-		uar_unref(uar);
-		return cmd_fail(out, outlen, "CREATE_QP: the software NIC refused the DCI");
-	}
 	q->dc = st == KINET_PRM_QPC_ST_DCI ? KINET_DC_DCI : KINET_DC_NONE;
-	if (srq && (rc = kinet_qp_set_srq(q->sqp, srq->s, srq_cq))) {
+	const char *refused = NULL;
+	if (q->dc && kinet_qp_set_dc(q->sqp, KINET_DC_DCI, 0))
+		refused = "CREATE_QP: the software NIC refused the DCI";
+	else if (srq && kinet_qp_set_srq(q->sqp, srq->s, srq_cq))
+		refused = "CREATE_QP: the SRQ and receive CQ cannot serve it";
+	if (refused) {
 		if (q->rv)
 			emu_rv_release(q->sqp->qpn);
 		kinet_qp_destroy(q->sqp);
@@ -2894,7 +2889,7 @@ static struct mlx5dv_devx_obj *devx_create_qp(struct ibv_context *ib, const void
 		free(o);
 		umem_unref(uw, ud);
 		uar_unref(uar);
-		return cmd_fail(out, outlen, "CREATE_QP: the SRQ and receive CQ cannot serve it");
+		return cmd_fail(out, outlen, refused);
 	}
 	q->srq = srq;
 	kinet_qp *s = q->sqp;

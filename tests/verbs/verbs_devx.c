@@ -465,6 +465,20 @@ static unsigned query_qp(struct side *s, uint8_t *out)
 	return (unsigned)prm_get(out, QPC_STATE);
 }
 
+/* RTR2RTS with the send PSN given, the retries and read depth of both
+ * connect paths. */
+static void rtr2rts(struct side *s, uint32_t psn, const char *what)
+{
+	uint8_t in[CMD_BYTES];
+	memset(in, 0, sizeof(in));
+	prm_set(in, QPC_NEXT_SEND_PSN, psn);
+	prm_set(in, ADS_ACK_TIMEOUT, 14);
+	prm_set(in, QPC_RETRY_COUNT, 7);
+	prm_set(in, QPC_RNR_RETRY, 7);
+	prm_set(in, QPC_LOG_SRA_MAX, 4);
+	modify(s, in, OP_RTR2RTS, what);
+}
+
 /* RST2INIT, INIT2RTR to the peer (its QP number and GID in the address
  * path), RTR2RTS, checking QUERY_QP after each. */
 static void side_connect(struct side *s, const struct peer_info *p)
@@ -540,13 +554,7 @@ static void side_connect(struct side *s, const struct peer_info *p)
 	CHECK(!memcmp(q + ADS_RGID_BYTE, p->gid.raw, 16), "QUERY_QP: remote GID");
 	CHECK(prm_get(q, QPC_NEXT_RCV_PSN) == p->psn, "QUERY_QP: next_rcv_psn");
 
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC_NEXT_SEND_PSN, s->psn);
-	prm_set(in, ADS_ACK_TIMEOUT, 14);
-	prm_set(in, QPC_RETRY_COUNT, 7);
-	prm_set(in, QPC_RNR_RETRY, 7);
-	prm_set(in, QPC_LOG_SRA_MAX, 4);
-	modify(s, in, OP_RTR2RTS, "RTR2RTS");
+	rtr2rts(s, s->psn, "RTR2RTS");
 	CHECK(query_qp(s, q) == 3, "QUERY_QP: not RTS after RTR2RTS");
 	CHECK(prm_get(q, QPC_NEXT_SEND_PSN) == s->psn, "QUERY_QP: next_send_psn");
 	CHECK(prm_get(q, QPC_CQN_SND) == s->cqn && prm_get(q, QPC_PD) == s->pdn,
@@ -1312,14 +1320,20 @@ static void dci_connect(struct side *s)
 	prm_set(in, QPC_MTU, IBV_MTU_1024);
 	prm_set(in, QPC_LOG_MSG_MAX, 30);
 	modify(s, in, OP_INIT2RTR, "DCI INIT2RTR");
-	memset(in, 0, sizeof(in));
-	prm_set(in, QPC_NEXT_SEND_PSN, 0);
-	prm_set(in, ADS_ACK_TIMEOUT, 14);
-	prm_set(in, QPC_RETRY_COUNT, 7);
-	prm_set(in, QPC_RNR_RETRY, 7);
-	prm_set(in, QPC_LOG_SRA_MAX, 4);
-	modify(s, in, OP_RTR2RTS, "DCI RTR2RTS");
+	rtr2rts(s, 0, "DCI RTR2RTS");
 	CHECK(query_qp(s, q) == 3, "QUERY_QP: the DCI is not in RTS");
+}
+
+/* A DCI in ERR back to RTS: 2RST, its send queue from 0 again (the CQ goes
+ * on), the transitions again. */
+static void dci_reset(struct side *s)
+{
+	uint8_t in[CMD_BYTES];
+	memset(in, 0, sizeof(in));
+	modify(s, in, OP_2RST, "DCI 2RST");
+	s->pi = 0;
+	s->qp_dbr[MLX5_SND_DBR] = 0;
+	dci_connect(s);
 }
 
 /* The DCT and what it stands on, as IBGDA makes them: a parent domain of
@@ -1565,14 +1579,9 @@ static void dc_mode(void)
 		t.mr->rkey, 0, 0);
 	expect_err(&a, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, "DC write with a wrong key");
 	CHECK(!memcmp(keep, t.buf, sizeof(keep)), "a write with a wrong DC key reached the DCT");
-	uint8_t in[CMD_BYTES], q[CMD_BYTES];
+	uint8_t q[CMD_BYTES];
 	CHECK(query_qp(&a, q) == 6, "QUERY_QP: the DCI is not in ERR after an error CQE");
-	memset(in, 0, sizeof(in));
-	modify(&a, in, OP_2RST, "DCI 2RST");
-	/* the send queue starts again at 0; the CQ goes on */
-	a.pi = 0;
-	a.qp_dbr[MLX5_SND_DBR] = 0;
-	dci_connect(&a);
+	dci_reset(&a);
 	/* a DCT number nobody has: retry exceeded, as a DCT that never answers */
 	struct mlx5_wqe_av none = t.av;
 	none.dqp_dct = htobe32(1u << 31 | 0xfffff0);
@@ -1581,12 +1590,7 @@ static void dc_mode(void)
 	expect_err(&a, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, "DC write to no DCT");
 	CHECK(!memcmp(keep, t.buf, sizeof(keep)), "a write to no DCT touched the DCT's memory");
 	/* and the DCT gone: the same */
-	memset(in, 0, sizeof(in));
-	modify(&a, in, OP_2RST, "DCI 2RST");
-	/* the send queue starts again at 0; the CQ goes on */
-	a.pi = 0;
-	a.qp_dbr[MLX5_SND_DBR] = 0;
-	dci_connect(&a);
+	dci_reset(&a);
 	/* the DCT destroyed while writes to it are in flight: those before it
 	 * complete and landed, then one error CQE (retry exceeded), then the
 	 * rest are flushed; nothing hangs */

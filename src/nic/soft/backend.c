@@ -214,13 +214,16 @@ static void qpn_free(struct soft_ctx *ctx, kinet_qp *qp)
 	pthread_mutex_unlock(&ctx->c.lock);
 }
 
+/* The QP of ctx numbered qpn, or NULL; c.lock held. */
+static kinet_qp *qp_at(struct soft_ctx *ctx, uint32_t qpn)
+{
+	return qpn >= 0x100 && qpn - 0x100 < ctx->qp_cap ? ctx->qp_tab[qpn - 0x100] : NULL;
+}
+
 kinet_qp *soft_qp_lookup(kinet_ctx *c, uint32_t qpn)
 {
-	struct soft_ctx *ctx = soft_ctx(c);
-	kinet_qp *qp = NULL;
 	pthread_mutex_lock(&c->lock);
-	if (qpn >= 0x100 && qpn - 0x100 < ctx->qp_cap)
-		qp = ctx->qp_tab[qpn - 0x100];
+	kinet_qp *qp = qp_at(soft_ctx(c), qpn);
 	pthread_mutex_unlock(&c->lock);
 	return qp;
 }
@@ -231,7 +234,7 @@ int kinet_qp_set_dc(kinet_qp *qp, int role, uint64_t key)
 {
 	if (!qp || (role != KINET_DC_DCI && role != KINET_DC_DCT))
 		return -EINVAL;
-	if (!qp->ctx->ops || strcmp(qp->ctx->ops->name, "soft") != 0) {
+	if (qp->ctx->backend != KINET_BACKEND_SOFT) {
 		KLOG_ERR("qp 0x%x: the DC transport is the software NIC's", qp->qpn);
 		return -EINVAL;
 	}
@@ -247,12 +250,9 @@ int kinet_qp_set_dc(kinet_qp *qp, int role, uint64_t key)
 
 kinet_qp *soft_dct_find(kinet_ctx *c, uint32_t dct, uint64_t key, uint32_t *why)
 {
-	struct soft_ctx *ctx = soft_ctx(c);
-	kinet_qp *qp = NULL;
 	*why = KINET_REASON_PEER_GONE;
 	pthread_mutex_lock(&c->lock);
-	if (dct >= 0x100 && dct - 0x100 < ctx->qp_cap)
-		qp = ctx->qp_tab[dct - 0x100];
+	kinet_qp *qp = qp_at(soft_ctx(c), dct);
 	if (!qp || qp->dc != KINET_DC_DCT || atomic_load(&qp->dc_gone)) {
 		qp = NULL;
 	} else if (atomic_load(&qp->state) != KINET_QPS_RTR) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "nic/soft/soft.h"
 #include "nic/soft/dc.h"
+#include "nic/soft/rules.h"
 
 static pthread_mutex_t gpu_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -511,9 +512,9 @@ int soft_exec_local(kinet_qp *qp, struct soft_req *r)
 {
 	kinet_qp *t = __atomic_load_n(&soft_qp(qp)->peer, __ATOMIC_ACQUIRE);
 	if (qp->dc == KINET_DC_DCI) {
-		/* the target this WQE names (dc.h); local operations need none */
-		uint8_t op = r->opcode;
-		if (op == KN_OPCODE_NOP || op == KN_OPCODE_DUMP || op == KN_OPCODE_WAIT)
+		/* the target this WQE names (dc.h); the local operations the
+		 * decoder admits (NOP, DUMP, WAIT) need none and move nothing */
+		if (!kn_rule_dc_addressed(r->opcode))
 			return 0;
 		uint32_t why;
 		t = soft_dct_find(qp->ctx, r->dct, r->dc_key, &why);

@@ -307,6 +307,14 @@ KN_INLINE uint32_t kn_rule_decode_at(const uint8_t *wqe, uint16_t ci, uint32_t q
 	}
 }
 
+/* Does a DCI's WQE of this opcode reach a target, and so carry an address
+ * vector (write, read, atomics, send)? Local ones (NOP, DUMP, WAIT) do not. */
+KN_INLINE int kn_rule_dc_addressed(uint8_t opcode)
+{
+	return kn_rule_remote_access(opcode) || opcode == KN_OPCODE_SEND ||
+	       opcode == KN_OPCODE_SEND_IMM;
+}
+
 /* An RC QP's WQE. */
 KN_INLINE uint32_t kn_rule_decode(const uint8_t *wqe, uint16_t ci, uint32_t qpn,
 				  struct kn_rule_wqe *d)
@@ -324,8 +332,7 @@ KN_INLINE uint32_t kn_rule_decode_dci(const uint8_t *wqe, uint16_t ci, uint32_t 
 				      struct kn_rule_wqe *d)
 {
 	uint32_t h = 0;
-	if (kn_rule_remote_access(d->opcode) || d->opcode == KN_OPCODE_SEND ||
-	    d->opcode == KN_OPCODE_SEND_IMM) {
+	if (kn_rule_dc_addressed(d->opcode)) {
 		if (d->ds * 16 < 32)
 			return KN_RULE(KN_SYND_LOCAL_QP_OP_ERR, KINET_REASON_MALFORMED);
 		d->dc_key = kn_load_be64(wqe + 16);
